@@ -1,0 +1,31 @@
+"""The error tree: every error simindex raises on purpose is a SimIndexError."""
+
+from __future__ import annotations
+
+
+class SimIndexError(Exception):
+    """Base class of every error simindex raises on purpose."""
+
+
+class InvalidArgumentError(SimIndexError, ValueError):
+    """A parameter is out of range or of the wrong type (k, key, fingerprint, option)."""
+
+
+class EmptyTextError(SimIndexError, ValueError):
+    """A text has no word features at all (empty, whitespace or punctuation only)."""
+
+
+class ConfigMismatchError(SimIndexError, ValueError):
+    """The caller asked for a k or fingerprint configuration other than the index's own."""
+
+
+class NotAnIndexError(SimIndexError):
+    """The file or database exists but is not a simindex index; it was left untouched."""
+
+
+class IndexVersionError(SimIndexError):
+    """The index was written by a newer simindex, or needs a migration first."""
+
+
+class StorageError(SimIndexError):
+    """The database could not be opened, read or written."""

@@ -1,0 +1,159 @@
+"""Features to a 64-bit Simhash fingerprint (Charikar 2002), and Hamming distance.
+
+Each feature is hashed to 64 bits with xxh64 (seed 0, UTF-8 bytes), so a
+fingerprint is the same in every process, run, machine and Python version.
+Each bit of the fingerprint is 1 where the weighted votes of the features
+(+w where the feature's hash has a 1, -w where it has a 0) sum to more than 0.
+Weights are whole numbers and the sums are exact, so no rounding can flip a bit.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import xxhash
+
+from simindex.errors import EmptyTextError, InvalidArgumentError
+from simindex.tokenize import content_words, shingles
+
+BITS = 64
+MAX_FINGERPRINT = (1 << BITS) - 1
+_SIGN = 1 << (BITS - 1)
+_CHUNK = 1 << 16  # features summed per step: bounds memory for huge texts
+
+WEIGHTINGS = ("tf", "sublinear", "binary")
+
+
+@dataclass(frozen=True)
+class FingerprintConfig:
+    """How a text becomes a fingerprint. An index stores the one it was built with.
+
+    - ``ngram``: 1 for word unigrams, n > 1 for word n-gram shingles.
+    - ``weighting``: ``"tf"`` (term frequency), ``"sublinear"`` (1 + ln tf,
+      in fixed point) or ``"binary"`` (every distinct feature weighs 1).
+    - ``stopwords``: drop the shipped English and Chinese stop words.
+    - ``tokenizer``: version of the tokenisation rules, raised when they change.
+    """
+
+    ngram: int = 1
+    weighting: str = "tf"
+    stopwords: bool = True
+    tokenizer: int = 1
+
+    def __post_init__(self) -> None:
+        if isinstance(self.ngram, bool) or not isinstance(self.ngram, int) or not 1 <= self.ngram <= 8:
+            raise InvalidArgumentError(f"ngram must be a whole number from 1 to 8, not {self.ngram!r}")
+        if self.weighting not in WEIGHTINGS:
+            raise InvalidArgumentError(
+                f"weighting must be one of {', '.join(WEIGHTINGS)}, not {self.weighting!r}"
+            )
+        if not isinstance(self.stopwords, bool):
+            raise InvalidArgumentError(f"stopwords must be true or false, not {self.stopwords!r}")
+        if self.tokenizer != 1:
+            raise InvalidArgumentError(
+                f"tokenizer version {self.tokenizer!r} is not known to this simindex (it knows 1)"
+            )
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> FingerprintConfig:
+        unknown = set(data) - {"ngram", "weighting", "stopwords", "tokenizer"}
+        if unknown:
+            raise InvalidArgumentError(f"unknown fingerprint option(s): {', '.join(sorted(unknown))}")
+        return cls(**data)
+
+    @classmethod
+    def from_json(cls, text: str) -> FingerprintConfig:
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise InvalidArgumentError("a fingerprint configuration is a JSON object")
+        return cls.from_dict(data)
+
+    def describe(self) -> str:
+        kind = "word unigrams" if self.ngram == 1 else f"word {self.ngram}-gram shingles"
+        stop = "stop words dropped" if self.stopwords else "stop words kept"
+        return f"{kind}, {self.weighting} weights, {stop}"
+
+
+DEFAULT_CONFIG = FingerprintConfig()
+
+
+def features(text: str, config: FingerprintConfig = DEFAULT_CONFIG) -> Counter[str]:
+    """The weighted features of a text: feature -> whole-number weight."""
+    tokens = content_words(text, drop_stopwords=config.stopwords)
+    counts = Counter(shingles(tokens, config.ngram))
+    if config.weighting == "binary":
+        return Counter(dict.fromkeys(counts, 1))
+    if config.weighting == "sublinear":
+        # 1 + ln(tf) in fixed point (1/256), so sums stay exact integers.
+        return Counter({f: round(256 * (1 + math.log(c))) for f, c in counts.items()})
+    return counts
+
+
+def feature_hash(feature: str) -> int:
+    """The 64-bit hash of one feature: xxh64, seed 0, over its UTF-8 bytes."""
+    return xxhash.xxh64_intdigest(feature.encode("utf-8", "surrogatepass"))
+
+
+def simhash_weighted(weighted: Mapping[str, int] | Iterable[tuple[str, int]]) -> int:
+    """The Simhash of weighted features. Raises EmptyTextError when there are none."""
+    items = list(weighted.items()) if isinstance(weighted, Mapping) else list(weighted)
+    if not items:
+        raise EmptyTextError("the text has no word features (it is empty or only punctuation)")
+    votes = np.zeros(BITS, dtype=np.float64)
+    total = 0.0
+    for start in range(0, len(items), _CHUNK):
+        chunk = items[start : start + _CHUNK]
+        hashes = np.fromiter((feature_hash(f) for f, _ in chunk), dtype="<u8", count=len(chunk))
+        weights = np.fromiter((w for _, w in chunk), dtype=np.float64, count=len(chunk))
+        # bits[i, j] is bit j of feature i's hash (little-endian bytes, bits low first).
+        bits = np.unpackbits(hashes.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+        votes += weights @ bits
+        total += float(weights.sum())
+    # The signed vote of bit j is (votes_j) - (total - votes_j); the bit is 1 where it is > 0.
+    positive = 2 * votes > total
+    return int(np.packbits(positive, bitorder="little").view("<u8")[0])
+
+
+def simhash(text: str, config: FingerprintConfig = DEFAULT_CONFIG) -> int:
+    """The 64-bit Simhash of a text, an int in [0, 2**64).
+
+    Raises EmptyTextError when the text has no word at all (empty, whitespace
+    or punctuation only). A text of stop words only is fingerprinted from them.
+    """
+    if not isinstance(text, str):
+        raise InvalidArgumentError(f"text must be a str, not {type(text).__name__}")
+    return simhash_weighted(features(text, config))
+
+
+def hamming(a: int, b: int) -> int:
+    """The number of bits in which two fingerprints differ."""
+    return (a ^ b).bit_count()
+
+
+def check_fingerprint(value: object) -> int:
+    """Return value if it is a fingerprint (an int in [0, 2**64)), else raise."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_FINGERPRINT:
+        raise InvalidArgumentError(f"a fingerprint is an int in [0, 2**64), not {value!r}")
+    return value
+
+
+def to_signed(value: int) -> int:
+    """Map an unsigned 64-bit value to the signed one a BIGINT column stores.
+
+    [0, 2**63) is unchanged; [2**63, 2**64) maps to [-2**63, 0) (two's complement).
+    """
+    return value - (1 << BITS) if value & _SIGN else value
+
+
+def to_unsigned(value: int) -> int:
+    """The inverse of to_signed."""
+    return value & MAX_FINGERPRINT
