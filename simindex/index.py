@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import warnings
@@ -142,6 +143,30 @@ class SimIndex:
 
     def __repr__(self) -> str:
         return f"SimIndex({self.location!r}, k={self.k})"
+
+    def stats(self) -> dict[str, Any]:
+        """Facts about the index, for people and scripts."""
+        count = len(self)
+        info: dict[str, Any] = {
+            "index": self.location,
+            "count": count,
+            "k": self.k,
+            "blocks": list(self.layout.widths),
+            "fingerprint": json.loads(self.config.to_json()),
+            "format": self._settings.format,
+            "schema_revision": store.HEAD,
+            "created_by": self._settings.created_by,
+        }
+        path = self._where.path
+        if path is not None:
+            size = sum(
+                p.stat().st_size
+                for p in (path, path.with_name(path.name + "-wal"))
+                if p.exists()
+            )
+            info["file_bytes"] = size
+            info["bytes_per_fingerprint"] = round(size / count, 1) if count else None
+        return info
 
     def fingerprint(self, text: str) -> int:
         """The fingerprint this index gives a text (with its own configuration)."""

@@ -1,0 +1,483 @@
+"""The simindex command: a thin shell over SimIndex.
+
+Data goes to stdout, progress and errors to stderr. Exit codes: 0 success;
+1 ``query`` found nothing (like grep); 2 an error (one line ``Error: ...``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import typer
+
+from simindex.errors import EmptyTextError, InvalidArgumentError, NotAnIndexError, SimIndexError
+from simindex.fingerprint import WEIGHTINGS, FingerprintConfig, hamming, simhash
+from simindex.index import FullScanWarning, SimIndex
+
+EXIT_OK, EXIT_NOT_FOUND, EXIT_ERROR = 0, 1, 2
+
+app = typer.Typer(
+    name="simindex",
+    help="A persistent near-duplicate index for text (64-bit Simhash, SQLite).\n\n"
+    "Exit codes: 0 success, 1 query found nothing, 2 error.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class UserError(Exception):
+    """A mistake in what the command was given, reported as one line."""
+
+
+def fail(message: str) -> NoReturn:
+    typer.echo(f"Error: {message}", err=True)
+    raise typer.Exit(EXIT_ERROR)
+
+
+def reported(func: F) -> F:
+    """Turn expected failures into one line ``Error: ...`` and exit code 2."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except (SimIndexError, UserError) as exc:
+            fail(str(exc))
+        except UnicodeDecodeError as exc:
+            fail(f"input is not valid UTF-8 (byte {exc.start}): {exc.reason}")
+        except OSError as exc:
+            where = f" {exc.filename}" if exc.filename else ""
+            fail(f"cannot read or write{where}: {exc.strerror or exc}")
+        except KeyboardInterrupt:
+            typer.echo("Interrupted; nothing of the unfinished transaction was kept.", err=True)
+            raise typer.Exit(130) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def emit_json(value: Any) -> None:
+    typer.echo(json.dumps(value, ensure_ascii=False))
+
+
+# --- shared options ---------------------------------------------------------
+
+IndexArg = Annotated[str, typer.Argument(help="Index file path, ':memory:' or a database URL.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+KOpt = Annotated[
+    int | None,
+    typer.Option("--k", "-k", help="Largest Hamming distance the new index answers from its "
+                 "blocks (0-15; default 3). An existing index keeps its own."),
+]
+NgramOpt = Annotated[
+    int | None, typer.Option("--ngram", help="Features: 1 = word unigrams (default), n = word n-grams.")
+]
+WeightingOpt = Annotated[
+    str | None, typer.Option("--weighting", help=f"Feature weights: {', '.join(WEIGHTINGS)} (default tf).")
+]
+StopOpt = Annotated[
+    bool, typer.Option("--keep-stopwords", help="Keep stop words as features.")
+]
+
+
+def config_from(ngram: int | None, weighting: str | None, keep_stopwords: bool) -> FingerprintConfig | None:
+    """A configuration if any option was given, else None (use the index's own)."""
+    if ngram is None and weighting is None and not keep_stopwords:
+        return None
+    return FingerprintConfig(
+        ngram=1 if ngram is None else ngram,
+        weighting=weighting or "tf",
+        stopwords=not keep_stopwords,
+    )
+
+
+def open_index(location: str, *, create: bool = False, k: int | None = None,
+               config: FingerprintConfig | None = None) -> SimIndex:
+    try:
+        return SimIndex(location, k=k, config=config, create=create)
+    except NotAnIndexError as exc:
+        if str(exc).startswith("no index at"):
+            raise UserError(f"{exc} (create one with: simindex init {location})") from exc
+        raise
+
+
+def read_text_file(path: str) -> str:
+    """A whole file ('-' for stdin) as UTF-8 text."""
+    if path == "-":
+        data = sys.stdin.buffer.read()
+        name = "standard input"
+    else:
+        p = Path(path)
+        if not p.exists():
+            raise UserError(f"no such file: {path}")
+        if p.is_dir():
+            raise UserError(f"{path} is a folder, not a file")
+        data = p.read_bytes()
+        name = path
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{name} is not valid UTF-8 (byte {exc.start})") from exc
+
+
+# --- reading documents for add ------------------------------------------------
+
+
+@dataclass
+class Doc:
+    key: str
+    text: str
+    where: str  # for messages: "notes.txt", "docs.jsonl line 7"
+    size: int  # bytes read, for the progress bar
+
+
+def _open_binary(path: str) -> Any:
+    if path == "-":
+        return sys.stdin.buffer
+    p = Path(path)
+    if not p.exists():
+        raise UserError(f"no such file: {path}")
+    if p.is_dir():
+        raise UserError(f"{path} is a folder, not a file")
+    return p.open("rb")
+
+
+def _lines(path: str) -> Iterator[tuple[int, str, int]]:
+    """(line number, text, bytes) of each line of a UTF-8 file or stdin."""
+    name = "standard input" if path == "-" else path
+    f = _open_binary(path)
+    try:
+        for number, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise UserError(f"{name} line {number} is not valid UTF-8 (byte {exc.start})") from exc
+            if number == 1:
+                line = line.removeprefix("\ufeff")
+            yield number, line.rstrip("\r\n"), len(raw)
+    finally:
+        if f is not sys.stdin.buffer:
+            f.close()
+
+
+def read_docs(paths: list[str], fmt: str, key_field: str, text_field: str,
+              stdin_key: str | None) -> Iterator[Doc]:
+    for path in paths:
+        name = "stdin" if path == "-" else path
+        kind = fmt
+        if kind == "auto":
+            kind = "jsonl" if path.endswith((".jsonl", ".ndjson")) else "text"
+        if kind == "text":
+            key = stdin_key if path == "-" else path
+            if not key:
+                raise UserError("give the document read from standard input a key with --key")
+            text = read_text_file(path)
+            yield Doc(key, text, name, len(text.encode("utf-8")))
+        elif kind == "lines":
+            for number, line, size in _lines(path):
+                if line.strip():
+                    yield Doc(f"{name}:{number}", line, f"{name} line {number}", size)
+        else:
+            for number, line, size in _lines(path):
+                if not line.strip():
+                    continue
+                where = f"{name} line {number}"
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise UserError(f"{where} is not valid JSON ({exc.msg})") from exc
+                if not isinstance(record, dict):
+                    raise UserError(f"{where} is not a JSON object")
+                key, text = record.get(key_field), record.get(text_field)
+                if isinstance(key, int) and not isinstance(key, bool):
+                    key = str(key)
+                if not isinstance(key, str) or not key:
+                    raise UserError(f"{where} has no string field {key_field!r} for the key")
+                if not isinstance(text, str):
+                    raise UserError(f"{where} has no string field {text_field!r} for the text")
+                yield Doc(key, text, where, size)
+
+
+def _progress(total: int | None, quiet: bool) -> Any:
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
+    console = Console(stderr=True)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        disable=quiet or not console.is_terminal,
+        transient=True,
+    )
+
+
+# --- commands ----------------------------------------------------------------
+
+
+@app.command()
+@reported
+def init(
+    index: IndexArg,
+    k: KOpt = None,
+    ngram: NgramOpt = None,
+    weighting: WeightingOpt = None,
+    keep_stopwords: StopOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Create an index (or check that an existing one has these settings)."""
+    config = config_from(ngram, weighting, keep_stopwords)
+    with open_index(index, create=True, k=k, config=config) as ix:
+        if as_json:
+            emit_json({"index": ix.location, "k": ix.k, "blocks": list(ix.layout.widths),
+                       "fingerprint": json.loads(ix.config.to_json()), "count": len(ix)})
+        else:
+            typer.echo(f"{ix.location}: k={ix.k}, blocks {'/'.join(map(str, ix.layout.widths))}, "
+                       f"{ix.config.describe()}, {len(ix)} fingerprints")
+
+
+@app.command()
+@reported
+def add(
+    index: IndexArg,
+    inputs: Annotated[
+        list[str] | None,
+        typer.Argument(help="Files to add ('-' for stdin). A text file is one document keyed by "
+                       "its path; .jsonl/.ndjson files hold one JSON object per line."),
+    ] = None,
+    text: Annotated[str | None, typer.Option("--text", "-t", help="Add this text (needs --key).")] = None,
+    key: Annotated[str | None, typer.Option("--key", help="Key for --text or for a document on stdin.")] = None,
+    fmt: Annotated[
+        str, typer.Option("--format", help="auto, text (a file is a document), lines (a line is a "
+                          "document, keyed FILE:LINE) or jsonl.")
+    ] = "auto",
+    key_field: Annotated[str, typer.Option("--key-field", help="JSON Lines field of the key.")] = "id",
+    text_field: Annotated[str, typer.Option("--text-field", help="JSON Lines field of the text.")] = "text",
+    skip_empty: Annotated[
+        bool, typer.Option("--skip-empty", help="Skip documents with no words instead of failing.")
+    ] = False,
+    k: KOpt = None,
+    ngram: NgramOpt = None,
+    weighting: WeightingOpt = None,
+    keep_stopwords: StopOpt = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Add documents, creating the index if needed.
+
+    All or nothing: on any error the index is left as it was. A key that is
+    already there gets the new text.
+    """
+    if fmt not in ("auto", "text", "lines", "jsonl"):
+        raise UserError(f"--format must be auto, text, lines or jsonl, not {fmt!r}")
+    paths = list(inputs or [])
+    if text is None and not paths:
+        raise UserError("nothing to add: give files, '-' for stdin, or --text with --key")
+    if text is not None and not key:
+        raise UserError("--text needs a --key")
+    if paths.count("-") > 1:
+        raise UserError("standard input ('-') can be read only once")
+    config = config_from(ngram, weighting, keep_stopwords)
+    for p in paths:  # fail on a missing file before the index is created or locked
+        if p != "-" and not Path(p).is_file():
+            raise UserError(f"no such file: {p}" if not Path(p).exists() else f"{p} is not a file")
+    docs: list[Iterator[Doc]] = []
+    if text is not None:
+        assert key is not None
+        docs.append(iter([Doc(key, text, "--text", len(text.encode("utf-8")))]))
+    if paths:
+        docs.append(read_docs(paths, fmt, key_field, text_field, None if text is not None else key))
+    total = sum(Path(p).stat().st_size for p in paths if p != "-") or None
+    skipped: list[str] = []
+    with open_index(index, create=True, k=k, config=config) as ix, _progress(total, quiet) as bar:
+        task = bar.add_task("adding", total=total)
+
+        def fingerprints() -> Iterator[tuple[str, int]]:
+            for stream in docs:
+                for doc in stream:
+                    bar.advance(task, doc.size)
+                    try:
+                        yield doc.key, ix.fingerprint(doc.text)
+                    except EmptyTextError:
+                        if not skip_empty:
+                            raise UserError(
+                                f"{doc.where} ({doc.key}) has no words to fingerprint; nothing "
+                                f"was added (--skip-empty skips such documents)"
+                            ) from None
+                        skipped.append(doc.key)
+
+        added = ix.add_fingerprints(fingerprints())
+        count = len(ix)
+    if as_json:
+        emit_json({"index": ix.location, "added": added, "skipped": skipped, "count": count})
+    else:
+        typer.echo(f"added {added} document{'s' * (added != 1)} to {ix.location} "
+                   f"({count} in all)" + (f"; skipped {len(skipped)} with no words" if skipped else ""))
+
+
+def _parse_fingerprint(value: str) -> int:
+    try:
+        number = int(value, 0)
+    except ValueError:
+        raise UserError(f"not a fingerprint: {value!r} (give a decimal or 0x-hex number)") from None
+    if not 0 <= number < 1 << 64:
+        raise UserError(f"a fingerprint is in [0, 2**64), not {value}")
+    return number
+
+
+def _query_input(text: str | None, file: str | None, fingerprint: str | None) -> str | int:
+    given = [x for x in (text, file, fingerprint) if x is not None]
+    if len(given) != 1:
+        raise UserError("give exactly one of: TEXT, --file FILE ('-' for stdin), --fingerprint FP")
+    if fingerprint is not None:
+        return _parse_fingerprint(fingerprint)
+    if file is not None:
+        return read_text_file(file)
+    assert text is not None
+    return text
+
+
+@app.command()
+@reported
+def query(
+    index: IndexArg,
+    text: Annotated[str | None, typer.Argument(help="The text to look for.")] = None,
+    file: Annotated[str | None, typer.Option("--file", "-f", help="Read the text from a file ('-' for stdin).")] = None,
+    fingerprint: Annotated[str | None, typer.Option("--fingerprint", help="Look for a fingerprint (decimal or 0x-hex).")] = None,
+    k: Annotated[int | None, typer.Option("--k", "-k", help="Largest distance (default: the index's k).")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", "-n", help="At most this many matches.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print the stored documents near a text: distance and key, nearest first.
+
+    Exits 1 when there are none, like grep.
+    """
+    what = _query_input(text, file, fingerprint)
+    if k is not None and not 0 <= k <= 64:
+        raise UserError(f"--k must be from 0 to 64, not {k}")
+    if limit is not None and limit < 1:
+        raise UserError(f"--limit must be at least 1, not {limit}")
+    with open_index(index) as ix:
+        fp = what if isinstance(what, int) else ix.fingerprint(what)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", FullScanWarning)
+            matches = ix.query(fp, k=k, limit=limit)
+        used_k = ix.k if k is None else k
+    for w in caught:
+        if issubclass(w.category, FullScanWarning):
+            typer.echo(f"Warning: {w.message}", err=True)
+    if as_json:
+        emit_json({"fingerprint": fp, "k": used_k, "matches": [m._asdict() for m in matches]})
+    else:
+        for m in matches:
+            typer.echo(f"{m.distance}\t{m.key}")
+    if not matches:
+        raise typer.Exit(EXIT_NOT_FOUND)
+
+
+@app.command()
+@reported
+def remove(
+    index: IndexArg,
+    keys: Annotated[list[str], typer.Argument(help="Keys to remove.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Remove documents by key (in one transaction)."""
+    with open_index(index) as ix:
+        removed = ix.remove_many(keys)
+    if as_json:
+        emit_json({"removed": removed, "missing": len(set(keys)) - removed})
+    else:
+        typer.echo(f"removed {removed} of {len(set(keys))} key{'s' * (len(set(keys)) != 1)}")
+
+
+@app.command()
+@reported
+def stats(index: IndexArg, as_json: JsonOpt = False) -> None:
+    """Describe an index: size, k, block layout, fingerprint configuration."""
+    with open_index(index) as ix:
+        info = ix.stats()
+    if as_json:
+        emit_json(info)
+        return
+    for name, value in info.items():
+        shown = json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else value
+        typer.echo(f"{name}: {shown}")
+
+
+@app.command("fingerprint")
+@reported
+def fingerprint_cmd(
+    text: Annotated[str | None, typer.Argument(help="The text.")] = None,
+    file: Annotated[str | None, typer.Option("--file", "-f", help="Read the text from a file ('-' for stdin).")] = None,
+    index: Annotated[str | None, typer.Option("--index", "-i", help="Use this index's fingerprint configuration.")] = None,
+    ngram: NgramOpt = None,
+    weighting: WeightingOpt = None,
+    keep_stopwords: StopOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print a text's 64-bit fingerprint (decimal, and 0x-hex with --json)."""
+    what = _query_input(text, file, None)
+    assert isinstance(what, str)
+    config = config_from(ngram, weighting, keep_stopwords)
+    if index is not None:
+        with open_index(index, config=config) as ix:
+            value = ix.fingerprint(what)
+    else:
+        value = simhash(what, config or FingerprintConfig())
+    if as_json:
+        emit_json({"fingerprint": value, "hex": f"0x{value:016x}"})
+    else:
+        typer.echo(str(value))
+
+
+@app.command()
+@reported
+def distance(
+    a: Annotated[str, typer.Argument(help="A fingerprint (or a text with --text, a file with --file).")],
+    b: Annotated[str, typer.Argument(help="Another one.")],
+    as_text: Annotated[bool, typer.Option("--text", help="A and B are texts.")] = False,
+    as_file: Annotated[bool, typer.Option("--file", help="A and B are files.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print the Hamming distance between two fingerprints, texts or files."""
+    if as_text and as_file:
+        raise UserError("give --text or --file, not both")
+    if as_text or as_file:
+        texts = [read_text_file(x) if as_file else x for x in (a, b)]
+        fa, fb = (simhash(t) for t in texts)
+    else:
+        fa, fb = _parse_fingerprint(a), _parse_fingerprint(b)
+    d = hamming(fa, fb)
+    if as_json:
+        emit_json({"distance": d, "a": fa, "b": fb})
+    else:
+        typer.echo(str(d))
+
+
+def main() -> None:
+    """Entry point of the ``simindex`` command and of ``python cli.py``."""
+    app()
+
+
+__all__ = ["app", "main", "InvalidArgumentError"]
