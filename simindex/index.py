@@ -81,6 +81,7 @@ class SimIndex:
         self._lock = threading.RLock()
         try:
             self._settings = self._open(k, wanted, create=create)
+            store.use_wal(self._engine, self._where)
         except BaseException:
             self._engine.dispose()
             raise

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -137,21 +138,37 @@ def check_file(where: Location, *, create: bool) -> None:
         raise NotAnIndexError(f"{path} is not a simindex index (not a SQLite database); left untouched")
 
 
-def _on_sqlite_connect(file_backed: bool) -> Any:
-    def on_connect(dbapi_connection: Any, _record: Any) -> None:
-        # Let SQLAlchemy's "begin" event issue BEGIN itself (pysqlite's own
-        # implicit transactions skip DDL and cannot take the write lock early).
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        try:
-            cursor.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            if file_backed:
-                cursor.execute("PRAGMA journal_mode = WAL")
-            cursor.execute("PRAGMA synchronous = NORMAL")
-        finally:
-            cursor.close()
+def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
+    # Let SQLAlchemy's "begin" event issue BEGIN itself (pysqlite's own
+    # implicit transactions skip DDL and cannot take the write lock early).
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        cursor.execute("PRAGMA synchronous = NORMAL")
+    finally:
+        cursor.close()
 
-    return on_connect
+
+def use_wal(engine: Engine, where: Location) -> None:
+    """Switch a SQLite index file to WAL (a setting the file keeps).
+
+    Done once the file is known to be an index, never on a file that is
+    refused: changing the journal mode rewrites the database header.
+    """
+    if where.path is None or engine.dialect.name != "sqlite":
+        return
+    try:
+        raw = engine.raw_connection()  # outside any transaction, as the pragma needs
+        try:
+            cursor = raw.cursor()
+            if cursor.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                cursor.execute("PRAGMA journal_mode = WAL")
+            cursor.close()
+        finally:
+            raw.close()
+    except (SQLAlchemyError, sqlite3.Error) as exc:
+        raise StorageError(describe_db_error(where, exc)) from exc
 
 
 def _on_sqlite_begin(connection: Connection) -> None:
@@ -171,7 +188,7 @@ def make_engine(where: Location) -> Engine:
                 engine = create_engine(
                     url, connect_args={"timeout": BUSY_TIMEOUT_S, "check_same_thread": False}
                 )
-            event.listen(engine, "connect", _on_sqlite_connect(where.path is not None))
+            event.listen(engine, "connect", _on_sqlite_connect)
             event.listen(engine, "begin", _on_sqlite_begin)
             return engine
         return create_engine(url, pool_pre_ping=True)

@@ -1,0 +1,202 @@
+"""Fingerprints: tokenisation, Simhash, Hamming distance, the signed mapping."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from simindex import (
+    EmptyTextError,
+    FingerprintConfig,
+    InvalidArgumentError,
+    hamming,
+    simhash,
+    to_signed,
+    to_unsigned,
+)
+from simindex.fingerprint import features, simhash_weighted
+from simindex.tokenize import content_words, shingles, words
+
+from .conftest import ROOT
+
+SAMPLES = [
+    "The quick brown fox jumps over the lazy dog.",
+    "你妈妈喊你回家吃饭哦，回家罗回家罗",
+    "Mixed 中文 and English, Кириллица, العربية, emoji 😀 and numbers 42.",
+]
+
+
+def test_words_normalise_case_width_and_punctuation() -> None:
+    assert words("Hello, WORLD! Ｆｕｌｌ-ｗｉｄｔｈ １２３") == ["hello", "world", "full", "width", "123"]
+    assert words("don’t stop") == ["don't", "stop"]
+    assert words("snake_case") == ["snake", "case"]
+
+
+def test_cjk_runs_are_segmented_other_scripts_split_on_words() -> None:
+    tokens = words("我们在北京吃饭 and Москва")
+    assert "北京" in tokens and "吃饭" in tokens
+    assert tokens[-2:] == ["and", "москва"]
+
+
+def test_stop_words_dropped_unless_that_leaves_nothing() -> None:
+    assert content_words("The cat sat on the mat") == ["cat", "sat", "mat"]
+    assert content_words("我的书") == ["书"]
+    assert content_words("to be or not to be") == ["to", "be", "or", "not", "to", "be"]
+    assert content_words("The cat", drop_stopwords=False) == ["the", "cat"]
+
+
+def test_shingles() -> None:
+    assert shingles(["a", "b", "c"], 1) == ["a", "b", "c"]
+    assert shingles(["a", "b", "c"], 2) == ["a b", "b c"]
+    assert shingles(["a", "b"], 3) == ["a b"]
+    assert shingles([], 3) == []
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t", "!!! ... ---", "，。！？", "___"])
+def test_text_without_words_is_an_error_not_a_shared_fingerprint(text: str) -> None:
+    with pytest.raises(EmptyTextError):
+        simhash(text)
+
+
+def test_stop_words_only_text_gets_its_own_fingerprint() -> None:
+    assert simhash("to be or not to be") != simhash("the and of")
+
+
+def test_weighting_options_change_fingerprints_as_documented() -> None:
+    text = "apple apple apple apple apple banana cherry date elderberry fig grape"
+    assert features(text)["apple"] == 5
+    assert features(text, FingerprintConfig(weighting="binary"))["apple"] == 1
+    assert features(text, FingerprintConfig(weighting="sublinear"))["apple"] == round(
+        256 * (1 + __import__("math").log(5))
+    )
+    assert "apple banana" in features(text, FingerprintConfig(ngram=2))
+
+
+def test_simhash_matches_a_plain_per_bit_reference() -> None:
+    """The numpy vote sum gives the same bits as the textbook per-bit loop."""
+    from simindex.fingerprint import feature_hash
+
+    for text in SAMPLES + ["apple apple banana " * 50]:
+        weighted = features(text)
+        votes = [0] * 64
+        for feature, weight in weighted.items():
+            h = feature_hash(feature)
+            for bit in range(64):
+                votes[bit] += weight if h >> bit & 1 else -weight
+        expected = sum(1 << bit for bit in range(64) if votes[bit] > 0)
+        assert simhash(text) == expected
+
+
+def test_many_features_are_summed_in_chunks_exactly() -> None:
+    weighted = {f"feature-{i}": (i % 7) + 1 for i in range(70_000)}
+    from simindex.fingerprint import feature_hash
+
+    votes = [0] * 64
+    for feature, weight in weighted.items():
+        h = feature_hash(feature)
+        for bit in range(64):
+            votes[bit] += weight if h >> bit & 1 else -weight
+    assert simhash_weighted(weighted) == sum(1 << b for b in range(64) if votes[b] > 0)
+
+
+def test_fingerprints_are_stable_across_processes() -> None:
+    """Same value in a fresh interpreter with a different hash seed (never built-in hash())."""
+    here = [simhash(t) for t in SAMPLES]
+    code = (
+        "import json, sys; from simindex import simhash; "
+        "print(json.dumps([simhash(t) for t in json.loads(sys.argv[1])]))"
+    )
+    for seed in ("1", "2"):
+        out = subprocess.run(
+            [sys.executable, "-c", code, json.dumps(SAMPLES)],
+            capture_output=True, text=True, check=True, cwd=ROOT,
+            env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"},
+        )
+        assert json.loads(out.stdout) == here
+
+
+def test_known_values_do_not_drift() -> None:
+    """Fingerprints stored in indexes must not change between versions of simindex."""
+    assert simhash("The quick brown fox jumps over the lazy dog.") == 1814951767899022472
+    assert simhash("hello") == 2794345569481354659
+
+
+def test_english_text_does_not_load_jieba() -> None:
+    code = (
+        "import sys; from simindex import SimIndex, simhash; simhash('plain English text'); "
+        "ix = SimIndex(':memory:'); ix.add('a', 'more English'); ix.query('English'); "
+        "print('jieba' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT)
+    assert out.stdout.strip() == "False"
+
+
+def test_chinese_one_character_change_is_a_near_duplicate() -> None:
+    a = simhash("你妈妈喊你回家吃饭哦，回家罗回家罗")
+    b = simhash("你妈妈叫你回家吃饭啦，回家罗回家罗")
+    assert hamming(a, b) <= 3
+    unrelated = simhash("今天北京的天气很好，我们去公园散步，看见很多人在放风筝。")
+    assert hamming(a, unrelated) > 3
+
+
+def test_hamming() -> None:
+    assert hamming(0, 0) == 0
+    assert hamming(0, 2**64 - 1) == 64
+    assert hamming(0b1011, 0b0001) == 2
+
+
+@given(st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1))
+def test_hamming_is_symmetric_and_matches_bit_strings(a: int, b: int) -> None:
+    assert hamming(a, b) == hamming(b, a)
+    assert hamming(a, b) == sum(x != y for x, y in zip(f"{a:064b}", f"{b:064b}"))
+
+
+@pytest.mark.parametrize(
+    ("unsigned", "signed"),
+    [(0, 0), (2**63 - 1, 2**63 - 1), (2**63, -(2**63)), (2**64 - 1, -1)],
+)
+def test_signed_mapping_at_the_edges(unsigned: int, signed: int) -> None:
+    assert to_signed(unsigned) == signed
+    assert to_unsigned(signed) == unsigned
+
+
+@given(st.integers(0, 2**64 - 1))
+def test_signed_mapping_round_trips(value: int) -> None:
+    assert -(2**63) <= to_signed(value) < 2**63
+    assert to_unsigned(to_signed(value)) == value
+
+
+@given(st.text(max_size=200))
+def test_simhash_is_total_and_in_range(text: str) -> None:
+    try:
+        value = simhash(text)
+    except EmptyTextError:
+        assert not words(text)
+    else:
+        assert 0 <= value < 2**64
+        assert simhash(text) == value
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"ngram": 0}, {"ngram": "2"}, {"weighting": "idf?"}, {"stopwords": "yes"}, {"colour": 1}],
+)
+def test_bad_configuration_is_a_clear_error(bad: dict[str, object]) -> None:
+    with pytest.raises(InvalidArgumentError):
+        FingerprintConfig.from_dict(bad)
+
+
+def test_configuration_round_trips_through_json() -> None:
+    config = FingerprintConfig(ngram=3, weighting="sublinear", stopwords=False)
+    assert FingerprintConfig.from_json(config.to_json()) == config
+
+
+def test_simhash_rejects_non_text() -> None:
+    with pytest.raises(InvalidArgumentError):
+        simhash(b"bytes")  # type: ignore[arg-type]

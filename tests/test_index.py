@@ -1,0 +1,262 @@
+"""The index: exactness against a brute-force oracle, the API, persistence."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import threading
+import warnings
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from simindex import (
+    BlockLayout,
+    ConfigMismatchError,
+    EmptyTextError,
+    FingerprintConfig,
+    FullScanWarning,
+    InvalidArgumentError,
+    Match,
+    SimIndex,
+    hamming,
+    simhash,
+)
+
+FP = st.integers(0, 2**64 - 1)
+
+
+def brute_force(stored: dict[str, int], query: int, k: int) -> list[Match]:
+    """The oracle: compare the query with every stored fingerprint."""
+    found = [Match(key, hamming(fp, query), fp) for key, fp in stored.items()]
+    return sorted((m for m in found if m.distance <= k), key=lambda m: (m.distance, m.key))
+
+
+def flip(value: int, bits: int, rng: random.Random) -> int:
+    for position in rng.sample(range(64), bits):
+        value ^= 1 << position
+    return value
+
+
+@st.composite
+def corpora(draw: st.DrawFn) -> tuple[dict[str, int], list[int]]:
+    """Random fingerprints (half with the top bit set), planted neighbours at
+    every distance 0..5, duplicate fingerprints under other keys, edge values."""
+    rng = random.Random(draw(st.integers(0, 2**32)))
+    base = draw(st.lists(FP, min_size=1, max_size=30))
+    stored: dict[str, int] = {}
+    for i, fp in enumerate(base):
+        stored[f"doc-{i}"] = fp
+        for d in range(6):
+            if draw(st.booleans()):
+                stored[f"doc-{i}-d{d}"] = flip(fp, d, rng)
+        if draw(st.booleans()):
+            stored[f"dup-{i}"] = fp
+    for edge in (0, 2**63 - 1, 2**63, 2**64 - 1):
+        if draw(st.booleans()):
+            stored[f"edge-{edge}"] = edge
+    queries = [flip(rng.choice(base), rng.randrange(0, 6), rng) for _ in range(5)]
+    queries += draw(st.lists(FP, max_size=3)) + [0, 2**64 - 1, 2**63]
+    return stored, queries
+
+
+@pytest.mark.parametrize("index_k", [0, 1, 2, 3, 5])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=corpora())
+def test_query_equals_brute_force(index_k: int, data: tuple[dict[str, int], list[int]]) -> None:
+    stored, queries = data
+    with SimIndex(":memory:", k=index_k) as index:
+        index.add_fingerprints(stored.items())
+        assert len(index) == len(stored)
+        for query in queries:
+            for k in range(index_k + 1):
+                assert index.query(query, k=k) == brute_force(stored, query, k)
+            # Larger than the index's k: still exact, through a full scan.
+            with pytest.warns(FullScanWarning):
+                assert index.query(query, k=index_k + 2) == brute_force(stored, query, index_k + 2)
+
+
+def test_query_equals_brute_force_on_a_larger_random_set(file_index: SimIndex) -> None:
+    rng = random.Random(7)
+    stored = {f"k{i}": rng.getrandbits(64) for i in range(3000)}
+    for i in range(300):
+        stored[f"near{i}"] = flip(stored[f"k{i}"], rng.randrange(0, 5), rng)
+    file_index.add_fingerprints(stored.items())
+    for i in range(200):
+        query = flip(stored[f"k{i}"], rng.randrange(0, 5), rng)
+        assert file_index.query(query) == brute_force(stored, query, 3)
+
+
+def test_block_layout_covers_all_bits() -> None:
+    for k in range(16):
+        layout = BlockLayout.for_k(k)
+        assert len(layout.widths) == k + 1 and sum(layout.widths) == 64
+        assert max(layout.widths) - min(layout.widths) <= 1
+        value = random.Random(k).getrandbits(64)
+        rebuilt = 0
+        for (shift, mask), block in zip(layout.spans(), layout.blocks(value)):
+            rebuilt |= (block & mask) << shift
+        assert rebuilt == value
+    assert BlockLayout.for_k(3).widths == (16, 16, 16, 16)
+    assert BlockLayout.for_k(0).blocks(2**64 - 1) == [-1]  # one 64-bit block, stored signed
+
+
+@pytest.mark.parametrize("k", [-1, 16, 65, 2.5, True, "3"])
+def test_bad_index_k_is_refused_before_anything_is_written(k: object, db_path: Path) -> None:
+    with pytest.raises(InvalidArgumentError):
+        SimIndex(db_path, k=k)  # type: ignore[arg-type]
+    assert not db_path.exists()
+
+
+@pytest.mark.parametrize("k", [-1, 65, 1.0, None.__class__])
+def test_bad_query_k_is_refused(memory_index: SimIndex, k: object) -> None:
+    with pytest.raises(InvalidArgumentError):
+        memory_index.query(0, k=k)  # type: ignore[arg-type]
+
+
+def test_api_round_trip(index: SimIndex) -> None:
+    fp = index.add("doc-1", "The quick brown fox jumps over the lazy dog")
+    assert fp == simhash("The quick brown fox jumps over the lazy dog")
+    assert index.get("doc-1") == fp and "doc-1" in index and len(index) == 1
+    assert index.query("the quick brown fox jumps over the lazy dog!") == [Match("doc-1", 0, fp)]
+    assert index.add_many([("doc-2", "something else entirely here"), ("doc-3", "and more")]) == 2
+    assert len(index) == 3
+    assert index.remove("doc-1") is True and index.remove("doc-1") is False
+    assert "doc-1" not in index and index.get("doc-1") is None
+    assert sorted(k for k, _ in index.items()) == ["doc-2", "doc-3"]
+
+
+def test_adding_an_existing_key_replaces_its_fingerprint(index: SimIndex) -> None:
+    index.add_fingerprint("a", 1)
+    index.add_fingerprint("a", 2**64 - 1)
+    assert len(index) == 1 and index.get("a") == 2**64 - 1
+    assert index.query(1, k=0) == []
+    index.add_fingerprints([("b", 5), ("b", 6)])  # within one batch, the later one wins
+    assert index.get("b") == 6
+
+
+def test_add_many_is_all_or_nothing(index: SimIndex) -> None:
+    index.add("keep", "a document that was there before")
+    before = dict(index.items())
+    with pytest.raises(EmptyTextError):
+        index.add_many([("x", "fine text"), ("y", "...")])
+    bad_batch = ((f"k{i}", i) for i in range(2500))
+    with pytest.raises(InvalidArgumentError):
+        index.add_fingerprints(list(bad_batch) + [("bad", 2**64)])
+    assert dict(index.items()) == before
+
+
+@pytest.mark.parametrize("key", ["", None, 3, b"k"])
+def test_bad_keys_are_refused(memory_index: SimIndex, key: object) -> None:
+    with pytest.raises(InvalidArgumentError):
+        memory_index.add_fingerprint(key, 1)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("value", [-1, 2**64, 1.5, "12", None])
+def test_bad_fingerprints_are_refused(memory_index: SimIndex, value: object) -> None:
+    with pytest.raises(InvalidArgumentError):
+        memory_index.add_fingerprint("k", value)  # type: ignore[arg-type]
+    if not isinstance(value, str):  # a str is a text to look for
+        with pytest.raises(InvalidArgumentError):
+            memory_index.query(value)  # type: ignore[arg-type]
+
+
+def test_empty_text_is_refused_and_nothing_is_stored(memory_index: SimIndex) -> None:
+    for text in ["", "   ", "?!"]:
+        with pytest.raises(EmptyTextError):
+            memory_index.add("e", text)
+        with pytest.raises(EmptyTextError):
+            memory_index.query(text)
+    assert len(memory_index) == 0
+
+
+def test_limit(memory_index: SimIndex) -> None:
+    memory_index.add_fingerprints([("a", 0), ("b", 1), ("c", 3)])
+    assert [m.key for m in memory_index.query(0, limit=2)] == ["a", "b"]
+    with pytest.raises(InvalidArgumentError):
+        memory_index.query(0, limit=0)
+
+
+def test_index_survives_reopening_with_its_settings(db_path: Path) -> None:
+    config = FingerprintConfig(ngram=2, weighting="sublinear")
+    with SimIndex(db_path, k=4, config=config) as index:
+        fp = index.add("a", "one two three four five six")
+    with SimIndex(db_path) as index:
+        assert index.k == 4 and index.config == config and index.layout.widths == (13, 13, 13, 13, 12)
+        assert index.get("a") == fp == simhash("one two three four five six", config)
+        assert index.query("one two three four five six")[0].key == "a"
+
+
+def test_a_different_configuration_is_refused(db_path: Path) -> None:
+    SimIndex(db_path, k=3).close()
+    with pytest.raises(ConfigMismatchError):
+        SimIndex(db_path, k=2)
+    with pytest.raises(ConfigMismatchError):
+        SimIndex(db_path, config={"ngram": 2})
+    with SimIndex(db_path, k=3, config=FingerprintConfig()) as index:  # the same is fine
+        assert index.k == 3
+
+
+def test_sqlite_file_uses_wal_and_a_busy_timeout(file_index: SimIndex, db_path: Path) -> None:
+    file_index.add_fingerprint("a", 1)
+    con = sqlite3.connect(db_path)
+    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    con.close()
+    engine = file_index._engine
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30000
+        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL
+
+
+def test_a_reader_is_not_blocked_by_a_writer(db_path: Path) -> None:
+    with SimIndex(db_path) as index:
+        index.add_fingerprint("a", 42)
+        writer = sqlite3.connect(db_path, timeout=0.1, isolation_level=None)
+        writer.execute("BEGIN IMMEDIATE")
+        writer.execute("DELETE FROM simindex_fingerprints")
+        try:
+            # The uncommitted delete is invisible, and reading does not wait for it.
+            assert index.get("a") == 42 and len(index.query(42)) == 1
+        finally:
+            writer.execute("ROLLBACK")
+            writer.close()
+
+
+def test_one_index_shared_between_threads(memory_index: SimIndex) -> None:
+    def work(t: int) -> None:
+        for i in range(50):
+            memory_index.add_fingerprint(f"t{t}-{i}", t * 1000 + i)
+            assert memory_index.query(t * 1000 + i, k=0)[0].key == f"t{t}-{i}"
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(memory_index) == 200
+
+
+def test_repr_and_location_hide_passwords() -> None:
+    from simindex.store import locate
+
+    where = locate("postgresql+psycopg://user:secret@db.example/simindex")
+    assert "secret" not in str(where)
+    with SimIndex(":memory:") as index:
+        assert repr(index) == "SimIndex(':memory:', k=3)"
+
+
+def test_stats(file_index: SimIndex) -> None:
+    file_index.add_fingerprints((f"k{i}", i) for i in range(10))
+    info = file_index.stats()
+    assert info["count"] == 10 and info["k"] == 3 and info["blocks"] == [16, 16, 16, 16]
+    assert info["file_bytes"] > 0 and info["fingerprint"]["weighting"] == "tf"
+
+
+def test_full_scan_warning_is_a_warning_not_an_error(memory_index: SimIndex) -> None:
+    memory_index.add_fingerprint("a", 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(FullScanWarning):
+            memory_index.query(0, k=4)

@@ -1,0 +1,116 @@
+"""Alembic owns the schema: empty -> head, agreement with schema.py, and refusals."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from alembic.config import Config
+from sqlalchemy import create_engine
+
+from simindex import IndexVersionError, NotAnIndexError, SimIndex, StorageError
+from simindex import schema, store
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def script_directory() -> ScriptDirectory:
+    config = Config()
+    config.set_main_option("script_location", str(store.migrations_dir()))
+    return ScriptDirectory.from_config(config)
+
+
+def test_known_revisions_are_the_scripts() -> None:
+    scripts = script_directory()
+    chain = [r.revision for r in reversed(list(scripts.walk_revisions()))]
+    assert tuple(chain) == store.REVISIONS
+    assert scripts.get_current_head() == store.HEAD
+
+
+@pytest.mark.parametrize("k", [0, 3, 7])
+def test_empty_to_head_matches_the_described_schema(tmp_path: Path, k: int) -> None:
+    path = tmp_path / "x.db"
+    SimIndex(path, k=k).close()
+    engine = create_engine(f"sqlite:///{path}")
+    with engine.connect() as conn:
+        context = MigrationContext.configure(conn, opts={"version_table": schema.VERSION_TABLE})
+        assert context.get_current_revision() == store.HEAD
+        diff = compare_metadata(context, schema.build(k + 1).metadata)
+    engine.dispose()
+    assert diff == []
+
+
+def test_a_random_file_is_refused_and_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "notes.db"
+    path.write_bytes(b"these are my notes, not a database\n" * 100)
+    before = digest(path)
+    with pytest.raises(NotAnIndexError, match="not a simindex index"):
+        SimIndex(path)
+    assert digest(path) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.db"]
+
+
+def test_an_unrelated_sqlite_database_is_refused_and_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "app.db"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+    con.execute("INSERT INTO users (name) VALUES ('ada')")
+    con.commit()
+    con.close()
+    before = digest(path)
+    with pytest.raises(NotAnIndexError, match="users"):
+        SimIndex(path)
+    assert digest(path) == before
+
+
+def test_an_index_from_a_newer_simindex_is_refused_naming_both_versions(tmp_path: Path) -> None:
+    path = tmp_path / "new.db"
+    SimIndex(path).close()
+    con = sqlite3.connect(path)
+    con.execute(f"UPDATE {schema.VERSION_TABLE} SET version_num = '0099'")
+    con.execute(f"UPDATE {schema.META_TABLE} SET value = '9' WHERE name = 'format'")
+    con.execute(f"UPDATE {schema.META_TABLE} SET value = 'simindex 9.0.0' WHERE name = 'created_by'")
+    con.commit()
+    con.close()
+    before = digest(path)
+    with pytest.raises(IndexVersionError) as caught:
+        SimIndex(path)
+    message = str(caught.value)
+    assert "simindex 9.0.0" in message and "format 9" in message
+    assert f"format {store.FORMAT_VERSION}" in message and "0099" in message
+    assert digest(path) == before
+
+
+def test_missing_index_is_not_created_when_create_is_false(tmp_path: Path) -> None:
+    path = tmp_path / "absent.db"
+    with pytest.raises(NotAnIndexError, match="no index"):
+        SimIndex(path, create=False)
+    assert not path.exists()
+
+
+def test_a_folder_that_does_not_exist(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="does not exist"):
+        SimIndex(tmp_path / "nope" / "x.db")
+
+
+def test_a_sqlite_url_in_a_missing_folder(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="does not exist"):
+        SimIndex(f"sqlite:///{tmp_path}/nope/x.db")
+
+
+def test_an_unreachable_database_is_one_clear_error_without_the_password() -> None:
+    # Either the driver is missing or nothing listens on port 1: one StorageError.
+    with pytest.raises(StorageError) as caught:
+        SimIndex("postgresql+psycopg://someone:hunter2@127.0.0.1:1/simindex")
+    assert "hunter2" not in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_the_migrations_ship_beside_the_package() -> None:
+    assert (store.migrations_dir() / "versions" / "0001_create_index.py").is_file()
