@@ -425,6 +425,26 @@ def stats(index: IndexArg, as_json: JsonOpt = False) -> None:
         typer.echo(f"{name}: {shown}")
 
 
+@app.command()
+@reported
+def dedup(
+    index: IndexArg,
+    k: Annotated[int | None, typer.Option("--k", "-k", help="Largest distance, 0-15 (default: the index's k).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print every pair of near-duplicate documents in an index: distance, key, key."""
+    if k is not None and not 0 <= k <= 15:
+        raise UserError(f"--k must be from 0 to 15, not {k}")
+    with open_index(index) as ix:
+        pairs = ix.duplicates(k)
+        used_k = ix.k if k is None else k
+    if as_json:
+        emit_json({"k": used_k, "pairs": [p._asdict() for p in pairs]})
+    else:
+        for p in pairs:
+            typer.echo(f"{p.distance}\t{p.key_a}\t{p.key_b}")
+
+
 @app.command("fingerprint")
 @reported
 def fingerprint_cmd(

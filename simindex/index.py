@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import URL
 
 from simindex import store
-from simindex.blocks import BlockLayout, check_k
+from simindex.blocks import MAX_INDEX_K, BlockLayout, check_k
 from simindex.errors import ConfigMismatchError, InvalidArgumentError
 from simindex.fingerprint import (
     DEFAULT_CONFIG,
@@ -22,7 +22,7 @@ from simindex.fingerprint import (
     simhash,
     to_signed,
 )
-from simindex.query import Match, within
+from simindex.query import Match, Pair, all_pairs, within
 
 DEFAULT_K = 3
 _BATCH = 1000  # rows per executemany in add_many
@@ -280,6 +280,15 @@ class SimIndex:
                 rows = self._statements.everything(conn)
             matches = within(rows, fingerprint, distance)
         return matches[:limit] if limit is not None else matches
+
+    def duplicates(self, k: int | None = None) -> list[Pair]:
+        """Every pair of stored documents within distance k (default: the index's k).
+
+        Reads the fingerprints in one snapshot and pairs them in memory by
+        block (see query.all_pairs): exact for any k from 0 to 15.
+        """
+        distance = self.k if k is None else check_k(k, limit=MAX_INDEX_K)
+        return all_pairs(list(self.items()), distance)
 
     # --- closing ----------------------------------------------------------
 

@@ -260,3 +260,29 @@ def test_full_scan_warning_is_a_warning_not_an_error(memory_index: SimIndex) -> 
         warnings.simplefilter("error")
         with pytest.raises(FullScanWarning):
             memory_index.query(0, k=4)
+
+
+def brute_force_pairs(stored: dict[str, int], k: int) -> list[tuple[str, str, int]]:
+    keys = sorted(stored)
+    pairs = [
+        (a, b, hamming(stored[a], stored[b]))
+        for i, a in enumerate(keys)
+        for b in keys[i + 1 :]
+        if hamming(stored[a], stored[b]) <= k
+    ]
+    return sorted(pairs, key=lambda p: (p[2], p[0], p[1]))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=corpora(), k=st.integers(0, 6))
+def test_duplicates_equal_brute_force(data: tuple[dict[str, int], list[int]], k: int) -> None:
+    stored, _ = data
+    with SimIndex(":memory:") as index:
+        index.add_fingerprints(stored.items())
+        assert [tuple(p) for p in index.duplicates(k)] == brute_force_pairs(stored, k)
+
+
+def test_duplicates_k_is_checked(memory_index: SimIndex) -> None:
+    with pytest.raises(InvalidArgumentError):
+        memory_index.duplicates(16)
+    assert memory_index.duplicates() == []
