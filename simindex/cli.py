@@ -76,21 +76,27 @@ IndexArg = Annotated[str, typer.Argument(help="Index file path, ':memory:' or a 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 KOpt = Annotated[
     int | None,
-    typer.Option("--k", "-k", help="Largest Hamming distance the new index answers from its "
-                 "blocks (0-15; default 3). An existing index keeps its own."),
+    typer.Option(
+        "--k",
+        "-k",
+        help="Largest Hamming distance the new index answers from its "
+        "blocks (0-15; default 3). An existing index keeps its own.",
+    ),
 ]
 NgramOpt = Annotated[
-    int | None, typer.Option("--ngram", help="Features: 1 = word unigrams (default), n = word n-grams.")
+    int | None,
+    typer.Option("--ngram", help="Features: 1 = word unigrams (default), n = word n-grams."),
 ]
 WeightingOpt = Annotated[
-    str | None, typer.Option("--weighting", help=f"Feature weights: {', '.join(WEIGHTINGS)} (default tf).")
+    str | None,
+    typer.Option("--weighting", help=f"Feature weights: {', '.join(WEIGHTINGS)} (default tf)."),
 ]
-StopOpt = Annotated[
-    bool, typer.Option("--keep-stopwords", help="Keep stop words as features.")
-]
+StopOpt = Annotated[bool, typer.Option("--keep-stopwords", help="Keep stop words as features.")]
 
 
-def config_from(ngram: int | None, weighting: str | None, keep_stopwords: bool) -> FingerprintConfig | None:
+def config_from(
+    ngram: int | None, weighting: str | None, keep_stopwords: bool
+) -> FingerprintConfig | None:
     """A configuration if any option was given, else None (use the index's own)."""
     if ngram is None and weighting is None and not keep_stopwords:
         return None
@@ -101,8 +107,13 @@ def config_from(ngram: int | None, weighting: str | None, keep_stopwords: bool) 
     )
 
 
-def open_index(location: str, *, create: bool = False, k: int | None = None,
-               config: FingerprintConfig | None = None) -> SimIndex:
+def open_index(
+    location: str,
+    *,
+    create: bool = False,
+    k: int | None = None,
+    config: FingerprintConfig | None = None,
+) -> SimIndex:
     try:
         return SimIndex(location, k=k, config=config, create=create)
     except NotAnIndexError as exc:
@@ -161,7 +172,9 @@ def _lines(path: str) -> Iterator[tuple[int, str, int]]:
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise UserError(f"{name} line {number} is not valid UTF-8 (byte {exc.start})") from exc
+                raise UserError(
+                    f"{name} line {number} is not valid UTF-8 (byte {exc.start})"
+                ) from exc
             if number == 1:
                 line = line.removeprefix("\ufeff")
             yield number, line.rstrip("\r\n"), len(raw)
@@ -170,8 +183,9 @@ def _lines(path: str) -> Iterator[tuple[int, str, int]]:
             f.close()
 
 
-def read_docs(paths: list[str], fmt: str, key_field: str, text_field: str,
-              stdin_key: str | None) -> Iterator[Doc]:
+def read_docs(
+    paths: list[str], fmt: str, key_field: str, text_field: str, stdin_key: str | None
+) -> Iterator[Doc]:
     for path in paths:
         name = "stdin" if path == "-" else path
         kind = fmt
@@ -198,14 +212,13 @@ def read_docs(paths: list[str], fmt: str, key_field: str, text_field: str,
                     raise UserError(f"{where} is not valid JSON ({exc.msg})") from exc
                 if not isinstance(record, dict):
                     raise UserError(f"{where} is not a JSON object")
-                key, text = record.get(key_field), record.get(text_field)
-                if isinstance(key, int) and not isinstance(key, bool):
-                    key = str(key)
+                raw_key, body = record.get(key_field), record.get(text_field)
+                key = str(raw_key) if type(raw_key) is int else raw_key
                 if not isinstance(key, str) or not key:
                     raise UserError(f"{where} has no string field {key_field!r} for the key")
-                if not isinstance(text, str):
+                if not isinstance(body, str):
                     raise UserError(f"{where} has no string field {text_field!r} for the text")
-                yield Doc(key, text, where, size)
+                yield Doc(key, body, where, size)
 
 
 def _progress(total: int | None, quiet: bool) -> Any:
@@ -249,11 +262,20 @@ def init(
     config = config_from(ngram, weighting, keep_stopwords)
     with open_index(index, create=True, k=k, config=config) as ix:
         if as_json:
-            emit_json({"index": ix.location, "k": ix.k, "blocks": list(ix.layout.widths),
-                       "fingerprint": json.loads(ix.config.to_json()), "count": len(ix)})
+            emit_json(
+                {
+                    "index": ix.location,
+                    "k": ix.k,
+                    "blocks": list(ix.layout.widths),
+                    "fingerprint": json.loads(ix.config.to_json()),
+                    "count": len(ix),
+                }
+            )
         else:
-            typer.echo(f"{ix.location}: k={ix.k}, blocks {'/'.join(map(str, ix.layout.widths))}, "
-                       f"{ix.config.describe()}, {len(ix)} fingerprints")
+            typer.echo(
+                f"{ix.location}: k={ix.k}, blocks {'/'.join(map(str, ix.layout.widths))}, "
+                f"{ix.config.describe()}, {len(ix)} fingerprints"
+            )
 
 
 @app.command()
@@ -262,17 +284,31 @@ def add(
     index: IndexArg,
     inputs: Annotated[
         list[str] | None,
-        typer.Argument(help="Files to add ('-' for stdin). A text file is one document keyed by "
-                       "its path; .jsonl/.ndjson files hold one JSON object per line."),
+        typer.Argument(
+            help="Files to add ('-' for stdin). A text file is one document keyed by "
+            "its path; .jsonl/.ndjson files hold one JSON object per line."
+        ),
     ] = None,
-    text: Annotated[str | None, typer.Option("--text", "-t", help="Add this text (needs --key).")] = None,
-    key: Annotated[str | None, typer.Option("--key", help="Key for --text or for a document on stdin.")] = None,
+    text: Annotated[
+        str | None, typer.Option("--text", "-t", help="Add this text (needs --key).")
+    ] = None,
+    key: Annotated[
+        str | None, typer.Option("--key", help="Key for --text or for a document on stdin.")
+    ] = None,
     fmt: Annotated[
-        str, typer.Option("--format", help="auto, text (a file is a document), lines (a line is a "
-                          "document, keyed FILE:LINE) or jsonl.")
+        str,
+        typer.Option(
+            "--format",
+            help="auto, text (a file is a document), lines (a line is a "
+            "document, keyed FILE:LINE) or jsonl.",
+        ),
     ] = "auto",
-    key_field: Annotated[str, typer.Option("--key-field", help="JSON Lines field of the key.")] = "id",
-    text_field: Annotated[str, typer.Option("--text-field", help="JSON Lines field of the text.")] = "text",
+    key_field: Annotated[
+        str, typer.Option("--key-field", help="JSON Lines field of the key.")
+    ] = "id",
+    text_field: Annotated[
+        str, typer.Option("--text-field", help="JSON Lines field of the text.")
+    ] = "text",
     skip_empty: Annotated[
         bool, typer.Option("--skip-empty", help="Skip documents with no words instead of failing.")
     ] = False,
@@ -331,8 +367,10 @@ def add(
     if as_json:
         emit_json({"index": ix.location, "added": added, "skipped": skipped, "count": count})
     else:
-        typer.echo(f"added {added} document{'s' * (added != 1)} to {ix.location} "
-                   f"({count} in all)" + (f"; skipped {len(skipped)} with no words" if skipped else ""))
+        typer.echo(
+            f"added {added} document{'s' * (added != 1)} to {ix.location} "
+            f"({count} in all)" + (f"; skipped {len(skipped)} with no words" if skipped else "")
+        )
 
 
 def _parse_fingerprint(value: str) -> int:
@@ -362,10 +400,19 @@ def _query_input(text: str | None, file: str | None, fingerprint: str | None) ->
 def query(
     index: IndexArg,
     text: Annotated[str | None, typer.Argument(help="The text to look for.")] = None,
-    file: Annotated[str | None, typer.Option("--file", "-f", help="Read the text from a file ('-' for stdin).")] = None,
-    fingerprint: Annotated[str | None, typer.Option("--fingerprint", help="Look for a fingerprint (decimal or 0x-hex).")] = None,
-    k: Annotated[int | None, typer.Option("--k", "-k", help="Largest distance (default: the index's k).")] = None,
-    limit: Annotated[int | None, typer.Option("--limit", "-n", help="At most this many matches.")] = None,
+    file: Annotated[
+        str | None, typer.Option("--file", "-f", help="Read the text from a file ('-' for stdin).")
+    ] = None,
+    fingerprint: Annotated[
+        str | None,
+        typer.Option("--fingerprint", help="Look for a fingerprint (decimal or 0x-hex)."),
+    ] = None,
+    k: Annotated[
+        int | None, typer.Option("--k", "-k", help="Largest distance (default: the index's k).")
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", "-n", help="At most this many matches.")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Print the stored documents near a text: distance and key, nearest first.
@@ -429,7 +476,10 @@ def stats(index: IndexArg, as_json: JsonOpt = False) -> None:
 @reported
 def dedup(
     index: IndexArg,
-    k: Annotated[int | None, typer.Option("--k", "-k", help="Largest distance, 0-15 (default: the index's k).")] = None,
+    k: Annotated[
+        int | None,
+        typer.Option("--k", "-k", help="Largest distance, 0-15 (default: the index's k)."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Print every pair of near-duplicate documents in an index: distance, key, key."""
@@ -449,8 +499,13 @@ def dedup(
 @reported
 def fingerprint_cmd(
     text: Annotated[str | None, typer.Argument(help="The text.")] = None,
-    file: Annotated[str | None, typer.Option("--file", "-f", help="Read the text from a file ('-' for stdin).")] = None,
-    index: Annotated[str | None, typer.Option("--index", "-i", help="Use this index's fingerprint configuration.")] = None,
+    file: Annotated[
+        str | None, typer.Option("--file", "-f", help="Read the text from a file ('-' for stdin).")
+    ] = None,
+    index: Annotated[
+        str | None,
+        typer.Option("--index", "-i", help="Use this index's fingerprint configuration."),
+    ] = None,
     ngram: NgramOpt = None,
     weighting: WeightingOpt = None,
     keep_stopwords: StopOpt = False,
@@ -474,7 +529,9 @@ def fingerprint_cmd(
 @app.command()
 @reported
 def distance(
-    a: Annotated[str, typer.Argument(help="A fingerprint (or a text with --text, a file with --file).")],
+    a: Annotated[
+        str, typer.Argument(help="A fingerprint (or a text with --text, a file with --file).")
+    ],
     b: Annotated[str, typer.Argument(help="Another one.")],
     as_text: Annotated[bool, typer.Option("--text", help="A and B are texts.")] = False,
     as_file: Annotated[bool, typer.Option("--file", help="A and B are files.")] = False,

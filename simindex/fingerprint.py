@@ -47,8 +47,14 @@ class FingerprintConfig:
     tokenizer: int = 1
 
     def __post_init__(self) -> None:
-        if isinstance(self.ngram, bool) or not isinstance(self.ngram, int) or not 1 <= self.ngram <= 8:
-            raise InvalidArgumentError(f"ngram must be a whole number from 1 to 8, not {self.ngram!r}")
+        if (
+            isinstance(self.ngram, bool)
+            or not isinstance(self.ngram, int)
+            or not 1 <= self.ngram <= 8
+        ):
+            raise InvalidArgumentError(
+                f"ngram must be a whole number from 1 to 8, not {self.ngram!r}"
+            )
         if self.weighting not in WEIGHTINGS:
             raise InvalidArgumentError(
                 f"weighting must be one of {', '.join(WEIGHTINGS)}, not {self.weighting!r}"
@@ -67,7 +73,9 @@ class FingerprintConfig:
     def from_dict(cls, data: Mapping[str, Any]) -> FingerprintConfig:
         unknown = set(data) - {"ngram", "weighting", "stopwords", "tokenizer"}
         if unknown:
-            raise InvalidArgumentError(f"unknown fingerprint option(s): {', '.join(sorted(unknown))}")
+            raise InvalidArgumentError(
+                f"unknown fingerprint option(s): {', '.join(sorted(unknown))}"
+            )
         return cls(**data)
 
     @classmethod

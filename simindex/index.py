@@ -14,7 +14,7 @@ from sqlalchemy import URL
 
 from simindex import store
 from simindex.blocks import MAX_INDEX_K, BlockLayout, check_k
-from simindex.errors import ConfigMismatchError, InvalidArgumentError
+from simindex.errors import ConfigMismatchError, InvalidArgumentError, NotAnIndexError
 from simindex.fingerprint import (
     DEFAULT_CONFIG,
     FingerprintConfig,
@@ -97,7 +97,7 @@ class SimIndex:
                 found = store.read_settings(conn, self._where)  # again, under the lock
                 if found is None:
                     if not create:
-                        raise store.NotAnIndexError(f"no index at {self._where}")
+                        raise NotAnIndexError(f"no index at {self._where}")
                     settings = store.Settings(
                         layout=BlockLayout.for_k(DEFAULT_K if k is None else k),
                         config=wanted or DEFAULT_CONFIG,
@@ -161,9 +161,7 @@ class SimIndex:
         path = self._where.path
         if path is not None:
             size = sum(
-                p.stat().st_size
-                for p in (path, path.with_name(path.name + "-wal"))
-                if p.exists()
+                p.stat().st_size for p in (path, path.with_name(path.name + "-wal")) if p.exists()
             )
             info["file_bytes"] = size
             info["bytes_per_fingerprint"] = round(size / count, 1) if count else None
@@ -252,8 +250,9 @@ class SimIndex:
         for key, value in rows:
             yield key, value & ((1 << 64) - 1)
 
-    def query(self, text_or_fingerprint: str | int, *, k: int | None = None,
-              limit: int | None = None) -> list[Match]:
+    def query(
+        self, text_or_fingerprint: str | int, *, k: int | None = None, limit: int | None = None
+    ) -> list[Match]:
         """The stored documents within distance k of a text or a fingerprint.
 
         Sorted by distance, then key; at most ``limit`` of them. ``k`` defaults
@@ -265,7 +264,9 @@ class SimIndex:
         else:
             fingerprint = check_fingerprint(text_or_fingerprint)
         distance = self.k if k is None else check_k(k)
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
+        ):
             raise InvalidArgumentError(f"limit must be a whole number of at least 1, not {limit!r}")
         with self._lock, store.reading(self._engine, self._where) as conn:
             if distance <= self.k:

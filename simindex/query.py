@@ -61,13 +61,14 @@ def all_pairs(items: Sequence[tuple[str, int]], k: int) -> list[Pair]:
         # Start of each run of equal values, and the runs of two or more.
         starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
         ends = np.r_[starts[1:], len(ordered)]
-        for start, end in zip(starts[ends - starts > 1], ends[ends - starts > 1]):
+        for start, end in zip(starts[ends - starts > 1], ends[ends - starts > 1], strict=True):
             run = order[start:end]
             for j in range(len(run) - 1):
                 a = int(run[j])
                 others = run[j + 1 :]
                 distances = np.bitwise_count(fps[others] ^ fps[a])
-                for b, d in zip(others[distances <= k].tolist(), distances[distances <= k].tolist()):
+                near = distances <= k
+                for b, d in zip(others[near].tolist(), distances[near].tolist(), strict=True):
                     pair = (a, b) if a < b else (b, a)
                     if pair not in seen:
                         seen.add(pair)

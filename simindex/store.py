@@ -135,7 +135,9 @@ def check_file(where: Location, *, create: bool) -> None:
     except OSError as exc:
         raise StorageError(f"cannot read {path}: {exc.strerror or exc}") from exc
     if header and header != _SQLITE_HEADER:
-        raise NotAnIndexError(f"{path} is not a simindex index (not a SQLite database); left untouched")
+        raise NotAnIndexError(
+            f"{path} is not a simindex index (not a SQLite database); left untouched"
+        )
 
 
 def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -273,7 +275,9 @@ def read_settings(conn: Connection, where: Location) -> tuple[Settings, str] | N
             f"{where} is a database but not a simindex index (its tables: {shown}); left untouched"
         )
     revision = conn.exec_driver_sql(f"SELECT version_num FROM {schema.VERSION_TABLE}").scalar()
-    rows = dict(conn.exec_driver_sql(f"SELECT name, value FROM {schema.META_TABLE}").all())
+    rows: dict[str, str] = dict(
+        conn.exec_driver_sql(f"SELECT name, value FROM {schema.META_TABLE}").all()
+    )
     fmt = int(rows.get("format", "0") or 0)
     mine = f"simindex {package_version()} (format {FORMAT_VERSION}, schema revision {HEAD})"
     if fmt > FORMAT_VERSION or revision not in REVISIONS:
@@ -374,7 +378,7 @@ class Statements:
     def by_blocks(self, conn: Connection, blocks: Sequence[int]) -> Iterable[tuple[str, int]]:
         """(key, signed fingerprint) of every row that agrees with one block at least."""
         params = {f"b{i}": b for i, b in enumerate(blocks)}
-        return conn.execute(self.candidates, params)  # type: ignore[return-value]
+        return conn.execute(self.candidates, params)
 
     def everything(self, conn: Connection) -> Iterable[tuple[str, int]]:
-        return conn.execute(self.scan)  # type: ignore[return-value]
+        return conn.execute(self.scan)

@@ -52,7 +52,7 @@ def _jieba_segment(run: str) -> list[str]:
         tokenizer.initialize()
 
         def segment(s: str) -> list[str]:
-            return tokenizer.lcut(s, HMM=True)
+            return list(tokenizer.cut(s, HMM=True))
 
         _segment = segment
     return _segment(run)

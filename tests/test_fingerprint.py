@@ -32,7 +32,13 @@ SAMPLES = [
 
 
 def test_words_normalise_case_width_and_punctuation() -> None:
-    assert words("Hello, WORLD! Ｆｕｌｌ-ｗｉｄｔｈ １２３") == ["hello", "world", "full", "width", "123"]
+    assert words("Hello, WORLD! Ｆｕｌｌ-ｗｉｄｔｈ １２３") == [
+        "hello",
+        "world",
+        "full",
+        "width",
+        "123",
+    ]
     assert words("don’t stop") == ["don't", "stop"]
     assert words("snake_case") == ["snake", "case"]
 
@@ -114,7 +120,10 @@ def test_fingerprints_are_stable_across_processes() -> None:
     for seed in ("1", "2"):
         out = subprocess.run(
             [sys.executable, "-c", code, json.dumps(SAMPLES)],
-            capture_output=True, text=True, check=True, cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
             env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"},
         )
         assert json.loads(out.stdout) == here
@@ -132,8 +141,9 @@ def test_english_text_does_not_load_jieba() -> None:
         "ix = SimIndex(':memory:'); ix.add('a', 'more English'); ix.query('English'); "
         "print('jieba' in sys.modules)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
     assert out.stdout.strip() == "False"
 
 
@@ -154,7 +164,7 @@ def test_hamming() -> None:
 @given(st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1))
 def test_hamming_is_symmetric_and_matches_bit_strings(a: int, b: int) -> None:
     assert hamming(a, b) == hamming(b, a)
-    assert hamming(a, b) == sum(x != y for x, y in zip(f"{a:064b}", f"{b:064b}"))
+    assert hamming(a, b) == sum(x != y for x, y in zip(f"{a:064b}", f"{b:064b}", strict=True))
 
 
 @pytest.mark.parametrize(

@@ -96,7 +96,7 @@ def test_block_layout_covers_all_bits() -> None:
         assert max(layout.widths) - min(layout.widths) <= 1
         value = random.Random(k).getrandbits(64)
         rebuilt = 0
-        for (shift, mask), block in zip(layout.spans(), layout.blocks(value)):
+        for (shift, mask), block in zip(layout.spans(), layout.blocks(value), strict=True):
             rebuilt |= (block & mask) << shift
         assert rebuilt == value
     assert BlockLayout.for_k(3).widths == (16, 16, 16, 16)
@@ -184,7 +184,9 @@ def test_index_survives_reopening_with_its_settings(db_path: Path) -> None:
     with SimIndex(db_path, k=4, config=config) as index:
         fp = index.add("a", "one two three four five six")
     with SimIndex(db_path) as index:
-        assert index.k == 4 and index.config == config and index.layout.widths == (13, 13, 13, 13, 12)
+        assert (
+            index.k == 4 and index.config == config and index.layout.widths == (13, 13, 13, 13, 12)
+        )
         assert index.get("a") == fp == simhash("one two three four five six", config)
         assert index.query("one two three four five six")[0].key == "a"
 

@@ -27,7 +27,9 @@ def run(args: list[str], cwd: Path, **kwargs: object) -> subprocess.CompletedPro
 
 def test_wheel_installs_and_runs_outside_the_checkout(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
-    built = run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(dist), str(ROOT)], tmp_path)
+    built = run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(dist), str(ROOT)], tmp_path
+    )
     assert built.returncode == 0, built.stderr
     wheel = next(dist.glob("simindex-*.whl"))
 
@@ -41,8 +43,14 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path: Path) -> None:
     work.mkdir()
     simindex = str(bin_dir / "simindex")
     # The migrations come from inside the installed package, not the checkout.
-    where = run([str(bin_dir / "python"), "-c",
-                 "from simindex import store; print(store.migrations_dir())"], work)
+    where = run(
+        [
+            str(bin_dir / "python"),
+            "-c",
+            "from simindex import store; print(store.migrations_dir())",
+        ],
+        work,
+    )
     assert where.returncode == 0, where.stderr
     assert "site-packages" in where.stdout and str(ROOT) not in where.stdout
 
@@ -50,11 +58,25 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path: Path) -> None:
     assert added.returncode == 0, added.stderr
     assert json.loads(added.stdout)["count"] == 36
 
-    found = run([simindex, "query", "docs.db", "--json",
-                 "你妈妈喊你回家吃饭哦，回家罗回家罗"], work)
+    found = run(
+        [simindex, "query", "docs.db", "--json", "你妈妈喊你回家吃饭哦，回家罗回家罗"], work
+    )
     assert found.returncode == 1  # nothing like it stored yet
-    run([simindex, "add", "docs.db", "--key", "dinner", "--text", "你妈妈喊你回家吃饭哦，回家罗回家罗"], work)
-    found = run([simindex, "query", "docs.db", "--json", "你妈妈叫你回家吃饭啦，回家罗回家罗"], work)
+    run(
+        [
+            simindex,
+            "add",
+            "docs.db",
+            "--key",
+            "dinner",
+            "--text",
+            "你妈妈喊你回家吃饭哦，回家罗回家罗",
+        ],
+        work,
+    )
+    found = run(
+        [simindex, "query", "docs.db", "--json", "你妈妈叫你回家吃饭啦，回家罗回家罗"], work
+    )
     assert found.returncode == 0, found.stderr
     assert json.loads(found.stdout)["matches"][0]["key"] == "dinner"
 

@@ -8,13 +8,12 @@ from pathlib import Path
 
 import pytest
 from alembic.autogenerate import compare_metadata
+from alembic.config import Config
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from alembic.config import Config
 from sqlalchemy import create_engine
 
-from simindex import IndexVersionError, NotAnIndexError, SimIndex, StorageError
-from simindex import schema, store
+from simindex import IndexVersionError, NotAnIndexError, SimIndex, StorageError, schema, store
 
 
 def digest(path: Path) -> str:
@@ -76,7 +75,9 @@ def test_an_index_from_a_newer_simindex_is_refused_naming_both_versions(tmp_path
     con = sqlite3.connect(path)
     con.execute(f"UPDATE {schema.VERSION_TABLE} SET version_num = '0099'")
     con.execute(f"UPDATE {schema.META_TABLE} SET value = '9' WHERE name = 'format'")
-    con.execute(f"UPDATE {schema.META_TABLE} SET value = 'simindex 9.0.0' WHERE name = 'created_by'")
+    con.execute(
+        f"UPDATE {schema.META_TABLE} SET value = 'simindex 9.0.0' WHERE name = 'created_by'"
+    )
     con.commit()
     con.close()
     before = digest(path)
