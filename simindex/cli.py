@@ -56,6 +56,8 @@ def reported(func: F) -> F:
             fail(str(exc))
         except UnicodeDecodeError as exc:
             fail(f"input is not valid UTF-8 (byte {exc.start}): {exc.reason}")
+        except UnicodeEncodeError:
+            fail("an argument is not valid UTF-8 text")
         except OSError as exc:
             where = f" {exc.filename}" if exc.filename else ""
             fail(f"cannot read or write{where}: {exc.strerror or exc}")
@@ -64,6 +66,11 @@ def reported(func: F) -> F:
             raise typer.Exit(130) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def utf8_size(text: str) -> int:
+    """Bytes of a text in UTF-8 (lone surrogates from undecodable arguments count too)."""
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def emit_json(value: Any) -> None:
@@ -196,7 +203,7 @@ def read_docs(
             if not key:
                 raise UserError("give the document read from standard input a key with --key")
             text = read_text_file(path)
-            yield Doc(key, text, name, len(text.encode("utf-8")))
+            yield Doc(key, text, name, utf8_size(text))
         elif kind == "lines":
             for number, line, size in _lines(path):
                 if line.strip():
@@ -340,11 +347,49 @@ def add(
     docs: list[Iterator[Doc]] = []
     if text is not None:
         assert key is not None
-        docs.append(iter([Doc(key, text, "--text", len(text.encode("utf-8")))]))
+        docs.append(iter([Doc(key, text, "--text", utf8_size(text))]))
     if paths:
         docs.append(read_docs(paths, fmt, key_field, text_field, None if text is not None else key))
     total = sum(Path(p).stat().st_size for p in paths if p != "-") or None
     skipped: list[str] = []
+    new_file = _new_index_file(index)
+    try:
+        added, count, location = _add(index, docs, total, quiet, skip_empty, skipped, k, config)
+    except BaseException:
+        if new_file is not None:  # a failed add leaves no new, empty index behind
+            for leftover in (
+                new_file,
+                *(new_file.with_name(new_file.name + s) for s in ("-wal", "-shm")),
+            ):
+                leftover.unlink(missing_ok=True)
+        raise
+    if as_json:
+        emit_json({"index": location, "added": added, "skipped": skipped, "count": count})
+    else:
+        typer.echo(
+            f"added {added} document{'s' * (added != 1)} to {location} ({count} in all)"
+            + (f"; skipped {len(skipped)} with no words" if skipped else "")
+        )
+
+
+def _new_index_file(index: str) -> Path | None:
+    """The file an index path would create, or None if it exists or is no file path."""
+    if index == ":memory:" or "://" in index:
+        return None
+    path = Path(index)
+    return None if path.exists() else path
+
+
+def _add(
+    index: str,
+    docs: list[Iterator[Doc]],
+    total: int | None,
+    quiet: bool,
+    skip_empty: bool,
+    skipped: list[str],
+    k: int | None,
+    config: FingerprintConfig | None,
+) -> tuple[int, int, str]:
     with open_index(index, create=True, k=k, config=config) as ix, _progress(total, quiet) as bar:
         task = bar.add_task("adding", total=total)
 
@@ -363,19 +408,13 @@ def add(
                         skipped.append(doc.key)
 
         added = ix.add_fingerprints(fingerprints())
-        count = len(ix)
-    if as_json:
-        emit_json({"index": ix.location, "added": added, "skipped": skipped, "count": count})
-    else:
-        typer.echo(
-            f"added {added} document{'s' * (added != 1)} to {ix.location} "
-            f"({count} in all)" + (f"; skipped {len(skipped)} with no words" if skipped else "")
-        )
+        return added, len(ix), ix.location
 
 
 def _parse_fingerprint(value: str) -> int:
+    text = value.strip().lower()
     try:
-        number = int(value, 0)
+        number = int(text[2:], 16) if text.startswith("0x") else int(text, 10)
     except ValueError:
         raise UserError(f"not a fingerprint: {value!r} (give a decimal or 0x-hex number)") from None
     if not 0 <= number < 1 << 64:
@@ -552,9 +591,29 @@ def distance(
         typer.echo(str(d))
 
 
-def main() -> None:
-    """Entry point of the ``simindex`` command and of ``python cli.py``."""
-    app()
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``simindex`` command and of ``python cli.py``.
+
+    Usage mistakes (an unknown option, a missing argument) become one line
+    ``Error: ...`` and exit code 2, like every other error.
+    """
+    command = typer.main.get_command(app)
+    try:
+        code = command.main(args=argv, prog_name="simindex", standalone_mode=False)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:
+        message = getattr(exc, "format_message", None)
+        if not callable(message) or not isinstance(getattr(exc, "exit_code", None), int):
+            raise  # not a usage error: a bug, shown in full
+        if type(exc).__name__ == "NoArgsIsHelpError":  # bare "simindex": the help
+            typer.echo(message(), err=True)
+        else:
+            ctx = getattr(exc, "ctx", None)
+            hint = f" (see: {ctx.command_path} -h)" if ctx is not None else ""
+            typer.echo(f"Error: {message()}{hint}", err=True)
+        sys.exit(EXIT_ERROR)
+    sys.exit(code if isinstance(code, int) else EXIT_OK)
 
 
 __all__ = ["app", "main", "InvalidArgumentError"]

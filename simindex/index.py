@@ -37,6 +37,13 @@ def _check_key(key: object) -> str:
         raise InvalidArgumentError(f"a key is a str, not {type(key).__name__}")
     if not key:
         raise InvalidArgumentError("a key cannot be empty")
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgumentError(
+            f"a key must be valid Unicode text; {key!r} has a lone surrogate "
+            "(from bytes that were not UTF-8?)"
+        ) from None
     return key
 
 
