@@ -1,21 +1,31 @@
 """The block layout: how a 64-bit fingerprint is cut into indexed blocks.
 
-Manku, Jain and Das Sarma (WWW 2007): cut the fingerprint into k + 1 blocks.
-Two fingerprints that differ in at most k bits differ in at most k blocks, so
-(pigeonhole) they agree exactly on at least one block. Looking up each block
-of a query in its own database index therefore finds every fingerprint within
-distance k; a Hamming filter then drops the candidates that are further away.
+Manku, Jain and Das Sarma (WWW 2007): cut the fingerprint into m >= k + 1
+blocks. Two fingerprints that differ in at most k bits differ in at most k
+blocks, so they agree exactly on at least m - k of them: on all the blocks of
+at least one of the C(m, m - k) combinations of m - k blocks (pigeonhole).
+One database index per combination (a "table" in the paper) therefore finds
+every fingerprint within distance k; a Hamming filter drops the candidates
+that are further away.
+
+- m = k + 1 (the default): one index per block (k = 3: four 16-bit blocks).
+- m > k + 1: more indexes, each over m - k blocks, so each lookup matches
+  more bits and returns fewer false candidates (k = 3, m = 5: ten indexes over
+  pairs of 13-bit blocks, about 26 bits matched per lookup).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import combinations
+from math import comb
 
 from simindex.errors import InvalidArgumentError
 from simindex.fingerprint import BITS, to_signed
 
 MAX_INDEX_K = 15  # blocks of at least 4 bits; past that a lookup is nearly a scan
+MAX_TABLES = 35  # database indexes per layout (k = 3 with 7 blocks)
 
 
 def check_k(k: object, *, limit: int = BITS, what: str = "k") -> int:
@@ -25,32 +35,53 @@ def check_k(k: object, *, limit: int = BITS, what: str = "k") -> int:
     return k
 
 
+def even_widths(n: int) -> tuple[int, ...]:
+    """n block widths adding up to 64, as even as possible, the wider ones first."""
+    base, extra = divmod(BITS, n)
+    return tuple(base + 1 if i < extra else base for i in range(n))
+
+
 @dataclass(frozen=True)
 class BlockLayout:
-    """Block widths from the most significant bit down; they add up to 64."""
+    """Block widths (from the most significant bit down) and the combinations
+    of blocks ("tables") that each get a database index."""
 
     widths: tuple[int, ...]
+    tables: tuple[tuple[int, ...], ...]
 
     def __post_init__(self) -> None:
         if not self.widths or sum(self.widths) != BITS or min(self.widths) < 1:
             raise InvalidArgumentError(f"block widths must be positive and add up to {BITS}")
+        sizes = {len(t) for t in self.tables}
+        if len(sizes) != 1 or not self.tables:
+            raise InvalidArgumentError("every table of a layout covers the same number of blocks")
+        expected = tuple(combinations(range(len(self.widths)), sizes.pop()))
+        if self.tables != expected:
+            raise InvalidArgumentError("a layout's tables are every combination of m - k blocks")
 
     @classmethod
-    def for_k(cls, k: int) -> BlockLayout:
-        """k + 1 blocks as even as possible, the wider ones first (k=3: 16/16/16/16)."""
+    def for_k(cls, k: int, blocks: int | None = None) -> BlockLayout:
+        """The layout for distance k with `blocks` blocks (default k + 1)."""
         check_k(k, limit=MAX_INDEX_K, what="the index's k")
-        n = k + 1
-        base, extra = divmod(BITS, n)
-        return cls(tuple(base + 1 if i < extra else base for i in range(n)))
+        m = k + 1 if blocks is None else blocks
+        if isinstance(m, bool) or not isinstance(m, int) or not k + 1 <= m <= BITS // 4:
+            raise InvalidArgumentError(
+                f"blocks must be a whole number from k + 1 = {k + 1} to {BITS // 4}, not {m!r}"
+            )
+        if comb(m, k) > MAX_TABLES:
+            raise InvalidArgumentError(
+                f"{m} blocks for k={k} need {comb(m, k)} database indexes (at most {MAX_TABLES})"
+            )
+        return cls(even_widths(m), tuple(combinations(range(m), m - k)))
 
     @classmethod
-    def from_widths(cls, widths: Sequence[int]) -> BlockLayout:
-        return cls(tuple(int(w) for w in widths))
+    def from_stored(cls, widths: Sequence[int], tables: Sequence[Sequence[int]]) -> BlockLayout:
+        return cls(tuple(int(w) for w in widths), tuple(tuple(int(b) for b in t) for t in tables))
 
     @property
     def k(self) -> int:
-        """The largest distance the blocks answer exactly."""
-        return len(self.widths) - 1
+        """The largest distance the tables answer exactly."""
+        return len(self.widths) - len(self.tables[0])
 
     def spans(self) -> list[tuple[int, int]]:
         """(shift, mask) of each block."""
@@ -63,3 +94,17 @@ class BlockLayout:
     def blocks(self, fingerprint: int) -> list[int]:
         """The value of each block of an unsigned fingerprint, as stored (signed 64-bit)."""
         return [to_signed((fingerprint >> shift) & mask) for shift, mask in self.spans()]
+
+    def table_masks(self) -> list[int]:
+        """For each table, the mask of the fingerprint bits its blocks cover:
+        two fingerprints agree on a table's blocks iff (a ^ b) & mask == 0."""
+        spans = self.spans()
+        return [sum(spans[b][1] << spans[b][0] for b in table) for table in self.tables]
+
+    def describe(self) -> str:
+        widths = "/".join(map(str, self.widths))
+        per = len(self.tables[0])
+        return (
+            f"{len(self.widths)} blocks ({widths} bits), {len(self.tables)} indexes "
+            f"over {per} block{'s' * (per > 1)} each"
+        )

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
 import warnings
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
+import numpy as np
 from sqlalchemy import URL
 
 from simindex import store
@@ -20,12 +22,20 @@ from simindex.fingerprint import (
     FingerprintConfig,
     check_fingerprint,
     simhash,
-    to_signed,
 )
-from simindex.query import Match, Pair, all_pairs, within
+from simindex.query import (
+    Cluster,
+    Match,
+    Pair,
+    clusters_from_pairs,
+    matches_within,
+    near,
+    pairs_within,
+    within,
+)
 
 DEFAULT_K = 3
-_BATCH = 1000  # rows per executemany in add_many
+_BATCH = 5000  # rows per write in add_many / add_fingerprints
 
 
 class FullScanWarning(UserWarning):
@@ -47,6 +57,12 @@ def _check_key(key: object) -> str:
     return key
 
 
+def _check_limit(limit: object) -> int | None:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise InvalidArgumentError(f"limit must be a whole number of at least 1, not {limit!r}")
+    return limit
+
+
 def _as_config(config: FingerprintConfig | Mapping[str, Any] | None) -> FingerprintConfig | None:
     if config is None or isinstance(config, FingerprintConfig):
         return config
@@ -63,12 +79,14 @@ class SimIndex:
     ``SimIndex(location)`` opens the index at a file path, ``":memory:"`` or an
     SQLAlchemy URL, creating it when there is none (unless ``create=False``).
     ``k`` is the largest Hamming distance the index answers through its block
-    columns (default 3, chosen at creation); ``config`` the fingerprint
-    configuration. Both are stored in the index: opening an existing index
+    indexes (default 3), ``blocks`` the number of blocks (default k + 1; more
+    blocks mean more database indexes and fewer false candidates per query,
+    see ``simindex advise``), ``config`` the fingerprint configuration. All are
+    chosen at creation and stored in the index: opening an existing index
     without them uses its own, and asking for different ones raises
     ConfigMismatchError. ``with SimIndex(...) as index:`` closes it at the end.
 
-    One SimIndex may be shared between threads: operations take turns.
+    One SimIndex may be shared between threads.
     """
 
     def __init__(
@@ -76,26 +94,37 @@ class SimIndex:
         location: str | os.PathLike[str] | URL = ":memory:",
         *,
         k: int | None = None,
+        blocks: int | None = None,
         config: FingerprintConfig | Mapping[str, Any] | None = None,
         create: bool = True,
     ) -> None:
-        if k is not None:
-            BlockLayout.for_k(k)  # validates k for an index before anything is opened
+        wanted_layout = None
+        if k is not None or blocks is not None:  # validate before anything is opened
+            wanted_layout = BlockLayout.for_k(DEFAULT_K if k is None else k, blocks)
         wanted = _as_config(config)
         self._where = store.locate(location)
         store.check_file(self._where, create=create)
         self._engine = store.make_engine(self._where)
-        self._lock = threading.RLock()
+        # An in-memory database is one connection: its users take turns.
+        self._lock: Any = (
+            threading.RLock() if self._where.path is None else contextlib.nullcontext()
+        )
         try:
-            self._settings = self._open(k, wanted, create=create)
+            self._settings = self._open(k, blocks, wanted_layout, wanted, create=create)
             store.use_wal(self._engine, self._where)
         except BaseException:
             self._engine.dispose()
             raise
-        self._statements = store.Statements(len(self._settings.layout.widths))
+        self._store = store.Store(self._engine, self._where, self._settings.layout)
 
     def _open(
-        self, k: int | None, wanted: FingerprintConfig | None, *, create: bool
+        self,
+        k: int | None,
+        blocks: int | None,
+        layout: BlockLayout | None,
+        wanted: FingerprintConfig | None,
+        *,
+        create: bool,
     ) -> store.Settings:
         with store.reading(self._engine, self._where) as conn:
             found = store.read_settings(conn, self._where)
@@ -106,19 +135,24 @@ class SimIndex:
                     if not create:
                         raise NotAnIndexError(f"no index at {self._where}")
                     settings = store.Settings(
-                        layout=BlockLayout.for_k(DEFAULT_K if k is None else k),
+                        layout=layout or BlockLayout.for_k(DEFAULT_K),
                         config=wanted or DEFAULT_CONFIG,
                         created_by=f"simindex {store.package_version()}",
                     )
                     store.create(conn, settings)
                     return settings
                 if found[1] != store.HEAD:
-                    store.upgrade(conn, len(found[0].layout.widths))
+                    store.upgrade(conn, found[0].layout)
         settings = found[0]
         if k is not None and k != settings.k:
             raise ConfigMismatchError(
                 f"{self._where} was built for k={settings.k}, not k={k}: open it without k "
                 f"(queries may still ask for any distance)"
+            )
+        if blocks is not None and blocks != len(settings.layout.widths):
+            raise ConfigMismatchError(
+                f"{self._where} has {len(settings.layout.widths)} blocks, not {blocks}: "
+                f"open it without blocks"
             )
         if wanted is not None and wanted != settings.config:
             raise ConfigMismatchError(
@@ -132,7 +166,7 @@ class SimIndex:
 
     @property
     def k(self) -> int:
-        """The largest distance answered through the block columns."""
+        """The largest distance answered through the block indexes."""
         return self._settings.k
 
     @property
@@ -160,6 +194,8 @@ class SimIndex:
             "count": count,
             "k": self.k,
             "blocks": list(self.layout.widths),
+            "tables": [list(t) for t in self.layout.tables],
+            "layout": self.layout.describe(),
             "fingerprint": json.loads(self.config.to_json()),
             "format": self._settings.format,
             "schema_revision": store.HEAD,
@@ -180,9 +216,6 @@ class SimIndex:
 
     # --- writing ----------------------------------------------------------
 
-    def _row(self, key: str, fingerprint: int) -> store.Row:
-        return (key, to_signed(fingerprint), self._settings.layout.blocks(fingerprint))
-
     def add(self, key: str, text: str) -> int:
         """Fingerprint a text and store it under key (replacing what key had).
 
@@ -195,9 +228,7 @@ class SimIndex:
 
     def add_fingerprint(self, key: str, fingerprint: int) -> None:
         """Store a fingerprint computed elsewhere (an int in [0, 2**64))."""
-        row = self._row(_check_key(key), check_fingerprint(fingerprint))
-        with self._lock, store.writing(self._engine, self._where) as conn:
-            self._statements.put(conn, [row])
+        self.add_fingerprints([(key, fingerprint)])
 
     def add_many(self, items: Iterable[tuple[str, str]]) -> int:
         """Add (key, text) pairs in one transaction: all of them, or none on error.
@@ -205,24 +236,30 @@ class SimIndex:
         The input is consumed as a stream (bounded memory). When a key comes
         twice, the later text wins. Returns the number of pairs read.
         """
-        return self._put_stream((key, self.fingerprint(text)) for key, text in items)
+        return self.add_fingerprints((key, self.fingerprint(text)) for key, text in items)
 
     def add_fingerprints(self, items: Iterable[tuple[str, int]]) -> int:
-        """Add (key, fingerprint) pairs in one transaction, like add_many."""
-        return self._put_stream(items)
+        """Add (key, fingerprint) pairs in one transaction, like add_many.
 
-    def _put_stream(self, items: Iterable[tuple[str, int]]) -> int:
-        count = 0
-        with self._lock, store.writing(self._engine, self._where) as conn:
-            batch: dict[str, store.Row] = {}
+        A large load (more rows than the index holds) sets the block indexes
+        aside and rebuilds them at the end, in the same transaction: readers
+        keep seeing the old index until it commits.
+        """
+
+        def chunks() -> Iterator[tuple[list[str], np.ndarray]]:
+            keys: list[str] = []
+            fps: list[int] = []
             for key, fingerprint in items:
-                batch[_check_key(key)] = self._row(key, check_fingerprint(fingerprint))
-                count += 1
-                if len(batch) >= _BATCH:
-                    self._statements.put(conn, list(batch.values()))
-                    batch.clear()
-            self._statements.put(conn, list(batch.values()))
-        return count
+                keys.append(_check_key(key))
+                fps.append(check_fingerprint(fingerprint))
+                if len(keys) >= _BATCH:
+                    yield keys, np.array(fps, dtype=np.uint64)
+                    keys, fps = [], []
+            if keys:
+                yield keys, np.array(fps, dtype=np.uint64)
+
+        with self._lock, store.writing(self._engine, self._where) as conn:
+            return self._store.put_stream(conn, chunks())
 
     def remove(self, key: str) -> bool:
         """Remove a key; True if it was there."""
@@ -232,15 +269,15 @@ class SimIndex:
         """Remove keys in one transaction; returns how many were there."""
         unique = list(dict.fromkeys(_check_key(k) for k in keys))
         with self._lock, store.writing(self._engine, self._where) as conn:
-            return self._statements.remove(conn, unique)
+            return self._store.remove(conn, unique)
 
     # --- reading ----------------------------------------------------------
 
     def get(self, key: str) -> int | None:
         """The fingerprint stored under key, or None."""
         _check_key(key)
-        with self._lock, store.reading(self._engine, self._where) as conn:
-            value = self._statements.fetch(conn, key)
+        with self._lock:
+            value = self._store.fetch(key)
         return None if value is None else value & ((1 << 64) - 1)
 
     def __contains__(self, key: object) -> bool:
@@ -248,14 +285,17 @@ class SimIndex:
 
     def __len__(self) -> int:
         with self._lock, store.reading(self._engine, self._where) as conn:
-            return self._statements.size(conn)
+            return self._store.size(conn)
 
     def items(self) -> Iterator[tuple[str, int]]:
         """Every (key, fingerprint), in no particular order, read in one snapshot."""
         with self._lock, store.reading(self._engine, self._where) as conn:
-            rows = list(self._statements.everything(conn))
+            rows = [(key, value) for _, key, value in self._store.everything(conn)]
         for key, value in rows:
             yield key, value & ((1 << 64) - 1)
+
+    def _as_fingerprint(self, query: str | int) -> int:
+        return self.fingerprint(query) if isinstance(query, str) else check_fingerprint(query)
 
     def query(
         self, text_or_fingerprint: str | int, *, k: int | None = None, limit: int | None = None
@@ -266,18 +306,12 @@ class SimIndex:
         to the index's own. A k above the index's is answered exactly too, by
         reading every row, and says so with a FullScanWarning.
         """
-        if isinstance(text_or_fingerprint, str):
-            fingerprint = self.fingerprint(text_or_fingerprint)
-        else:
-            fingerprint = check_fingerprint(text_or_fingerprint)
+        fingerprint = self._as_fingerprint(text_or_fingerprint)
         distance = self.k if k is None else check_k(k)
-        if limit is not None and (
-            isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
-        ):
-            raise InvalidArgumentError(f"limit must be a whole number of at least 1, not {limit!r}")
-        with self._lock, store.reading(self._engine, self._where) as conn:
+        _check_limit(limit)
+        with self._lock:
             if distance <= self.k:
-                rows = self._statements.by_blocks(conn, self._settings.layout.blocks(fingerprint))
+                matches = self._lookup(fingerprint, distance)
             else:
                 warnings.warn(
                     f"k={distance} is above the index's k={self.k}: every fingerprint was "
@@ -285,23 +319,116 @@ class SimIndex:
                     FullScanWarning,
                     stacklevel=2,
                 )
-                rows = self._statements.everything(conn)
-            matches = within(rows, fingerprint, distance)
+                with store.reading(self._engine, self._where) as conn:
+                    matches = within(self._store.everything(conn), fingerprint, distance)
         return matches[:limit] if limit is not None else matches
+
+    def _lookup(self, fingerprint: int, k: int) -> list[Match]:
+        ids = near(self._store.lookup(fingerprint), fingerprint, k)
+        if not ids:
+            return []
+        # The keys come from a second read: recheck the distance on what it
+        # returns, in case a writer replaced a row in between.
+        return within(self._store.rows_by_id(ids), fingerprint, k)
+
+    def query_many(
+        self,
+        queries: Iterable[str | int],
+        *,
+        k: int | None = None,
+        limit: int | None = None,
+    ) -> list[list[Match]]:
+        """Answer many queries in one pass: one list of matches per query, in order.
+
+        A batch that is large beside the index (or a k above the index's,
+        up to 15) reads the index's fingerprints once, in one snapshot, and
+        matches the whole batch in memory; a small batch uses the block
+        indexes query by query. Both give exactly what ``query`` gives.
+        """
+        fps = [self._as_fingerprint(q) for q in queries]
+        distance = self.k if k is None else check_k(k)
+        _check_limit(limit)
+        if not fps:
+            return []
+        with self._lock:
+            if distance <= self.k and len(fps) < 256:
+                results = [self._lookup(fp, distance) for fp in fps]
+            else:
+                if distance > MAX_INDEX_K:
+                    raise InvalidArgumentError(
+                        f"query_many answers k up to {MAX_INDEX_K}; ask query() for k={distance}"
+                    )
+                results = self._match_in_memory(fps, distance)
+        return [r[:limit] for r in results] if limit is not None else results
+
+    def _match_in_memory(self, fps: Sequence[int], k: int) -> list[list[Match]]:
+        with store.reading(self._engine, self._where) as conn:
+            ids, stored = self._store.load(conn)
+            q, s, d = matches_within(stored, np.array(fps, dtype=np.uint64), k)
+            keys = self._store.keys_for(conn, ids[s].tolist())
+        results: list[list[Match]] = [[] for _ in fps]
+        for qi, row_id, fp, dist in zip(
+            q.tolist(), ids[s].tolist(), stored[s].tolist(), d.tolist(), strict=True
+        ):
+            results[qi].append(Match(keys[row_id], dist, fp))
+        for r in results:
+            r.sort(key=lambda m: (m.distance, m.key))
+        return results
+
+    def _pairs(self, k: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]:
+        """Positions (in id order) of every pair within k, their distances, and keys."""
+        distance = self.k if k is None else check_k(k, limit=MAX_INDEX_K)
+        with self._lock, store.reading(self._engine, self._where) as conn:
+            ids, fps = self._store.load(conn)
+            order = np.argsort(ids, kind="stable")
+            ids, fps = ids[order], fps[order]
+            a, b, d = pairs_within(fps, distance)
+            keys = self._store.keys_for(conn, np.concatenate([ids[a], ids[b]]).tolist())
+        return ids[a], ids[b], d, keys
 
     def duplicates(self, k: int | None = None) -> list[Pair]:
         """Every pair of stored documents within distance k (default: the index's k).
 
-        Reads the fingerprints in one snapshot and pairs them in memory by
-        block (see query.all_pairs): exact for any k from 0 to 15.
+        Reads the fingerprints in one snapshot and pairs them in memory (see
+        query.pairs_within): exact for any k from 0 to 15. Sorted by distance,
+        then keys.
         """
-        distance = self.k if k is None else check_k(k, limit=MAX_INDEX_K)
-        return all_pairs(list(self.items()), distance)
+        ia, ib, d, keys = self._pairs(k)
+        pairs = []
+        for a, b, dist in zip(ia.tolist(), ib.tolist(), d.tolist(), strict=True):
+            ka, kb = sorted((keys[a], keys[b]))
+            pairs.append(Pair(ka, kb, dist))
+        pairs.sort(key=lambda p: (p.distance, p.key_a, p.key_b))
+        return pairs
+
+    def clusters(self, k: int | None = None) -> list[Cluster]:
+        """Groups of near-duplicates: documents linked by chains of pairs within k.
+
+        Single linkage: if A~B and B~C, A, B and C form one cluster even when
+        A and C are further apart than k. The canonical member is the one
+        added first (replacing a key's text keeps its place). Clusters come
+        largest first, then by canonical key.
+        """
+        ia, ib, _, keys = self._pairs(k)
+        fingerprints = dict(self.items()) if len(ia) else {}
+        groups = clusters_from_pairs(
+            zip(ia.tolist(), ib.tolist(), strict=True), {i: i for i in keys}
+        )
+        out = []
+        for group in groups:
+            canonical = keys[group[0]]
+            base = fingerprints[canonical]
+            members = [(keys[i], (fingerprints[keys[i]] ^ base).bit_count()) for i in group]
+            members[1:] = sorted(members[1:], key=lambda m: (m[1], m[0]))
+            out.append(Cluster(canonical, members))
+        out.sort(key=lambda c: (-len(c.members), c.canonical))
+        return out
 
     # --- closing ----------------------------------------------------------
 
     def close(self) -> None:
         """Release the database connections. The index stays on disk."""
+        self._store.close()
         self._engine.dispose()
 
     def __enter__(self) -> SimIndex:

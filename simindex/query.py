@@ -1,14 +1,23 @@
-"""Candidates to matches: the Hamming filter, and the order results come in."""
+"""Candidates to matches: the Hamming filter, batch queries and all pairs in memory.
+
+The in-memory paths use the same pigeonhole argument as the database: for a
+layout of tables (combinations of blocks), two fingerprints within distance k
+agree on every bit of at least one table's mask, so sorting by ``fp & mask``
+and comparing only equal runs finds every pair. They work for any k <= 15,
+whatever layout the index itself was built with.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import NamedTuple
 
 import numpy as np
 
 from simindex.blocks import BlockLayout
 from simindex.fingerprint import to_unsigned
+
+_QUERY_CHUNK = 8192  # queries matched at once in query_many (bounds memory)
 
 
 class Match(NamedTuple):
@@ -19,19 +28,6 @@ class Match(NamedTuple):
     fingerprint: int
 
 
-def within(rows: Iterable[tuple[str, int]], fingerprint: int, k: int) -> list[Match]:
-    """The rows (key, signed fingerprint) within distance k of an unsigned
-    fingerprint, sorted by distance, then key."""
-    found = []
-    for key, stored in rows:
-        other = to_unsigned(stored)
-        distance = (other ^ fingerprint).bit_count()
-        if distance <= k:
-            found.append(Match(key, distance, other))
-    found.sort(key=lambda m: (m.distance, m.key))
-    return found
-
-
 class Pair(NamedTuple):
     """Two stored documents within distance k of each other (key_a < key_b)."""
 
@@ -40,39 +36,176 @@ class Pair(NamedTuple):
     distance: int
 
 
-def all_pairs(items: Sequence[tuple[str, int]], k: int) -> list[Pair]:
-    """Every pair of (key, unsigned fingerprint) items within distance k.
+class Cluster(NamedTuple):
+    """Near-duplicate documents linked by chains of pairs within k.
 
-    The same pigeonhole argument as the index, in memory: cut the fingerprints
-    into k + 1 blocks; for each block, sort by it and compare only the
-    fingerprints in runs of equal block values. Exact for any k <= 15.
-    Sorted by distance, then keys.
+    ``canonical`` is the member added first; ``members`` are (key, distance
+    to the canonical member), the canonical one first, then by distance, key.
     """
-    if len(items) < 2:
-        return []
-    keys = [key for key, _ in items]
-    fps = np.fromiter((fp for _, fp in items), dtype=np.uint64, count=len(items))
-    seen: set[tuple[int, int]] = set()
-    found: list[Pair] = []
-    for shift, mask in BlockLayout.for_k(k).spans():
-        values = (fps >> np.uint64(shift)) & np.uint64(mask)
-        order = np.argsort(values, kind="stable")
-        ordered = values[order]
-        # Start of each run of equal values, and the runs of two or more.
-        starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-        ends = np.r_[starts[1:], len(ordered)]
-        for start, end in zip(starts[ends - starts > 1], ends[ends - starts > 1], strict=True):
-            run = order[start:end]
-            for j in range(len(run) - 1):
-                a = int(run[j])
-                others = run[j + 1 :]
-                distances = np.bitwise_count(fps[others] ^ fps[a])
-                near = distances <= k
-                for b, d in zip(others[near].tolist(), distances[near].tolist(), strict=True):
-                    pair = (a, b) if a < b else (b, a)
-                    if pair not in seen:
-                        seen.add(pair)
-                        ka, kb = sorted((keys[a], keys[b]))
-                        found.append(Pair(ka, kb, int(d)))
-    found.sort(key=lambda p: (p.distance, p.key_a, p.key_b))
-    return found
+
+    canonical: str
+    members: list[tuple[str, int]]
+
+
+def near(rows: Iterable[tuple[int, int]], fingerprint: int, k: int) -> list[int]:
+    """The ids of the rows (id, signed fingerprint) within distance k of an
+    unsigned fingerprint, each once."""
+    return list(
+        dict.fromkeys(
+            row_id
+            for row_id, stored in rows
+            if (to_unsigned(stored) ^ fingerprint).bit_count() <= k
+        )
+    )
+
+
+def within(rows: Iterable[tuple[int, str, int]], fingerprint: int, k: int) -> list[Match]:
+    """The rows (id, key, signed fingerprint) within distance k of an unsigned
+    fingerprint, each once, sorted by distance, then key."""
+    found: dict[int, Match] = {}
+    for row_id, key, stored in rows:
+        other = to_unsigned(stored)
+        distance = (other ^ fingerprint).bit_count()
+        if distance <= k:
+            found[row_id] = Match(key, distance, other)
+    return sorted(found.values(), key=lambda m: (m.distance, m.key))
+
+
+def _sort_key(fps: np.ndarray, mask: int) -> np.ndarray:
+    """The bits of fps under mask, as the narrowest integers that hold them
+    (a table of one block of <= 16 bits sorts by radix, several times faster)."""
+    low = (mask & -mask).bit_length() - 1
+    span = mask >> low
+    if span & (span + 1):  # blocks that are not side by side: keep the bits in place
+        return fps & np.uint64(mask)
+    keyed = (fps >> np.uint64(low)) & np.uint64(span)
+    if span <= 0xFFFF:
+        return keyed.astype(np.uint16)
+    if span <= 0xFFFF_FFFF:
+        return keyed.astype(np.uint32)
+    return keyed
+
+
+def pairs_within(fps: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every pair (a, b, distance), a < b as positions in fps, within distance k.
+
+    For each table: sort by its bits, then compare each fingerprint with the
+    ones 1, 2, 3... places further on while they still share those bits (the
+    positions still inside a run shrink at every step). Each pair is reported
+    once: by the first table whose bits it agrees on.
+    """
+    fps = fps.astype(np.uint64, copy=False)
+    masks = BlockLayout.for_k(k).table_masks()
+    out_a, out_b, out_d = [], [], []
+    for t, mask in enumerate(masks):
+        keyed = _sort_key(fps, mask)
+        order = np.argsort(keyed, kind="stable")
+        sorted_keys, sorted_fps = keyed[order], fps[order]
+        n = len(fps)
+        step = 1
+        # While most positions are still inside a run, whole-array slices are
+        # cheaper than gathering the live positions.
+        while step < n:
+            same = sorted_keys[:-step] == sorted_keys[step:]
+            if 4 * int(np.count_nonzero(same)) < n:
+                break
+            distance = np.bitwise_count(sorted_fps[:-step] ^ sorted_fps[step:])
+            hit = np.flatnonzero(same & (distance <= k))
+            if hit.size:
+                a, b, d = order[hit], order[hit + step], distance[hit]
+                for earlier in masks[:t]:
+                    fresh = ((fps[a] ^ fps[b]) & np.uint64(earlier)) != 0
+                    a, b, d = a[fresh], b[fresh], d[fresh]
+                out_a.append(np.minimum(a, b))
+                out_b.append(np.maximum(a, b))
+                out_d.append(d.astype(np.int64))
+            step += 1
+        alive = np.flatnonzero(sorted_keys[step:] == sorted_keys[:-step]) if step < n else order[:0]
+        while alive.size:
+            other = alive + step
+            distance = np.bitwise_count(sorted_fps[alive] ^ sorted_fps[other])
+            near = distance <= k
+            if near.any():
+                a, b, d = order[alive[near]], order[other[near]], distance[near]
+                for earlier in masks[:t]:  # found already through an earlier table
+                    fresh = ((fps[a] ^ fps[b]) & np.uint64(earlier)) != 0
+                    a, b, d = a[fresh], b[fresh], d[fresh]
+                out_a.append(np.minimum(a, b))
+                out_b.append(np.maximum(a, b))
+                out_d.append(d.astype(np.int64))
+            step += 1
+            alive = alive[alive + step < n]
+            alive = alive[sorted_keys[alive + step] == sorted_keys[alive]]
+    if not out_a:
+        empty = np.zeros(0, np.int64)
+        return empty, empty, empty
+    return np.concatenate(out_a), np.concatenate(out_b), np.concatenate(out_d)
+
+
+def matches_within(
+    stored: np.ndarray, queries: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every (query position, stored position, distance) within distance k,
+    each once, for arrays of unsigned fingerprints."""
+    stored = stored.astype(np.uint64, copy=False)
+    queries = queries.astype(np.uint64, copy=False)
+    raw_masks = BlockLayout.for_k(k).table_masks()
+    masks = [np.uint64(m) for m in raw_masks]
+    tables = []
+    for mask in raw_masks:
+        keyed = _sort_key(stored, mask)
+        order = np.argsort(keyed, kind="stable")
+        tables.append((mask, keyed[order], order))
+    out_q, out_s, out_d = [], [], []
+    for start in range(0, len(queries), _QUERY_CHUNK):
+        chunk = queries[start : start + _QUERY_CHUNK]
+        for t, (mask, keyed_sorted, order) in enumerate(tables):
+            wanted = _sort_key(chunk, mask)
+            lo = np.searchsorted(keyed_sorted, wanted, side="left")
+            hi = np.searchsorted(keyed_sorted, wanted, side="right")
+            counts = hi - lo
+            total = int(counts.sum())
+            if not total:
+                continue
+            q = np.repeat(np.arange(len(chunk)), counts)
+            offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+            s = order[np.repeat(lo, counts) + offsets]
+            distance = np.bitwise_count(stored[s] ^ chunk[q])
+            keep = distance <= k
+            q, s, distance = q[keep], s[keep], distance[keep]
+            for earlier in masks[:t]:
+                fresh = ((stored[s] ^ chunk[q]) & earlier) != 0
+                q, s, distance = q[fresh], s[fresh], distance[fresh]
+            out_q.append(q + start)
+            out_s.append(s)
+            out_d.append(distance.astype(np.int64))
+    if not out_q:
+        empty = np.zeros(0, np.int64)
+        return empty, empty, empty
+    return np.concatenate(out_q), np.concatenate(out_s), np.concatenate(out_d)
+
+
+def clusters_from_pairs(pairs: Iterable[tuple[int, int]], order: dict[int, int]) -> list[list[int]]:
+    """Connected components (of two or more) of the pairs' graph (single
+    linkage: A~B and B~C put A, B and C together even if A is far from C).
+    Each component is sorted by `order` (its first element is the canonical one)."""
+    parent: dict[int, int] = {}
+
+    def find(x: int) -> int:
+        root = x
+        while parent.setdefault(root, root) != root:
+            root = parent[root]
+        while parent[x] != root:
+            parent[x], x = root, parent[x]
+        return root
+
+    for a, b in pairs:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            if order[rb] < order[ra]:
+                ra, rb = rb, ra
+            parent[rb] = ra
+    groups: dict[int, list[int]] = {}
+    for x in parent:
+        groups.setdefault(find(x), []).append(x)
+    return [sorted(g, key=order.__getitem__) for g in groups.values() if len(g) > 1]

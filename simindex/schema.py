@@ -4,11 +4,13 @@ Alembic (migrations/) creates and changes the schema; this module only
 describes the current one for the code that reads and writes it.
 
 - ``simindex_meta``: one row per setting (format version, bits, k, block
-  widths, fingerprint configuration, the simindex version that created it).
+  widths, the block combinations indexed, fingerprint configuration, the
+  simindex version that created it).
 - ``simindex_fingerprints``: the caller's key (unique), the fingerprint as a
   signed 64-bit integer (see fingerprint.to_signed) and one column per block,
-  ``block_0`` .. ``block_k``, each with an index on (block, fingerprint) so a
-  block lookup reads its candidates' fingerprints from the index alone.
+  ``block_0`` .. ``block_{m-1}``; one index per table of the layout, named
+  ``ix_simindex_fingerprints_t{j}``, on (its blocks..., fingerprint), so a
+  lookup reads its candidates' fingerprints from the index alone.
 """
 
 from __future__ import annotations
@@ -17,16 +19,16 @@ from dataclasses import dataclass
 
 from sqlalchemy import BigInteger, Column, Index, Integer, MetaData, String, Table, Text
 
+from simindex.blocks import BlockLayout
+
 META_TABLE = "simindex_meta"
 FINGERPRINT_TABLE = "simindex_fingerprints"
 VERSION_TABLE = "simindex_alembic_version"
 
 NAMING_CONVENTION = {
-    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
     "uq": "uq_%(table_name)s_%(column_0_N_name)s",
     "pk": "pk_%(table_name)s",
 }
-
 
 # 64-bit row ids, but SQLite's rowid alias must be declared exactly INTEGER.
 ID_TYPE = BigInteger().with_variant(Integer, "sqlite")
@@ -36,15 +38,20 @@ def block_column(i: int) -> str:
     return f"block_{i}"
 
 
+def table_index_name(j: int) -> str:
+    return f"ix_{FINGERPRINT_TABLE}_t{j}"
+
+
 @dataclass(frozen=True)
 class Schema:
     metadata: MetaData
     meta: Table
     fingerprints: Table
+    lookups: tuple[Index, ...]  # one per table of the layout, in order
 
 
-def build(n_blocks: int) -> Schema:
-    """The tables of an index whose fingerprints are cut into n_blocks blocks."""
+def build(layout: BlockLayout) -> Schema:
+    """The tables of an index with this block layout."""
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
     meta = Table(
         META_TABLE,
@@ -58,8 +65,14 @@ def build(n_blocks: int) -> Schema:
         Column("id", ID_TYPE, primary_key=True, autoincrement=True),
         Column("key", Text, nullable=False, unique=True),
         Column("fingerprint", BigInteger, nullable=False),
-        *(Column(block_column(i), BigInteger, nullable=False) for i in range(n_blocks)),
+        *(Column(block_column(i), BigInteger, nullable=False) for i in range(len(layout.widths))),
     )
-    for i in range(n_blocks):
-        Index(None, fingerprints.c[block_column(i)], fingerprints.c.fingerprint)
-    return Schema(metadata, meta, fingerprints)
+    lookups = tuple(
+        Index(
+            table_index_name(j),
+            *(fingerprints.c[block_column(b)] for b in table),
+            fingerprints.c.fingerprint,
+        )
+        for j, table in enumerate(layout.tables)
+    )
+    return Schema(metadata, meta, fingerprints, lookups)

@@ -13,12 +13,15 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from sqlalchemy import (
     URL,
     Connection,
@@ -31,7 +34,7 @@ from sqlalchemy import (
     inspect,
     make_url,
     select,
-    union,
+    union_all,
 )
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
@@ -187,8 +190,12 @@ def make_engine(where: Location) -> Engine:
                     url, poolclass=StaticPool, connect_args={"check_same_thread": False}
                 )
             else:
+                # Each thread keeps a connection for reads: no cap on how many.
                 engine = create_engine(
-                    url, connect_args={"timeout": BUSY_TIMEOUT_S, "check_same_thread": False}
+                    url,
+                    connect_args={"timeout": BUSY_TIMEOUT_S, "check_same_thread": False},
+                    pool_size=5,
+                    max_overflow=-1,
                 )
             event.listen(engine, "connect", _on_sqlite_connect)
             event.listen(engine, "begin", _on_sqlite_begin)
@@ -234,6 +241,7 @@ def writing(engine: Engine, where: Location) -> Iterator[Connection]:
 
 
 # --- settings, creation and migration --------------------------------------
+# --- settings, creation and migration --------------------------------------
 
 
 @dataclass(frozen=True)
@@ -255,6 +263,7 @@ class Settings:
             "bits": str(BITS),
             "k": str(self.layout.k),
             "blocks": json.dumps(list(self.layout.widths)),
+            "tables": json.dumps([list(t) for t in self.layout.tables]),
             "fingerprint": self.config.to_json(),
             "created_by": self.created_by,
         }
@@ -288,7 +297,7 @@ def read_settings(conn: Connection, where: Location) -> tuple[Settings, str] | N
         )
     try:
         settings = Settings(
-            layout=BlockLayout.from_widths(json.loads(rows["blocks"])),
+            layout=BlockLayout.from_stored(json.loads(rows["blocks"]), json.loads(rows["tables"])),
             config=FingerprintConfig.from_json(rows["fingerprint"]),
             format=fmt,
             created_by=rows.get("created_by", ""),
@@ -300,7 +309,7 @@ def read_settings(conn: Connection, where: Location) -> tuple[Settings, str] | N
     return settings, str(revision)
 
 
-def upgrade(conn: Connection, n_blocks: int) -> None:
+def upgrade(conn: Connection, layout: BlockLayout) -> None:
     """Bring the schema to the newest revision, inside the caller's transaction."""
     from alembic import command
     from alembic.config import Config
@@ -308,14 +317,17 @@ def upgrade(conn: Connection, n_blocks: int) -> None:
     config = Config()
     config.set_main_option("script_location", str(migrations_dir()))
     config.attributes["connection"] = conn
-    config.attributes["simindex.n_blocks"] = n_blocks
+    config.attributes["simindex.layout"] = {
+        "widths": list(layout.widths),
+        "tables": [list(t) for t in layout.tables],
+    }
     command.upgrade(config, "head")
 
 
 def create(conn: Connection, settings: Settings) -> None:
     """Create an index's tables and record its settings (one transaction)."""
-    upgrade(conn, len(settings.layout.widths))
-    tables = schema.build(len(settings.layout.widths))
+    upgrade(conn, settings.layout)
+    tables = schema.build(settings.layout)
     conn.execute(
         tables.meta.insert(), [{"name": n, "value": v} for n, v in settings.rows().items()]
     )
@@ -323,44 +335,244 @@ def create(conn: Connection, settings: Settings) -> None:
 
 # --- fingerprint reads and writes ------------------------------------------
 
-Row = tuple[str, int, list[int]]  # key, signed fingerprint, signed block values
 _CHUNK = 500  # keys per IN (...) list, well under every database's parameter limit
+_LOAD_CHUNK = 5000  # rows per executemany
+FAST_LOAD_MIN = 20_000  # rows into one transaction before the lookup indexes are set aside
 
 
-class Statements:
-    """The compiled-once statements of one index."""
+class _Sql:
+    """A statement compiled once to the driver's own SQL and parameter style."""
 
-    def __init__(self, n_blocks: int) -> None:
-        self.tables = schema.build(n_blocks)
+    def __init__(self, statement: Any, dialect: Any, names: Sequence[str]) -> None:
+        compiled = statement.compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
+        self.text = str(compiled)
+        self.positional = bool(compiled.positional)
+        order = list(compiled.positiontup or []) if self.positional else list(names)
+        index = {name: i for i, name in enumerate(names)}
+        self._order = [index[name] for name in order]
+        self._names = list(names)
+
+    def params(self, values: Sequence[Any]) -> Any:
+        """Driver parameters from values given in `names` order."""
+        if self.positional:
+            return tuple(values[i] for i in self._order)
+        return dict(zip(self._names, values, strict=True))
+
+
+class _Held:
+    """A raw driver connection kept by one thread for reads; returned when dropped."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+        self.cursor = raw.cursor()
+        self.pid = os.getpid()
+
+    def close(self) -> None:
+        try:
+            self.cursor.close()
+            self.raw.close()
+        except Exception:  # noqa: BLE001 - closing a connection that is already gone
+            pass
+
+    def __del__(self) -> None:
+        if self.pid == os.getpid():
+            self.close()
+
+
+def block_rows(
+    keys: Sequence[str], fingerprints: np.ndarray, layout: BlockLayout
+) -> list[tuple[Any, ...]]:
+    """(key, signed fingerprint, block values...) rows, computed with numpy."""
+    fps = fingerprints.astype(np.uint64, copy=False)
+    columns = [fps.view(np.int64).tolist()]
+    for shift, mask in layout.spans():
+        block = (fps >> np.uint64(shift)) & np.uint64(mask)
+        columns.append(block.view(np.int64).tolist() if mask >> 63 else block.tolist())
+    return list(zip(keys, *columns, strict=True))
+
+
+class Store:
+    """The fingerprint table of one index: every statement simindex runs on it.
+
+    Single lookups go straight to the driver (statements compiled once by
+    SQLAlchemy for this database) on a connection each thread keeps; writes
+    run in SQLAlchemy transactions that take the write lock at their start.
+    """
+
+    def __init__(self, engine: Engine, where: Location, layout: BlockLayout) -> None:
+        self.engine = engine
+        self.where = where
+        self.layout = layout
+        self.tables = schema.build(layout)
         t = self.tables.fingerprints
-        self.n_blocks = n_blocks
-        self.insert = t.insert()
-        self.delete_keys = delete(t).where(t.c.key.in_(bindparam("keys", expanding=True)))
-        self.get = select(t.c.fingerprint).where(t.c.key == bindparam("key"))
-        self.count = select(func.count()).select_from(t)
-        self.scan = select(t.c.key, t.c.fingerprint)
-        self.candidates = union(
-            *(
-                select(t.c.key, t.c.fingerprint).where(
-                    t.c[schema.block_column(i)] == bindparam(f"b{i}")
-                )
-                for i in range(n_blocks)
+        dialect = engine.dialect
+        blocks = [schema.block_column(i) for i in range(len(layout.widths))]
+        names = ["key", "fingerprint", *blocks]
+        self._upsert = _Sql(self._upsert_statement(dialect.name, names), dialect, names)
+        self._replace_by_delete = self._upsert is None
+        # Lookups read (id, fingerprint) from the covering indexes alone; the
+        # keys of the few rows within k are read afterwards (rows_by_id).
+        lookups = [
+            select(t.c.id, t.c.fingerprint).where(
+                *(t.c[blocks[b]] == bindparam(f"t{j}_b{b}") for b in table)
             )
+            for j, table in enumerate(layout.tables)
+        ]
+        self._lookup_names = [f"t{j}_b{b}" for j, table in enumerate(layout.tables) for b in table]
+        self._lookup = _Sql(union_all(*lookups), dialect, self._lookup_names)
+        self._lookup_blocks = [b for table in layout.tables for b in table]
+        self._by_id: dict[int, _Sql] = {}
+        self._get = _Sql(
+            select(t.c.fingerprint).where(t.c.key == bindparam("key")), dialect, ["key"]
+        )
+        self.delete_keys = delete(t).where(t.c.key.in_(bindparam("keys", expanding=True)))
+        self.count = select(func.count()).select_from(t)
+        self.scan = select(t.c.id, t.c.key, t.c.fingerprint)
+        self._load = _Sql(select(t.c.id, t.c.fingerprint), dialect, [])
+        self.keys_by_id = select(t.c.id, t.c.key).where(
+            t.c.id.in_(bindparam("ids", expanding=True))
+        )
+        self._local = threading.local()
+        self._held: list[_Held] = []
+        self._held_lock = threading.Lock()
+
+    def _upsert_statement(self, dialect_name: str, names: list[str]) -> Any:
+        t = self.tables.fingerprints
+        values: dict[str, Any] = {name: bindparam(name) for name in names}
+        insert: Any
+        if dialect_name == "sqlite":
+            from sqlalchemy.dialects.sqlite import insert
+        elif dialect_name == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert
+        else:  # pragma: no cover - other databases: delete, then insert
+            return t.insert().values(values)
+        statement = insert(t).values(values)
+        return statement.on_conflict_do_update(
+            index_elements=[t.c.key],
+            set_={name: statement.excluded[name] for name in names if name != "key"},
         )
 
-    def put(self, conn: Connection, rows: Sequence[Row]) -> None:
-        """Insert rows, replacing any existing row with the same key."""
-        for start in range(0, len(rows), _CHUNK):
-            chunk = rows[start : start + _CHUNK]
-            conn.execute(self.delete_keys, {"keys": [key for key, _, _ in chunk]})
-            conn.execute(
-                self.insert,
-                [
-                    {"key": key, "fingerprint": fp}
-                    | {schema.block_column(i): b for i, b in enumerate(blocks)}
-                    for key, fp, blocks in chunk
-                ],
+    # --- the read hot path ---------------------------------------------------
+
+    def _connection(self) -> _Held:
+        held: _Held | None = getattr(self._local, "held", None)
+        if held is None or held.pid != os.getpid():
+            try:
+                held = _Held(self.engine.raw_connection())
+            except SQLAlchemyError as exc:
+                raise StorageError(describe_db_error(self.where, exc)) from exc
+            self._local.held = held
+            with self._held_lock:
+                self._held.append(held)
+        return held
+
+    def _read(self, sql: str, params: Any) -> list[Any]:
+        held = self._connection()
+        try:
+            held.cursor.execute(sql, params)
+            rows: list[Any] = held.cursor.fetchall()
+            held.raw.rollback()  # end the read (a no-op for SQLite's autocommit)
+        except Exception as exc:
+            if isinstance(exc, self.engine.dialect.loaded_dbapi.Error):
+                raise StorageError(describe_db_error(self.where, exc)) from exc
+            raise
+        return rows
+
+    def lookup(self, fingerprint: int) -> list[tuple[int, int]]:
+        """(id, signed fingerprint) of every row agreeing with the fingerprint
+        on all blocks of at least one table (a row may come more than once)."""
+        blocks = self.layout.blocks(fingerprint)
+        params = self._lookup.params([blocks[b] for b in self._lookup_blocks])
+        return self._read(self._lookup.text, params)
+
+    def rows_by_id(self, ids: Sequence[int]) -> list[tuple[int, str, int]]:
+        """(id, key, signed fingerprint) of the rows with these ids (a few)."""
+        sql = self._by_id.get(len(ids))
+        if sql is None:
+            t = self.tables.fingerprints
+            names = [f"id{i}" for i in range(len(ids))]
+            statement = select(t.c.id, t.c.key, t.c.fingerprint).where(
+                t.c.id.in_([bindparam(n) for n in names])
             )
+            sql = self._by_id[len(ids)] = _Sql(statement, self.engine.dialect, names)
+        return self._read(sql.text, sql.params(list(ids)))
+
+    def fetch(self, key: str) -> int | None:
+        rows = self._read(self._get.text, self._get.params([key]))
+        return rows[0][0] if rows else None
+
+    # --- reads in one snapshot ---------------------------------------------
+
+    def size(self, conn: Connection) -> int:
+        return int(conn.execute(self.count).scalar_one())
+
+    def everything(self, conn: Connection) -> Iterable[tuple[int, str, int]]:
+        return conn.execute(self.scan)  # type: ignore[return-value,unused-ignore]
+
+    def load(self, conn: Connection) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, unsigned fingerprints) of every row, as numpy arrays.
+
+        Read through the driver's own cursor, inside the caller's transaction:
+        building result rows for a million fingerprints costs far more than
+        reading them.
+        """
+        dbapi = conn.connection.dbapi_connection
+        assert dbapi is not None  # an open connection inside a transaction
+        cursor = dbapi.cursor()
+        try:
+            cursor.execute(self._load.text, self._load.params([]))
+            parts = []
+            while rows := cursor.fetchmany(100_000):
+                flat = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=2 * len(rows))
+                parts.append(flat.reshape(-1, 2))
+        finally:
+            cursor.close()
+        if not parts:
+            return np.zeros(0, np.int64), np.zeros(0, np.uint64)
+        both = np.concatenate(parts)
+        return both[:, 0].copy(), both[:, 1].view(np.uint64).copy()
+
+    def keys_for(self, conn: Connection, ids: Iterable[int]) -> dict[int, str]:
+        wanted = list(dict.fromkeys(int(i) for i in ids))
+        found: dict[int, str] = {}
+        for start in range(0, len(wanted), _CHUNK):
+            rows = conn.execute(self.keys_by_id, {"ids": wanted[start : start + _CHUNK]})
+            found.update((int(i), k) for i, k in rows)
+        return found
+
+    # --- writes --------------------------------------------------------------
+
+    def put(self, conn: Connection, keys: Sequence[str], fingerprints: np.ndarray) -> None:
+        """Insert rows, replacing any row with the same key (the later one wins)."""
+        rows = block_rows(keys, fingerprints, self.layout)
+        if self._replace_by_delete:  # pragma: no cover - databases without ON CONFLICT
+            conn.execute(self.delete_keys, {"keys": list(keys)})
+        conn.exec_driver_sql(self._upsert.text, [self._upsert.params(r) for r in rows])
+
+    def put_stream(self, conn: Connection, chunks: Iterable[tuple[list[str], np.ndarray]]) -> int:
+        """Write chunks of (keys, fingerprints) in the caller's transaction.
+
+        A load larger than FAST_LOAD_MIN rows and than the table itself sets
+        the lookup indexes aside while it writes and rebuilds them at the end
+        (all inside the transaction: readers keep seeing the old index).
+        """
+        existing: int | None = None
+        set_aside = False
+        written = 0
+        for keys, fps in chunks:
+            if not set_aside and written + len(keys) > FAST_LOAD_MIN:
+                if existing is None:
+                    existing = self.size(conn)
+                if written + len(keys) > existing:
+                    for index in self.tables.lookups:
+                        index.drop(conn)
+                    set_aside = True
+            self.put(conn, keys, fps)
+            written += len(keys)
+        if set_aside:
+            for index in self.tables.lookups:
+                index.create(conn)
+        return written
 
     def remove(self, conn: Connection, keys: Sequence[str]) -> int:
         removed = 0
@@ -369,16 +581,9 @@ class Statements:
             removed += result.rowcount
         return removed
 
-    def fetch(self, conn: Connection, key: str) -> int | None:
-        return conn.execute(self.get, {"key": key}).scalar()
-
-    def size(self, conn: Connection) -> int:
-        return int(conn.execute(self.count).scalar_one())
-
-    def by_blocks(self, conn: Connection, blocks: Sequence[int]) -> Iterable[tuple[str, int]]:
-        """(key, signed fingerprint) of every row that agrees with one block at least."""
-        params = {f"b{i}": b for i, b in enumerate(blocks)}
-        return conn.execute(self.candidates, params)
-
-    def everything(self, conn: Connection) -> Iterable[tuple[str, int]]:
-        return conn.execute(self.scan)
+    def close(self) -> None:
+        with self._held_lock:
+            held, self._held = self._held, []
+        for h in held:
+            h.close()
+        self._local = threading.local()

@@ -62,12 +62,17 @@ def corpora(draw: st.DrawFn) -> tuple[dict[str, int], list[int]]:
     return stored, queries
 
 
-@pytest.mark.parametrize("index_k", [0, 1, 2, 3, 5])
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.parametrize(
+    ("index_k", "blocks"),
+    [(0, None), (1, None), (2, None), (3, None), (5, None), (3, 5), (2, 5), (1, 4)],
+)
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=corpora())
-def test_query_equals_brute_force(index_k: int, data: tuple[dict[str, int], list[int]]) -> None:
+def test_query_equals_brute_force(
+    index_k: int, blocks: int | None, data: tuple[dict[str, int], list[int]]
+) -> None:
     stored, queries = data
-    with SimIndex(":memory:", k=index_k) as index:
+    with SimIndex(":memory:", k=index_k, blocks=blocks) as index:
         index.add_fingerprints(stored.items())
         assert len(index) == len(stored)
         for query in queries:
@@ -288,3 +293,61 @@ def test_duplicates_k_is_checked(memory_index: SimIndex) -> None:
     with pytest.raises(InvalidArgumentError):
         memory_index.duplicates(16)
     assert memory_index.duplicates() == []
+
+
+@pytest.mark.parametrize(("index_k", "blocks"), [(3, None), (3, 5), (1, None)])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=corpora(), k=st.integers(0, 6))
+def test_query_many_equals_brute_force(
+    index_k: int, blocks: int | None, data: tuple[dict[str, int], list[int]], k: int
+) -> None:
+    stored, queries = data
+    with SimIndex(":memory:", k=index_k, blocks=blocks) as index:
+        index.add_fingerprints(stored.items())
+        expected = [brute_force(stored, q, k) for q in queries]
+        if k <= index_k:  # a small batch: through the block indexes
+            assert index.query_many(queries, k=k) == expected
+        # a large batch (and any k up to 15): in memory, in one snapshot
+        many = queries * (300 // len(queries) + 1)
+        assert index.query_many(many, k=k) == [brute_force(stored, q, k) for q in many]
+
+
+def test_query_many_takes_texts_and_limit(memory_index: SimIndex) -> None:
+    memory_index.add("a", "the quick brown fox jumps over the lazy dog")
+    memory_index.add_fingerprint("z", 0)
+    result = memory_index.query_many(
+        ["The quick brown fox jumps over the lazy dog!", 0, 1], limit=1
+    )
+    assert [[m.key for m in r] for r in result] == [["a"], ["z"], ["z"]]
+    assert memory_index.query_many([]) == []
+    with pytest.raises(InvalidArgumentError):
+        memory_index.query_many([0] * 300, k=16)
+
+
+def test_clusters_group_chains_and_name_the_first_added(memory_index: SimIndex) -> None:
+    a = 0
+    b = a ^ 0b111  # 3 from a
+    c = b ^ (0b111 << 10)  # 3 from b, 6 from a: a chain
+    far = 2**64 - 1
+    memory_index.add_fingerprints([("m-second", b), ("z-first", a), ("c", c), ("lonely", far)])
+    memory_index.add_fingerprints([("z-first", a)])  # replacing keeps its place
+    clusters = memory_index.clusters()
+    assert len(clusters) == 1
+    cluster = clusters[0]
+    assert cluster.canonical == "m-second"  # added first
+    assert cluster.members == [("m-second", 0), ("c", 3), ("z-first", 3)]
+    assert memory_index.clusters(k=2) == []
+
+
+def test_more_blocks_than_k_plus_one(db_path: Path) -> None:
+    with SimIndex(db_path, k=3, blocks=5) as index:
+        assert index.layout.widths == (13, 13, 13, 13, 12) and len(index.layout.tables) == 10
+        index.add_fingerprint("a", 2**64 - 1)
+        assert index.query(2**64 - 1 - 7)[0] == Match("a", 3, 2**64 - 1)
+    with SimIndex(db_path) as index:
+        assert len(index.layout.tables) == 10
+    with pytest.raises(ConfigMismatchError):
+        SimIndex(db_path, blocks=4)
+    for bad in (3, 17, 0):
+        with pytest.raises(InvalidArgumentError):
+            SimIndex(":memory:", k=3, blocks=bad)

@@ -13,7 +13,15 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine
 
-from simindex import IndexVersionError, NotAnIndexError, SimIndex, StorageError, schema, store
+from simindex import (
+    BlockLayout,
+    IndexVersionError,
+    NotAnIndexError,
+    SimIndex,
+    StorageError,
+    schema,
+    store,
+)
 
 
 def digest(path: Path) -> str:
@@ -33,15 +41,17 @@ def test_known_revisions_are_the_scripts() -> None:
     assert scripts.get_current_head() == store.HEAD
 
 
-@pytest.mark.parametrize("k", [0, 3, 7])
-def test_empty_to_head_matches_the_described_schema(tmp_path: Path, k: int) -> None:
+@pytest.mark.parametrize(("k", "blocks"), [(0, None), (3, None), (7, None), (3, 5)])
+def test_empty_to_head_matches_the_described_schema(
+    tmp_path: Path, k: int, blocks: int | None
+) -> None:
     path = tmp_path / "x.db"
-    SimIndex(path, k=k).close()
+    SimIndex(path, k=k, blocks=blocks).close()
     engine = create_engine(f"sqlite:///{path}")
     with engine.connect() as conn:
         context = MigrationContext.configure(conn, opts={"version_table": schema.VERSION_TABLE})
         assert context.get_current_revision() == store.HEAD
-        diff = compare_metadata(context, schema.build(k + 1).metadata)
+        diff = compare_metadata(context, schema.build(BlockLayout.for_k(k, blocks)).metadata)
     engine.dispose()
     assert diff == []
 

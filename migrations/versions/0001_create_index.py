@@ -1,8 +1,9 @@
 """Create the settings table and the fingerprint table with one column per block.
 
-The number of blocks is chosen when an index is created (k + 1 for an index
-made for distance k), so it reaches this migration through
-``config.attributes["simindex.n_blocks"]``; Alembic run by hand defaults to 4.
+The block layout is chosen when an index is created, so it reaches this
+migration through ``config.attributes["simindex.layout"]`` as
+``{"widths": [...], "tables": [[...], ...]}``; Alembic run by hand gets the
+default k = 3 layout (four 16-bit blocks, one index each).
 
 Revision ID: 0001
 Revises:
@@ -10,6 +11,8 @@ Create Date: 2026-11-30
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
@@ -19,15 +22,18 @@ down_revision = None
 branch_labels = None
 depends_on = None
 
+DEFAULT_LAYOUT = {"widths": [16, 16, 16, 16], "tables": [[0], [1], [2], [3]]}
 
-def _n_blocks() -> int:
+
+def _layout() -> dict[str, Any]:
     config = op.get_context().config
-    n = config.attributes.get("simindex.n_blocks", 4) if config is not None else 4
-    return int(n)
+    layout = config.attributes.get("simindex.layout") if config is not None else None
+    return layout or DEFAULT_LAYOUT
 
 
 def upgrade() -> None:
-    n_blocks = _n_blocks()
+    layout = _layout()
+    n_blocks = len(layout["widths"])
     op.create_table(
         "simindex_meta",
         sa.Column("name", sa.String(64), nullable=False),
@@ -48,11 +54,11 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name="pk_simindex_fingerprints"),
         sa.UniqueConstraint("key", name="uq_simindex_fingerprints_key"),
     )
-    for i in range(n_blocks):
+    for j, table in enumerate(layout["tables"]):
         op.create_index(
-            f"ix_simindex_fingerprints_block_{i}_fingerprint",
+            f"ix_simindex_fingerprints_t{j}",
             "simindex_fingerprints",
-            [f"block_{i}", "fingerprint"],
+            [*(f"block_{b}" for b in table), "fingerprint"],
         )
 
 
