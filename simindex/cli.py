@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 import warnings
 from collections.abc import Callable, Iterator
@@ -58,6 +59,9 @@ def reported(func: F) -> F:
             fail(f"input is not valid UTF-8 (byte {exc.start}): {exc.reason}")
         except UnicodeEncodeError:
             fail("an argument is not valid UTF-8 text")
+        except BrokenPipeError:  # the reader went away (| head): stop quietly
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(EXIT_OK) from None
         except OSError as exc:
             where = f" {exc.filename}" if exc.filename else ""
             fail(f"cannot read or write{where}: {exc.strerror or exc}")
@@ -90,6 +94,14 @@ KOpt = Annotated[
         "blocks (0-15; default 3). An existing index keeps its own.",
     ),
 ]
+BlocksOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--blocks",
+        help="Blocks for a new index (default k + 1); more blocks, more database indexes, "
+        "fewer candidates per query: see simindex advise.",
+    ),
+]
 NgramOpt = Annotated[
     int | None,
     typer.Option("--ngram", help="Features: 1 = word unigrams (default), n = word n-grams."),
@@ -119,10 +131,11 @@ def open_index(
     *,
     create: bool = False,
     k: int | None = None,
+    blocks: int | None = None,
     config: FingerprintConfig | None = None,
 ) -> SimIndex:
     try:
-        return SimIndex(location, k=k, config=config, create=create)
+        return SimIndex(location, k=k, blocks=blocks, config=config, create=create)
     except NotAnIndexError as exc:
         if str(exc).startswith("no index at"):
             raise UserError(f"{exc} (create one with: simindex init {location})") from exc
@@ -260,6 +273,7 @@ def _progress(total: int | None, quiet: bool) -> Any:
 def init(
     index: IndexArg,
     k: KOpt = None,
+    blocks: BlocksOpt = None,
     ngram: NgramOpt = None,
     weighting: WeightingOpt = None,
     keep_stopwords: StopOpt = False,
@@ -267,20 +281,21 @@ def init(
 ) -> None:
     """Create an index (or check that an existing one has these settings)."""
     config = config_from(ngram, weighting, keep_stopwords)
-    with open_index(index, create=True, k=k, config=config) as ix:
+    with open_index(index, create=True, k=k, blocks=blocks, config=config) as ix:
         if as_json:
             emit_json(
                 {
                     "index": ix.location,
                     "k": ix.k,
                     "blocks": list(ix.layout.widths),
+                    "tables": [list(t) for t in ix.layout.tables],
                     "fingerprint": json.loads(ix.config.to_json()),
                     "count": len(ix),
                 }
             )
         else:
             typer.echo(
-                f"{ix.location}: k={ix.k}, blocks {'/'.join(map(str, ix.layout.widths))}, "
+                f"{ix.location}: k={ix.k}, {ix.layout.describe()}, "
                 f"{ix.config.describe()}, {len(ix)} fingerprints"
             )
 
@@ -452,17 +467,37 @@ def query(
     limit: Annotated[
         int | None, typer.Option("--limit", "-n", help="At most this many matches.")
     ] = None,
+    batch: Annotated[
+        str | None,
+        typer.Option(
+            "--batch",
+            help="Answer many queries: a JSON Lines file ('-' for stdin) of "
+            '{"id": ..., "text": ...} or {"id": ..., "fingerprint": N}; prints one JSON '
+            'line per query: {"id": ..., "matches": [...]}.',
+        ),
+    ] = None,
+    key_field: Annotated[
+        str, typer.Option("--key-field", help="--batch: field echoed back as id.")
+    ] = "id",
+    text_field: Annotated[str, typer.Option("--text-field", help="--batch: text field.")] = "text",
     as_json: JsonOpt = False,
 ) -> None:
     """Print the stored documents near a text: distance and key, nearest first.
 
-    Exits 1 when there are none, like grep.
+    Exits 1 when there are none (with --batch: when no query found any), like grep.
     """
-    what = _query_input(text, file, fingerprint)
     if k is not None and not 0 <= k <= 64:
         raise UserError(f"--k must be from 0 to 64, not {k}")
     if limit is not None and limit < 1:
         raise UserError(f"--limit must be at least 1, not {limit}")
+    if batch is not None:
+        if text is not None or file is not None or fingerprint is not None:
+            raise UserError(
+                "--batch reads its queries from the file; give no TEXT, --file or --fingerprint"
+            )
+        found = _query_batch(index, batch, k, limit, key_field, text_field)
+        raise typer.Exit(EXIT_OK if found else EXIT_NOT_FOUND)
+    what = _query_input(text, file, fingerprint)
     with open_index(index) as ix:
         fp = what if isinstance(what, int) else ix.fingerprint(what)
         with warnings.catch_warnings(record=True) as caught:
@@ -479,6 +514,59 @@ def query(
             typer.echo(f"{m.distance}\t{m.key}")
     if not matches:
         raise typer.Exit(EXIT_NOT_FOUND)
+
+
+_BATCH_QUERIES = 50_000  # queries answered per pass of query --batch (bounds memory)
+
+
+def _query_batch(
+    index: str, source: str, k: int | None, limit: int | None, key_field: str, text_field: str
+) -> bool:
+    """Stream JSON Lines of queries through query_many; True if any matched."""
+    if source != "-" and not Path(source).is_file():
+        raise UserError(f"no such file: {source}")
+    any_found = False
+    with open_index(index) as ix:
+
+        def answer(ids: list[Any], queries: list[int]) -> None:
+            nonlocal any_found
+            for qid, matches in zip(ids, ix.query_many(queries, k=k, limit=limit), strict=True):
+                any_found = any_found or bool(matches)
+                emit_json({"id": qid, "matches": [m._asdict() for m in matches]})
+
+        ids: list[Any] = []
+        queries: list[int] = []
+        name = "standard input" if source == "-" else source
+        for number, line, _ in _lines(source):
+            if not line.strip():
+                continue
+            where = f"{name} line {number}"
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise UserError(f"{where} is not valid JSON ({exc.msg})") from exc
+            if not isinstance(record, dict):
+                raise UserError(f"{where} is not a JSON object")
+            if "fingerprint" in record:
+                value = record["fingerprint"]
+                query = _parse_fingerprint(value) if isinstance(value, str) else value
+                if type(query) is not int or not 0 <= query < 1 << 64:
+                    raise UserError(f"{where}: fingerprint must be in [0, 2**64), not {value!r}")
+            elif isinstance(record.get(text_field), str):
+                try:
+                    query = ix.fingerprint(record[text_field])
+                except EmptyTextError:
+                    raise UserError(f"{where} has no words to look for") from None
+            else:
+                raise UserError(f"{where} has neither a {text_field!r} text nor a fingerprint")
+            ids.append(record.get(key_field, number))
+            queries.append(query)
+            if len(queries) >= _BATCH_QUERIES:
+                answer(ids, queries)
+                ids, queries = [], []
+        if queries:
+            answer(ids, queries)
+    return any_found
 
 
 @app.command()
@@ -519,19 +607,96 @@ def dedup(
         int | None,
         typer.Option("--k", "-k", help="Largest distance, 0-15 (default: the index's k)."),
     ] = None,
+    clusters: Annotated[
+        bool,
+        typer.Option(
+            "--clusters",
+            help="Print groups instead of pairs: documents linked by chains of pairs, "
+            "the first added one first.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Print every pair of near-duplicate documents in an index: distance, key, key."""
+    """Print every pair of near-duplicate documents in an index: distance, key, key.
+
+    With --clusters, one group a line: the canonical (first added) key, then
+    the others with their distance to it.
+    """
     if k is not None and not 0 <= k <= 15:
         raise UserError(f"--k must be from 0 to 15, not {k}")
     with open_index(index) as ix:
-        pairs = ix.duplicates(k)
         used_k = ix.k if k is None else k
+        if clusters:
+            groups = ix.clusters(k)
+            if as_json:
+                emit_json(
+                    {
+                        "k": used_k,
+                        "clusters": [
+                            {"canonical": c.canonical, "members": [list(m) for m in c.members]}
+                            for c in groups
+                        ],
+                    }
+                )
+            else:
+                for c in groups:
+                    others = " ".join(f"{key}:{d}" for key, d in c.members[1:])
+                    typer.echo(f"{c.canonical}\t{others}")
+            return
+        pairs = ix.duplicates(k)
     if as_json:
         emit_json({"k": used_k, "pairs": [p._asdict() for p in pairs]})
     else:
         for p in pairs:
             typer.echo(f"{p.distance}\t{p.key_a}\t{p.key_b}")
+
+
+@app.command()
+@reported
+def advise(
+    n: Annotated[int, typer.Option("--n", help="How many fingerprints the index will hold.")],
+    k: Annotated[int, typer.Option("--k", "-k", help="The distance it must answer (0-15).")] = 3,
+    as_json: JsonOpt = False,
+) -> None:
+    """Compare block layouts for an index of n fingerprints, and recommend one.
+
+    For each number of blocks: the database indexes it needs, the expected
+    candidate rows per query (for well-spread fingerprints), the estimated
+    bytes per fingerprint and query cost (in index seeks). Create the
+    recommended one with: simindex init INDEX --k K --blocks B.
+    """
+    from simindex.blocks import advise as advise_layouts
+
+    if n < 0:
+        raise UserError(f"--n must be at least 0, not {n}")
+    if not 0 <= k <= 15:
+        raise UserError(f"--k must be from 0 to 15, not {k}")
+    layouts = advise_layouts(n, k)
+    best = layouts[0]
+    rows = [
+        {
+            "blocks": a.blocks,
+            "indexes": len(a.layout.tables),
+            "widths": list(a.layout.widths),
+            "candidates_per_query": round(a.candidates, 3),
+            "bytes_per_fingerprint": a.bytes_per_fingerprint,
+            "cost": round(a.cost, 2),
+            "recommended": a is best,
+        }
+        for a in sorted(layouts, key=lambda a: a.blocks)
+    ]
+    if as_json:
+        emit_json({"n": n, "k": k, "layouts": rows, "recommended_blocks": best.blocks})
+        return
+    typer.echo(f"layouts for n={n:,} fingerprints, k={k}:")
+    typer.echo(f"{'blocks':>6} {'indexes':>7} {'candidates/query':>16} {'bytes/fp':>8} {'cost':>6}")
+    for r in rows:
+        mark = "  <- recommended" if r["recommended"] else ""
+        typer.echo(
+            f"{r['blocks']:>6} {r['indexes']:>7} {r['candidates_per_query']:>16,.3f} "
+            f"{r['bytes_per_fingerprint']:>8.0f} {r['cost']:>6.1f}{mark}"
+        )
+    typer.echo(f"create it with: simindex init INDEX --k {k} --blocks {best.blocks}")
 
 
 @app.command("fingerprint")

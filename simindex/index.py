@@ -57,6 +57,22 @@ def _check_key(key: object) -> str:
     return key
 
 
+def _checked(keys: list[str], fps: list[int]) -> tuple[list[str], np.ndarray]:
+    """A chunk of keys and fingerprints, validated (quickly, where all is well)."""
+    for key in keys:
+        if type(key) is not str or not key or not key.isascii():
+            _check_key(key)
+    if any(type(f) is not int for f in fps):
+        for f in fps:
+            check_fingerprint(f)
+    try:
+        return keys, np.array(fps, dtype=np.uint64)
+    except OverflowError:
+        for f in fps:
+            check_fingerprint(f)
+        raise
+
+
 def _check_limit(limit: object) -> int | None:
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise InvalidArgumentError(f"limit must be a whole number of at least 1, not {limit!r}")
@@ -250,13 +266,13 @@ class SimIndex:
             keys: list[str] = []
             fps: list[int] = []
             for key, fingerprint in items:
-                keys.append(_check_key(key))
-                fps.append(check_fingerprint(fingerprint))
+                keys.append(key)
+                fps.append(fingerprint)
                 if len(keys) >= _BATCH:
-                    yield keys, np.array(fps, dtype=np.uint64)
+                    yield _checked(keys, fps)
                     keys, fps = [], []
             if keys:
-                yield keys, np.array(fps, dtype=np.uint64)
+                yield _checked(keys, fps)
 
         with self._lock, store.writing(self._engine, self._where) as conn:
             return self._store.put_stream(conn, chunks())

@@ -358,6 +358,12 @@ class _Sql:
             return tuple(values[i] for i in self._order)
         return dict(zip(self._names, values, strict=True))
 
+    def many(self, rows: list[tuple[Any, ...]]) -> list[Any]:
+        """Driver parameters for executemany; rows already in order pass as they are."""
+        if self.positional and self._order == list(range(len(self._order))):
+            return rows
+        return [self.params(r) for r in rows]
+
 
 class _Held:
     """A raw driver connection kept by one thread for reads; returned when dropped."""
@@ -409,7 +415,7 @@ class Store:
         blocks = [schema.block_column(i) for i in range(len(layout.widths))]
         names = ["key", "fingerprint", *blocks]
         self._upsert = _Sql(self._upsert_statement(dialect.name, names), dialect, names)
-        self._replace_by_delete = self._upsert is None
+        self._replace_by_delete = dialect.name not in ("sqlite", "postgresql")
         # Lookups read (id, fingerprint) from the covering indexes alone; the
         # keys of the few rows within k are read afterwards (rows_by_id).
         lookups = [
@@ -547,7 +553,7 @@ class Store:
         rows = block_rows(keys, fingerprints, self.layout)
         if self._replace_by_delete:  # pragma: no cover - databases without ON CONFLICT
             conn.execute(self.delete_keys, {"keys": list(keys)})
-        conn.exec_driver_sql(self._upsert.text, [self._upsert.params(r) for r in rows])
+        conn.exec_driver_sql(self._upsert.text, self._upsert.many(rows))
 
     def put_stream(self, conn: Connection, chunks: Iterable[tuple[list[str], np.ndarray]]) -> int:
         """Write chunks of (keys, fingerprints) in the caller's transaction.

@@ -1,0 +1,548 @@
+"""Documents in, fingerprints out: reading a corpus of any size, fingerprinting it in parallel.
+
+``read_docs`` turns files, folders and standard input into a stream of ``Doc``.
+Line formats (lines, JSON Lines, CSV) are read a line at a time, so memory
+holds one document, never a whole file; a "text" file, and each file of a
+folder, is one document and is read whole.
+
+``fingerprint_docs`` computes their fingerprints in worker processes, in
+chunks, with a bounded number of chunks in flight: it reads its input only a
+few chunks ahead of its consumer, and yields exactly what fingerprinting in
+this process would, in the same order (then raises the same error, if any).
+
+Start method. Workers are started with "forkserver" where the platform has it
+(Linux, macOS), else "spawn"; never "fork", which copies the parent's threads'
+locks in whatever state they are (a progress bar's refresh thread, SQLAlchemy's
+pool) and may deadlock. On a 2-core machine, starting 2 workers and getting a
+first chunk back took about 0.35 s with either method: it is all ``import
+simindex`` (0.3 s, mostly SQLAlchemy), once per worker with "spawn", once in
+the fork server with "forkserver" (which preloads this module). A second pool in
+the same process costs about 0.01 s with "forkserver" (forks of the warm
+server) and 0.35 s again with "spawn", so forkserver wins for a library that
+may be called many times, and ties for a one-shot command. jieba (0.8 s,
+125 MB) is loaded by each worker only when a text has Chinese or Japanese.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import multiprocessing
+import os
+import signal
+import sys
+import traceback
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
+from typing import BinaryIO, NamedTuple
+
+from simindex.errors import EmptyTextError, InvalidArgumentError, SimIndexError
+from simindex.fingerprint import FingerprintConfig, simhash
+
+FORMATS = ("auto", "text", "lines", "jsonl", "csv")
+STDIN = "-"
+_STDIN_NAME = "stdin"
+_MAX_CHUNK_CHARS = 1 << 20  # a chunk also ends at this many characters: big documents
+_CSV_FIELD_LIMIT = 2**31 - 1  # csv's default (128 KiB) would refuse a long text
+
+
+class SourceError(SimIndexError):
+    """A source of documents cannot be read: missing, not UTF-8, or malformed."""
+
+
+class Doc(NamedTuple):
+    """A document read from a source."""
+
+    key: str
+    text: str
+    where: str  # for messages: "docs.jsonl line 7", "notes/a.txt", "stdin line 3"
+    size: int  # bytes of the source consumed for it (for a progress bar)
+
+
+# --- reading ------------------------------------------------------------------
+
+
+def check_paths(paths: Sequence[str]) -> None:
+    """Raise SourceError if a path does not exist or '-' (stdin) is given twice.
+
+    Call it before creating or locking anything: ``read_docs`` checks again.
+    """
+    paths = _as_paths(paths)
+    if paths.count(STDIN) > 1:
+        raise SourceError("standard input ('-') can be read only once")
+    for path in paths:
+        if path != STDIN and not os.path.exists(path):
+            raise SourceError(f"no such file: {path}")
+
+
+def read_docs(
+    paths: Sequence[str],
+    *,
+    fmt: str = "auto",
+    key_field: str = "id",
+    text_field: str = "text",
+    stdin_key: str | None = None,
+) -> Iterator[Doc]:
+    """The documents of files, folders and stdin ('-'), one at a time, in order.
+
+    ``fmt``: "text" (a file is one document keyed by its path as given),
+    "lines" (a non-blank line is one, keyed "PATH:LINENO"), "jsonl" (one JSON
+    object a line; ``key_field`` and ``text_field`` name its fields), "csv" (a
+    header row, then a record per document; fields may hold newlines) or
+    "auto": .jsonl/.ndjson files are JSON Lines, .csv files CSV, others text.
+    A folder is read recursively, hidden files and folders skipped, names
+    sorted; each file is one document keyed by its path from the folder's
+    parent ("corpus/a/b.txt"), or with an explicit line format, read in it.
+    The text read from stdin in text form is keyed ``stdin_key``.
+
+    Arguments are checked now; the files are read as the result is iterated.
+    Errors in a source (invalid UTF-8, a broken JSON line) raise SourceError
+    naming the file and line.
+    """
+    if fmt not in FORMATS:
+        raise InvalidArgumentError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    paths = _as_paths(paths)
+    check_paths(paths)
+    if STDIN in paths and fmt in ("auto", "text") and not stdin_key:
+        raise InvalidArgumentError("the document read from standard input needs a key")
+    return _read_all(paths, fmt, key_field, text_field, stdin_key or "")
+
+
+def source_size(paths: Sequence[str]) -> int:
+    """Bytes the sources hold (files, and folders' files as read_docs reads them).
+
+    The total of the ``size`` of the documents read from them, for a progress
+    bar; stdin and pipes count 0.
+    """
+    total = 0
+    for path in _as_paths(paths):
+        if path == STDIN:
+            continue
+        if os.path.isdir(path):
+            total += sum(os.path.getsize(file) for file, _ in _walk(path))
+        elif os.path.isfile(path):
+            total += os.path.getsize(path)
+    return total
+
+
+def _as_paths(paths: Sequence[str]) -> list[str]:
+    if isinstance(paths, (str, bytes)):
+        raise InvalidArgumentError("paths is a list of paths, not one string")
+    return [os.fspath(p) for p in paths]
+
+
+def _read_all(
+    paths: list[str], fmt: str, key_field: str, text_field: str, stdin_key: str
+) -> Iterator[Doc]:
+    for path in paths:
+        if path != STDIN and os.path.isdir(path):
+            kind = "text" if fmt == "auto" else fmt
+            for file, name in _walk(path):
+                yield from _read_source(file, name, kind, key_field, text_field, name)
+        else:
+            kind = fmt if fmt != "auto" else _kind_of(path)
+            name = _STDIN_NAME if path == STDIN else path
+            key = stdin_key if path == STDIN else path
+            yield from _read_source(path, name, kind, key_field, text_field, key)
+
+
+def _kind_of(path: str) -> str:
+    lower = path.lower()
+    if lower.endswith((".jsonl", ".ndjson")):
+        return "jsonl"
+    if lower.endswith(".csv"):
+        return "csv"
+    return "text"
+
+
+def _read_source(
+    path: str, name: str, kind: str, key_field: str, text_field: str, key: str
+) -> Iterator[Doc]:
+    if kind == "text":
+        yield _text_doc(path, name, key)
+    elif kind == "lines":
+        yield from _line_docs(path, name)
+    elif kind == "jsonl":
+        yield from _jsonl_docs(path, name, key_field, text_field)
+    else:
+        yield from _csv_docs(path, name, key_field, text_field)
+
+
+def _walk(folder: str) -> Iterator[tuple[str, str]]:
+    """(path to open, key) of each regular, non-hidden file under a folder.
+
+    Depth first, names sorted in each folder; the key is the path from the
+    folder's parent, with '/'. Symbolic links to files are read; links to
+    folders are not followed (no loops). Memory: one folder listing a level.
+    """
+    top = os.path.basename(os.path.normpath(folder))
+    if top in ("", ".", ".."):
+        top = os.path.basename(os.path.abspath(folder))
+
+    def visit(directory: str, prefix: str) -> Iterator[tuple[str, str]]:
+        try:
+            with os.scandir(directory) as scan:
+                entries = sorted((e for e in scan if not e.name.startswith(".")), key=_name)
+        except OSError as exc:
+            raise SourceError(f"cannot read folder {directory}: {exc.strerror or exc}") from exc
+        for entry in entries:
+            key = f"{prefix}{entry.name}"
+            if entry.is_dir(follow_symlinks=False):
+                yield from visit(entry.path, key + "/")
+            elif entry.is_file():
+                yield entry.path, key
+
+    yield from visit(folder, f"{top}/" if top else "")
+
+
+def _name(entry: os.DirEntry[str]) -> str:
+    return entry.name
+
+
+@contextmanager
+def _open(path: str, name: str) -> Iterator[BinaryIO]:
+    if path == STDIN:
+        yield sys.stdin.buffer
+        return
+    try:
+        f = open(path, "rb")  # noqa: SIM115 (closed below; stdin must not be)
+    except FileNotFoundError:
+        raise SourceError(f"no such file: {name}") from None
+    except IsADirectoryError:
+        raise SourceError(f"{name} is a folder, not a file") from None
+    except OSError as exc:
+        raise SourceError(f"cannot read {name}: {exc.strerror or exc}") from exc
+    with f:
+        yield f
+
+
+def _text_doc(path: str, name: str, key: str) -> Doc:
+    with _open(path, name) as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise SourceError(
+            f"{name} is not valid UTF-8 (line {line}, byte {exc.start} of the file)"
+        ) from None
+    return Doc(key, text.removeprefix("\ufeff"), name, len(data))
+
+
+def _lines(f: BinaryIO, name: str) -> Iterator[tuple[int, str, int]]:
+    """(line number, text with its line ending, bytes) of each line; BOM dropped."""
+    offset = 0
+    for number, raw in enumerate(f, 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SourceError(
+                f"{name} line {number} is not valid UTF-8 (byte {offset + exc.start} of the file)"
+            ) from None
+        if number == 1:
+            line = line.removeprefix("\ufeff")
+        offset += len(raw)
+        yield number, line, len(raw)
+
+
+def _strip_eol(line: str) -> str:
+    return line[:-2] if line.endswith("\r\n") else line.removesuffix("\n")
+
+
+def _line_docs(path: str, name: str) -> Iterator[Doc]:
+    with _open(path, name) as f:
+        skipped = 0  # bytes of blank lines, counted with the next document
+        for number, line, size in _lines(f, name):
+            text = _strip_eol(line)
+            if not text.strip():
+                skipped += size
+                continue
+            yield Doc(f"{name}:{number}", text, f"{name} line {number}", skipped + size)
+            skipped = 0
+
+
+def _jsonl_docs(path: str, name: str, key_field: str, text_field: str) -> Iterator[Doc]:
+    with _open(path, name) as f:
+        skipped = 0
+        for number, line, size in _lines(f, name):
+            if not line.strip():
+                skipped += size
+                continue
+            where = f"{name} line {number}"
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise SourceError(f"{where} is not valid JSON ({exc.msg})") from None
+            except RecursionError:
+                raise SourceError(f"{where} is nested too deeply to read") from None
+            if not isinstance(record, dict):
+                raise SourceError(f"{where} is not a JSON object")
+            key = _key(record.get(key_field), where, key_field)
+            text = record.get(text_field)
+            if not isinstance(text, str):
+                raise SourceError(f"{where} has no string field {text_field!r} for the text")
+            yield Doc(key, text, where, skipped + size)
+            skipped = 0
+
+
+def _key(value: object, where: str, field: str) -> str:
+    if type(value) is int:  # not bool
+        return str(value)
+    if not isinstance(value, str):
+        raise SourceError(f"{where} has no string or integer field {field!r} for the key")
+    if not value:
+        raise SourceError(f"{where} has an empty key (field {field!r})")
+    return value
+
+
+class _Counted:
+    """The lines of a file for csv.reader, counting their bytes and numbers."""
+
+    def __init__(self, lines: Iterator[tuple[int, str, int]]) -> None:
+        self.lines = lines
+        self.number = 0
+        self.size = 0
+
+    def __iter__(self) -> Iterator[str]:
+        for number, line, size in self.lines:
+            self.number = number
+            self.size += size
+            yield line
+
+
+def _csv_docs(path: str, name: str, key_field: str, text_field: str) -> Iterator[Doc]:
+    if csv.field_size_limit() < _CSV_FIELD_LIMIT:
+        csv.field_size_limit(_CSV_FIELD_LIMIT)  # only ever raised, for every csv user
+    with _open(path, name) as f:
+        lines = _Counted(_lines(f, name))
+        reader = csv.reader(iter(lines))
+        header: list[str] | None = None
+        columns = (0, 0)
+        used = 0  # bytes already given to documents
+        while True:
+            start = lines.number + 1
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                raise SourceError(f"{name} line {lines.number} is not valid CSV ({exc})") from None
+            if not any(field.strip() for field in row):
+                continue
+            if header is None:
+                header = row
+                columns = (
+                    _column(header, key_field, name, "key"),
+                    _column(header, text_field, name, "text"),
+                )
+                continue
+            where = f"{name} line {start}"
+            if max(columns) >= len(row):
+                raise SourceError(
+                    f"{where} has {len(row)} field{'s' * (len(row) != 1)}; the header has "
+                    f"{len(header)}"
+                )
+            key = _key(row[columns[0]], where, key_field)
+            yield Doc(key, row[columns[1]], where, lines.size - used)
+            used = lines.size
+
+
+def _column(header: list[str], field: str, name: str, role: str) -> int:
+    try:
+        return header.index(field)
+    except ValueError:
+        shown = ", ".join(repr(h) for h in header)
+        raise SourceError(
+            f"{name} has no column {field!r} for the {role} (its header: {shown})"
+        ) from None
+
+
+# --- fingerprinting -----------------------------------------------------------
+
+
+def fingerprint_docs(
+    docs: Iterable[Doc],
+    config: FingerprintConfig,
+    *,
+    workers: int | None = None,
+    chunk_size: int = 256,
+) -> Iterator[tuple[Doc, int | None]]:
+    """Each document with its fingerprint (None if it has no words), in input order.
+
+    ``workers``: processes to use (default: the CPUs this process may use);
+    1 or fewer fingerprints here, with no pool. Documents go to the workers in
+    chunks of ``chunk_size`` (or fewer, up to about a million characters), at
+    most two chunks a worker in flight, so the input is read only that far ahead
+    of the consumer. An input that fits in one chunk is done here: a pool would
+    only add its start-up. An error (other than no words) stops it after the
+    documents before the one that failed, as it would in one process; so does an
+    error raised by ``docs`` itself. Stopping early (``close()``, an exception,
+    Ctrl-C) cancels the queued chunks and waits for the workers to exit.
+    """
+    if not isinstance(config, FingerprintConfig):
+        raise InvalidArgumentError(
+            f"config must be a FingerprintConfig, not {type(config).__name__}"
+        )
+    for name, value in (("workers", workers), ("chunk_size", chunk_size)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise InvalidArgumentError(f"{name} must be a whole number, not {value!r}")
+    if chunk_size < 1:
+        raise InvalidArgumentError(f"chunk_size must be at least 1, not {chunk_size}")
+    count = usable_cpus() if workers is None else workers
+    if count <= 1:
+        return _serial(docs, config)
+    return _parallel(iter(docs), config, count, chunk_size)
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask), at least 1."""
+    count = getattr(os, "process_cpu_count", None)  # Python 3.13+
+    if count is not None:
+        return int(count() or 1)
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
+def _fingerprint(text: str, config: FingerprintConfig) -> int | None:
+    try:
+        return simhash(text, config)
+    except EmptyTextError:
+        return None
+
+
+def _serial(docs: Iterable[Doc], config: FingerprintConfig) -> Iterator[tuple[Doc, int | None]]:
+    for doc in docs:
+        yield doc, _fingerprint(doc.text, config)
+
+
+# In a worker process: the configuration, set once by _init_worker.
+_worker_config = FingerprintConfig()
+
+_Result = tuple[list[int | None], Exception | None, str]
+
+
+def _init_worker(config: FingerprintConfig) -> None:
+    global _worker_config
+    # Ctrl-C reaches the whole process group: the parent handles it and stops
+    # the pool; a worker interrupted mid-chunk would only print a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _worker_config = config
+
+
+def _fingerprint_chunk(texts: list[str]) -> _Result:
+    """Fingerprints of texts, up to the first error: (done, error, its traceback)."""
+    done: list[int | None] = []
+    try:
+        for text in texts:
+            done.append(_fingerprint(text, _worker_config))
+    except Exception as exc:
+        return done, exc, traceback.format_exc()
+    return done, None, ""
+
+
+class _WorkerTraceback(Exception):
+    """Where an error happened in a worker process (shown as the error's cause)."""
+
+    def __str__(self) -> str:
+        return f'\n"""\n{self.args[0]}"""'
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    """The "forkserver" context, preloading this module, or "spawn" where there is none."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    from multiprocessing import forkserver
+
+    # The server imports simindex once and each worker is a fork of it, warm.
+    # The preload list is the process's: add to it, keep what others put there.
+    # It is read when the server starts (first use), and an import that fails
+    # there is skipped: the workers then import simindex themselves.
+    server = getattr(forkserver, "_forkserver", None)
+    preload = list(getattr(server, "_preload_modules", None) or ["__main__"])
+    if __name__ not in preload:
+        forkserver.set_forkserver_preload([*preload, __name__])
+    return multiprocessing.get_context("forkserver")
+
+
+def _parallel(
+    source: Iterator[Doc], config: FingerprintConfig, workers: int, chunk_size: int
+) -> Iterator[tuple[Doc, int | None]]:
+    failure: list[Exception] = []  # an error raised by the source, raised after its docs
+
+    def take() -> list[Doc]:
+        chunk: list[Doc] = []
+        chars = 0
+        if failure:
+            return chunk
+        try:
+            for doc in source:
+                chunk.append(doc)
+                chars += len(doc.text) if isinstance(doc.text, str) else 0
+                if len(chunk) >= chunk_size or chars >= _MAX_CHUNK_CHARS:
+                    break
+        except Exception as exc:
+            failure.append(exc)
+        return chunk
+
+    first = take()
+    second = take()
+    if not second:  # all of it in one chunk: no pool
+        yield from _serial(first, config)
+        if failure:
+            raise failure[0]
+        return
+
+    executor = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=_context(),
+        initializer=_init_worker,
+        initargs=(config,),
+    )
+    pending: deque[tuple[list[Doc], Future[_Result]]] = deque()
+
+    def submit(chunk: list[Doc]) -> None:
+        pending.append((chunk, executor.submit(_fingerprint_chunk, [d.text for d in chunk])))
+
+    try:
+        submit(first)
+        submit(second)
+        del first, second
+        ended = False
+        while pending:
+            while not ended and len(pending) < 2 * workers:
+                chunk = take()
+                if chunk:
+                    submit(chunk)
+                else:
+                    ended = True
+            chunk, future = pending.popleft()
+            done, error, where = future.result()
+            del future
+            yield from zip(chunk[: len(done)], done, strict=True)
+            if error is not None:
+                raise error from _WorkerTraceback(where)
+        if failure:
+            raise failure[0]
+    finally:
+        # Normal end, an error, or the consumer stopped (GeneratorExit): drop
+        # the queued chunks, let the workers finish the ones they hold, and
+        # wait for them to exit, so no process outlives this generator.
+        for _, future in pending:
+            future.cancel()
+        pending.clear()
+        executor.shutdown(wait=True, cancel_futures=True)
+
+
+__all__ = [
+    "FORMATS",
+    "Doc",
+    "SourceError",
+    "check_paths",
+    "fingerprint_docs",
+    "read_docs",
+    "source_size",
+    "usable_cpus",
+]
