@@ -1,0 +1,110 @@
+"""The corpus-scale commands: query --batch, dedup (pairs and clusters), advise, --blocks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from simindex import SimIndex
+
+from .test_cli import error, invoke, ok
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "news.jsonl"
+
+
+@pytest.fixture
+def news(tmp_path: Path) -> Path:
+    path = tmp_path / "news.db"
+    ok("add", path, EXAMPLES, "--quiet")
+    return path
+
+
+def test_batch_query_answers_each_line_in_order(news: Path, tmp_path: Path) -> None:
+    records = [json.loads(line) for line in EXAMPLES.read_text(encoding="utf-8").splitlines()]
+    queries = tmp_path / "q.jsonl"
+    with SimIndex(news) as index:
+        fp = index.get(records[0]["id"])
+    lines = [json.dumps({"id": r["id"], "text": r["text"]}) for r in records[:5]]
+    lines.append(json.dumps({"id": "by-fp", "fingerprint": fp}))
+    lines.append(json.dumps({"id": "by-hex", "fingerprint": f"0x{fp:x}"}))
+    lines.append(json.dumps({"id": "none", "fingerprint": 0}))
+    queries.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = ok("query", news, "--batch", queries)
+    answers = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [a["id"] for a in answers] == [r["id"] for r in records[:5]] + [
+        "by-fp",
+        "by-hex",
+        "none",
+    ]
+    for record, answer in zip(records[:5], answers, strict=False):
+        assert answer["matches"][0] == {
+            "key": record["id"],
+            "distance": 0,
+            "fingerprint": answer["matches"][0]["fingerprint"],
+        }
+    assert answers[5]["matches"][0]["key"] == records[0]["id"]
+    assert answers[5] == answers[6] | {"id": "by-fp"}
+    assert answers[7]["matches"] == []
+
+
+def test_batch_query_from_stdin_and_nothing_found(news: Path) -> None:
+    result = invoke("query", news, "--batch", "-", input='{"id": 1, "fingerprint": 0}\n')
+    assert result.exit_code == 1
+    assert json.loads(result.stdout) == {"id": 1, "matches": []}
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        ('{"id": 1, "text": "fine words"}\n{"id": 2, \n', "line 2"),
+        ('{"id": 1}\n', "neither"),
+        ('{"id": 1, "fingerprint": -5}\n', "fingerprint"),
+        ('{"id": 1, "text": "..."}\n', "no words"),
+        ("[1, 2]\n", "not a JSON object"),
+    ],
+)
+def test_batch_query_errors(news: Path, tmp_path: Path, content: str, words: str) -> None:
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(content, encoding="utf-8")
+    error("query", news, "--batch", queries, contains=(words,))
+
+
+def test_batch_query_refuses_a_text_too(news: Path, tmp_path: Path) -> None:
+    error("query", news, "some text", "--batch", tmp_path / "q.jsonl")
+
+
+def test_dedup_pairs_and_clusters(news: Path) -> None:
+    pairs = json.loads(ok("dedup", news, "--json").stdout)["pairs"]
+    assert len(pairs) == 12
+    assert all(p["key_b"].startswith(p["key_a"] + ".") for p in pairs)
+    clusters = json.loads(ok("dedup", news, "--clusters", "--json").stdout)["clusters"]
+    assert len(clusters) == 12
+    for cluster in clusters:
+        canonical, (variant, distance) = cluster["canonical"], cluster["members"][1]
+        assert cluster["members"][0] == [canonical, 0]
+        assert variant.startswith(canonical + ".") and distance <= 3
+    text = ok("dedup", news, "--clusters").stdout.splitlines()
+    assert len(text) == 12 and all("\t" in line for line in text)
+    error("dedup", news, "--k", "16")
+
+
+def test_advise_recommends_more_blocks_for_more_fingerprints() -> None:
+    small = json.loads(ok("advise", "--n", "100000", "--json").stdout)
+    large = json.loads(ok("advise", "--n", "10000000", "--json").stdout)
+    assert small["recommended_blocks"] == 4 and large["recommended_blocks"] == 5
+    four = next(r for r in large["layouts"] if r["blocks"] == 4)
+    assert four["candidates_per_query"] == pytest.approx(10_000_000 * 4 / 2**16, rel=1e-3)
+    assert "recommended" in ok("advise", "--n", "1000000").stdout
+    error("advise", "--n", "-1")
+    error("advise", "--n", "10", "--k", "16")
+
+
+def test_init_with_more_blocks(tmp_path: Path) -> None:
+    path = tmp_path / "b.db"
+    info = json.loads(ok("init", path, "--blocks", "5", "--json").stdout)
+    assert info["blocks"] == [13, 13, 13, 13, 12] and len(info["tables"]) == 10
+    error("init", path, "--blocks", "4")  # it has 5
+    error("init", tmp_path / "c.db", "--blocks", "3")  # fewer than k + 1
+    assert not (tmp_path / "c.db").exists()
