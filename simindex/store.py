@@ -47,7 +47,7 @@ from simindex.errors import (
     NotAnIndexError,
     StorageError,
 )
-from simindex.fingerprint import BITS, FingerprintConfig
+from simindex.fingerprint import BITS, FingerprintConfig, to_signed
 
 FORMAT_VERSION = 1
 # The Alembic revisions this simindex knows, oldest first (tests check them
@@ -426,7 +426,11 @@ class Store:
         ]
         self._lookup_names = [f"t{j}_b{b}" for j, table in enumerate(layout.tables) for b in table]
         self._lookup = _Sql(union_all(*lookups), dialect, self._lookup_names)
-        self._lookup_blocks = [b for table in layout.tables for b in table]
+        spans = layout.spans()
+        # (shift, mask) of each lookup parameter, in the driver's order.
+        ordered = [self._lookup_names[i] for i in self._lookup._order]
+        self._lookup_spans = [spans[int(name.rsplit("_b", 1)[1])] for name in ordered]
+        self._lookup_signed = max(layout.widths) == BITS  # a single 64-bit block
         self._by_id: dict[int, _Sql] = {}
         self._get = _Sql(
             select(t.c.fingerprint).where(t.c.key == bindparam("key")), dialect, ["key"]
@@ -487,8 +491,11 @@ class Store:
     def lookup(self, fingerprint: int) -> list[tuple[int, int]]:
         """(id, signed fingerprint) of every row agreeing with the fingerprint
         on all blocks of at least one table (a row may come more than once)."""
-        blocks = self.layout.blocks(fingerprint)
-        params = self._lookup.params([blocks[b] for b in self._lookup_blocks])
+        params = tuple((fingerprint >> shift) & mask for shift, mask in self._lookup_spans)
+        if self._lookup_signed:
+            params = tuple(to_signed(p) for p in params)
+        if not self._lookup.positional:  # named style: _order is the names' order
+            return self._read(self._lookup.text, dict(zip(self._lookup_names, params, strict=True)))
         return self._read(self._lookup.text, params)
 
     def rows_by_id(self, ids: Sequence[int]) -> list[tuple[int, str, int]]:
