@@ -6,18 +6,20 @@ Data goes to stdout, progress and errors to stderr. Exit codes: 0 success;
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from itertools import chain
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 
+from simindex import ingest
 from simindex.errors import EmptyTextError, InvalidArgumentError, NotAnIndexError, SimIndexError
 from simindex.fingerprint import WEIGHTINGS, FingerprintConfig, hamming, simhash
 from simindex.index import FullScanWarning, SimIndex
@@ -111,6 +113,25 @@ WeightingOpt = Annotated[
     typer.Option("--weighting", help=f"Feature weights: {', '.join(WEIGHTINGS)} (default tf)."),
 ]
 StopOpt = Annotated[bool, typer.Option("--keep-stopwords", help="Keep stop words as features.")]
+FormatOpt = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        help="auto, text (a file is a document), lines (a line is a document, keyed "
+        "FILE:LINE), jsonl or csv. auto: .jsonl/.ndjson, .csv by name, else text.",
+    ),
+]
+KeyFieldOpt = Annotated[
+    str, typer.Option("--key-field", help="JSON Lines field (CSV column) of the key.")
+]
+TextFieldOpt = Annotated[
+    str, typer.Option("--text-field", help="JSON Lines field (CSV column) of the text.")
+]
+WorkersOpt = Annotated[
+    int | None,
+    typer.Option("--workers", "-w", help="Processes that fingerprint (default: the CPUs)."),
+]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 
 
 def config_from(
@@ -161,32 +182,12 @@ def read_text_file(path: str) -> str:
         raise UserError(f"{name} is not valid UTF-8 (byte {exc.start})") from exc
 
 
-# --- reading documents for add ------------------------------------------------
-
-
-@dataclass
-class Doc:
-    key: str
-    text: str
-    where: str  # for messages: "notes.txt", "docs.jsonl line 7"
-    size: int  # bytes read, for the progress bar
-
-
-def _open_binary(path: str) -> Any:
-    if path == "-":
-        return sys.stdin.buffer
-    p = Path(path)
-    if not p.exists():
-        raise UserError(f"no such file: {path}")
-    if p.is_dir():
-        raise UserError(f"{path} is a folder, not a file")
-    return p.open("rb")
-
-
 def _lines(path: str) -> Iterator[tuple[int, str, int]]:
     """(line number, text, bytes) of each line of a UTF-8 file or stdin."""
     name = "standard input" if path == "-" else path
-    f = _open_binary(path)
+    if path != "-" and not Path(path).is_file():
+        raise UserError(f"no such file: {path}")
+    f = sys.stdin.buffer if path == "-" else Path(path).open("rb")  # noqa: SIM115 - closed below
     try:
         for number, raw in enumerate(f, 1):
             try:
@@ -201,44 +202,6 @@ def _lines(path: str) -> Iterator[tuple[int, str, int]]:
     finally:
         if f is not sys.stdin.buffer:
             f.close()
-
-
-def read_docs(
-    paths: list[str], fmt: str, key_field: str, text_field: str, stdin_key: str | None
-) -> Iterator[Doc]:
-    for path in paths:
-        name = "stdin" if path == "-" else path
-        kind = fmt
-        if kind == "auto":
-            kind = "jsonl" if path.endswith((".jsonl", ".ndjson")) else "text"
-        if kind == "text":
-            key = stdin_key if path == "-" else path
-            if not key:
-                raise UserError("give the document read from standard input a key with --key")
-            text = read_text_file(path)
-            yield Doc(key, text, name, utf8_size(text))
-        elif kind == "lines":
-            for number, line, size in _lines(path):
-                if line.strip():
-                    yield Doc(f"{name}:{number}", line, f"{name} line {number}", size)
-        else:
-            for number, line, size in _lines(path):
-                if not line.strip():
-                    continue
-                where = f"{name} line {number}"
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise UserError(f"{where} is not valid JSON ({exc.msg})") from exc
-                if not isinstance(record, dict):
-                    raise UserError(f"{where} is not a JSON object")
-                raw_key, body = record.get(key_field), record.get(text_field)
-                key = str(raw_key) if type(raw_key) is int else raw_key
-                if not isinstance(key, str) or not key:
-                    raise UserError(f"{where} has no string field {key_field!r} for the key")
-                if not isinstance(body, str):
-                    raise UserError(f"{where} has no string field {text_field!r} for the text")
-                yield Doc(key, body, where, size)
 
 
 def _progress(total: int | None, quiet: bool) -> Any:
@@ -258,6 +221,7 @@ def _progress(total: int | None, quiet: bool) -> Any:
         BarColumn(),
         DownloadColumn(),
         TransferSpeedColumn(),
+        TextColumn("{task.fields[docs]:,} docs"),
         TimeRemainingColumn(),
         console=console,
         disable=quiet or not console.is_terminal,
@@ -317,59 +281,73 @@ def add(
     key: Annotated[
         str | None, typer.Option("--key", help="Key for --text or for a document on stdin.")
     ] = None,
-    fmt: Annotated[
-        str,
-        typer.Option(
-            "--format",
-            help="auto, text (a file is a document), lines (a line is a "
-            "document, keyed FILE:LINE) or jsonl.",
-        ),
-    ] = "auto",
-    key_field: Annotated[
-        str, typer.Option("--key-field", help="JSON Lines field of the key.")
-    ] = "id",
-    text_field: Annotated[
-        str, typer.Option("--text-field", help="JSON Lines field of the text.")
-    ] = "text",
+    fmt: FormatOpt = "auto",
+    key_field: KeyFieldOpt = "id",
+    text_field: TextFieldOpt = "text",
     skip_empty: Annotated[
         bool, typer.Option("--skip-empty", help="Skip documents with no words instead of failing.")
     ] = False,
+    workers: WorkersOpt = None,
     k: KOpt = None,
+    blocks: BlocksOpt = None,
     ngram: NgramOpt = None,
     weighting: WeightingOpt = None,
     keep_stopwords: StopOpt = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    quiet: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Add documents, creating the index if needed.
 
-    All or nothing: on any error the index is left as it was. A key that is
-    already there gets the new text.
+    Files, folders (every file in them), JSON Lines, CSV or stdin, read as a
+    stream and fingerprinted in parallel. All or nothing: on any error the
+    index is left as it was. A key that is already there gets the new text.
     """
-    if fmt not in ("auto", "text", "lines", "jsonl"):
-        raise UserError(f"--format must be auto, text, lines or jsonl, not {fmt!r}")
     paths = list(inputs or [])
     if text is None and not paths:
         raise UserError("nothing to add: give files, '-' for stdin, or --text with --key")
     if text is not None and not key:
         raise UserError("--text needs a --key")
-    if paths.count("-") > 1:
-        raise UserError("standard input ('-') can be read only once")
+    if "-" in paths and fmt in ("auto", "text") and text is None and not key:
+        raise UserError("give the document read from standard input a key with --key")
     config = config_from(ngram, weighting, keep_stopwords)
-    for p in paths:  # fail on a missing file before the index is created or locked
-        if p != "-" and not Path(p).is_file():
-            raise UserError(f"no such file: {p}" if not Path(p).exists() else f"{p} is not a file")
-    docs: list[Iterator[Doc]] = []
+    # Check the sources before the index is created or locked.
+    docs: list[Iterable[ingest.Doc]] = []
     if text is not None:
         assert key is not None
-        docs.append(iter([Doc(key, text, "--text", utf8_size(text))]))
+        docs.append([ingest.Doc(key, text, "--text", utf8_size(text))])
     if paths:
-        docs.append(read_docs(paths, fmt, key_field, text_field, None if text is not None else key))
-    total = sum(Path(p).stat().st_size for p in paths if p != "-") or None
+        stdin_key = key if text is None else None
+        docs.append(
+            ingest.read_docs(
+                paths, fmt=fmt, key_field=key_field, text_field=text_field, stdin_key=stdin_key
+            )
+        )
+    total = ingest.source_size(paths) or None
     skipped: list[str] = []
     new_file = _new_index_file(index)
     try:
-        added, count, location = _add(index, docs, total, quiet, skip_empty, skipped, k, config)
+        with open_index(index, create=True, k=k, blocks=blocks, config=config) as ix:
+            with _progress(total, quiet) as bar:
+                task = bar.add_task("adding", total=total, docs=0)
+
+                def fingerprints() -> Iterator[tuple[str, int]]:
+                    stream = ingest.fingerprint_docs(
+                        chain.from_iterable(docs), ix.config, workers=workers
+                    )
+                    for n, (doc, fp) in enumerate(stream, 1):
+                        bar.update(task, advance=doc.size, docs=n)
+                        if fp is not None:
+                            yield doc.key, fp
+                        elif skip_empty:
+                            skipped.append(doc.key)
+                        else:
+                            raise UserError(
+                                f"{doc.where} ({doc.key}) has no words to fingerprint; nothing "
+                                f"was added (--skip-empty skips such documents)"
+                            )
+
+                added = ix.add_fingerprints(fingerprints())
+            count, location = len(ix), ix.location
     except BaseException:
         if new_file is not None:  # a failed add leaves no new, empty index behind
             for leftover in (
@@ -393,37 +371,6 @@ def _new_index_file(index: str) -> Path | None:
         return None
     path = Path(index)
     return None if path.exists() else path
-
-
-def _add(
-    index: str,
-    docs: list[Iterator[Doc]],
-    total: int | None,
-    quiet: bool,
-    skip_empty: bool,
-    skipped: list[str],
-    k: int | None,
-    config: FingerprintConfig | None,
-) -> tuple[int, int, str]:
-    with open_index(index, create=True, k=k, config=config) as ix, _progress(total, quiet) as bar:
-        task = bar.add_task("adding", total=total)
-
-        def fingerprints() -> Iterator[tuple[str, int]]:
-            for stream in docs:
-                for doc in stream:
-                    bar.advance(task, doc.size)
-                    try:
-                        yield doc.key, ix.fingerprint(doc.text)
-                    except EmptyTextError:
-                        if not skip_empty:
-                            raise UserError(
-                                f"{doc.where} ({doc.key}) has no words to fingerprint; nothing "
-                                f"was added (--skip-empty skips such documents)"
-                            ) from None
-                        skipped.append(doc.key)
-
-        added = ix.add_fingerprints(fingerprints())
-        return added, len(ix), ix.location
 
 
 def _parse_fingerprint(value: str) -> int:
@@ -602,10 +549,15 @@ def stats(index: IndexArg, as_json: JsonOpt = False) -> None:
 @app.command()
 @reported
 def dedup(
-    index: IndexArg,
+    sources: Annotated[
+        list[str],
+        typer.Argument(
+            help="An index; or, with --out, a corpus: files, folders, JSON Lines, CSV, '-'."
+        ),
+    ],
     k: Annotated[
         int | None,
-        typer.Option("--k", "-k", help="Largest distance, 0-15 (default: the index's k)."),
+        typer.Option("--k", "-k", help="Largest distance, 0-15 (default: the index's k, or 3)."),
     ] = None,
     clusters: Annotated[
         bool,
@@ -615,16 +567,64 @@ def dedup(
             "the first added one first.",
         ),
     ] = False,
+    out: Annotated[
+        str | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Corpus mode: write the documents that are not near-duplicates of an "
+            "earlier one to this JSON Lines file ('-' for stdout).",
+        ),
+    ] = None,
+    report: Annotated[
+        str | None,
+        typer.Option(
+            "--report", help="Corpus mode: write what was dropped, and why, as JSON Lines."
+        ),
+    ] = None,
+    fmt: FormatOpt = "auto",
+    key_field: KeyFieldOpt = "id",
+    text_field: TextFieldOpt = "text",
+    workers: WorkersOpt = None,
+    ngram: NgramOpt = None,
+    weighting: WeightingOpt = None,
+    keep_stopwords: StopOpt = False,
+    quiet: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Print every pair of near-duplicate documents in an index: distance, key, key.
+    """Find near-duplicates: every pair in an index, or drop them from a corpus.
 
-    With --clusters, one group a line: the canonical (first added) key, then
+    `simindex dedup INDEX` prints each near-duplicate pair: distance, key, key;
+    with --clusters, one group a line: the canonical (first added) key, then
     the others with their distance to it.
+
+    `simindex dedup CORPUS... --out unique.jsonl` streams a corpus and writes
+    only the documents that are not within k of an earlier kept one (and, with
+    --report, a JSON line for each dropped one: its key, the key it duplicates
+    and the distance). Documents with no words are dropped as "no words".
     """
     if k is not None and not 0 <= k <= 15:
         raise UserError(f"--k must be from 0 to 15, not {k}")
-    with open_index(index) as ix:
+    if out is not None:
+        _dedup_corpus(
+            sources,
+            out,
+            report,
+            k,
+            fmt,
+            key_field,
+            text_field,
+            workers,
+            config_from(ngram, weighting, keep_stopwords),
+            quiet,
+            as_json,
+        )
+        return
+    if report is not None:
+        raise UserError("--report goes with --out (corpus mode)")
+    if len(sources) != 1:
+        raise UserError("give one index (or a corpus with --out)")
+    with open_index(sources[0]) as ix:
         used_k = ix.k if k is None else k
         if clusters:
             groups = ix.clusters(k)
@@ -649,6 +649,107 @@ def dedup(
     else:
         for p in pairs:
             typer.echo(f"{p.distance}\t{p.key_a}\t{p.key_b}")
+
+
+def _dedup_corpus(
+    sources: list[str],
+    out: str,
+    report: str | None,
+    k: int | None,
+    fmt: str,
+    key_field: str,
+    text_field: str,
+    workers: int | None,
+    config: FingerprintConfig | None,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """Stream a corpus; keep each document unless it is near an earlier kept one."""
+    from simindex.query import Seen
+
+    for path in (out, report):
+        if path not in (None, "-") and not Path(path).parent.is_dir():
+            raise UserError(f"cannot write {path}: its folder does not exist")
+    if "-" in sources and fmt in ("auto", "text"):
+        raise UserError("read a corpus from stdin with --format lines, jsonl or csv")
+    docs = ingest.read_docs(sources, fmt=fmt, key_field=key_field, text_field=text_field)
+    seen = Seen(3 if k is None else k)
+    kept_keys: list[str] = []
+    counts = {"read": 0, "kept": 0, "dropped": 0, "no_words": 0}
+    total = ingest.source_size(sources) or None
+    with (
+        _output(out) as unique,
+        _output(report) as dropped,
+        _progress(total, quiet or out == "-") as bar,
+    ):
+        task = bar.add_task("dedup", total=total, docs=0)
+        stream = ingest.fingerprint_docs(docs, config or FingerprintConfig(), workers=workers)
+        for doc, fp in stream:
+            counts["read"] += 1
+            bar.update(task, advance=doc.size, docs=counts["read"])
+            if fp is None:
+                counts["no_words"] += 1
+                if dropped is not None:
+                    dropped.write(_json_line({"id": doc.key, "reason": "no words"}))
+                continue
+            nearest = seen.nearest(fp)
+            if nearest is None:
+                seen.add(fp)
+                kept_keys.append(doc.key)
+                counts["kept"] += 1
+                unique.write(_json_line({key_field: doc.key, text_field: doc.text}))
+            else:
+                counts["dropped"] += 1
+                if dropped is not None:
+                    position, distance = nearest
+                    dropped.write(
+                        _json_line(
+                            {
+                                "id": doc.key,
+                                "duplicate_of": kept_keys[position],
+                                "distance": distance,
+                            }
+                        )
+                    )
+    summary = counts | {"k": seen.k}
+    if as_json:
+        typer.echo(json.dumps(summary), err=out == "-")
+    else:
+        typer.echo(
+            f"read {counts['read']}, kept {counts['kept']}, dropped {counts['dropped']} "
+            f"near-duplicates (k={seen.k}) and {counts['no_words']} with no words",
+            err=True,
+        )
+
+
+def _json_line(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False) + "\n"
+
+
+@contextlib.contextmanager
+def _output(path: str | None) -> Iterator[Any]:
+    """A text stream to write JSON Lines to: stdout for '-', None for no path.
+
+    A file is written beside its final name and renamed into place at the end,
+    so a failed run never leaves a half-written file under that name.
+    """
+    if path is None:
+        yield None
+        return
+    if path == "-":
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    final = Path(path)
+    partial = final.with_name(f".{final.name}.partial")
+    with partial.open("w", encoding="utf-8") as f:
+        try:
+            yield f
+        except BaseException:
+            f.close()
+            partial.unlink(missing_ok=True)
+            raise
+    partial.replace(final)
 
 
 @app.command()

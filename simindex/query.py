@@ -209,3 +209,36 @@ def clusters_from_pairs(pairs: Iterable[tuple[int, int]], order: dict[int, int])
     for x in parent:
         groups.setdefault(find(x), []).append(x)
     return [sorted(g, key=order.__getitem__) for g in groups.values() if len(g) > 1]
+
+
+class Seen:
+    """Fingerprints kept so far, found again by their tables' bits: the
+    in-memory twin of the index, for streaming dedup of a corpus.
+
+    Memory grows with the fingerprints added (a few dozen bytes each).
+    """
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+        self._masks = BlockLayout.for_k(k).table_masks()
+        self._tables: list[dict[int, list[int]]] = [{} for _ in self._masks]
+        self.fingerprints: list[int] = []
+
+    def nearest(self, fingerprint: int) -> tuple[int, int] | None:
+        """(position, distance) of the nearest kept fingerprint within k (the
+        earliest kept among equals), or None."""
+        best: tuple[int, int] | None = None
+        for mask, table in zip(self._masks, self._tables, strict=True):
+            for position in table.get(fingerprint & mask, ()):
+                distance = (self.fingerprints[position] ^ fingerprint).bit_count()
+                if distance <= self.k and (best is None or (distance, position) < best[::-1]):
+                    best = (position, distance)
+        return best
+
+    def add(self, fingerprint: int) -> int:
+        """Keep a fingerprint; returns its position."""
+        position = len(self.fingerprints)
+        self.fingerprints.append(fingerprint)
+        for mask, table in zip(self._masks, self._tables, strict=True):
+            table.setdefault(fingerprint & mask, []).append(position)
+        return position

@@ -422,10 +422,23 @@ def test_add_a_missing_file_does_not_create_the_index(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-def test_add_a_folder_fails(ix: Path, tmp_path: Path) -> None:
+def test_add_a_folder_adds_its_files(ix: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "folder"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "a.txt").write_text(T3, encoding="utf-8")
+    (folder / "sub" / "b.txt").write_text(T4, encoding="utf-8")
+    (folder / ".hidden").write_text("not read", encoding="utf-8")
+    ok("add", ix, folder, "--quiet")
+    keys = set(contents(ix))
+    assert {"folder/a.txt", "folder/sub/b.txt"} <= keys and "folder/.hidden" not in keys
+
+
+def test_add_an_empty_folder_adds_nothing(ix: Path, tmp_path: Path) -> None:
     folder = tmp_path / "folder"
     folder.mkdir()
-    add_fails(ix, folder, contains=("folder",))
+    before = contents(ix)
+    ok("add", ix, folder, "--quiet")
+    assert contents(ix) == before
 
 
 def test_add_an_invalid_utf8_file_fails(ix: Path, tmp_path: Path) -> None:
@@ -556,7 +569,7 @@ def test_add_stdin_twice_fails(ix: Path) -> None:
 
 def test_add_an_unknown_format_fails(ix: Path, tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text(T3, encoding="utf-8")
-    add_fails(ix, tmp_path / "a.txt", "--format", "csv", contains=("--format",))
+    add_fails(ix, tmp_path / "a.txt", "--format", "xml", contains=("format",))
 
 
 def test_add_with_another_k_than_the_index_fails(ix: Path) -> None:

@@ -108,3 +108,42 @@ def test_init_with_more_blocks(tmp_path: Path) -> None:
     error("init", path, "--blocks", "4")  # it has 5
     error("init", tmp_path / "c.db", "--blocks", "3")  # fewer than k + 1
     assert not (tmp_path / "c.db").exists()
+
+
+def test_dedup_a_corpus_keeps_the_first_of_each_group(tmp_path: Path) -> None:
+    unique, report = tmp_path / "unique.jsonl", tmp_path / "dropped.jsonl"
+    result = ok("dedup", EXAMPLES, "--out", unique, "--report", report, "--workers", "1")
+    assert "kept 24, dropped 12" in result.stderr
+    kept = [json.loads(line)["id"] for line in unique.read_text(encoding="utf-8").splitlines()]
+    dropped = [json.loads(line) for line in report.read_text(encoding="utf-8").splitlines()]
+    assert len(kept) == 24 and not any("." in key for key in kept)
+    assert len(dropped) == 12
+    for record in dropped:
+        assert record["id"].startswith(record["duplicate_of"] + ".")
+        assert 0 <= record["distance"] <= 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dropped.jsonl", "unique.jsonl"]
+
+
+def test_dedup_a_corpus_from_stdin_to_stdout(tmp_path: Path) -> None:
+    lines = [
+        json.dumps({"id": "a", "text": "the quick brown fox jumps over the lazy dog"}),
+        json.dumps({"id": "b", "text": "The quick brown fox jumps over the lazy dog!"}),
+        json.dumps({"id": "c", "text": "..."}),
+        json.dumps({"id": "d", "text": "an entirely different sentence about tea and cake"}),
+    ]
+    result = invoke(
+        "dedup", "-", "--format", "jsonl", "--out", "-", "--json", input="\n".join(lines) + "\n"
+    )
+    assert result.exit_code == 0, result.stderr
+    assert [json.loads(x)["id"] for x in result.stdout.splitlines()] == ["a", "d"]
+    summary = json.loads(result.stderr)
+    assert summary == {"read": 4, "kept": 2, "dropped": 1, "no_words": 1, "k": 3}
+
+
+def test_a_failed_corpus_dedup_leaves_no_output(tmp_path: Path) -> None:
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"id": "a", "text": "fine words here"}\n{"id": \n', encoding="utf-8")
+    error("dedup", corpus, "--out", tmp_path / "u.jsonl", contains=("line 2",))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.jsonl"]
+    error("dedup", corpus, "--out", tmp_path / "nope" / "u.jsonl", contains=("folder",))
+    error("dedup", corpus, "--report", tmp_path / "r.jsonl")
