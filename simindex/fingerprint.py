@@ -106,9 +106,12 @@ def features(text: str, config: FingerprintConfig = DEFAULT_CONFIG) -> Counter[s
     return counts
 
 
+_xxh64 = xxhash.xxh64_intdigest
+
+
 def feature_hash(feature: str) -> int:
     """The 64-bit hash of one feature: xxh64, seed 0, over its UTF-8 bytes."""
-    return xxhash.xxh64_intdigest(feature.encode("utf-8", "surrogatepass"))
+    return _xxh64(feature.encode("utf-8", "surrogatepass"))
 
 
 def simhash_weighted(weighted: Mapping[str, int] | Iterable[tuple[str, int]]) -> int:
@@ -120,8 +123,8 @@ def simhash_weighted(weighted: Mapping[str, int] | Iterable[tuple[str, int]]) ->
     total = 0.0
     for start in range(0, len(items), _CHUNK):
         chunk = items[start : start + _CHUNK]
-        hashes = np.fromiter((feature_hash(f) for f, _ in chunk), dtype="<u8", count=len(chunk))
-        weights = np.fromiter((w for _, w in chunk), dtype=np.float64, count=len(chunk))
+        hashes = np.array([_xxh64(f.encode("utf-8", "surrogatepass")) for f, _ in chunk], "<u8")
+        weights = np.array([w for _, w in chunk], dtype=np.float64)
         # bits[i, j] is bit j of feature i's hash (little-endian bytes, bits low first).
         bits = np.unpackbits(hashes.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
         votes += weights @ bits

@@ -27,6 +27,8 @@ _CJK = (
 # "don't", is kept). Everything else separates tokens.
 _WORD = f"[^\\W_{_CJK}]+"
 _RUNS = re.compile(f"([{_CJK}]+)|({_WORD}(?:'{_WORD})*)")
+_OTHER = re.compile(r"[^\W_]+(?:'[^\W_]+)*")  # the same, for text without CJK
+_HAS_CJK = re.compile(f"[{_CJK}]")
 _WORDLIKE = re.compile(r"[^\W_]")
 
 _segment: Callable[[str], list[str]] | None = None
@@ -64,8 +66,11 @@ def words(text: str) -> list[str]:
     CJK runs are segmented with jieba; other scripts are split on anything that
     is not a letter, digit or combining mark.
     """
+    text = normalize(text)
+    if not _HAS_CJK.search(text):  # the common case, all in C
+        return _OTHER.findall(text)
     out: list[str] = []
-    for match in _RUNS.finditer(normalize(text)):
+    for match in _RUNS.finditer(text):
         cjk, other = match.groups()
         if other is not None:
             out.append(other)
