@@ -10,17 +10,20 @@ chunks, with a bounded number of chunks in flight: it reads its input only a
 few chunks ahead of its consumer, and yields exactly what fingerprinting in
 this process would, in the same order (then raises the same error, if any).
 
-Start method. Workers are started with "forkserver" where the platform has it
-(Linux, macOS), else "spawn"; never "fork", which copies the parent's threads'
-locks in whatever state they are (a progress bar's refresh thread, SQLAlchemy's
-pool) and may deadlock. On a 2-core machine, starting 2 workers and getting a
-first chunk back took about 0.35 s with either method: it is all ``import
-simindex`` (0.3 s, mostly SQLAlchemy), once per worker with "spawn", once in
-the fork server with "forkserver" (which preloads this module). A second pool in
-the same process costs about 0.01 s with "forkserver" (forks of the warm
-server) and 0.35 s again with "spawn", so forkserver wins for a library that
-may be called many times, and ties for a one-shot command. jieba (0.8 s,
-125 MB) is loaded by each worker only when a text has Chinese or Japanese.
+Start method: "forkserver" where the platform has it (Linux, macOS), else
+"spawn" (Windows); never "fork", which copies the parent's threads' locks in
+whatever state they are in (a progress bar's refresh thread, SQLAlchemy's pool)
+and can deadlock. Almost all of a worker's start-up is ``import simindex``
+(0.3 s, mostly SQLAlchemy and numpy): "spawn" pays it in every worker, every
+pool; "forkserver" pays it once, in the server, which preloads this module, and
+forks warm workers from it. Measured on 2 cores (Python 3.11), 2 workers, time
+to the first results and to shut down: spawn 0.50 s + 0.15 s for every pool;
+forkserver 0.33 s + 0.01 s for the first pool, 0.01 s + 0.01 s for each later
+one. (Python 3.11's server ignores the parent's sys.path; if simindex is not
+importable there, e.g. a checkout run from another directory, the preload is
+skipped and each worker imports simindex itself, as with "spawn".) jieba
+(0.8 s, 125 MB a process) is loaded by a worker only when it meets Chinese or
+Japanese text.
 """
 
 from __future__ import annotations
@@ -519,11 +522,11 @@ def _parallel(
                 else:
                     ended = True
             chunk, future = pending.popleft()
-            done, error, where = future.result()
+            done, error, trace = future.result()
             del future
             yield from zip(chunk[: len(done)], done, strict=True)
             if error is not None:
-                raise error from _WorkerTraceback(where)
+                raise error from _WorkerTraceback(trace)
         if failure:
             raise failure[0]
     finally:

@@ -142,47 +142,62 @@ def pairs_within(fps: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.nd
     return np.concatenate(out_a), np.concatenate(out_b), np.concatenate(out_d)
 
 
-def matches_within(
-    stored: np.ndarray, queries: np.ndarray, k: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every (query position, stored position, distance) within distance k,
-    each once, for arrays of unsigned fingerprints."""
-    stored = stored.astype(np.uint64, copy=False)
-    queries = queries.astype(np.uint64, copy=False)
-    raw_masks = BlockLayout.for_k(k).table_masks()
-    masks = [np.uint64(m) for m in raw_masks]
-    tables = []
-    for mask in raw_masks:
-        keyed = _sort_key(stored, mask)
-        order = np.argsort(keyed, kind="stable")
-        tables.append((mask, keyed[order], order))
-    out_q, out_s, out_d = [], [], []
-    for start in range(0, len(queries), _QUERY_CHUNK):
-        chunk = queries[start : start + _QUERY_CHUNK]
-        for t, (mask, keyed_sorted, order) in enumerate(tables):
-            wanted = _sort_key(chunk, mask)
-            lo = np.searchsorted(keyed_sorted, wanted, side="left")
-            hi = np.searchsorted(keyed_sorted, wanted, side="right")
-            counts = hi - lo
-            total = int(counts.sum())
-            if not total:
-                continue
-            q = np.repeat(np.arange(len(chunk)), counts)
-            offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
-            s = order[np.repeat(lo, counts) + offsets]
-            distance = np.bitwise_count(stored[s] ^ chunk[q])
-            keep = distance <= k
-            q, s, distance = q[keep], s[keep], distance[keep]
-            for earlier in masks[:t]:
-                fresh = ((stored[s] ^ chunk[q]) & earlier) != 0
-                q, s, distance = q[fresh], s[fresh], distance[fresh]
-            out_q.append(q + start)
-            out_s.append(s)
-            out_d.append(distance.astype(np.int64))
-    if not out_q:
-        empty = np.zeros(0, np.int64)
-        return empty, empty, empty
-    return np.concatenate(out_q), np.concatenate(out_s), np.concatenate(out_d)
+class Snapshot:
+    """The fingerprints of an index at one moment, held in memory for batch
+    queries: the ids and fingerprints, and per k the tables sorted by their bits
+    (built on first use, kept for the next batch)."""
+
+    def __init__(self, ids: np.ndarray, fps: np.ndarray, version: object) -> None:
+        self.ids = ids
+        self.fps = fps.astype(np.uint64, copy=False)
+        self.version = version  # what the index looked like; compared by the caller
+        self._tables: dict[int, list[tuple[int, np.ndarray, np.ndarray]]] = {}
+
+    def _tables_for(self, k: int) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        tables = self._tables.get(k)
+        if tables is None:
+            tables = []
+            for mask in BlockLayout.for_k(k).table_masks():
+                keyed = _sort_key(self.fps, mask)
+                order = np.argsort(keyed, kind="stable")
+                tables.append((mask, keyed[order], order))
+            self._tables[k] = tables
+        return tables
+
+    def match(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every (query position, stored position, distance) within distance k,
+        each once, for an array of unsigned fingerprints."""
+        stored = self.fps
+        queries = queries.astype(np.uint64, copy=False)
+        tables = self._tables_for(k)
+        masks = [np.uint64(mask) for mask, _, _ in tables]
+        out_q, out_s, out_d = [], [], []
+        for start in range(0, len(queries), _QUERY_CHUNK):
+            chunk = queries[start : start + _QUERY_CHUNK]
+            for t, (mask, keyed_sorted, order) in enumerate(tables):
+                wanted = _sort_key(chunk, mask)
+                lo = np.searchsorted(keyed_sorted, wanted, side="left")
+                hi = np.searchsorted(keyed_sorted, wanted, side="right")
+                counts = hi - lo
+                total = int(counts.sum())
+                if not total:
+                    continue
+                q = np.repeat(np.arange(len(chunk)), counts)
+                offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+                s = order[np.repeat(lo, counts) + offsets]
+                distance = np.bitwise_count(stored[s] ^ chunk[q])
+                keep = distance <= k
+                q, s, distance = q[keep], s[keep], distance[keep]
+                for earlier in masks[:t]:  # found already through an earlier table
+                    fresh = ((stored[s] ^ chunk[q]) & earlier) != 0
+                    q, s, distance = q[fresh], s[fresh], distance[fresh]
+                out_q.append(q + start)
+                out_s.append(s)
+                out_d.append(distance.astype(np.int64))
+        if not out_q:
+            empty = np.zeros(0, np.int64)
+            return empty, empty, empty
+        return np.concatenate(out_q), np.concatenate(out_s), np.concatenate(out_d)
 
 
 def clusters_from_pairs(pairs: Iterable[tuple[int, int]], order: dict[int, int]) -> list[list[int]]:

@@ -439,6 +439,7 @@ class Store:
         self.count = select(func.count()).select_from(t)
         self.scan = select(t.c.id, t.c.key, t.c.fingerprint)
         self._load = _Sql(select(t.c.id, t.c.fingerprint), dialect, [])
+        self._max_id = _Sql(select(func.max(t.c.id)), dialect, [])
         self.keys_by_id = select(t.c.id, t.c.key).where(
             t.c.id.in_(bindparam("ids", expanding=True))
         )
@@ -509,6 +510,19 @@ class Store:
             )
             sql = self._by_id[len(ids)] = _Sql(statement, self.engine.dialect, names)
         return self._read(sql.text, sql.params(list(ids)))
+
+    def version(self) -> int | None:
+        """A number that changes when another connection commits (SQLite's
+        data_version, on this thread's read connection), or None where the
+        database has no such number."""
+        if self.engine.dialect.name != "sqlite":
+            return None
+        return int(self._read("PRAGMA data_version", ())[0][0])
+
+    def estimated_size(self) -> int:
+        """The largest row id: at least the row count, and read in one seek."""
+        rows = self._read(self._max_id.text, self._max_id.params([]))
+        return int(rows[0][0] or 0)
 
     def fetch(self, key: str) -> int | None:
         rows = self._read(self._get.text, self._get.params([key]))

@@ -351,3 +351,17 @@ def test_more_blocks_than_k_plus_one(db_path: Path) -> None:
     for bad in (3, 17, 0):
         with pytest.raises(InvalidArgumentError):
             SimIndex(":memory:", k=3, blocks=bad)
+
+
+def test_query_many_sees_writes_made_after_its_snapshot(db_path: Path) -> None:
+    rng = random.Random(11)
+    queries = [rng.getrandbits(64) for _ in range(300)]
+    with SimIndex(db_path) as index, SimIndex(db_path) as other:
+        index.add_fingerprints((f"k{i}", q) for i, q in enumerate(queries))
+        assert all(r[0].key == f"k{i}" for i, r in enumerate(index.query_many(queries)))
+        index.remove("k0")  # a write through this object
+        assert index.query_many(queries)[0] == []
+        other.add_fingerprint("new", queries[1] ^ 1)  # a write by another connection
+        assert [m.key for m in index.query_many(queries)[1]] == ["k1", "new"]
+        other.remove("k2")
+        assert index.query_many(queries)[2] == []
