@@ -328,10 +328,12 @@ class SimIndex:
         reading every row, and says so with a FullScanWarning.
         """
         fingerprint = self._as_fingerprint(text_or_fingerprint)
-        distance = self.k if k is None else check_k(k)
-        _check_limit(limit)
+        own_k = self._settings.layout.k
+        distance = own_k if k is None else check_k(k)
+        if limit is not None:
+            _check_limit(limit)
         with self._lock:
-            if distance <= self.k:
+            if distance <= own_k:
                 matches = self._lookup(fingerprint, distance)
             else:
                 warnings.warn(

@@ -15,7 +15,8 @@ from typing import NamedTuple
 import numpy as np
 
 from simindex.blocks import BlockLayout
-from simindex.fingerprint import to_unsigned
+from simindex.fingerprint import MAX_FINGERPRINT as _MASK64
+from simindex.fingerprint import to_signed, to_unsigned
 
 _QUERY_CHUNK = 8192  # queries matched at once in query_many (bounds memory)
 
@@ -47,16 +48,12 @@ class Cluster(NamedTuple):
     members: list[tuple[str, int]]
 
 
-def near(rows: Iterable[tuple[int, int]], fingerprint: int, k: int) -> list[int]:
+def near(rows: list[tuple[int, int]], fingerprint: int, k: int) -> list[int]:
     """The ids of the rows (id, signed fingerprint) within distance k of an
-    unsigned fingerprint, each once."""
-    return list(
-        dict.fromkeys(
-            row_id
-            for row_id, stored in rows
-            if (to_unsigned(stored) ^ fingerprint).bit_count() <= k
-        )
-    )
+    unsigned fingerprint, each once (the hot loop of every query)."""
+    query = to_signed(fingerprint)  # xor in the stored (signed) form, then keep 64 bits
+    ids = [row_id for row_id, stored in rows if ((stored ^ query) & _MASK64).bit_count() <= k]
+    return list(dict.fromkeys(ids)) if len(ids) > 1 else ids
 
 
 def within(rows: Iterable[tuple[int, str, int]], fingerprint: int, k: int) -> list[Match]:

@@ -55,6 +55,7 @@ FORMAT_VERSION = 1
 REVISIONS = ("0001",)
 HEAD = REVISIONS[-1]
 BUSY_TIMEOUT_S = 30.0
+MMAP_BYTES = 1 << 30  # address space, not memory: the OS pages it in and out
 _SQLITE_HEADER = b"SQLite format 3\x00"
 _WRITE = "simindex_write"
 
@@ -151,6 +152,9 @@ def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
     try:
         cursor.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         cursor.execute("PRAGMA synchronous = NORMAL")
+        # Read pages through a memory map instead of a read() call each: the
+        # lookups of a query touch a few dozen pages scattered over the file.
+        cursor.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
     finally:
         cursor.close()
 
@@ -444,6 +448,9 @@ class Store:
             t.c.id.in_(bindparam("ids", expanding=True))
         )
         self._local = threading.local()
+        # SQLite read connections run without a transaction (each statement
+        # reads one snapshot); other drivers open one, ended after each read.
+        self._autocommit = dialect.name == "sqlite"
         self._held: list[_Held] = []
         self._held_lock = threading.Lock()
 
@@ -482,7 +489,8 @@ class Store:
         try:
             held.cursor.execute(sql, params)
             rows: list[Any] = held.cursor.fetchall()
-            held.raw.rollback()  # end the read (a no-op for SQLite's autocommit)
+            if not self._autocommit:
+                held.raw.rollback()  # end the read's transaction
         except Exception as exc:
             if isinstance(exc, self.engine.dialect.loaded_dbapi.Error):
                 raise StorageError(describe_db_error(self.where, exc)) from exc
@@ -492,7 +500,7 @@ class Store:
     def lookup(self, fingerprint: int) -> list[tuple[int, int]]:
         """(id, signed fingerprint) of every row agreeing with the fingerprint
         on all blocks of at least one table (a row may come more than once)."""
-        params = tuple((fingerprint >> shift) & mask for shift, mask in self._lookup_spans)
+        params = tuple([(fingerprint >> shift) & mask for shift, mask in self._lookup_spans])
         if self._lookup_signed:
             params = tuple(to_signed(p) for p in params)
         if not self._lookup.positional:  # named style: _order is the names' order
