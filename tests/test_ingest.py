@@ -1,0 +1,432 @@
+"""Reading documents from sources, and fingerprinting them in worker processes.
+
+Every test makes its own files in tmp_path. The parallel tests start real
+worker processes (a couple of seconds in all, most of it jieba loading in the
+workers of the one test with Chinese text).
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import multiprocessing
+import os
+import sys
+import types
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from simindex import (
+    EmptyTextError,
+    FingerprintConfig,
+    InvalidArgumentError,
+    SimIndexError,
+    ingest,
+    simhash,
+)
+from simindex.ingest import (
+    Doc,
+    SourceError,
+    check_paths,
+    fingerprint_docs,
+    read_docs,
+    source_size,
+    usable_cpus,
+)
+
+CONFIG = FingerprintConfig()
+EN = [
+    "The Riverside branch library will change its opening hours next month.",
+    "Route fourteen buses will follow a temporary diversion for six weeks.",
+    "A new bakery has opened on Mill Street in the old picture frame shop.",
+    "The school summer fair raised money for new playground equipment.",
+]
+ZH = [
+    "你妈妈喊你回家吃饭哦，回家罗回家罗",
+    "河滨图书馆下个月起将调整开放时间，工作日提前一小时开门。",
+    "十四路公交车因桥梁维修将临时改道六个星期。",
+]
+
+
+def write(path: Path, data: bytes | str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    return path
+
+
+def docs_of(paths: list[Path | str], **options: object) -> list[Doc]:
+    return list(read_docs([str(p) for p in paths], **options))  # type: ignore[arg-type]
+
+
+def no_children() -> bool:
+    return multiprocessing.active_children() == []
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run in tmp_path, so paths as given are short and relative."""
+    monkeypatch.chdir(tmp_path)
+
+
+# --- formats -------------------------------------------------------------------
+
+
+def test_text_file_is_one_document_keyed_by_its_path_as_given() -> None:
+    write(Path("notes/a.txt"), "\ufeffFirst line.\r\nSecond line.\n")
+    [doc] = docs_of(["notes/a.txt"])
+    assert doc == Doc("notes/a.txt", "First line.\r\nSecond line.\n", "notes/a.txt", 29)
+    assert docs_of(["./notes/a.txt"], fmt="text")[0].key == "./notes/a.txt"
+
+
+def test_lines_each_non_blank_line_is_a_document() -> None:
+    write(Path("l.txt"), b"\xef\xbb\xbfone\r\n\r\n   \ntwo\nthree")
+    docs = docs_of(["l.txt"], fmt="lines")
+    assert [(d.key, d.text, d.where) for d in docs] == [
+        ("l.txt:1", "one", "l.txt line 1"),
+        ("l.txt:4", "two", "l.txt line 4"),
+        ("l.txt:5", "three", "l.txt line 5"),
+    ]
+    assert sum(d.size for d in docs) == Path("l.txt").stat().st_size == source_size(["l.txt"])
+
+
+def test_jsonl_fields_integer_keys_blank_lines_crlf_and_bom() -> None:
+    write(
+        Path("d.jsonl"),
+        '\ufeff{"id": 7, "text": "seven"}\r\n\r\n{"id": "b", "text": "bee", "x": 1}\r\n',
+    )
+    docs = docs_of(["d.jsonl"])
+    assert [(d.key, d.text, d.where) for d in docs] == [
+        ("7", "seven", "d.jsonl line 1"),
+        ("b", "bee", "d.jsonl line 3"),
+    ]
+    assert sum(d.size for d in docs) == source_size(["d.jsonl"])
+    write(Path("u.ndjson"), '{"url": "http://a", "body": "text a"}\n')
+    [doc] = docs_of(["u.ndjson"], key_field="url", text_field="body")
+    assert (doc.key, doc.text) == ("http://a", "text a")
+
+
+def test_broken_json_line_in_the_middle_is_named_after_the_lines_before_it() -> None:
+    write(Path("d.jsonl"), '{"id": 1, "text": "a"}\n{"id": 2, "text": "b"}\n{"id": 3,\n')
+    stream = read_docs(["d.jsonl"])
+    assert [next(stream).key, next(stream).key] == ["1", "2"]  # streamed, not read whole
+    with pytest.raises(SourceError, match=r"^d\.jsonl line 3 is not valid JSON"):
+        next(stream)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("[1, 2]", "line 2 is not a JSON object"),
+        ('{"text": "t"}', "line 2 has no string or integer field 'id'"),
+        ('{"id": true, "text": "t"}', "line 2 has no string or integer field 'id'"),
+        ('{"id": "", "text": "t"}', "line 2 has an empty key"),
+        ('{"id": "k"}', "line 2 has no string field 'text'"),
+        ('{"id": "k", "text": 5}', "line 2 has no string field 'text'"),
+    ],
+)
+def test_json_lines_that_are_not_documents_are_named(line: str, message: str) -> None:
+    write(Path("d.jsonl"), '{"id": 1, "text": "a"}\n' + line + "\n")
+    with pytest.raises(SourceError, match=message):
+        docs_of(["d.jsonl"])
+
+
+def test_csv_header_quoted_multiline_field_crlf_and_bom() -> None:
+    data = (
+        "\ufeffid,title,text\r\n"
+        '1,One,"first line\r\nsecond line, with a comma and ""quotes"""\r\n'
+        "\r\n"
+        "2,Two,plain\r\n"
+    )
+    write(Path("d.csv"), data)
+    docs = docs_of(["d.csv"])
+    assert [(d.key, d.text, d.where) for d in docs] == [
+        ("1", 'first line\r\nsecond line, with a comma and "quotes"', "d.csv line 2"),
+        ("2", "plain", "d.csv line 5"),
+    ]
+    assert sum(d.size for d in docs) == source_size(["d.csv"]) == len(data.encode())
+    [doc] = docs_of(["d.csv"], key_field="title", text_field="id")[:1]
+    assert (doc.key, doc.text) == ("One", "1")
+
+
+def test_csv_errors_name_the_column_or_line() -> None:
+    write(Path("d.csv"), "id,body\n1,x\n")
+    with pytest.raises(SourceError, match=r"d\.csv has no column 'text' for the text"):
+        docs_of(["d.csv"])
+    write(Path("e.csv"), "id,text\n1,x\n2\n")
+    with pytest.raises(SourceError, match=r"e\.csv line 3 has 1 field; the header has 2"):
+        docs_of(["e.csv"])
+    write(Path("f.csv"), "id,text\n,x\n")
+    with pytest.raises(SourceError, match=r"f\.csv line 2 has an empty key"):
+        docs_of(["f.csv"])
+
+
+def test_csv_field_longer_than_the_csv_module_default_limit() -> None:
+    long_text = "word " * 40_000  # 200 KB, over csv's default 128 KiB
+    write(Path("d.csv"), f'id,text\nk,"{long_text}"\n')
+    assert docs_of(["d.csv"])[0].text == long_text
+
+
+def test_auto_detection_by_extension_and_folder() -> None:
+    write(Path("a.JSONL"), '{"id": "j", "text": "from jsonl"}\n')
+    write(Path("b.ndjson"), '{"id": "n", "text": "from ndjson"}\n')
+    write(Path("c.csv"), "id,text\nc,from csv\n")
+    write(Path("d.md"), "a whole file\n")
+    write(Path("e/f.jsonl"), '{"id": "x", "text": "in a folder: a whole file"}\n')
+    keys = [d.key for d in docs_of(["a.JSONL", "b.ndjson", "c.csv", "d.md", "e"])]
+    assert keys == ["j", "n", "c", "d.md", "e/f.jsonl"]
+
+
+# --- folders -------------------------------------------------------------------
+
+
+def test_folder_recursive_sorted_hidden_skipped_keys_from_its_parent(tmp_path: Path) -> None:
+    for name in [
+        "b.txt",
+        "a/z.txt",
+        "a/b/c.txt",
+        "A.txt",
+        ".hidden.txt",
+        ".git/x.txt",
+        "a/.secret/y.txt",
+        "a/.env",
+    ]:
+        write(Path("data/corpus") / name, f"text of {name}")
+    expected = ["corpus/A.txt", "corpus/a/b/c.txt", "corpus/a/z.txt", "corpus/b.txt"]
+    for given in ["data/corpus", "data/corpus/", str(tmp_path / "data/corpus")]:
+        docs = docs_of([given])
+        assert [d.key for d in docs] == expected
+        assert [d.where for d in docs] == expected
+        assert docs[1].text == "text of a/b/c.txt"
+        assert sum(d.size for d in docs) == source_size([given])
+    os.chdir("data/corpus")
+    assert [d.key for d in docs_of(["."])][0] == "corpus/A.txt"
+
+
+def test_folder_with_a_line_format_reads_every_file_in_it() -> None:
+    write(Path("shards/1.jsonl"), '{"id": "a", "text": "x"}\n')
+    write(Path("shards/2.jsonl"), '{"id": "b", "text": "y"}\n{"id": "c", "text": "z"}\n')
+    assert [d.key for d in docs_of(["shards"], fmt="jsonl")] == ["a", "b", "c"]
+    lines = docs_of(["shards"], fmt="lines")
+    assert [d.key for d in lines][:2] == ["shards/1.jsonl:1", "shards/2.jsonl:1"]
+    assert lines[2].where == "shards/2.jsonl line 2"
+
+
+def test_folder_does_not_follow_links_to_folders() -> None:
+    write(Path("c/real/a.txt"), "a")
+    write(Path("outside/b.txt"), "b")
+    os.symlink(Path("outside").resolve(), "c/linked")
+    os.symlink(Path("outside/b.txt").resolve(), "c/b-link.txt")
+    assert [d.key for d in docs_of(["c"])] == ["c/b-link.txt", "c/real/a.txt"]
+
+
+# --- encodings and errors ----------------------------------------------------------
+
+
+def test_invalid_utf8_names_the_line_and_byte() -> None:
+    write(Path("l.txt"), b"good\nalso good\nbad \xff here\n")
+    stream = read_docs(["l.txt"], fmt="lines")
+    assert next(stream).text == "good"
+    with pytest.raises(SourceError, match=r"^l\.txt line 3 is not valid UTF-8 \(byte 19 "):
+        list(stream)
+    write(Path("d.jsonl"), b'{"id": 1, "text": "a"}\n{"id": 2, "text": "\xc3("}\n')
+    with pytest.raises(SourceError, match=r"d\.jsonl line 2 is not valid UTF-8"):
+        docs_of(["d.jsonl"])
+    write(Path("d.csv"), b'id,text\n1,"multi\nline \xe9"\n')
+    with pytest.raises(SourceError, match=r"d\.csv line 3 is not valid UTF-8"):
+        docs_of(["d.csv"])
+    write(Path("t.txt"), b"one\ntwo \xe9t\xe9\n")
+    with pytest.raises(SourceError, match=r"^t\.txt is not valid UTF-8 \(line 2, byte 8 "):
+        docs_of(["t.txt"])
+
+
+def test_missing_paths_fail_up_front() -> None:
+    write(Path("here.txt"), "here")
+    with pytest.raises(SourceError, match="^no such file: gone.txt$"):
+        check_paths(["here.txt", "gone.txt"])
+    with pytest.raises(SourceError, match="^no such file: gone/$"):
+        read_docs(["here.txt", "gone/"])  # when called, before anything is read
+    with pytest.raises(SourceError, match="only once"):
+        check_paths(["-", "here.txt", "-"])
+    check_paths(["here.txt", "-"])
+    assert issubclass(SourceError, SimIndexError)
+
+
+def test_bad_arguments() -> None:
+    write(Path("a.txt"), "a")
+    with pytest.raises(InvalidArgumentError, match="format must be one of"):
+        read_docs(["a.txt"], fmt="xml")
+    with pytest.raises(InvalidArgumentError, match="not one string"):
+        read_docs("a.txt")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="standard input needs a key"):
+        read_docs(["-"])
+
+
+# --- standard input ----------------------------------------------------------------
+
+
+def fake_stdin(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
+    monkeypatch.setattr(sys, "stdin", types.SimpleNamespace(buffer=io.BytesIO(data)))
+
+
+def test_stdin_text_lines_and_jsonl(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_stdin(monkeypatch, b"\xef\xbb\xbfpiped text\r\n")
+    assert docs_of(["-"], stdin_key="page-1") == [Doc("page-1", "piped text\r\n", "stdin", 15)]
+    fake_stdin(monkeypatch, b"a\r\n\r\nb\n")
+    docs = docs_of(["-"], fmt="lines")
+    assert [(d.key, d.text, d.where) for d in docs] == [
+        ("stdin:1", "a", "stdin line 1"),
+        ("stdin:3", "b", "stdin line 3"),
+    ]
+    fake_stdin(monkeypatch, b'{"id": 1, "text": "x"}\n{"id": 2}\n')
+    with pytest.raises(SourceError, match="^stdin line 2 has no string field 'text'"):
+        docs_of(["-"], fmt="jsonl")
+
+
+def test_stdin_between_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    write(Path("a.txt"), "file a")
+    fake_stdin(monkeypatch, b"from stdin")
+    docs = docs_of(["a.txt", "-", "a.txt"], stdin_key="s")
+    assert [d.key for d in docs] == ["a.txt", "s", "a.txt"]
+
+
+# --- fingerprinting ----------------------------------------------------------------
+
+
+def mixed_docs(n: int) -> list[Doc]:
+    texts = EN + ZH + ["", "  ...  ", "to be or not to be"]
+    out = []
+    for i in range(n):
+        text = texts[i % len(texts)]
+        if text.strip(" .") and i % 3:
+            text = f"{text} item {i} {'第' + str(i) + '条' if i % 2 else 'number ' + str(i)}"
+        out.append(Doc(f"k{i}", text, f"w{i}", len(text)))
+    return out
+
+
+def expected(docs: list[Doc]) -> list[tuple[Doc, int | None]]:
+    out: list[tuple[Doc, int | None]] = []
+    for d in docs:
+        try:
+            out.append((d, simhash(d.text, CONFIG)))
+        except EmptyTextError:
+            out.append((d, None))
+    return out
+
+
+def test_serial_fingerprints_and_empty_texts_give_none() -> None:
+    docs = mixed_docs(40)
+    got = list(fingerprint_docs(docs, CONFIG, workers=1))
+    assert got == expected(docs)
+    assert [fp for d, fp in got if not d.text.strip(" .")] == [None] * 8
+    config = FingerprintConfig(ngram=2, weighting="binary")
+    assert [fp for _, fp in fingerprint_docs(iter(docs), config, workers=0)] == [
+        simhash(d.text, config) if d.text.strip(" .") else None for d in docs
+    ]
+
+
+def test_parallel_equals_serial_in_input_order() -> None:
+    docs = mixed_docs(2_000)
+    got = fingerprint_docs(iter(docs), CONFIG, workers=2, chunk_size=64)
+    first = next(got)
+    assert len(multiprocessing.active_children()) == 2  # a pool is at work
+    assert [first, *got] == expected(docs)
+    assert no_children()
+
+
+def test_one_chunk_of_input_starts_no_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a pool was started")
+
+    monkeypatch.setattr(ingest, "ProcessPoolExecutor", refuse)
+    docs = mixed_docs(30)
+    assert list(fingerprint_docs(docs, CONFIG, workers=4, chunk_size=30)) == expected(docs)
+
+
+def test_stopping_early_leaves_no_processes() -> None:
+    docs = (Doc(str(i), f"word{i} other{i % 7}", "", 1) for i in range(100_000))
+    stream = fingerprint_docs(docs, CONFIG, workers=2, chunk_size=50)
+    assert len(list(itertools.islice(stream, 120))) == 120
+    assert multiprocessing.active_children()
+    stream.close()
+    assert no_children()
+
+
+def test_interrupt_stops_the_pool() -> None:
+    docs = (Doc(str(i), f"word{i}", "", 1) for i in range(100_000))
+    stream = fingerprint_docs(docs, CONFIG, workers=2, chunk_size=50)
+    next(stream)
+    with pytest.raises(KeyboardInterrupt):
+        stream.throw(KeyboardInterrupt)
+    assert no_children()
+
+
+def test_consumed_lazily_with_bounded_read_ahead() -> None:
+    read = 0
+
+    def source() -> Iterator[Doc]:
+        nonlocal read
+        for i in range(200_000):
+            read += 1
+            yield Doc(str(i), f"w{i}", "", 1)
+
+    workers, chunk = 2, 256
+    bound = (2 * workers + 1) * chunk  # in flight, and the chunk being yielded
+    consumed = lead = 0
+    stream = fingerprint_docs(source(), CONFIG, workers=workers, chunk_size=chunk)
+    for doc, fp in stream:
+        assert doc.key == str(consumed) and fp is not None
+        consumed += 1
+        lead = max(lead, read - consumed)
+        if consumed == 5_000:
+            break
+    stream.close()
+    assert chunk < lead <= bound
+    assert read <= consumed + bound
+    assert no_children()
+
+
+def test_worker_error_comes_after_the_documents_before_it() -> None:
+    docs = mixed_docs(500)
+    docs[333] = Doc("bad", None, "here", 0)  # type: ignore[arg-type]
+    got = []
+    with pytest.raises(InvalidArgumentError, match="text must be a str") as caught:
+        for item in fingerprint_docs(docs, CONFIG, workers=2, chunk_size=50):
+            got.append(item)
+    assert got == expected(docs[:333])
+    assert "Traceback" in str(caught.value.__cause__)  # the worker's traceback
+    assert no_children()
+
+
+def test_source_error_comes_after_the_documents_read_before_it() -> None:
+    docs = mixed_docs(700)
+
+    def source() -> Iterator[Doc]:
+        yield from docs
+        raise SourceError("broken at the end")
+
+    got = []
+    with pytest.raises(SourceError, match="broken at the end"):
+        for item in fingerprint_docs(source(), CONFIG, workers=2, chunk_size=64):
+            got.append(item)
+    assert got == expected(docs)
+    assert no_children()
+
+
+def test_read_docs_into_fingerprint_docs(monkeypatch: pytest.MonkeyPatch) -> None:
+    write(Path("d.jsonl"), "".join(f'{{"id": {i}, "text": "doc {i} text"}}\n' for i in range(300)))
+    got = list(fingerprint_docs(read_docs(["d.jsonl"]), CONFIG, workers=2, chunk_size=100))
+    assert [d.key for d, _ in got] == [str(i) for i in range(300)]
+    assert all(fp == simhash(d.text) for d, fp in got)
+
+
+def test_fingerprint_arguments() -> None:
+    with pytest.raises(InvalidArgumentError, match="chunk_size must be at least 1"):
+        fingerprint_docs([], CONFIG, chunk_size=0)
+    with pytest.raises(InvalidArgumentError, match="workers must be a whole number"):
+        fingerprint_docs([], CONFIG, workers="2")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="config must be a FingerprintConfig"):
+        fingerprint_docs([], None)  # type: ignore[arg-type]
+    assert list(fingerprint_docs([], CONFIG, workers=2)) == []
+    assert usable_cpus() >= 1
