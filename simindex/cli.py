@@ -287,6 +287,18 @@ def add(
     skip_empty: Annotated[
         bool, typer.Option("--skip-empty", help="Skip documents with no words instead of failing.")
     ] = False,
+    batch_size: Annotated[
+        int | None,
+        typer.Option(
+            "--batch-size",
+            help="Commit every N documents: an import that stops keeps the batches "
+            "before it (resume it with --skip-existing). Default: one transaction.",
+        ),
+    ] = None,
+    skip_existing: Annotated[
+        bool,
+        typer.Option("--skip-existing", help="Leave keys that are already stored as they are."),
+    ] = False,
     workers: WorkersOpt = None,
     k: KOpt = None,
     blocks: BlocksOpt = None,
@@ -300,8 +312,12 @@ def add(
 
     Files, folders (every file in them), JSON Lines, CSV or stdin, read as a
     stream and fingerprinted in parallel. All or nothing: on any error the
-    index is left as it was. A key that is already there gets the new text.
+    index is left as it was (with --batch-size, the batches committed before
+    the error stay). A key that is already there gets the new text, unless
+    --skip-existing.
     """
+    if batch_size is not None and batch_size < 1:
+        raise UserError(f"--batch-size must be at least 1, not {batch_size}")
     paths = list(inputs or [])
     if text is None and not paths:
         raise UserError("nothing to add: give files, '-' for stdin, or --text with --key")
@@ -346,10 +362,12 @@ def add(
                                 f"was added (--skip-empty skips such documents)"
                             )
 
-                added = ix.add_fingerprints(fingerprints())
+                added = ix.add_fingerprints(
+                    fingerprints(), batch_size=batch_size, skip_existing=skip_existing
+                )
             count, location = len(ix), ix.location
     except BaseException:
-        if new_file is not None:  # a failed add leaves no new, empty index behind
+        if new_file is not None and batch_size is None:  # no new, empty index left behind
             for leftover in (
                 new_file,
                 *(new_file.with_name(new_file.name + s) for s in ("-wal", "-shm")),

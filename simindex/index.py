@@ -249,37 +249,74 @@ class SimIndex:
         """Store a fingerprint computed elsewhere (an int in [0, 2**64))."""
         self.add_fingerprints([(key, fingerprint)])
 
-    def add_many(self, items: Iterable[tuple[str, str]]) -> int:
-        """Add (key, text) pairs in one transaction: all of them, or none on error.
+    def add_many(
+        self,
+        items: Iterable[tuple[str, str]],
+        *,
+        batch_size: int | None = None,
+        skip_existing: bool = False,
+    ) -> int:
+        """Add (key, text) pairs; the input is consumed as a stream (bounded memory).
 
-        The input is consumed as a stream (bounded memory). When a key comes
-        twice, the later text wins. Returns the number of pairs read.
+        By default in one transaction: all of them, or none on error. With
+        ``batch_size``, every batch of that many pairs is committed on its own,
+        so an import that stops half-way keeps the batches before it, and can
+        be resumed with ``skip_existing=True``, which leaves keys that are
+        already stored as they are. When a key comes twice, the later text
+        wins (the first, with skip_existing). Returns the number of pairs read.
         """
-        return self.add_fingerprints((key, self.fingerprint(text)) for key, text in items)
+        return self.add_fingerprints(
+            ((key, self.fingerprint(text)) for key, text in items),
+            batch_size=batch_size,
+            skip_existing=skip_existing,
+        )
 
-    def add_fingerprints(self, items: Iterable[tuple[str, int]]) -> int:
-        """Add (key, fingerprint) pairs in one transaction, like add_many.
+    def add_fingerprints(
+        self,
+        items: Iterable[tuple[str, int]],
+        *,
+        batch_size: int | None = None,
+        skip_existing: bool = False,
+    ) -> int:
+        """Add (key, fingerprint) pairs, like add_many.
 
         A large load (more rows than the index holds) sets the block indexes
         aside and rebuilds them at the end, in the same transaction: readers
         keep seeing the old index until it commits.
         """
+        if batch_size is not None and (
+            isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
+        ):
+            raise InvalidArgumentError(f"batch_size must be at least 1, not {batch_size!r}")
+        chunk_size = min(_BATCH, batch_size or _BATCH)
 
-        def chunks() -> Iterator[tuple[list[str], np.ndarray]]:
+        def chunks(
+            source: Iterator[tuple[str, int]], limit: int | None
+        ) -> Iterator[tuple[list[str], np.ndarray]]:
             keys: list[str] = []
             fps: list[int] = []
-            for key, fingerprint in items:
+            taken = 0
+            for key, fingerprint in source:
                 keys.append(key)
                 fps.append(fingerprint)
-                if len(keys) >= _BATCH:
+                taken += 1
+                if len(keys) >= chunk_size or taken == limit:
                     yield _checked(keys, fps)
                     keys, fps = [], []
+                    if taken == limit:
+                        return
             if keys:
                 yield _checked(keys, fps)
 
-        with self._lock, store.writing(self._engine, self._where) as conn:
-            self._writes += 1
-            return self._store.put_stream(conn, chunks())
+        source = iter(items)
+        written = 0
+        while True:
+            with self._lock, store.writing(self._engine, self._where) as conn:
+                self._writes += 1
+                count = self._store.put_stream(conn, chunks(source, batch_size), keep=skip_existing)
+            written += count
+            if batch_size is None or count < batch_size:
+                return written
 
     def remove(self, key: str) -> bool:
         """Remove a key; True if it was there."""

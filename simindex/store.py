@@ -421,6 +421,9 @@ class Store:
         blocks = [schema.block_column(i) for i in range(len(layout.widths))]
         names = ["key", "fingerprint", *blocks]
         self._upsert = _Sql(self._upsert_statement(dialect.name, names), dialect, names)
+        self._insert_new = _Sql(
+            self._upsert_statement(dialect.name, names, keep=True), dialect, names
+        )
         self._replace_by_delete = dialect.name not in ("sqlite", "postgresql")
         # Lookups read (id, fingerprint) from the covering indexes alone; the
         # keys of the few rows within k are read afterwards (rows_by_id).
@@ -456,7 +459,7 @@ class Store:
         self._held: list[_Held] = []
         self._held_lock = threading.Lock()
 
-    def _upsert_statement(self, dialect_name: str, names: list[str]) -> Any:
+    def _upsert_statement(self, dialect_name: str, names: list[str], *, keep: bool = False) -> Any:
         t = self.tables.fingerprints
         values: dict[str, Any] = {name: bindparam(name) for name in names}
         insert: Any
@@ -467,6 +470,8 @@ class Store:
         else:  # pragma: no cover - other databases: delete, then insert
             return t.insert().values(values)
         statement = insert(t).values(values)
+        if keep:
+            return statement.on_conflict_do_nothing(index_elements=[t.c.key])
         return statement.on_conflict_do_update(
             index_elements=[t.c.key],
             set_={name: statement.excluded[name] for name in names if name != "key"},
@@ -579,14 +584,26 @@ class Store:
 
     # --- writes --------------------------------------------------------------
 
-    def put(self, conn: Connection, keys: Sequence[str], fingerprints: np.ndarray) -> None:
-        """Insert rows, replacing any row with the same key (the later one wins)."""
+    def put(
+        self, conn: Connection, keys: Sequence[str], fingerprints: np.ndarray, *, keep: bool
+    ) -> None:
+        """Insert rows. A key already stored gets the new fingerprint (the later
+        one wins), or, with keep, keeps its own."""
         rows = block_rows(keys, fingerprints, self.layout)
+        if keep:
+            conn.exec_driver_sql(self._insert_new.text, self._insert_new.many(rows))
+            return
         if self._replace_by_delete:  # pragma: no cover - databases without ON CONFLICT
             conn.execute(self.delete_keys, {"keys": list(keys)})
         conn.exec_driver_sql(self._upsert.text, self._upsert.many(rows))
 
-    def put_stream(self, conn: Connection, chunks: Iterable[tuple[list[str], np.ndarray]]) -> int:
+    def put_stream(
+        self,
+        conn: Connection,
+        chunks: Iterable[tuple[list[str], np.ndarray]],
+        *,
+        keep: bool = False,
+    ) -> int:
         """Write chunks of (keys, fingerprints) in the caller's transaction.
 
         A load larger than FAST_LOAD_MIN rows and than the table itself sets
@@ -604,7 +621,7 @@ class Store:
                     for index in self.tables.lookups:
                         index.drop(conn)
                     set_aside = True
-            self.put(conn, keys, fps)
+            self.put(conn, keys, fps, keep=keep)
             written += len(keys)
         if set_aside:
             for index in self.tables.lookups:

@@ -147,3 +147,19 @@ def test_a_failed_corpus_dedup_leaves_no_output(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.jsonl"]
     error("dedup", corpus, "--out", tmp_path / "nope" / "u.jsonl", contains=("folder",))
     error("dedup", corpus, "--report", tmp_path / "r.jsonl")
+
+
+def test_add_in_batches_then_resume(tmp_path: Path) -> None:
+    corpus = tmp_path / "c.jsonl"
+    good = [
+        json.dumps({"id": f"d{i}", "text": f"document {i} on subject {i * 13}"}) for i in range(7)
+    ]
+    corpus.write_text("\n".join(good[:5] + ['{"id": "broken"'] + good[5:]) + "\n", encoding="utf-8")
+    index = tmp_path / "ix.db"
+    error("add", index, corpus, "--batch-size", "2", "--workers", "1", contains=("line 6",))
+    with SimIndex(index) as ix:
+        assert sorted(k for k, _ in ix.items()) == ["d0", "d1", "d2", "d3"]  # whole batches
+    corpus.write_text("\n".join(good) + "\n", encoding="utf-8")
+    result = ok("add", index, corpus, "--batch-size", "2", "--skip-existing", "--json")
+    assert json.loads(result.stdout)["count"] == 7
+    error("add", index, corpus, "--batch-size", "0")

@@ -6,6 +6,7 @@ import random
 import sqlite3
 import threading
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -365,3 +366,29 @@ def test_query_many_sees_writes_made_after_its_snapshot(db_path: Path) -> None:
         assert [m.key for m in index.query_many(queries)[1]] == ["k1", "new"]
         other.remove("k2")
         assert index.query_many(queries)[2] == []
+
+
+def test_batches_commit_on_their_own_and_an_import_resumes(db_path: Path) -> None:
+    items = [(f"k{i}", i * 7919) for i in range(25)]
+
+    def failing() -> Iterator[tuple[str, int]]:
+        yield from items[:12]
+        raise RuntimeError("the import was stopped")
+
+    with SimIndex(db_path) as index:
+        with pytest.raises(RuntimeError):
+            index.add_fingerprints(failing(), batch_size=5)
+        assert len(index) == 10  # two whole batches; the third never committed
+        index.add_fingerprint("k0", 1)  # changed since: a resumed import keeps it
+        assert index.add_fingerprints(items, batch_size=5, skip_existing=True) == 25
+        assert dict(index.items()) == dict(items) | {"k0": 1}
+        assert index.add_fingerprints([("x", 1), ("x", 2)], skip_existing=True) == 2
+        assert index.get("x") == 1  # with skip_existing, the first wins
+    with pytest.raises(InvalidArgumentError):
+        SimIndex(":memory:").add_fingerprints([], batch_size=0)
+
+
+def test_add_many_in_batches(memory_index: SimIndex) -> None:
+    texts = [(f"d{i}", f"document number {i} about topic {i % 7}") for i in range(12)]
+    assert memory_index.add_many(texts, batch_size=5) == 12
+    assert len(memory_index) == 12
