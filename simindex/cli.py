@@ -1,7 +1,8 @@
 """The simindex command: a thin shell over SimIndex.
 
 Data goes to stdout, progress and errors to stderr. Exit codes: 0 success;
-1 ``query`` found nothing (like grep); 2 an error (one line ``Error: ...``).
+1 ``query`` found nothing (like grep) or ``check`` found a problem; 2 an
+error (one line ``Error: ...``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ EXIT_OK, EXIT_NOT_FOUND, EXIT_ERROR = 0, 1, 2
 app = typer.Typer(
     name="simindex",
     help="A persistent near-duplicate index for text (64-bit Simhash, SQLite).\n\n"
-    "Exit codes: 0 success, 1 query found nothing, 2 error.",
+    "Exit codes: 0 success, 1 query found nothing or check found a problem, 2 error.",
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -151,12 +152,16 @@ def open_index(
     location: str,
     *,
     create: bool = False,
+    readonly: bool = False,
     k: int | None = None,
     blocks: int | None = None,
     config: FingerprintConfig | None = None,
 ) -> SimIndex:
     try:
-        return SimIndex(location, k=k, blocks=blocks, config=config, create=create)
+        # Commands that only read open a SQLite file read-only: they never
+        # migrate or change it, and they work on a file they may not write.
+        ro = readonly and "://" not in location and location != ":memory:"
+        return SimIndex(location, k=k, blocks=blocks, config=config, create=create, readonly=ro)
     except NotAnIndexError as exc:
         if str(exc).startswith("no index at"):
             raise UserError(f"{exc} (create one with: simindex init {location})") from exc
@@ -553,15 +558,66 @@ def remove(
 @app.command()
 @reported
 def stats(index: IndexArg, as_json: JsonOpt = False) -> None:
-    """Describe an index: size, k, block layout, fingerprint configuration."""
-    with open_index(index) as ix:
+    """Describe an index: size, k, block layout, fingerprint configuration, and
+    its largest block buckets (a warning when one holds a large share)."""
+    with open_index(index, readonly=True) as ix:
         info = ix.stats()
     if as_json:
         emit_json(info)
         return
     for name, value in info.items():
+        if name == "warnings":
+            continue
         shown = json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else value
         typer.echo(f"{name}: {shown}")
+    for warning in info["warnings"]:
+        typer.echo(f"Warning: {warning}", err=True)
+
+
+@app.command()
+@reported
+def check(
+    index: IndexArg,
+    repair: Annotated[
+        bool,
+        typer.Option(
+            "--repair",
+            help="Fix what is safe to fix: recompute block columns, recreate missing "
+            "lookup indexes.",
+        ),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check an index for damage: SQLite's integrity check, the schema against
+    its settings, every block column against its fingerprint.
+
+    Exits 0 when all is well, 1 when something is wrong (listed), 2 on error.
+    """
+    with open_index(index, readonly=not repair) as ix:
+        report = ix.check(repair=repair)
+    if as_json:
+        emit_json(report._asdict())
+    else:
+        for line in report.repaired:
+            typer.echo(f"repaired: {line}")
+        for line in report.problems:
+            typer.echo(f"problem: {line}")
+        if report.ok:
+            typer.echo(f"{ix.location}: ok")
+    if not report.ok:
+        raise typer.Exit(EXIT_NOT_FOUND)
+
+
+@app.command()
+@reported
+def compact(index: IndexArg, as_json: JsonOpt = False) -> None:
+    """Reclaim free space (VACUUM) and fold the write-ahead log into the file."""
+    with open_index(index) as ix:
+        sizes = ix.compact()
+    if as_json:
+        emit_json({"index": ix.location} | sizes)
+    else:
+        typer.echo(f"{ix.location}: {sizes['before']:,} -> {sizes['after']:,} bytes")
 
 
 @app.command()

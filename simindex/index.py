@@ -9,14 +9,19 @@ import threading
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from sqlalchemy import URL
 
 from simindex import store
 from simindex.blocks import MAX_INDEX_K, BlockLayout, check_k
-from simindex.errors import ConfigMismatchError, InvalidArgumentError, NotAnIndexError
+from simindex.errors import (
+    ConfigMismatchError,
+    InvalidArgumentError,
+    NotAnIndexError,
+    SimIndexError,
+)
 from simindex.fingerprint import (
     DEFAULT_CONFIG,
     FingerprintConfig,
@@ -37,6 +42,14 @@ from simindex.query import (
 
 DEFAULT_K = 3
 _BATCH = 5000  # rows per write in add_many / add_fingerprints
+
+
+class CheckReport(NamedTuple):
+    """What ``SimIndex.check`` found: ``ok`` when ``problems`` is empty."""
+
+    ok: bool
+    problems: list[str]
+    repaired: list[str]
 
 
 class FullScanWarning(UserWarning):
@@ -103,6 +116,10 @@ class SimIndex:
     without them uses its own, and asking for different ones raises
     ConfigMismatchError. ``with SimIndex(...) as index:`` closes it at the end.
 
+    ``readonly=True`` opens an existing SQLite index for reading only (every
+    write raises StorageError). ``timeout``: seconds a write waits for another
+    process's write to finish before it fails with StorageError (default 30).
+
     One SimIndex may be shared between threads.
     """
 
@@ -114,21 +131,28 @@ class SimIndex:
         blocks: int | None = None,
         config: FingerprintConfig | Mapping[str, Any] | None = None,
         create: bool = True,
+        readonly: bool = False,
+        timeout: float = store.BUSY_TIMEOUT_S,
     ) -> None:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
+            raise InvalidArgumentError(f"timeout is a number of seconds, not {timeout!r}")
+        self._timeout = float(timeout)
+        self.readonly = bool(readonly)
         wanted_layout = None
         if k is not None or blocks is not None:  # validate before anything is opened
             wanted_layout = BlockLayout.for_k(DEFAULT_K if k is None else k, blocks)
         wanted = _as_config(config)
         self._where = store.locate(location)
-        store.check_file(self._where, create=create)
-        self._engine = store.make_engine(self._where)
+        store.check_file(self._where, create=create and not readonly)
+        self._engine = store.make_engine(self._where, timeout=self._timeout, readonly=readonly)
         # An in-memory database is one connection: its users take turns.
         self._lock: Any = (
             threading.RLock() if self._where.path is None else contextlib.nullcontext()
         )
         try:
             self._settings = self._open(k, blocks, wanted_layout, wanted, create=create)
-            store.use_wal(self._engine, self._where)
+            if not readonly:
+                store.use_wal(self._engine, self._where)
         except BaseException:
             self._engine.dispose()
             raise
@@ -148,7 +172,7 @@ class SimIndex:
         with store.reading(self._engine, self._where) as conn:
             found = store.read_settings(conn, self._where)
         if found is None or found[1] != store.HEAD:
-            with store.writing(self._engine, self._where) as conn:
+            with store.writing(self._engine, self._where, timeout=self._timeout) as conn:
                 found = store.read_settings(conn, self._where)  # again, under the lock
                 if found is None:
                     if not create:
@@ -220,14 +244,91 @@ class SimIndex:
             "schema_revision": store.HEAD,
             "created_by": self._settings.created_by,
         }
-        path = self._where.path
-        if path is not None:
-            size = sum(
-                p.stat().st_size for p in (path, path.with_name(path.name + "-wal")) if p.exists()
-            )
+        if self._where.path is not None:
+            size = self._file_bytes()
             info["file_bytes"] = size
             info["bytes_per_fingerprint"] = round(size / count, 1) if count else None
+        with self._lock, store.reading(self._engine, self._where) as conn:
+            buckets = self._store.largest_buckets(conn)
+        info["largest_buckets"] = []
+        info["warnings"] = []
+        for rows, j in buckets:
+            bits = sum(self.layout.widths[b] for b in self.layout.tables[j])
+            share = rows / count if count else 0.0
+            info["largest_buckets"].append(
+                {
+                    "index": j,
+                    "rows": rows,
+                    "share": round(share, 6),
+                    "expected": round(count / 2**bits, 3),
+                }
+            )
+            # A bucket holding 1% of the index (and 100 rows), where uniform
+            # fingerprints would put a handful, means they are far from uniform.
+            if rows >= 100 and share >= 0.01:
+                info["warnings"].append(
+                    f"one value of index {j}'s blocks holds {rows} fingerprints ({share:.1%}): "
+                    f"low-entropy fingerprints (near-empty or templated texts?) make its "
+                    f"lookups slow"
+                )
         return info
+
+    def check(self, *, repair: bool = False) -> CheckReport:
+        """Look for damage: SQLite's integrity check, the schema against the
+        stored layout and revision, and every row's block columns against its
+        fingerprint. With ``repair``, fix what can be fixed safely (recompute
+        block columns, recreate missing lookup indexes) in one transaction."""
+        problems: list[str] = []
+        repaired: list[str] = []
+        try:
+            with self._lock, store.reading(self._engine, self._where) as conn:
+                problems += self._store.integrity(conn)
+                found = store.read_settings(conn, self._where)
+                if found is None or found[0] != self._settings or found[1] != store.HEAD:
+                    problems.append(
+                        "the stored settings or schema revision changed under this index"
+                    )
+                problems += self._store.schema_problems(conn)
+                bad = [] if any("column" in p for p in problems) else self._store.bad_blocks(conn)
+        except SimIndexError as exc:
+            return CheckReport(False, [*problems, str(exc)], [])
+        if bad:
+            shown = ", ".join(map(str, bad[:10])) + (", ..." if len(bad) > 10 else "")
+            problems.append(
+                f"{len(bad)} rows have block columns that disagree with their "
+                f"fingerprint (ids {shown})"
+            )
+        if repair and (bad or any("index" in p and "missing" in p for p in problems)):
+            with (
+                self._lock,
+                store.writing(self._engine, self._where, timeout=self._timeout) as conn,
+            ):
+                self._writes += 1
+                if bad:
+                    self._store.repair_blocks(conn, bad)
+                    repaired.append(f"recomputed the block columns of {len(bad)} rows")
+                for index in self._store.missing_lookups(conn):
+                    index.create(conn)
+                    repaired.append(f"recreated index {index.name}")
+            return self.check()._replace(repaired=repaired)
+        return CheckReport(not problems, problems, repaired)
+
+    def compact(self) -> dict[str, int]:
+        """Reclaim free space (VACUUM) and fold the WAL into the file; returns the
+        file's size before and after (bytes, WAL included)."""
+        before = self._file_bytes()
+        with self._lock:
+            self._store.close()  # no connection may read while the file is rewritten
+            store.compact(self._engine, self._where)
+        return {"before": before, "after": self._file_bytes()}
+
+    def _file_bytes(self) -> int:
+        path = self._where.path
+        if path is None:
+            return 0
+        return sum(
+            p.stat().st_size for p in (path, path.with_name(path.name + "-wal")) if p.exists()
+        )
 
     def fingerprint(self, text: str) -> int:
         """The fingerprint this index gives a text (with its own configuration)."""
@@ -295,11 +396,9 @@ class SimIndex:
         ) -> Iterator[tuple[list[str], np.ndarray]]:
             keys: list[str] = []
             fps: list[int] = []
-            taken = 0
-            for key, fingerprint in source:
+            for taken, (key, fingerprint) in enumerate(source, 1):
                 keys.append(key)
                 fps.append(fingerprint)
-                taken += 1
                 if len(keys) >= chunk_size or taken == limit:
                     yield _checked(keys, fps)
                     keys, fps = [], []
@@ -311,7 +410,10 @@ class SimIndex:
         source = iter(items)
         written = 0
         while True:
-            with self._lock, store.writing(self._engine, self._where) as conn:
+            with (
+                self._lock,
+                store.writing(self._engine, self._where, timeout=self._timeout) as conn,
+            ):
                 self._writes += 1
                 count = self._store.put_stream(conn, chunks(source, batch_size), keep=skip_existing)
             written += count
@@ -325,7 +427,7 @@ class SimIndex:
     def remove_many(self, keys: Iterable[str]) -> int:
         """Remove keys in one transaction; returns how many were there."""
         unique = list(dict.fromkeys(_check_key(k) for k in keys))
-        with self._lock, store.writing(self._engine, self._where) as conn:
+        with self._lock, store.writing(self._engine, self._where, timeout=self._timeout) as conn:
             self._writes += 1
             return self._store.remove(conn, unique)
 

@@ -14,6 +14,7 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -144,21 +145,24 @@ def check_file(where: Location, *, create: bool) -> None:
         )
 
 
-def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
-    # Let SQLAlchemy's "begin" event issue BEGIN itself (pysqlite's own
-    # implicit transactions skip DDL and cannot take the write lock early).
-    dbapi_connection.isolation_level = None
-    cursor = dbapi_connection.cursor()
-    try:
-        cursor.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        cursor.execute("PRAGMA synchronous = NORMAL")
-        # Read pages through a memory map instead of a read() call each: the
-        # lookups of a query touch a few dozen pages scattered over the file.
-        cursor.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
-        # Let CREATE INDEX sort with helper threads (bulk loads rebuild indexes).
-        cursor.execute(f"PRAGMA threads = {min(4, os.cpu_count() or 1)}")
-    finally:
-        cursor.close()
+def _on_sqlite_connect(timeout: float) -> Any:
+    def on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy's "begin" event issue BEGIN itself (pysqlite's own
+        # implicit transactions skip DDL and cannot take the write lock early).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+            cursor.execute("PRAGMA synchronous = NORMAL")
+            # Read pages through a memory map instead of a read() call each: the
+            # lookups of a query touch a few dozen pages scattered over the file.
+            cursor.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+            # Let CREATE INDEX sort with helper threads (bulk loads rebuild indexes).
+            cursor.execute(f"PRAGMA threads = {min(4, os.cpu_count() or 1)}")
+        finally:
+            cursor.close()
+
+    return on_connect
 
 
 def use_wal(engine: Engine, where: Location) -> None:
@@ -187,7 +191,14 @@ def _on_sqlite_begin(connection: Connection) -> None:
     connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
 
-def make_engine(where: Location) -> Engine:
+def make_engine(
+    where: Location, *, timeout: float = BUSY_TIMEOUT_S, readonly: bool = False
+) -> Engine:
+    """An engine for the index: SQLite gets its pragmas on every connection.
+
+    ``timeout``: how long a writer waits for another writer's lock.
+    ``readonly``: open a SQLite file with ``mode=ro`` (every write is refused).
+    """
     url = where.url
     try:
         if url.drivername.split("+")[0] == "sqlite":
@@ -196,14 +207,16 @@ def make_engine(where: Location) -> Engine:
                     url, poolclass=StaticPool, connect_args={"check_same_thread": False}
                 )
             else:
+                if readonly:
+                    url = url.set(database=f"file:{where.path}?mode=ro", query={"uri": "true"})
                 # Each thread keeps a connection for reads: no cap on how many.
                 engine = create_engine(
                     url,
-                    connect_args={"timeout": BUSY_TIMEOUT_S, "check_same_thread": False},
+                    connect_args={"timeout": timeout, "check_same_thread": False},
                     pool_size=5,
                     max_overflow=-1,
                 )
-            event.listen(engine, "connect", _on_sqlite_connect)
+            event.listen(engine, "connect", _on_sqlite_connect(timeout))
             event.listen(engine, "begin", _on_sqlite_begin)
             return engine
         return create_engine(url, pool_pre_ping=True)
@@ -213,6 +226,11 @@ def make_engine(where: Location) -> Engine:
         raise StorageError(
             f"the database driver for {url.drivername} is not installed ({exc.name or exc})"
         ) from exc
+
+
+def _is_busy(exc: BaseException) -> bool:
+    text = str(getattr(exc, "orig", exc)).lower()
+    return "locked" in text or "busy" in text
 
 
 def describe_db_error(where: Location, exc: BaseException) -> str:
@@ -233,20 +251,51 @@ def reading(engine: Engine, where: Location) -> Iterator[Connection]:
 
 
 @contextmanager
-def writing(engine: Engine, where: Location) -> Iterator[Connection]:
-    """A write transaction that holds the write lock from its start; all or nothing."""
-    try:
-        with engine.connect() as conn:
+def writing(
+    engine: Engine, where: Location, *, timeout: float = BUSY_TIMEOUT_S
+) -> Iterator[Connection]:
+    """A write transaction that holds the write lock from its start; all or nothing.
+
+    Waiting for another writer is SQLite's busy timeout; where SQLite still
+    answers "busy" before the timeout is up, the start is retried until it is.
+    A writer that holds the lock longer makes this fail with a StorageError.
+    """
+    if engine.url.query.get("uri") and "mode=ro" in str(engine.url.database):
+        raise StorageError(f"{where} is open read-only: nothing can be written to it")
+    deadline = time.monotonic() + timeout
+    while True:
+        conn = engine.connect()
+        try:
             conn.execution_options(**{_WRITE: True})
-            with conn.begin():
-                yield conn
+            transaction = conn.begin()
+            break
+        except DBAPIError as exc:
+            conn.close()
+            if not _is_busy(exc):
+                raise StorageError(describe_db_error(where, exc)) from exc
+            if time.monotonic() >= deadline:
+                raise StorageError(
+                    f"{where} is locked by another writer: gave up after {timeout:g} s"
+                ) from exc
+            time.sleep(0.05)
+        except BaseException:
+            conn.close()
+            raise
+    try:
+        with conn, transaction:
+            yield conn
     except DBAPIError as exc:
+        if _is_busy(exc):
+            raise StorageError(
+                f"{where} is locked by another writer: gave up after {timeout:g} s"
+            ) from exc
+        if "readonly" in str(exc.orig).lower():
+            raise StorageError(f"{where} is read-only: nothing can be written to it") from exc
         raise StorageError(describe_db_error(where, exc)) from exc
     except SQLAlchemyError as exc:
         raise StorageError(describe_db_error(where, exc)) from exc
 
 
-# --- settings, creation and migration --------------------------------------
 # --- settings, creation and migration --------------------------------------
 
 
@@ -635,9 +684,121 @@ class Store:
             removed += result.rowcount
         return removed
 
+    # --- upkeep: check, repair, compact, buckets ----------------------------
+
+    def integrity(self, conn: Connection) -> list[str]:
+        """What SQLite's own integrity check finds wrong (nothing: [])."""
+        if self.engine.dialect.name != "sqlite":
+            return []
+        rows = [r[0] for r in conn.exec_driver_sql("PRAGMA integrity_check").fetchall()]
+        return [] if rows == ["ok"] else [f"SQLite integrity check: {r}" for r in rows]
+
+    def schema_problems(self, conn: Connection) -> list[str]:
+        """Differences between the tables the layout needs and the ones there."""
+        problems = []
+        found = inspect(conn)
+        t = self.tables.fingerprints
+        columns = {c["name"] for c in found.get_columns(t.name)}
+        for column in t.columns:
+            if column.name not in columns:
+                problems.append(f"column {column.name} is missing")
+        extra = sorted(c for c in columns if c.startswith("block_") and c not in t.columns)
+        if extra:
+            problems.append(f"block columns the layout does not have: {', '.join(extra)}")
+        have = {ix["name"]: ix["column_names"] for ix in found.get_indexes(t.name)}
+        for index in self.tables.lookups:
+            wanted = [c.name for c in index.columns]
+            if index.name not in have:
+                problems.append(f"index {index.name} on ({', '.join(wanted)}) is missing")
+            elif have[index.name] != wanted:
+                problems.append(f"index {index.name} is on the wrong columns")
+        return problems
+
+    def missing_lookups(self, conn: Connection) -> list[Any]:
+        have = {ix["name"] for ix in inspect(conn).get_indexes(self.tables.fingerprints.name)}
+        return [index for index in self.tables.lookups if index.name not in have]
+
+    def bad_blocks(self, conn: Connection) -> list[int]:
+        """Ids of the rows whose block columns disagree with their fingerprint."""
+        t = self.tables.fingerprints
+        blocks = [t.c[schema.block_column(i)] for i in range(len(self.layout.widths))]
+        sql = _Sql(select(t.c.id, t.c.fingerprint, *blocks), self.engine.dialect, [])
+        dbapi = conn.connection.dbapi_connection
+        assert dbapi is not None
+        cursor = dbapi.cursor()
+        bad: list[int] = []
+        try:
+            cursor.execute(sql.text, sql.params([]))
+            while rows := cursor.fetchmany(100_000):
+                width = 2 + len(blocks)
+                flat = np.fromiter(chain.from_iterable(rows), np.int64, count=width * len(rows))
+                table = flat.reshape(-1, width)
+                fps = table[:, 1].view(np.uint64)
+                wrong = np.zeros(len(rows), dtype=bool)
+                for i, (shift, mask) in enumerate(self.layout.spans()):
+                    expected = ((fps >> np.uint64(shift)) & np.uint64(mask)).view(np.int64)
+                    wrong |= table[:, 2 + i] != expected
+                bad.extend(table[wrong, 0].tolist())
+        finally:
+            cursor.close()
+        return bad
+
+    def repair_blocks(self, conn: Connection, ids: Sequence[int]) -> None:
+        """Recompute the block columns of these rows from their fingerprints."""
+        t = self.tables.fingerprints
+        for start in range(0, len(ids), _CHUNK):
+            chunk = list(ids[start : start + _CHUNK])
+            rows = conn.execute(
+                select(t.c.id, t.c.key, t.c.fingerprint).where(t.c.id.in_(chunk))
+            ).all()
+            fps = np.array([r[2] for r in rows], dtype=np.int64).view(np.uint64)
+            fixed = block_rows([r[1] for r in rows], fps, self.layout)
+            names = [schema.block_column(i) for i in range(len(self.layout.widths))]
+            conn.execute(
+                t.update()
+                .where(t.c.id == bindparam("row_id"))
+                .values({name: bindparam(name) for name in names}),
+                [
+                    {"row_id": r[0]} | dict(zip(names, f[2:], strict=True))
+                    for r, f in zip(rows, fixed, strict=True)
+                ],
+            )
+
+    def largest_buckets(self, conn: Connection) -> list[tuple[int, int]]:
+        """For each table, (its most common block values' row count, table number)."""
+        t = self.tables.fingerprints
+        out = []
+        for j, table in enumerate(self.layout.tables):
+            columns = [t.c[schema.block_column(b)] for b in table]
+            statement = (
+                select(func.count())
+                .select_from(t)
+                .group_by(*columns)
+                .order_by(func.count().desc())
+                .limit(1)
+            )
+            out.append((int(conn.execute(statement).scalar() or 0), j))
+        return out
+
     def close(self) -> None:
         with self._held_lock:
             held, self._held = self._held, []
         for h in held:
             h.close()
         self._local = threading.local()
+
+
+def compact(engine: Engine, where: Location) -> None:
+    """Rewrite the file without free pages (VACUUM) and empty the WAL into it."""
+    if engine.dialect.name != "sqlite":
+        return
+    raw = engine.raw_connection()
+    try:
+        cursor = raw.cursor()
+        cursor.execute("VACUUM")
+        cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        cursor.close()
+    except sqlite3.Error as exc:
+        raise StorageError(describe_db_error(where, exc)) from exc
+    finally:
+        raw.close()
