@@ -12,7 +12,7 @@ from types import TracebackType
 from typing import Any, NamedTuple
 
 import numpy as np
-from sqlalchemy import URL
+from sqlalchemy import URL, Connection
 
 from simindex import store
 from simindex.blocks import MAX_INDEX_K, BlockLayout, check_k
@@ -21,6 +21,7 @@ from simindex.errors import (
     InvalidArgumentError,
     NotAnIndexError,
     SimIndexError,
+    StorageError,
 )
 from simindex.fingerprint import (
     DEFAULT_CONFIG,
@@ -159,6 +160,7 @@ class SimIndex:
         self._store = store.Store(self._engine, self._where, self._settings.layout)
         self._local = threading.local()  # each thread's batch snapshot
         self._writes = 0  # bumped by every write through this object
+        self._schema_version = self._store.schema_version()
 
     def _open(
         self,
@@ -334,6 +336,106 @@ class SimIndex:
         """The fingerprint this index gives a text (with its own configuration)."""
         return simhash(text, self._settings.config)
 
+    # --- noticing a rebuild made elsewhere ----------------------------------
+
+    def _changed(self, version: int | None) -> bool:
+        """Reload the settings if the schema changed (a rebuild by another
+        connection); True if the layout or fingerprint configuration did."""
+        if version is None or version == self._schema_version:
+            return False
+        with store.reading(self._engine, self._where) as conn:
+            found = store.read_settings(conn, self._where)
+            version = store.schema_version(conn)
+        if found is None:
+            raise NotAnIndexError(f"{self._where} is no longer an index")
+        changed = found[0] != self._settings
+        if changed:
+            self._adopt(found[0])
+        self._schema_version = version
+        return changed
+
+    def _adopt(self, settings: store.Settings) -> None:
+        old = self._store
+        self._settings = settings
+        self._store = store.Store(self._engine, self._where, settings.layout)
+        self._local = threading.local()
+        old.close()
+
+    def _fresh_in(self, conn: Connection) -> None:
+        """Inside a write transaction: make sure the settings are the file's."""
+        self._changed(store.schema_version(conn))
+
+    def rebuild(
+        self,
+        source: Iterable[tuple[str, str]] | None = None,
+        *,
+        k: int | None = None,
+        blocks: int | None = None,
+        config: FingerprintConfig | Mapping[str, Any] | None = None,
+        batch_size: int = 10_000,
+    ) -> int:
+        """Re-lay the index (new k or blocks), or re-fingerprint it from a source.
+
+        Without a source, the stored fingerprints are laid out anew (a new
+        fingerprint configuration needs the texts). With a source of (key,
+        text) pairs, the index becomes exactly that source, fingerprinted with
+        ``config`` (default: the index's own): keys not in it are gone, and a
+        key that comes twice keeps its later text. The source is fingerprinted
+        into a staging table in batches while the old index goes on serving
+        readers and writers; then one transaction puts the new table in place
+        (writers wait for it, readers see the old index until it commits, then
+        the new one; writes made during the staging are not carried over).
+        If anything fails, the old index is left as it was. Returns the rows.
+        """
+        layout = self.layout
+        if k is not None or blocks is not None:
+            layout = BlockLayout.for_k(self.k if k is None else k, blocks)
+        wanted = _as_config(config) or self.config
+        if source is None and wanted != self.config:
+            raise InvalidArgumentError(
+                "a new fingerprint configuration needs the texts: give rebuild a source"
+            )
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise InvalidArgumentError(f"batch_size must be at least 1, not {batch_size!r}")
+        settings = store.Settings(
+            layout=layout, config=wanted, created_by=self._settings.created_by
+        )
+        write = store.writing
+        with self._lock:
+            try:
+                if source is not None:
+                    with write(self._engine, self._where, timeout=self._timeout) as conn:
+                        store.start_staging(conn)
+                    batch: list[tuple[str, str]] = []
+                    for item in source:
+                        batch.append(item)
+                        if len(batch) >= batch_size:
+                            self._stage(batch, wanted)
+                            batch = []
+                    self._stage(batch, wanted)
+                with write(self._engine, self._where, timeout=self._timeout) as conn:
+                    self._writes += 1
+                    rows = store.swap_in(conn, settings, from_staging=source is not None)
+            except BaseException:
+                with (
+                    contextlib.suppress(SimIndexError),
+                    write(self._engine, self._where, timeout=self._timeout) as conn,
+                ):
+                    store.drop_rebuild_leftovers(conn)
+                raise
+            self._adopt(settings)
+            self._schema_version = self._store.schema_version()
+        return rows
+
+    def _stage(self, batch: list[tuple[str, str]], config: FingerprintConfig) -> None:
+        if not batch:
+            return
+        keys, fps = _checked(
+            [key for key, _ in batch], [simhash(text, config) for _, text in batch]
+        )
+        with store.writing(self._engine, self._where, timeout=self._timeout) as conn:
+            store.stage(conn, keys, fps)
+
     # --- writing ----------------------------------------------------------
 
     def add(self, key: str, text: str) -> int:
@@ -429,6 +531,7 @@ class SimIndex:
         unique = list(dict.fromkeys(_check_key(k) for k in keys))
         with self._lock, store.writing(self._engine, self._where, timeout=self._timeout) as conn:
             self._writes += 1
+            self._fresh_in(conn)
             return self._store.remove(conn, unique)
 
     # --- reading ----------------------------------------------------------
@@ -466,14 +569,26 @@ class SimIndex:
         to the index's own. A k above the index's is answered exactly too, by
         reading every row, and says so with a FullScanWarning.
         """
-        fingerprint = self._as_fingerprint(text_or_fingerprint)
-        own_k = self._settings.layout.k
-        distance = own_k if k is None else check_k(k)
+        if k is not None:
+            check_k(k)
         if limit is not None:
             _check_limit(limit)
         with self._lock:
+            fingerprint = self._as_fingerprint(text_or_fingerprint)
+            own_k = self._settings.layout.k
+            distance = own_k if k is None else k
             if distance <= own_k:
-                matches = self._lookup(fingerprint, distance)
+                try:
+                    matches = self._lookup(fingerprint, distance)
+                    # The schema cookie only grows: unchanged now means the
+                    # lookup above ran on this layout.
+                    stale = self._changed(self._store.schema_version())
+                except StorageError:
+                    if not self._changed(self._store.schema_version()):
+                        raise
+                    stale = True
+                if stale:  # rebuilt meanwhile: ask the new index
+                    return self.query(text_or_fingerprint, k=k, limit=limit)
             else:
                 warnings.warn(
                     f"k={distance} is above the index's k={self.k}: every fingerprint was "
@@ -507,12 +622,16 @@ class SimIndex:
         matches the whole batch in memory; a small batch uses the block
         indexes query by query. Both give exactly what ``query`` gives.
         """
-        fps = [self._as_fingerprint(q) for q in queries]
-        distance = self.k if k is None else check_k(k)
+        queries = list(queries)
+        if k is not None:
+            check_k(k)
         _check_limit(limit)
-        if not fps:
+        if not queries:
             return []
         with self._lock:
+            self._changed(self._store.schema_version())
+            fps = [self._as_fingerprint(q) for q in queries]
+            distance = self.k if k is None else k
             # Query by query through the block indexes costs ~40 us a query;
             # in memory, reading the index costs ~0.5 us a row once (then it
             # is kept while the index does not change) and ~5 us a query.
@@ -523,6 +642,8 @@ class SimIndex:
             )
             if not in_memory:
                 results = [self._lookup(fp, distance) for fp in fps]
+                if self._changed(self._store.schema_version()):  # rebuilt meanwhile
+                    return self.query_many(queries, k=k, limit=limit)
             elif distance > MAX_INDEX_K:
                 raise InvalidArgumentError(
                     f"query_many answers k up to {MAX_INDEX_K}; ask query() for k={distance}"
@@ -534,6 +655,7 @@ class SimIndex:
     def _snapshot(self) -> Snapshot:
         """The index's fingerprints in memory, reread when another connection
         (or this object) has written since they were read."""
+        self._changed(self._store.schema_version())
         version = (self._store.version(), self._writes)
         snapshot: Snapshot | None = getattr(self._local, "snapshot", None)
         if snapshot is None or version[0] is None or snapshot.version != version:

@@ -17,18 +17,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import BigInteger, Column, Index, Integer, MetaData, String, Table, Text
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
 
 from simindex.blocks import BlockLayout
 
 META_TABLE = "simindex_meta"
 FINGERPRINT_TABLE = "simindex_fingerprints"
 VERSION_TABLE = "simindex_alembic_version"
-
-NAMING_CONVENTION = {
-    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-    "pk": "pk_%(table_name)s",
-}
 
 # 64-bit row ids, but SQLite's rowid alias must be declared exactly INTEGER.
 ID_TYPE = BigInteger().with_variant(Integer, "sqlite")
@@ -50,29 +56,38 @@ class Schema:
     lookups: tuple[Index, ...]  # one per table of the layout, in order
 
 
-def build(layout: BlockLayout) -> Schema:
-    """The tables of an index with this block layout."""
-    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+def build(layout: BlockLayout, *, name: str = FINGERPRINT_TABLE, lookups: bool = True) -> Schema:
+    """The tables of an index with this block layout.
+
+    ``name`` gives the fingerprint table another name (a rebuild fills a new
+    table, then renames it); its constraints keep the names of the real one.
+    ``lookups=False`` leaves out its lookup indexes.
+    """
+    metadata = MetaData()
     meta = Table(
         META_TABLE,
         metadata,
         Column("name", String(64), primary_key=True),
         Column("value", Text, nullable=False),
+        PrimaryKeyConstraint("name", name=f"pk_{META_TABLE}"),
     )
     fingerprints = Table(
-        FINGERPRINT_TABLE,
+        name,
         metadata,
-        Column("id", ID_TYPE, primary_key=True, autoincrement=True),
-        Column("key", Text, nullable=False, unique=True),
+        Column("id", ID_TYPE, autoincrement=True),
+        Column("key", Text, nullable=False),
         Column("fingerprint", BigInteger, nullable=False),
         *(Column(block_column(i), BigInteger, nullable=False) for i in range(len(layout.widths))),
+        PrimaryKeyConstraint("id", name=f"pk_{FINGERPRINT_TABLE}"),
+        UniqueConstraint("key", name=f"uq_{FINGERPRINT_TABLE}_key"),
     )
-    lookups = tuple(
+    indexes = tuple(
         Index(
             table_index_name(j),
             *(fingerprints.c[block_column(b)] for b in table),
             fingerprints.c.fingerprint,
         )
         for j, table in enumerate(layout.tables)
+        if lookups
     )
-    return Schema(metadata, meta, fingerprints, lookups)
+    return Schema(metadata, meta, fingerprints, indexes)

@@ -25,8 +25,13 @@ from typing import Any
 import numpy as np
 from sqlalchemy import (
     URL,
+    BigInteger,
+    Column,
     Connection,
     Engine,
+    MetaData,
+    Table,
+    Text,
     bindparam,
     create_engine,
     delete,
@@ -388,6 +393,98 @@ def create(conn: Connection, settings: Settings) -> None:
     )
 
 
+def write_settings(conn: Connection, settings: Settings) -> None:
+    """Replace the stored settings (inside the caller's transaction)."""
+    meta = schema.build(settings.layout).meta
+    conn.execute(meta.delete())
+    conn.execute(meta.insert(), [{"name": n, "value": v} for n, v in settings.rows().items()])
+
+
+# --- rebuilding ---------------------------------------------------------------
+
+STAGING_TABLE = "simindex_rebuild_staging"  # fingerprints of a rebuild's source
+NEXT_TABLE = "simindex_fingerprints_next"  # the new table, until it takes over
+
+
+def _staging() -> Table:
+    return Table(
+        STAGING_TABLE,
+        MetaData(),
+        Column("key", Text, primary_key=True),
+        Column("fingerprint", BigInteger, nullable=False),
+    )
+
+
+def drop_rebuild_leftovers(conn: Connection) -> list[str]:
+    """Drop what a rebuild that did not finish left behind; returns the tables dropped."""
+    present = set(inspect(conn).get_table_names())
+    dropped = []
+    for name in (STAGING_TABLE, NEXT_TABLE):
+        if name in present:
+            conn.exec_driver_sql(f"DROP TABLE {name}")
+            dropped.append(name)
+    return dropped
+
+
+def start_staging(conn: Connection) -> None:
+    drop_rebuild_leftovers(conn)
+    _staging().create(conn)
+
+
+def stage(conn: Connection, keys: Sequence[str], fingerprints: np.ndarray) -> None:
+    """Put source fingerprints in the staging table (a later key wins)."""
+    table = _staging()
+    values = fingerprints.astype(np.uint64, copy=False).view(np.int64).tolist()
+    if conn.dialect.name == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert
+    else:
+        from sqlalchemy.dialects.postgresql import insert  # type: ignore[assignment]
+    statement = insert(table)
+    statement = statement.on_conflict_do_update(
+        index_elements=[table.c.key], set_={"fingerprint": statement.excluded.fingerprint}
+    )
+    conn.execute(
+        statement, [{"key": k, "fingerprint": v} for k, v in zip(keys, values, strict=True)]
+    )
+
+
+def swap_in(conn: Connection, settings: Settings, *, from_staging: bool) -> int:
+    """Fill a new fingerprint table laid out as `settings` says, from the staging
+    table or from the current table, and put it in the current one's place, with
+    the new settings: all in the caller's transaction. Returns the rows."""
+    layout = settings.layout
+    new = schema.build(layout, name=NEXT_TABLE, lookups=False).fingerprints
+    conn.exec_driver_sql(f"DROP TABLE IF EXISTS {NEXT_TABLE}")
+    new.create(conn)
+    source = _staging() if from_staging else schema.build(layout).fingerprints
+    fp = source.c.fingerprint
+    blocks = [
+        fp if mask >> 63 else (fp.op(">>")(shift)).op("&")(mask) for shift, mask in layout.spans()
+    ]
+    columns = ["key", "fingerprint", *(schema.block_column(i) for i in range(len(blocks)))]
+    query = select(source.c.key, fp, *blocks)
+    if not from_staging:  # keep each row's id, so "first added" survives a re-layout
+        columns.insert(0, "id")
+        query = select(source.c.id, source.c.key, fp, *blocks)
+    conn.execute(new.insert().from_select(columns, query))
+    conn.exec_driver_sql(f"DROP TABLE {schema.FINGERPRINT_TABLE}")
+    conn.exec_driver_sql(f"ALTER TABLE {NEXT_TABLE} RENAME TO {schema.FINGERPRINT_TABLE}")
+    for index in schema.build(layout).lookups:
+        index.create(conn)
+    if from_staging:
+        conn.exec_driver_sql(f"DROP TABLE {STAGING_TABLE}")
+    write_settings(conn, settings)
+    final = schema.build(layout).fingerprints
+    return int(conn.execute(select(func.count()).select_from(final)).scalar_one())
+
+
+def schema_version(conn: Connection) -> int | None:
+    """SQLite's schema cookie (changes with every change of the schema), or None."""
+    if conn.dialect.name != "sqlite":
+        return None
+    return int(conn.exec_driver_sql("PRAGMA schema_version").scalar_one())
+
+
 # --- fingerprint reads and writes ------------------------------------------
 
 _CHUNK = 500  # keys per IN (...) list, well under every database's parameter limit
@@ -582,6 +679,12 @@ class Store:
         if self.engine.dialect.name != "sqlite":
             return None
         return int(self._read("PRAGMA data_version", ())[0][0])
+
+    def schema_version(self) -> int | None:
+        """SQLite's schema cookie, read on this thread's connection, or None."""
+        if self.engine.dialect.name != "sqlite":
+            return None
+        return int(self._read("PRAGMA schema_version", ())[0][0])
 
     def estimated_size(self) -> int:
         """The largest row id: at least the row count, and read in one seek."""

@@ -1,0 +1,139 @@
+"""Rebuild: a new layout or fingerprint configuration, while the index stays usable."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import create_engine
+
+from simindex import FingerprintConfig, InvalidArgumentError, SimIndex, hamming, schema, simhash
+
+from .test_index import brute_force
+
+TEXTS = [
+    (f"doc-{i}", f"document {i} about {w} and {i % 13} other things {w} {w}")
+    for i, w in enumerate(["tea", "cake", "rain", "bus", "fox", "dog", "sun", "sea"] * 5)
+]
+
+
+def tables(path: Path) -> set[str]:
+    con = sqlite3.connect(path)
+    names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    con.close()
+    return names
+
+
+def test_relayout_keeps_every_fingerprint_and_answers_exactly(db_path: Path) -> None:
+    rng = random.Random(5)
+    stored = {f"k{i}": rng.getrandbits(64) for i in range(3000)}
+    with SimIndex(db_path) as index:
+        index.add_fingerprints(stored.items())
+        first = index.clusters(k=15)  # canonical members are the first added
+        assert index.rebuild(blocks=5) == 3000
+        assert index.layout.widths == (13, 13, 13, 13, 12) and dict(index.items()) == stored
+        for _ in range(50):
+            q = rng.choice(list(stored.values())) ^ (1 << rng.randrange(64))
+            assert index.query(q) == brute_force(stored, q, 3)
+        assert index.clusters(k=15) == first
+        assert index.check().ok
+        assert index.rebuild(k=2) == 3000 and index.k == 2 and len(index.layout.tables) == 3
+    with SimIndex(db_path) as index:  # the new layout is what the file says now
+        assert index.k == 2 and index.check().ok
+    engine = create_engine(f"sqlite:///{db_path}")
+    with engine.connect() as conn:
+        context = MigrationContext.configure(conn, opts={"version_table": schema.VERSION_TABLE})
+        assert compare_metadata(context, schema.build(index.layout).metadata) == []
+    engine.dispose()
+
+
+def test_rebuild_from_a_source_with_a_new_configuration(db_path: Path) -> None:
+    with SimIndex(db_path) as index:
+        index.add_many(TEXTS)
+        index.add("gone", "a document the source no longer has")
+        bigrams = FingerprintConfig(ngram=2)
+        assert index.rebuild(iter(TEXTS), config=bigrams, batch_size=7) == len(TEXTS)
+        assert index.config == bigrams and "gone" not in index
+        assert dict(index.items()) == {key: simhash(text, bigrams) for key, text in TEXTS}
+        before = dict(index.items())
+        index.rebuild(iter(TEXTS))  # from an unchanged source: the same fingerprints
+        assert dict(index.items()) == before
+        assert index.query(TEXTS[3][1])[0].key == TEXTS[3][0]
+    assert tables(db_path) == {"simindex_meta", "simindex_fingerprints", "simindex_alembic_version"}
+
+
+def test_a_new_configuration_needs_the_texts(memory_index: SimIndex) -> None:
+    with pytest.raises(InvalidArgumentError, match="source"):
+        memory_index.rebuild(config={"ngram": 2})
+    with pytest.raises(InvalidArgumentError):
+        memory_index.rebuild(k=16)
+
+
+def test_a_failed_rebuild_leaves_the_old_index_and_no_debris(db_path: Path) -> None:
+    def broken() -> Iterator[tuple[str, str]]:
+        yield from TEXTS[:20]
+        raise RuntimeError("the source went away")
+
+    with SimIndex(db_path) as index:
+        index.add_many(TEXTS)
+        before = dict(index.items())
+        with pytest.raises(RuntimeError):
+            index.rebuild(broken(), config={"ngram": 3}, batch_size=5)
+        assert dict(index.items()) == before and index.config == FingerprintConfig()
+        assert index.check().ok
+    assert "simindex_rebuild_staging" not in tables(db_path)
+    with SimIndex(db_path) as index:
+        assert dict(index.items()) == before
+
+
+def test_another_open_index_follows_a_rebuild(db_path: Path) -> None:
+    with SimIndex(db_path) as writer, SimIndex(db_path) as reader:
+        writer.add_many(TEXTS)
+        assert reader.query(TEXTS[0][1])[0].key == TEXTS[0][0]
+        writer.rebuild(iter(TEXTS), config={"ngram": 2, "weighting": "binary"}, blocks=5)
+        # The reader notices: its text queries use the new configuration.
+        assert reader.query(TEXTS[0][1])[0] == (TEXTS[0][0], 0, writer.get(TEXTS[0][0]))
+        assert reader.config == writer.config and reader.layout == writer.layout
+        assert [r[0].key for r in reader.query_many([t for _, t in TEXTS])] == [k for k, _ in TEXTS]
+        reader.add("late", "a write through the reader after the rebuild")  # uses the new layout
+        assert writer.query("a write through the reader after the rebuild")[0].key == "late"
+        assert writer.check().ok
+
+
+def test_readers_see_the_old_or_the_new_index_during_rebuilds(db_path: Path) -> None:
+    rng = random.Random(9)
+    stored = {f"k{i}": rng.getrandbits(64) for i in range(2000)}
+    with SimIndex(db_path) as index:
+        index.add_fingerprints(stored.items())
+    queries = [rng.choice(list(stored.values())) ^ (1 << rng.randrange(64)) for _ in range(200)]
+    expected = {q: brute_force(stored, q, 3) for q in queries}
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def read() -> None:
+        with SimIndex(db_path) as reader:
+            while not stop.is_set():
+                try:
+                    for q in queries[:50]:
+                        assert reader.query(q) == expected[q]
+                except BaseException as exc:  # noqa: BLE001 - reported below
+                    errors.append(exc)
+                    return
+
+    threads = [threading.Thread(target=read) for _ in range(3)]
+    for t in threads:
+        t.start()
+    with SimIndex(db_path) as index:
+        for blocks in (5, 4, 6, 4):
+            index.rebuild(blocks=blocks)
+    stop.set()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+    assert all(hamming(a, a) == 0 for a in stored.values())
