@@ -118,7 +118,9 @@ class SimIndex:
     ConfigMismatchError. ``with SimIndex(...) as index:`` closes it at the end.
 
     ``readonly=True`` opens an existing SQLite index for reading only (every
-    write raises StorageError). ``timeout``: seconds a write waits for another
+    write raises StorageError). An index in a folder simindex cannot write
+    (where SQLite cannot keep its -wal and -shm files) is opened that way by
+    itself, as a file nobody changes while it is open. ``timeout``: seconds a write waits for another
     process's write to finish before it fails with StorageError (default 30).
 
     One SimIndex may be shared between threads.
@@ -151,7 +153,18 @@ class SimIndex:
             threading.RLock() if self._where.path is None else contextlib.nullcontext()
         )
         try:
-            self._settings = self._open(k, blocks, wanted_layout, wanted, create=create)
+            try:
+                self._settings = self._open(k, blocks, wanted_layout, wanted, create=create)
+            except StorageError as exc:
+                path = self._where.path
+                if path is None or not path.is_file() or "unable to open" not in str(exc):
+                    raise
+                # SQLite cannot create the -wal/-shm files beside the index (a
+                # folder it may not write): read the file as it is, unchanging.
+                self._engine.dispose()
+                self._engine = store.make_engine(self._where, readonly=True, immutable=True)
+                self.readonly = readonly = True
+                self._settings = self._open(k, blocks, wanted_layout, wanted, create=False)
             if not readonly:
                 store.use_wal(self._engine, self._where)
         except BaseException:
@@ -579,15 +592,12 @@ class SimIndex:
             distance = own_k if k is None else k
             if distance <= own_k:
                 try:
-                    matches = self._lookup(fingerprint, distance)
-                    # The schema cookie only grows: unchanged now means the
-                    # lookup above ran on this layout.
-                    stale = self._changed(self._store.schema_version())
+                    matches, version = self._lookup(fingerprint, distance)
                 except StorageError:
                     if not self._changed(self._store.schema_version()):
                         raise
-                    stale = True
-                if stale:  # rebuilt meanwhile: ask the new index
+                    return self.query(text_or_fingerprint, k=k, limit=limit)  # rebuilt
+                if self._changed(version):  # rebuilt meanwhile: ask the new index
                     return self.query(text_or_fingerprint, k=k, limit=limit)
             else:
                 warnings.warn(
@@ -600,13 +610,16 @@ class SimIndex:
                     matches = within(self._store.everything(conn), fingerprint, distance)
         return matches[:limit] if limit is not None else matches
 
-    def _lookup(self, fingerprint: int, k: int) -> list[Match]:
-        ids = near(self._store.lookup(fingerprint), fingerprint, k)
+    def _lookup(self, fingerprint: int, k: int) -> tuple[list[Match], int | None]:
+        """The matches through the block indexes, and the schema cookie they
+        were read under (see Store.lookup)."""
+        rows, version = self._store.lookup(fingerprint)
+        ids = near(rows, fingerprint, k)
         if not ids:
-            return []
+            return [], version
         # The keys come from a second read: recheck the distance on what it
         # returns, in case a writer replaced a row in between.
-        return within(self._store.rows_by_id(ids), fingerprint, k)
+        return within(self._store.rows_by_id(ids), fingerprint, k), version
 
     def query_many(
         self,
@@ -641,9 +654,10 @@ class SimIndex:
                 and (cached is not None or len(fps) * 64 >= self._store.estimated_size())
             )
             if not in_memory:
-                results = [self._lookup(fp, distance) for fp in fps]
-                if self._changed(self._store.schema_version()):  # rebuilt meanwhile
-                    return self.query_many(queries, k=k, limit=limit)
+                answers = [self._lookup(fp, distance) for fp in fps]
+                results = [matches for matches, _ in answers]
+                if self._changed(max((v for _, v in answers if v is not None), default=None)):
+                    return self.query_many(queries, k=k, limit=limit)  # rebuilt meanwhile
             elif distance > MAX_INDEX_K:
                 raise InvalidArgumentError(
                     f"query_many answers k up to {MAX_INDEX_K}; ask query() for k={distance}"

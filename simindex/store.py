@@ -197,12 +197,18 @@ def _on_sqlite_begin(connection: Connection) -> None:
 
 
 def make_engine(
-    where: Location, *, timeout: float = BUSY_TIMEOUT_S, readonly: bool = False
+    where: Location,
+    *,
+    timeout: float = BUSY_TIMEOUT_S,
+    readonly: bool = False,
+    immutable: bool = False,
 ) -> Engine:
     """An engine for the index: SQLite gets its pragmas on every connection.
 
     ``timeout``: how long a writer waits for another writer's lock.
-    ``readonly``: open a SQLite file with ``mode=ro`` (every write is refused).
+    ``readonly``: open a SQLite file with ``mode=ro`` (every write is refused);
+    ``immutable`` too: SQLite then reads it without its -wal/-shm files or
+    locks, which is right only for a file nobody writes meanwhile.
     """
     url = where.url
     try:
@@ -213,7 +219,8 @@ def make_engine(
                 )
             else:
                 if readonly:
-                    url = url.set(database=f"file:{where.path}?mode=ro", query={"uri": "true"})
+                    options = "mode=ro&immutable=1" if immutable else "mode=ro"
+                    url = url.set(database=f"file:{where.path}?{options}", query={"uri": "true"})
                 # Each thread keeps a connection for reads: no cap on how many.
                 engine = create_engine(
                     url,
@@ -247,11 +254,16 @@ def describe_db_error(where: Location, exc: BaseException) -> str:
 
 @contextmanager
 def reading(engine: Engine, where: Location) -> Iterator[Connection]:
-    """A read transaction (a consistent snapshot under WAL)."""
+    """A read transaction (a consistent snapshot under WAL).
+
+    Errors from SQLAlchemy, or from the driver's own cursors used inside it,
+    become one StorageError."""
     try:
         with engine.connect() as conn, conn.begin():
             yield conn
     except SQLAlchemyError as exc:
+        raise StorageError(describe_db_error(where, exc)) from exc
+    except engine.dialect.loaded_dbapi.Error as exc:
         raise StorageError(describe_db_error(where, exc)) from exc
 
 
@@ -298,6 +310,8 @@ def writing(
             raise StorageError(f"{where} is read-only: nothing can be written to it") from exc
         raise StorageError(describe_db_error(where, exc)) from exc
     except SQLAlchemyError as exc:
+        raise StorageError(describe_db_error(where, exc)) from exc
+    except engine.dialect.loaded_dbapi.Error as exc:
         raise StorageError(describe_db_error(where, exc)) from exc
 
 
@@ -581,6 +595,9 @@ class Store:
         ]
         self._lookup_names = [f"t{j}_b{b}" for j, table in enumerate(layout.tables) for b in table]
         self._lookup = _Sql(union_all(*lookups), dialect, self._lookup_names)
+        self._lookup_text = self._lookup.text
+        if dialect.name == "sqlite":  # plus the schema cookie, in the same snapshot
+            self._lookup_text += " UNION ALL SELECT -1, schema_version FROM pragma_schema_version"
         spans = layout.spans()
         # (shift, mask) of each lookup parameter, in the driver's order.
         ordered = [self._lookup_names[i] for i in self._lookup._order]
@@ -650,15 +667,25 @@ class Store:
             raise
         return rows
 
-    def lookup(self, fingerprint: int) -> list[tuple[int, int]]:
+    def lookup(self, fingerprint: int) -> tuple[list[tuple[int, int]], int | None]:
         """(id, signed fingerprint) of every row agreeing with the fingerprint
-        on all blocks of at least one table (a row may come more than once)."""
+        on all blocks of at least one table (a row may come more than once),
+        and the schema cookie the lookup ran under (SQLite; else None)."""
         params = tuple([(fingerprint >> shift) & mask for shift, mask in self._lookup_spans])
         if self._lookup_signed:
             params = tuple(to_signed(p) for p in params)
         if not self._lookup.positional:  # named style: _order is the names' order
-            return self._read(self._lookup.text, dict(zip(self._lookup_names, params, strict=True)))
-        return self._read(self._lookup.text, params)
+            named = dict(zip(self._lookup_names, params, strict=True))
+            return self._read(self._lookup.text, named), None
+        rows = self._read(self._lookup_text, params)
+        if not self._autocommit:
+            return rows, None
+        # The last row is (-1, schema cookie), read in the same statement.
+        marker = rows.pop() if rows and rows[-1][0] == -1 else None
+        if marker is None:  # pragma: no cover - SQLite keeps UNION ALL in order
+            marker = next(r for r in rows if r[0] == -1)
+            rows.remove(marker)
+        return rows, int(marker[1])
 
     def rows_by_id(self, ids: Sequence[int]) -> list[tuple[int, str, int]]:
         """(id, key, signed fingerprint) of the rows with these ids (a few)."""
