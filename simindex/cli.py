@@ -576,6 +576,90 @@ def stats(index: IndexArg, as_json: JsonOpt = False) -> None:
 
 @app.command()
 @reported
+def rebuild(
+    index: IndexArg,
+    sources: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="The texts to rebuild from (files, folders, JSON Lines, CSV, '-'); "
+            "without them, the stored fingerprints are laid out anew."
+        ),
+    ] = None,
+    k: Annotated[int | None, typer.Option("--k", "-k", help="A new k (0-15).")] = None,
+    blocks: BlocksOpt = None,
+    ngram: NgramOpt = None,
+    weighting: WeightingOpt = None,
+    keep_stopwords: StopOpt = False,
+    fmt: FormatOpt = "auto",
+    key_field: KeyFieldOpt = "id",
+    text_field: TextFieldOpt = "text",
+    skip_empty: Annotated[
+        bool, typer.Option("--skip-empty", help="Leave out documents with no words.")
+    ] = False,
+    workers: WorkersOpt = None,
+    quiet: QuietOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Lay an index out anew (--k, --blocks), or rebuild it from its texts.
+
+    With SOURCES the index becomes exactly those documents, fingerprinted with
+    the fingerprint options given (default: the index's own): documents not
+    in them are removed. The index keeps answering queries meanwhile and
+    switches to the new content in one step; if the rebuild fails, the old
+    index is left as it was.
+    """
+    config = config_from(ngram, weighting, keep_stopwords)
+    paths = list(sources or [])
+    docs = (
+        ingest.read_docs(paths, fmt=fmt, key_field=key_field, text_field=text_field)
+        if paths
+        else None
+    )
+    with open_index(index) as ix:
+        if docs is None:
+            if config is not None and config != ix.config:
+                raise UserError("a new fingerprint configuration needs the texts: give SOURCES")
+            rows = ix.rebuild(k=k, blocks=blocks)
+        else:
+            wanted = config or ix.config
+            total = ingest.source_size(paths) or None
+            skipped: list[str] = []
+            with _progress(total, quiet) as bar:
+                task = bar.add_task("rebuilding", total=total, docs=0)
+
+                def fingerprints() -> Iterator[tuple[str, int]]:
+                    stream = ingest.fingerprint_docs(docs, wanted, workers=workers)
+                    for n, (doc, fp) in enumerate(stream, 1):
+                        bar.update(task, advance=doc.size, docs=n)
+                        if fp is not None:
+                            yield doc.key, fp
+                        elif skip_empty:
+                            skipped.append(doc.key)
+                        else:
+                            raise UserError(
+                                f"{doc.where} ({doc.key}) has no words to fingerprint; the "
+                                f"index was left as it was (--skip-empty leaves such out)"
+                            )
+
+                rows = ix.rebuild(fingerprints=fingerprints(), k=k, blocks=blocks, config=wanted)
+        summary = {
+            "index": ix.location,
+            "count": rows,
+            "k": ix.k,
+            "blocks": list(ix.layout.widths),
+            "fingerprint": json.loads(ix.config.to_json()),
+        }
+    if as_json:
+        emit_json(summary)
+    else:
+        typer.echo(
+            f"rebuilt {ix.location}: {rows} fingerprints, k={ix.k}, {ix.layout.describe()}, "
+            f"{ix.config.describe()}"
+        )
+
+
+@app.command()
+@reported
 def check(
     index: IndexArg,
     repair: Annotated[

@@ -8,6 +8,7 @@ import os
 import threading
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import islice
 from types import TracebackType
 from typing import Any, NamedTuple
 
@@ -120,8 +121,9 @@ class SimIndex:
     ``readonly=True`` opens an existing SQLite index for reading only (every
     write raises StorageError). An index in a folder simindex cannot write
     (where SQLite cannot keep its -wal and -shm files) is opened that way by
-    itself, as a file nobody changes while it is open. ``timeout``: seconds a write waits for another
-    process's write to finish before it fails with StorageError (default 30).
+    itself, as a file nobody changes while it is open. ``timeout``: seconds a
+    write waits for another process's write to finish before it fails with
+    StorageError (default 30).
 
     One SimIndex may be shared between threads.
     """
@@ -382,6 +384,7 @@ class SimIndex:
         self,
         source: Iterable[tuple[str, str]] | None = None,
         *,
+        fingerprints: Iterable[tuple[str, int]] | None = None,
         k: int | None = None,
         blocks: int | None = None,
         config: FingerprintConfig | Mapping[str, Any] | None = None,
@@ -390,45 +393,52 @@ class SimIndex:
         """Re-lay the index (new k or blocks), or re-fingerprint it from a source.
 
         Without a source, the stored fingerprints are laid out anew (a new
-        fingerprint configuration needs the texts). With a source of (key,
+        fingerprint configuration needs the texts). With a ``source`` of (key,
         text) pairs, the index becomes exactly that source, fingerprinted with
         ``config`` (default: the index's own): keys not in it are gone, and a
-        key that comes twice keeps its later text. The source is fingerprinted
-        into a staging table in batches while the old index goes on serving
-        readers and writers; then one transaction puts the new table in place
-        (writers wait for it, readers see the old index until it commits, then
-        the new one; writes made during the staging are not carried over).
-        If anything fails, the old index is left as it was. Returns the rows.
+        key that comes twice keeps its later text. ``fingerprints`` instead of
+        a source: (key, fingerprint) pairs already computed with ``config``.
+
+        The source is fingerprinted into a staging table in batches while the
+        old index goes on serving readers and writers; then one transaction
+        puts the new table in place (writers wait for it; readers see the old
+        index until it commits, then the new one). Writes made during the
+        staging are not carried over: the source is the new content. If
+        anything fails, the old index is left as it was. Returns the rows.
         """
+        if source is not None and fingerprints is not None:
+            raise InvalidArgumentError(
+                "give rebuild a source of texts or of fingerprints, not both"
+            )
         layout = self.layout
         if k is not None or blocks is not None:
             layout = BlockLayout.for_k(self.k if k is None else k, blocks)
         wanted = _as_config(config) or self.config
-        if source is None and wanted != self.config:
+        if source is None and fingerprints is None and wanted != self.config:
             raise InvalidArgumentError(
                 "a new fingerprint configuration needs the texts: give rebuild a source"
             )
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidArgumentError(f"batch_size must be at least 1, not {batch_size!r}")
+        if source is not None:
+            fingerprints = ((key, simhash(text, wanted)) for key, text in source)
         settings = store.Settings(
             layout=layout, config=wanted, created_by=self._settings.created_by
         )
         write = store.writing
         with self._lock:
             try:
-                if source is not None:
+                if fingerprints is not None:
                     with write(self._engine, self._where, timeout=self._timeout) as conn:
                         store.start_staging(conn)
-                    batch: list[tuple[str, str]] = []
-                    for item in source:
-                        batch.append(item)
-                        if len(batch) >= batch_size:
-                            self._stage(batch, wanted)
-                            batch = []
-                    self._stage(batch, wanted)
+                    items = iter(fingerprints)
+                    while batch := list(islice(items, batch_size)):
+                        keys, fps = _checked([key for key, _ in batch], [fp for _, fp in batch])
+                        with write(self._engine, self._where, timeout=self._timeout) as conn:
+                            store.stage(conn, keys, fps)
                 with write(self._engine, self._where, timeout=self._timeout) as conn:
                     self._writes += 1
-                    rows = store.swap_in(conn, settings, from_staging=source is not None)
+                    rows = store.swap_in(conn, settings, from_staging=fingerprints is not None)
             except BaseException:
                 with (
                     contextlib.suppress(SimIndexError),
@@ -439,15 +449,6 @@ class SimIndex:
             self._adopt(settings)
             self._schema_version = self._store.schema_version()
         return rows
-
-    def _stage(self, batch: list[tuple[str, str]], config: FingerprintConfig) -> None:
-        if not batch:
-            return
-        keys, fps = _checked(
-            [key for key, _ in batch], [simhash(text, config) for _, text in batch]
-        )
-        with store.writing(self._engine, self._where, timeout=self._timeout) as conn:
-            store.stage(conn, keys, fps)
 
     # --- writing ----------------------------------------------------------
 
