@@ -187,28 +187,6 @@ def read_text_file(path: str) -> str:
         raise UserError(f"{name} is not valid UTF-8 (byte {exc.start})") from exc
 
 
-def _lines(path: str) -> Iterator[tuple[int, str, int]]:
-    """(line number, text, bytes) of each line of a UTF-8 file or stdin."""
-    name = "standard input" if path == "-" else path
-    if path != "-" and not Path(path).is_file():
-        raise UserError(f"no such file: {path}")
-    f = sys.stdin.buffer if path == "-" else Path(path).open("rb")  # noqa: SIM115 - closed below
-    try:
-        for number, raw in enumerate(f, 1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise UserError(
-                    f"{name} line {number} is not valid UTF-8 (byte {exc.start})"
-                ) from exc
-            if number == 1:
-                line = line.removeprefix("\ufeff")
-            yield number, line.rstrip("\r\n"), len(raw)
-    finally:
-        if f is not sys.stdin.buffer:
-            f.close()
-
-
 def _progress(total: int | None, quiet: bool) -> Any:
     from rich.console import Console
     from rich.progress import (
@@ -232,6 +210,32 @@ def _progress(total: int | None, quiet: bool) -> Any:
         disable=quiet or not console.is_terminal,
         transient=True,
     )
+
+
+def _fingerprinted(
+    docs: Iterable[ingest.Doc],
+    config: FingerprintConfig,
+    workers: int | None,
+    bar: Any,
+    task: Any,
+    skipped: list[str],
+    skip_empty: bool,
+) -> Iterator[tuple[str, int]]:
+    """(key, fingerprint) of each document, fingerprinted by worker processes,
+    advancing the progress bar. A document with no words is an error, or,
+    with skip_empty, its key goes to `skipped`."""
+    stream = ingest.fingerprint_docs(docs, config, workers=workers)
+    for n, (doc, fp) in enumerate(stream, 1):
+        bar.update(task, advance=doc.size, docs=n)
+        if fp is not None:
+            yield doc.key, fp
+        elif skip_empty:
+            skipped.append(doc.key)
+        else:
+            raise UserError(
+                f"{doc.where} ({doc.key}) has no words to fingerprint; the index was left "
+                f"as it was (--skip-empty skips such documents)"
+            )
 
 
 # --- commands ----------------------------------------------------------------
@@ -351,24 +355,11 @@ def add(
             with _progress(total, quiet) as bar:
                 task = bar.add_task("adding", total=total, docs=0)
 
-                def fingerprints() -> Iterator[tuple[str, int]]:
-                    stream = ingest.fingerprint_docs(
-                        chain.from_iterable(docs), ix.config, workers=workers
-                    )
-                    for n, (doc, fp) in enumerate(stream, 1):
-                        bar.update(task, advance=doc.size, docs=n)
-                        if fp is not None:
-                            yield doc.key, fp
-                        elif skip_empty:
-                            skipped.append(doc.key)
-                        else:
-                            raise UserError(
-                                f"{doc.where} ({doc.key}) has no words to fingerprint; nothing "
-                                f"was added (--skip-empty skips such documents)"
-                            )
-
+                stream = _fingerprinted(
+                    chain.from_iterable(docs), ix.config, workers, bar, task, skipped, skip_empty
+                )
                 added = ix.add_fingerprints(
-                    fingerprints(), batch_size=batch_size, skip_existing=skip_existing
+                    stream, batch_size=batch_size, skip_existing=skip_existing
                 )
             count, location = len(ix), ix.location
     except BaseException:
@@ -493,8 +484,7 @@ def _query_batch(
     index: str, source: str, k: int | None, limit: int | None, key_field: str, text_field: str
 ) -> bool:
     """Stream JSON Lines of queries through query_many; True if any matched."""
-    if source != "-" and not Path(source).is_file():
-        raise UserError(f"no such file: {source}")
+    ingest.check_paths([source])
     any_found = False
     with open_index(index) as ix:
 
@@ -507,7 +497,7 @@ def _query_batch(
         ids: list[Any] = []
         queries: list[int] = []
         name = "standard input" if source == "-" else source
-        for number, line, _ in _lines(source):
+        for number, line, _ in ingest.read_lines(source):
             if not line.strip():
                 continue
             where = f"{name} line {number}"
@@ -627,21 +617,8 @@ def rebuild(
             with _progress(total, quiet) as bar:
                 task = bar.add_task("rebuilding", total=total, docs=0)
 
-                def fingerprints() -> Iterator[tuple[str, int]]:
-                    stream = ingest.fingerprint_docs(docs, wanted, workers=workers)
-                    for n, (doc, fp) in enumerate(stream, 1):
-                        bar.update(task, advance=doc.size, docs=n)
-                        if fp is not None:
-                            yield doc.key, fp
-                        elif skip_empty:
-                            skipped.append(doc.key)
-                        else:
-                            raise UserError(
-                                f"{doc.where} ({doc.key}) has no words to fingerprint; the "
-                                f"index was left as it was (--skip-empty leaves such out)"
-                            )
-
-                rows = ix.rebuild(fingerprints=fingerprints(), k=k, blocks=blocks, config=wanted)
+                stream = _fingerprinted(docs, wanted, workers, bar, task, skipped, skip_empty)
+                rows = ix.rebuild(fingerprints=stream, k=k, blocks=blocks, config=wanted)
         summary = {
             "index": ix.location,
             "count": rows,

@@ -250,6 +250,15 @@ def _lines(f: BinaryIO, name: str) -> Iterator[tuple[int, str, int]]:
         yield number, line, len(raw)
 
 
+def read_lines(path: str) -> Iterator[tuple[int, str, int]]:
+    """(line number, text without its line ending, bytes) of each line of a
+    UTF-8 file or stdin ('-'), one at a time; errors as SourceError."""
+    name = _STDIN_NAME if path == STDIN else path
+    with _open(path, name) as f:
+        for number, line, size in _lines(f, name):
+            yield number, _strip_eol(line), size
+
+
 def _strip_eol(line: str) -> str:
     return line[:-2] if line.endswith("\r\n") else line.removesuffix("\n")
 

@@ -94,6 +94,15 @@ def pairs_within(fps: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.nd
     fps = fps.astype(np.uint64, copy=False)
     masks = BlockLayout.for_k(k).table_masks()
     out_a, out_b, out_d = [], [], []
+
+    def keep(a: np.ndarray, b: np.ndarray, d: np.ndarray, t: int) -> None:
+        for earlier in masks[:t]:  # found already through an earlier table
+            fresh = ((fps[a] ^ fps[b]) & np.uint64(earlier)) != 0
+            a, b, d = a[fresh], b[fresh], d[fresh]
+        out_a.append(np.minimum(a, b))
+        out_b.append(np.maximum(a, b))
+        out_d.append(d.astype(np.int64))
+
     for t, mask in enumerate(masks):
         keyed = _sort_key(fps, mask)
         order = np.argsort(keyed, kind="stable")
@@ -109,13 +118,7 @@ def pairs_within(fps: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.nd
             distance = np.bitwise_count(sorted_fps[:-step] ^ sorted_fps[step:])
             hit = np.flatnonzero(same & (distance <= k))
             if hit.size:
-                a, b, d = order[hit], order[hit + step], distance[hit]
-                for earlier in masks[:t]:
-                    fresh = ((fps[a] ^ fps[b]) & np.uint64(earlier)) != 0
-                    a, b, d = a[fresh], b[fresh], d[fresh]
-                out_a.append(np.minimum(a, b))
-                out_b.append(np.maximum(a, b))
-                out_d.append(d.astype(np.int64))
+                keep(order[hit], order[hit + step], distance[hit], t)
             step += 1
         alive = np.flatnonzero(sorted_keys[step:] == sorted_keys[:-step]) if step < n else order[:0]
         while alive.size:
@@ -123,13 +126,7 @@ def pairs_within(fps: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.nd
             distance = np.bitwise_count(sorted_fps[alive] ^ sorted_fps[other])
             near = distance <= k
             if near.any():
-                a, b, d = order[alive[near]], order[other[near]], distance[near]
-                for earlier in masks[:t]:  # found already through an earlier table
-                    fresh = ((fps[a] ^ fps[b]) & np.uint64(earlier)) != 0
-                    a, b, d = a[fresh], b[fresh], d[fresh]
-                out_a.append(np.minimum(a, b))
-                out_b.append(np.maximum(a, b))
-                out_d.append(d.astype(np.int64))
+                keep(order[alive[near]], order[other[near]], distance[near], t)
             step += 1
             alive = alive[alive + step < n]
             alive = alive[sorted_keys[alive + step] == sorted_keys[alive]]
