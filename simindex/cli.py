@@ -81,7 +81,7 @@ def utf8_size(text: str) -> int:
 
 
 def emit_json(value: Any) -> None:
-    typer.echo(json.dumps(value, ensure_ascii=False))
+    typer.echo(_json_line(value), nl=False)
 
 
 # --- shared options ---------------------------------------------------------
@@ -505,6 +505,8 @@ def _query_batch(
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise UserError(f"{where} is not valid JSON ({exc.msg})") from exc
+            except (ValueError, RecursionError) as exc:  # huge numbers, deep nesting
+                raise UserError(f"{where} cannot be read as JSON ({exc!r:.80})") from exc
             if not isinstance(record, dict):
                 raise UserError(f"{where} is not a JSON object")
             if "fingerprint" in record:
@@ -858,7 +860,14 @@ def _dedup_corpus(
 
 
 def _json_line(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False) + "\n"
+    """One JSON line; text that is not valid Unicode (a lone surrogate read
+    from a JSON escape) is written escaped, so the output stays valid UTF-8."""
+    line = json.dumps(value, ensure_ascii=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(value)
+    return line + "\n"
 
 
 @contextlib.contextmanager

@@ -74,7 +74,7 @@ class FingerprintConfig:
         unknown = set(data) - {"ngram", "weighting", "stopwords", "tokenizer"}
         if unknown:
             raise InvalidArgumentError(
-                f"unknown fingerprint option(s): {', '.join(sorted(unknown))}"
+                f"unknown fingerprint option(s): {', '.join(sorted(map(repr, unknown)))}"
             )
         return cls(**data)
 

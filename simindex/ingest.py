@@ -289,6 +289,8 @@ def _jsonl_docs(path: str, name: str, key_field: str, text_field: str) -> Iterat
                 raise SourceError(f"{where} is not valid JSON ({exc.msg})") from None
             except RecursionError:
                 raise SourceError(f"{where} is nested too deeply to read") from None
+            except ValueError as exc:  # e.g. a number with thousands of digits
+                raise SourceError(f"{where} cannot be read as JSON ({exc})") from None
             if not isinstance(record, dict):
                 raise SourceError(f"{where} is not a JSON object")
             key = _key(record.get(key_field), where, key_field)
@@ -306,6 +308,12 @@ def _key(value: object, where: str, field: str) -> str:
         raise SourceError(f"{where} has no string or integer field {field!r} for the key")
     if not value:
         raise SourceError(f"{where} has an empty key (field {field!r})")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise SourceError(
+            f"{where} has a key that is not valid Unicode (a lone surrogate, field {field!r})"
+        ) from None
     return value
 
 
