@@ -20,7 +20,7 @@ import numpy as np
 import xxhash
 
 from simindex.errors import EmptyTextError, InvalidArgumentError
-from simindex.tokenize import content_words, shingles
+from simindex.tokenize import shingle_counts
 
 BITS = 64
 MAX_FINGERPRINT = (1 << BITS) - 1
@@ -96,8 +96,7 @@ DEFAULT_CONFIG = FingerprintConfig()
 
 def features(text: str, config: FingerprintConfig = DEFAULT_CONFIG) -> Counter[str]:
     """The weighted features of a text: feature -> whole-number weight."""
-    tokens = content_words(text, drop_stopwords=config.stopwords)
-    counts = Counter(shingles(tokens, config.ngram))
+    counts = shingle_counts(text, config.ngram, drop_stopwords=config.stopwords)
     if config.weighting == "binary":
         return Counter(dict.fromkeys(counts, 1))
     if config.weighting == "sublinear":

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
 from functools import cache
 from importlib.resources import files
 
@@ -112,3 +113,56 @@ def shingles(tokens: list[str], n: int) -> list[str]:
     if len(tokens) <= n:
         return [" ".join(tokens)] if tokens else []
     return [" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+
+
+PIECE_CHARS = 1 << 20  # a long text is read in pieces of about this many characters
+
+
+def pieces(text: str, size: int | None = None) -> Iterator[str]:
+    """A text in consecutive pieces of about ``size`` characters (default
+    PIECE_CHARS), each cut at whitespace where there is some in its last
+    tenth (so words stay whole)."""
+    size = size or PIECE_CHARS
+    start = 0
+    while len(text) - start > size:
+        end = start + size
+        cut = max(text.rfind(c, end - size // 10, end) for c in " \n\t\r")
+        if cut > start:
+            end = cut + 1
+        yield text[start:end]
+        start = end
+    yield text[start:]
+
+
+def shingle_counts(text: str, n: int, *, drop_stopwords: bool = True) -> Counter[str]:
+    """Counter(shingles(content_words(text), n)), in memory that grows with the
+    text's vocabulary, not its length: a long text is tokenised piece by piece."""
+    if len(text) <= PIECE_CHARS:
+        return Counter(shingles(content_words(text, drop_stopwords=drop_stopwords), n))
+    stop = stopwords() if drop_stopwords else frozenset()
+    kept, kept_tail = Counter[str](), list[str]()
+    every, every_tail = Counter[str](), list[str]()  # in case all are stop words
+    for piece in pieces(text):
+        tokens = words(piece)
+        content = [t for t in tokens if t not in stop] if stop else tokens
+        kept_tail = _shingle_into(kept, kept_tail + content, n)
+        if not kept and not kept_tail:
+            every_tail = _shingle_into(every, every_tail + tokens, n)
+    if kept or kept_tail:
+        return _finish(kept, kept_tail, n)
+    return _finish(every, every_tail, n)
+
+
+def _shingle_into(counts: Counter[str], tokens: list[str], n: int) -> list[str]:
+    """Count the whole n-grams of tokens; return the n - 1 tokens left over
+    (all of them while there are fewer than n)."""
+    if len(tokens) < n:
+        return tokens
+    counts.update(shingles(tokens, n))
+    return tokens[len(tokens) - n + 1 :] if n > 1 else []
+
+
+def _finish(counts: Counter[str], tail: list[str], n: int) -> Counter[str]:
+    if not counts and tail:  # fewer than n tokens in all: one shingle of them
+        counts[" ".join(tail)] += 1
+    return counts

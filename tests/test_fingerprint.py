@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 
@@ -210,3 +211,24 @@ def test_configuration_round_trips_through_json() -> None:
 def test_simhash_rejects_non_text() -> None:
     with pytest.raises(InvalidArgumentError):
         simhash(b"bytes")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("ngram", [1, 2, 3])
+@pytest.mark.parametrize("drop", [True, False])
+def test_long_texts_are_counted_piece_by_piece_with_the_same_result(
+    monkeypatch: pytest.MonkeyPatch, ngram: int, drop: bool
+) -> None:
+    """Texts longer than PIECE_CHARS are tokenised in pieces (memory grows with
+    the vocabulary, not the text); cut at whitespace, the counts are the same."""
+    from collections import Counter
+
+    from simindex import tokenize
+
+    monkeypatch.setattr(tokenize, "PIECE_CHARS", 500)
+    rng = random.Random(ngram)
+    vocab = [f"w{i}" for i in range(50)] + ["the", "and", "don't", "café"]
+    text = " ".join(rng.choice(vocab) for _ in range(3000))
+    only_stop = " ".join(rng.choice(["the", "and", "of"]) for _ in range(800))
+    for sample in (text, only_stop, "a b", "lonely"):
+        expected = Counter(shingles(content_words(sample, drop_stopwords=drop), ngram))
+        assert tokenize.shingle_counts(sample, ngram, drop_stopwords=drop) == expected

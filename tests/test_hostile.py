@@ -1363,4 +1363,6 @@ def test_a_100_mb_document_through_simhash_in_bounded_memory(
         f"({growth_mb / 100:.1f} bytes per input byte), {result['seconds']:.1f} s"
     )
     assert result["chars"] == 100 * 2**20 and 0 <= result["fingerprint"] < 2**64
-    assert growth_mb < 1536, f"simhash of 100 MB grew the peak RSS by {growth_mb:.0f} MB"
+    # Long texts are tokenised in 1 MB pieces: memory grows with the vocabulary
+    # (before pieces: 1,050 MB for this text).
+    assert growth_mb < 300, f"simhash of 100 MB grew the peak RSS by {growth_mb:.0f} MB"
