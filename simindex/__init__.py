@@ -18,8 +18,25 @@ from simindex.errors import (
     StorageError,
 )
 from simindex.fingerprint import FingerprintConfig, hamming, simhash, to_signed, to_unsigned
-from simindex.index import FullScanWarning, SimIndex
-from simindex.query import Match
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from simindex.index import FullScanWarning, SimIndex
+    from simindex.query import Match
+
+
+def __getattr__(name: str) -> object:
+    # The database side (SQLAlchemy, Alembic) loads on first use, so processes
+    # that only fingerprint (ingest's workers) never pay for it.
+    if name in ("SimIndex", "FullScanWarning"):
+        from simindex import index
+
+        return getattr(index, name)
+    if name == "Match":
+        from simindex.query import Match
+
+        return Match
+    raise AttributeError(f"module 'simindex' has no attribute {name!r}")
 
 __all__ = [
     "BlockLayout",
