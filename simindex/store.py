@@ -61,7 +61,7 @@ FORMAT_VERSION = 1
 REVISIONS = ("0001",)
 HEAD = REVISIONS[-1]
 BUSY_TIMEOUT_S = 30.0
-MMAP_BYTES = 1 << 30  # address space, not memory: the OS pages it in and out
+MMAP_BYTES = 1 << 40  # address space, not memory (SQLite caps it at its build limit, ~2 GB)
 _SQLITE_HEADER = b"SQLite format 3\x00"
 _WRITE = "simindex_write"
 
