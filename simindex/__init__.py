@@ -38,6 +38,7 @@ def __getattr__(name: str) -> object:
         return Match
     raise AttributeError(f"module 'simindex' has no attribute {name!r}")
 
+
 __all__ = [
     "BlockLayout",
     "ConfigMismatchError",

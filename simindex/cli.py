@@ -596,9 +596,9 @@ def rebuild(
 
     With SOURCES the index becomes exactly those documents, fingerprinted with
     the fingerprint options given (default: the index's own): documents not
-    in them are removed. The index keeps answering queries meanwhile and
-    switches to the new content in one step; if the rebuild fails, the old
-    index is left as it was.
+    in them are removed. Queries are answered from the old index meanwhile,
+    which switches to the new content in one step; writers wait (up to their
+    timeout). If the rebuild fails, the old index is left as it was.
     """
     config = config_from(ngram, weighting, keep_stopwords)
     paths = list(sources or [])

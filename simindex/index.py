@@ -399,12 +399,11 @@ class SimIndex:
         key that comes twice keeps its later text. ``fingerprints`` instead of
         a source: (key, fingerprint) pairs already computed with ``config``.
 
-        The source is fingerprinted into a staging table in batches while the
-        old index goes on serving readers and writers; then one transaction
-        puts the new table in place (writers wait for it; readers see the old
-        index until it commits, then the new one). Writes made during the
-        staging are not carried over: the source is the new content. If
-        anything fails, the old index is left as it was. Returns the rows.
+        All of it is one write transaction: readers go on seeing the old index
+        until it commits, then the new one; writers wait for it (up to their
+        timeout, then fail with StorageError: no write is acknowledged and then
+        lost); if anything fails, the old index is left as it was, with no
+        trace of the attempt. Returns the rows.
         """
         if source is not None and fingerprints is not None:
             raise InvalidArgumentError(
@@ -425,27 +424,19 @@ class SimIndex:
         settings = store.Settings(
             layout=layout, config=wanted, created_by=self._settings.created_by
         )
-        write = store.writing
         with self._lock:
-            try:
+            # One transaction: readers go on seeing the old index until it
+            # commits; writers wait for it (up to their timeout); a failure
+            # rolls everything back, staging table included.
+            with store.writing(self._engine, self._where, timeout=self._timeout) as conn:
+                self._writes += 1
                 if fingerprints is not None:
-                    with write(self._engine, self._where, timeout=self._timeout) as conn:
-                        store.start_staging(conn)
+                    store.start_staging(conn)
                     items = iter(fingerprints)
                     while batch := list(islice(items, batch_size)):
                         keys, fps = _checked([key for key, _ in batch], [fp for _, fp in batch])
-                        with write(self._engine, self._where, timeout=self._timeout) as conn:
-                            store.stage(conn, keys, fps)
-                with write(self._engine, self._where, timeout=self._timeout) as conn:
-                    self._writes += 1
-                    rows = store.swap_in(conn, settings, from_staging=fingerprints is not None)
-            except BaseException:
-                with (
-                    contextlib.suppress(SimIndexError),
-                    write(self._engine, self._where, timeout=self._timeout) as conn,
-                ):
-                    store.drop_rebuild_leftovers(conn)
-                raise
+                        store.stage(conn, keys, fps)
+                rows = store.swap_in(conn, settings, from_staging=fingerprints is not None)
             self._adopt(settings)
             self._schema_version = self._store.schema_version()
         return rows
@@ -531,6 +522,7 @@ class SimIndex:
                 store.writing(self._engine, self._where, timeout=self._timeout) as conn,
             ):
                 self._writes += 1
+                self._fresh_in(conn)  # a rebuild elsewhere may have changed the layout
                 count = self._store.put_stream(conn, chunks(source, batch_size), keep=skip_existing)
             written += count
             if batch_size is None or count < batch_size:

@@ -429,19 +429,8 @@ def _staging() -> Table:
     )
 
 
-def drop_rebuild_leftovers(conn: Connection) -> list[str]:
-    """Drop what a rebuild that did not finish left behind; returns the tables dropped."""
-    present = set(inspect(conn).get_table_names())
-    dropped = []
-    for name in (STAGING_TABLE, NEXT_TABLE):
-        if name in present:
-            conn.exec_driver_sql(f"DROP TABLE {name}")
-            dropped.append(name)
-    return dropped
-
-
 def start_staging(conn: Connection) -> None:
-    drop_rebuild_leftovers(conn)
+    conn.exec_driver_sql(f"DROP TABLE IF EXISTS {STAGING_TABLE}")
     _staging().create(conn)
 
 

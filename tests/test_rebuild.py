@@ -137,3 +137,41 @@ def test_readers_see_the_old_or_the_new_index_during_rebuilds(db_path: Path) -> 
         t.join()
     assert not errors, errors[0]
     assert all(hamming(a, a) == 0 for a in stored.values())
+
+
+def test_writes_during_a_rebuild_wait_for_it_and_none_is_lost(db_path: Path) -> None:
+    """Writers are blocked (bounded wait) while a rebuild runs; every write that
+    returned is in the index afterwards, and every failure was reported."""
+    with SimIndex(db_path) as index:
+        index.add_many(TEXTS)
+    acknowledged: list[str] = []
+    failures: list[BaseException] = []
+    stop = threading.Event()
+
+    def write(n: int) -> None:
+        with SimIndex(db_path, timeout=20) as writer:
+            i = 0
+            while not stop.is_set():
+                key = f"w{n}-{i}"
+                try:
+                    writer.add_fingerprint(key, (n << 32) | i)
+                except BaseException as exc:  # noqa: BLE001 - reported below
+                    failures.append(exc)
+                    return
+                acknowledged.append(key)
+                i += 1
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(2)]
+    for t in threads:
+        t.start()
+    with SimIndex(db_path) as index:
+        for blocks in (5, 4, 6):
+            index.rebuild(blocks=blocks)  # the content stays: every write must survive
+    stop.set()
+    for t in threads:
+        t.join()
+    assert not failures, failures[0]
+    with SimIndex(db_path) as index:
+        stored = dict(index.items())
+        assert len(acknowledged) > 0 and all(key in stored for key in acknowledged)
+        assert index.check().ok
