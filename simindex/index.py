@@ -248,6 +248,7 @@ class SimIndex:
 
     def stats(self) -> dict[str, Any]:
         """Facts about the index, for people and scripts."""
+        self._refresh()
         count = len(self)
         info: dict[str, Any] = {
             "index": self.location,
@@ -298,6 +299,7 @@ class SimIndex:
         problems: list[str] = []
         repaired: list[str] = []
         try:
+            self._refresh()
             with self._lock, store.reading(self._engine, self._where) as conn:
                 problems += self._store.integrity(conn)
                 found = store.read_settings(conn, self._where)
@@ -368,6 +370,10 @@ class SimIndex:
             self._adopt(found[0])
         self._schema_version = version
         return changed
+
+    def _refresh(self) -> bool:
+        """Adopt the file's settings if a rebuild elsewhere changed them."""
+        return self._changed(self._store.schema_version())
 
     def _adopt(self, settings: store.Settings) -> None:
         old = self._store
@@ -587,7 +593,7 @@ class SimIndex:
                 try:
                     matches, version = self._lookup(fingerprint, distance)
                 except StorageError:
-                    if not self._changed(self._store.schema_version()):
+                    if not self._refresh():
                         raise
                     return self.query(text_or_fingerprint, k=k, limit=limit)  # rebuilt
                 if self._changed(version):  # rebuilt meanwhile: ask the new index
@@ -635,7 +641,7 @@ class SimIndex:
         if not queries:
             return []
         with self._lock:
-            self._changed(self._store.schema_version())
+            self._refresh()
             fps = [self._as_fingerprint(q) for q in queries]
             distance = self.k if k is None else k
             # Query by query through the block indexes costs ~40 us a query;
@@ -662,7 +668,7 @@ class SimIndex:
     def _snapshot(self) -> Snapshot:
         """The index's fingerprints in memory, reread when another connection
         (or this object) has written since they were read."""
-        self._changed(self._store.schema_version())
+        self._refresh()
         version = (self._store.version(), self._writes)
         snapshot: Snapshot | None = getattr(self._local, "snapshot", None)
         if snapshot is None or version[0] is None or snapshot.version != version:

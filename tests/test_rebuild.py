@@ -175,3 +175,11 @@ def test_writes_during_a_rebuild_wait_for_it_and_none_is_lost(db_path: Path) -> 
         stored = dict(index.items())
         assert len(acknowledged) > 0 and all(key in stored for key in acknowledged)
         assert index.check().ok
+
+
+def test_stats_and_check_follow_a_rebuild_made_elsewhere(db_path: Path) -> None:
+    with SimIndex(db_path) as first, SimIndex(db_path) as second:
+        first.add_many(TEXTS)
+        second.rebuild(blocks=6)
+        assert first.stats()["blocks"] == list(second.layout.widths)
+        assert first.check().ok
