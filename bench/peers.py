@@ -672,25 +672,16 @@ def brute_pairs_estimate(arr: np.ndarray, seed: int, sample: int = 1000) -> floa
 
 def pairing_alone():
     """simindex's in-memory pairing, without reading the index: (name, prepare, run).
-    prepare(items) makes its input (untimed); run(input) gives (i, j) positions in items.
-    Older checkouts have query.all_pairs(items, k); newer ones query.pairs_within(fps, k)."""
-    if hasattr(simindex.query, "pairs_within"):
+    prepare(items) makes its input (untimed); run(input) gives (i, j) positions in items."""
 
-        def run_arrays(fps_arr):
-            a, b, _ = simindex.query.pairs_within(fps_arr, K)
-            return zip(a.tolist(), b.tolist(), strict=True)
+    def run_arrays(fps_arr):
+        a, b, _ = simindex.query.pairs_within(fps_arr, K)
+        return zip(a.tolist(), b.tolist(), strict=True)
 
-        def prepare_arrays(items):
-            return np.fromiter((fp for _, fp in items), dtype=np.uint64, count=len(items))
+    def prepare_arrays(items):
+        return np.fromiter((fp for _, fp in items), dtype=np.uint64, count=len(items))
 
-        return "query.pairs_within(uint64 array, 3)", prepare_arrays, run_arrays
-    if hasattr(simindex.query, "all_pairs"):
-
-        def run_items(items):
-            return simindex.query.all_pairs(items, K)
-
-        return "query.all_pairs(items, 3)", (lambda items: items), run_items
-    return None
+    return "query.pairs_within(uint64 array, 3)", prepare_arrays, run_arrays
 
 
 def bench_pairs(n, fps, built, peers, args, section: str):
