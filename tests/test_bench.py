@@ -52,3 +52,15 @@ def test_peers_benchmark_quick_run() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert "exact: yes" in out.stdout
+
+
+def test_batch_benchmark_runs_and_is_exact() -> None:
+    out = subprocess.run(
+        [sys.executable, "bench/batch.py", "--n", "5000", "--queries", "600"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "exact: yes" in out.stdout
