@@ -156,7 +156,7 @@ class SimIndex:
         )
         try:
             try:
-                self._settings = self._open(k, blocks, wanted_layout, wanted, create=create)
+                settings = self._open(k, blocks, wanted_layout, wanted, create=create)
             except StorageError as exc:
                 path = self._where.path
                 if path is None or not path.is_file() or "unable to open" not in str(exc):
@@ -166,16 +166,15 @@ class SimIndex:
                 self._engine.dispose()
                 self._engine = store.make_engine(self._where, readonly=True, immutable=True)
                 self.readonly = readonly = True
-                self._settings = self._open(k, blocks, wanted_layout, wanted, create=False)
+                settings = self._open(k, blocks, wanted_layout, wanted, create=False)
             if not readonly:
                 store.use_wal(self._engine, self._where)
         except BaseException:
             self._engine.dispose()
             raise
-        self._store = store.Store(self._engine, self._where, self._settings.layout)
-        self._local = threading.local()  # each thread's batch snapshot
         self._writes = 0  # bumped by every write through this object
-        self._schema_version = self._store.schema_version()
+        self._adopt(settings, None)
+        self._store.valid_for = self._store.schema_version()
 
     def _open(
         self,
@@ -355,32 +354,45 @@ class SimIndex:
 
     # --- noticing a rebuild made elsewhere ----------------------------------
 
-    def _changed(self, version: int | None) -> bool:
-        """Reload the settings if the schema changed (a rebuild by another
-        connection); True if the layout or fingerprint configuration did."""
-        if version is None or version == self._schema_version:
+    @property
+    def _settings(self) -> store.Settings:
+        return self._state[0]
+
+    @property
+    def _store(self) -> store.Store:
+        return self._state[1]
+
+    def _changed(self, version: int | None, used: store.Store | None = None) -> bool:
+        """After a read under schema cookie `version` through the Store `used`
+        (default: the current one): adopt the file's settings if a rebuild
+        elsewhere changed them. True if the read must be done again."""
+        used = used or self._store
+        if version is None or version == used.valid_for:
             return False
         with store.reading(self._engine, self._where) as conn:
             found = store.read_settings(conn, self._where)
-            version = store.schema_version(conn)
+            cookie = store.schema_version(conn)
         if found is None:
             raise NotAnIndexError(f"{self._where} is no longer an index")
-        changed = found[0] != self._settings
-        if changed:
-            self._adopt(found[0])
-        self._schema_version = version
-        return changed
+        settings, current = self._state
+        if found[0] != settings:
+            self._adopt(found[0], cookie)
+            return True
+        current.valid_for = cookie  # the same layout: only the schema cookie moved
+        return used is not current  # read through a Store another thread replaced
 
     def _refresh(self) -> bool:
         """Adopt the file's settings if a rebuild elsewhere changed them."""
         return self._changed(self._store.schema_version())
 
-    def _adopt(self, settings: store.Settings) -> None:
-        old = self._store
-        self._settings = settings
-        self._store = store.Store(self._engine, self._where, settings.layout)
-        self._local = threading.local()
-        old.close()
+    def _adopt(self, settings: store.Settings, cookie: int | None) -> None:
+        # One assignment, so a thread reads a settings and Store that belong
+        # together. The old Store is not closed here: another thread may be
+        # reading through it this moment; its connections close when it goes.
+        fresh = store.Store(self._engine, self._where, settings.layout)
+        fresh.valid_for = cookie
+        self._state = (settings, fresh)
+        self._local = threading.local()  # each thread's batch snapshot
 
     def _fresh_in(self, conn: Connection) -> None:
         """Inside a write transaction: make sure the settings are the file's."""
@@ -443,8 +455,8 @@ class SimIndex:
                         keys, fps = _checked([key for key, _ in batch], [fp for _, fp in batch])
                         store.stage(conn, keys, fps)
                 rows = store.swap_in(conn, settings, from_staging=fingerprints is not None)
-            self._adopt(settings)
-            self._schema_version = self._store.schema_version()
+            self._adopt(settings, None)
+            self._store.valid_for = self._store.schema_version()
         return rows
 
     # --- writing ----------------------------------------------------------
@@ -569,8 +581,9 @@ class SimIndex:
         for key, value in rows:
             yield key, value & ((1 << 64) - 1)
 
-    def _as_fingerprint(self, query: str | int) -> int:
-        return self.fingerprint(query) if isinstance(query, str) else check_fingerprint(query)
+    @staticmethod
+    def _as_fingerprint(query: str | int, config: FingerprintConfig) -> int:
+        return simhash(query, config) if isinstance(query, str) else check_fingerprint(query)
 
     def query(
         self, text_or_fingerprint: str | int, *, k: int | None = None, limit: int | None = None
@@ -586,17 +599,18 @@ class SimIndex:
         if limit is not None:
             _check_limit(limit)
         with self._lock:
-            fingerprint = self._as_fingerprint(text_or_fingerprint)
-            own_k = self._settings.layout.k
+            settings, used = self._state  # a pair that belongs together
+            fingerprint = self._as_fingerprint(text_or_fingerprint, settings.config)
+            own_k = settings.layout.k
             distance = own_k if k is None else k
             if distance <= own_k:
                 try:
-                    matches, version = self._lookup(fingerprint, distance)
-                except StorageError:
-                    if not self._refresh():
+                    matches, version = self._lookup(used, fingerprint, distance)
+                except StorageError:  # e.g. "no such column": the layout changed under it
+                    if not self._changed(self._store.schema_version(), used):
                         raise
                     return self.query(text_or_fingerprint, k=k, limit=limit)  # rebuilt
-                if self._changed(version):  # rebuilt meanwhile: ask the new index
+                if self._changed(version, used):  # rebuilt meanwhile: ask the new index
                     return self.query(text_or_fingerprint, k=k, limit=limit)
             else:
                 warnings.warn(
@@ -609,16 +623,17 @@ class SimIndex:
                     matches = within(self._store.everything(conn), fingerprint, distance)
         return matches[:limit] if limit is not None else matches
 
-    def _lookup(self, fingerprint: int, k: int) -> tuple[list[Match], int | None]:
-        """The matches through the block indexes, and the schema cookie they
-        were read under (see Store.lookup)."""
-        rows, version = self._store.lookup(fingerprint)
+    @staticmethod
+    def _lookup(used: store.Store, fingerprint: int, k: int) -> tuple[list[Match], int | None]:
+        """The matches through the block indexes of `used`, and the schema
+        cookie they were read under (see Store.lookup)."""
+        rows, version = used.lookup(fingerprint)
         ids = near(rows, fingerprint, k)
         if not ids:
             return [], version
         # The keys come from a second read: recheck the distance on what it
         # returns, in case a writer replaced a row in between.
-        return within(self._store.rows_by_id(ids), fingerprint, k), version
+        return within(used.rows_by_id(ids), fingerprint, k), version
 
     def query_many(
         self,
@@ -642,20 +657,26 @@ class SimIndex:
             return []
         with self._lock:
             self._refresh()
-            fps = [self._as_fingerprint(q) for q in queries]
-            distance = self.k if k is None else k
+            settings, used = self._state
+            fps = [self._as_fingerprint(q, settings.config) for q in queries]
+            distance = settings.layout.k if k is None else k
             # Query by query through the block indexes costs ~40 us a query;
             # in memory, reading the index costs ~0.5 us a row once (then it
             # is kept while the index does not change) and ~5 us a query.
             cached = getattr(self._local, "snapshot", None)
-            in_memory = distance > self.k or (
-                len(fps) >= 256
-                and (cached is not None or len(fps) * 64 >= self._store.estimated_size())
+            in_memory = distance > settings.layout.k or (
+                len(fps) >= 256 and (cached is not None or len(fps) * 64 >= used.estimated_size())
             )
             if not in_memory:
-                answers = [self._lookup(fp, distance) for fp in fps]
+                try:
+                    answers = [self._lookup(used, fp, distance) for fp in fps]
+                except StorageError:  # the layout changed under it?
+                    if not self._changed(self._store.schema_version(), used):
+                        raise
+                    return self.query_many(queries, k=k, limit=limit)
                 results = [matches for matches, _ in answers]
-                if self._changed(max((v for _, v in answers if v is not None), default=None)):
+                versions = {v for _, v in answers if v is not None}
+                if any(self._changed(v, used) for v in versions):
                     return self.query_many(queries, k=k, limit=limit)  # rebuilt meanwhile
             elif distance > MAX_INDEX_K:
                 raise InvalidArgumentError(

@@ -610,6 +610,9 @@ class Store:
         self._autocommit = dialect.name == "sqlite"
         self._held: list[_Held] = []
         self._held_lock = threading.Lock()
+        # The schema cookie under which this layout is the file's (SQLite):
+        # a lookup that ran under another cookie may have used a new layout.
+        self.valid_for: int | None = None
 
     def _upsert_statement(self, dialect_name: str, names: list[str], *, keep: bool = False) -> Any:
         t = self.tables.fingerprints

@@ -183,3 +183,35 @@ def test_stats_and_check_follow_a_rebuild_made_elsewhere(db_path: Path) -> None:
         second.rebuild(blocks=6)
         assert first.stats()["blocks"] == list(second.layout.widths)
         assert first.check().ok
+
+
+def test_threads_sharing_one_index_through_a_rebuild_elsewhere(db_path: Path) -> None:
+    rng = random.Random(4)
+    stored = {f"k{i}": rng.getrandbits(64) for i in range(1500)}
+    with SimIndex(db_path) as index:
+        index.add_fingerprints(stored.items())
+    queries = [rng.choice(list(stored.values())) ^ (1 << rng.randrange(64)) for _ in range(100)]
+    expected = {q: brute_force(stored, q, 3) for q in queries}
+    errors: list[BaseException] = []
+    stop = threading.Event()
+    with SimIndex(db_path) as shared:
+
+        def read() -> None:
+            while not stop.is_set():
+                try:
+                    for q in queries[:30]:
+                        assert shared.query(q) == expected[q]
+                except BaseException as exc:  # noqa: BLE001 - reported below
+                    errors.append(exc)
+                    return
+
+        threads = [threading.Thread(target=read) for _ in range(3)]
+        for t in threads:
+            t.start()
+        with SimIndex(db_path) as other:
+            for blocks in (5, 4, 6, 5):
+                other.rebuild(blocks=blocks)
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not errors, errors[0]
