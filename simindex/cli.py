@@ -550,8 +550,11 @@ def remove(
 @app.command()
 @reported
 def stats(index: IndexArg, as_json: JsonOpt = False) -> None:
-    """Describe an index: size, k, block layout, fingerprint configuration, and
-    its largest block buckets (a warning when one holds a large share)."""
+    """Describe an index: size, k, layout, fingerprint configuration, buckets.
+
+    The largest block bucket of each lookup index is listed, with a warning
+    when one holds a large share of the fingerprints.
+    """
     with open_index(index, readonly=True) as ix:
         info = ix.stats()
     if as_json:
@@ -651,10 +654,11 @@ def check(
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Check an index for damage: SQLite's integrity check, the schema against
-    its settings, every block column against its fingerprint.
+    """Check an index for damage; --repair fixes what is safe to fix.
 
-    Exits 0 when all is well, 1 when something is wrong (listed), 2 on error.
+    Runs SQLite's integrity check, compares the schema with the index's
+    settings, and every block column with its fingerprint. Exits 0 when all
+    is well, 1 when something is wrong (listed), 2 on error.
     """
     with open_index(index, readonly=not repair) as ix:
         report = ix.check(repair=repair)
