@@ -797,6 +797,8 @@ class Store:
         if set_aside:
             for index in self.tables.lookups:
                 index.create(conn)
+            if conn.dialect.name == "postgresql":  # fresh statistics, or the planner scans
+                conn.exec_driver_sql(f"ANALYZE {schema.FINGERPRINT_TABLE}")
         return written
 
     def remove(self, conn: Connection, keys: Sequence[str]) -> int:
