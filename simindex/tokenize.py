@@ -30,6 +30,7 @@ _WORD = f"[^\\W_{_CJK}]+"
 _RUNS = re.compile(f"([{_CJK}]+)|({_WORD}(?:'{_WORD})*)")
 _OTHER = re.compile(r"[^\W_]+(?:'[^\W_]+)*")  # the same, for text without CJK
 _HAS_CJK = re.compile(f"[{_CJK}]")
+_CJK_GAP = re.compile(f"(?<=[{_CJK}])\\s+(?=[{_CJK}])")
 _WORDLIKE = re.compile(r"[^\W_]")
 
 _segment: Callable[[str], list[str]] | None = None
@@ -64,12 +65,17 @@ def _jieba_segment(run: str) -> list[str]:
 def words(text: str) -> list[str]:
     """Split a text into word tokens, in order: normalised, punctuation dropped.
 
-    CJK runs are segmented with jieba; other scripts are split on anything that
-    is not a letter, digit or combining mark.
+    CJK runs are segmented with jieba (whitespace between two CJK characters
+    is dropped first); other scripts are split on anything that is not a
+    letter, digit or combining mark.
     """
     text = normalize(text)
     if not _HAS_CJK.search(text):  # the common case, all in C
         return _OTHER.findall(text)
+    # Chinese and Japanese are written without spaces: whitespace between two
+    # of their characters is layout (a line wrapped at a fixed width), so it
+    # must not cut a word in two.
+    text = _CJK_GAP.sub("", text)
     out: list[str] = []
     for match in _RUNS.finditer(text):
         cjk, other = match.groups()

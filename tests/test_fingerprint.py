@@ -232,3 +232,12 @@ def test_long_texts_are_counted_piece_by_piece_with_the_same_result(
     for sample in (text, only_stop, "a b", "lonely"):
         expected = Counter(shingles(content_words(sample, drop_stopwords=drop), ngram))
         assert tokenize.shingle_counts(sample, ngram, drop_stopwords=drop) == expected
+
+
+def test_whitespace_inside_chinese_text_is_layout() -> None:
+    """A Chinese text wrapped at a fixed width is the same text."""
+    text = "今天北京的天气很好，我们去公园散步，看见很多人在放风筝。"
+    wrapped = "今天北京的天\n气很好，我们去公园散\r\n步，看见很多人在放风 筝。"
+    assert words(wrapped) == words(text)
+    assert simhash(wrapped) == simhash(text)
+    assert words("北京 and 上海") == ["北京", "and", "上海"]
