@@ -49,22 +49,10 @@ from simindex.cli import app, main
 from simindex.fingerprint import WEIGHTINGS
 from simindex.ingest import SourceError, read_docs
 from simindex.tokenize import words
-from tests.test_cli import contents, error, invoke, ok
+from tests.test_cli import T1, T2, T3, contents, error, invoke, ok
 
 ROOT = Path(__file__).resolve().parent.parent
 
-T1 = (
-    "The Riverside branch library will change its opening hours from the first Monday "
-    "of next month, opening at nine in the morning instead of ten on weekdays."
-)
-T2 = (
-    "Route fourteen buses will follow a temporary diversion for six weeks while repairs "
-    "are carried out on the Kingsford Road bridge near the hospital stop."
-)
-T3 = (
-    "A new bakery has opened on Mill Street in the shop that used to sell picture "
-    "frames; the owners bake sourdough loaves and cinnamon buns every morning."
-)
 # One document in many scripts at once: Chinese, Latin, Cyrillic, Arabic,
 # emoji, a combining mark (e + U+0301), right-to-left marks and overrides,
 # zero-width joiners and spaces.
