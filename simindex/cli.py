@@ -501,22 +501,15 @@ def _query_batch(
             if not line.strip():
                 continue
             where = f"{name} line {number}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise UserError(f"{where} is not valid JSON ({exc.msg})") from exc
-            except (ValueError, RecursionError) as exc:  # huge numbers, deep nesting
-                raise UserError(f"{where} cannot be read as JSON ({exc!r:.80})") from exc
-            if not isinstance(record, dict):
-                raise UserError(f"{where} is not a JSON object")
+            record = ingest.json_object(line, where)
             if "fingerprint" in record:
                 value = record["fingerprint"]
                 query = _parse_fingerprint(value) if isinstance(value, str) else value
                 if type(query) is not int or not 0 <= query < 1 << 64:
                     raise UserError(f"{where}: fingerprint must be in [0, 2**64), not {value!r}")
-            elif isinstance(record.get(text_field), str):
+            elif isinstance(text := record.get(text_field), str):
                 try:
-                    query = ix.fingerprint(record[text_field])
+                    query = ix.fingerprint(text)
                 except EmptyTextError:
                     raise UserError(f"{where} has no words to look for") from None
             else:

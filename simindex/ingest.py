@@ -275,6 +275,21 @@ def _line_docs(path: str, name: str) -> Iterator[Doc]:
             skipped = 0
 
 
+def json_object(line: str, where: str) -> dict[str, object]:
+    """One JSON Lines record, which must be an object; errors name `where`."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise SourceError(f"{where} is not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise SourceError(f"{where} is nested too deeply to read") from None
+    except ValueError as exc:  # e.g. a number with thousands of digits
+        raise SourceError(f"{where} cannot be read as JSON ({exc})") from None
+    if not isinstance(record, dict):
+        raise SourceError(f"{where} is not a JSON object")
+    return record
+
+
 def _jsonl_docs(path: str, name: str, key_field: str, text_field: str) -> Iterator[Doc]:
     with _open(path, name) as f:
         skipped = 0
@@ -283,16 +298,7 @@ def _jsonl_docs(path: str, name: str, key_field: str, text_field: str) -> Iterat
                 skipped += size
                 continue
             where = f"{name} line {number}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise SourceError(f"{where} is not valid JSON ({exc.msg})") from None
-            except RecursionError:
-                raise SourceError(f"{where} is nested too deeply to read") from None
-            except ValueError as exc:  # e.g. a number with thousands of digits
-                raise SourceError(f"{where} cannot be read as JSON ({exc})") from None
-            if not isinstance(record, dict):
-                raise SourceError(f"{where} is not a JSON object")
+            record = json_object(line, where)
             key = _key(record.get(key_field), where, key_field)
             text = record.get(text_field)
             if not isinstance(text, str):

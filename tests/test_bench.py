@@ -18,49 +18,34 @@ from .conftest import ROOT
 pytestmark = pytest.mark.slow
 
 
-def test_foundation_benchmark_runs_and_is_exact() -> None:
+def run_script(*args: str) -> str:
+    """Run a bench script from the checkout; its stdout, after a clean exit."""
     out = subprocess.run(
-        [
-            sys.executable,
-            "bench/foundation.py",
-            "--n",
-            "3000",
-            "--queries",
-            "100",
-            "--repeat",
-            "1",
-            "--text-mb",
-            "0.2",
-            "--json",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
+        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=600
     )
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)
+    return out.stdout
+
+
+def test_foundation_benchmark_runs_and_is_exact() -> None:
+    printed = run_script(
+        "bench/foundation.py",
+        "--n",
+        "3000",
+        "--queries",
+        "100",
+        "--repeat",
+        "1",
+        "--text-mb",
+        "0.2",
+        "--json",
+    )
+    assert json.loads(printed)
 
 
 def test_peers_benchmark_quick_run() -> None:
-    out = subprocess.run(
-        [sys.executable, "bench/peers.py", "--quick"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert out.returncode == 0, out.stderr
-    assert "exact: yes" in out.stdout
+    assert "exact: yes" in run_script("bench/peers.py", "--quick")
 
 
 def test_batch_benchmark_runs_and_is_exact() -> None:
-    out = subprocess.run(
-        [sys.executable, "bench/batch.py", "--n", "5000", "--queries", "600"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert out.returncode == 0, out.stderr
-    assert "exact: yes" in out.stdout
+    assert "exact: yes" in run_script("bench/batch.py", "--n", "5000", "--queries", "600")
