@@ -185,6 +185,7 @@ class SimIndex:
         *,
         create: bool,
     ) -> store.Settings:
+        store.ensure_schema(self._engine, self._where, create=create)
         with store.reading(self._engine, self._where) as conn:
             found = store.read_settings(conn, self._where)
         if found is None or found[1] != store.HEAD:
@@ -427,10 +428,6 @@ class SimIndex:
             raise InvalidArgumentError(
                 "give rebuild a source of texts or of fingerprints, not both"
             )
-        if self._engine.dialect.name != "sqlite":
-            # Other connections notice a rebuild through SQLite's schema cookie,
-            # and the new table reuses constraint names SQLite allows twice.
-            raise StorageError(f"rebuild works on SQLite indexes only, not on {self._where}")
         layout = self.layout
         if k is not None or blocks is not None:
             layout = BlockLayout.for_k(self.k if k is None else k, blocks)

@@ -56,13 +56,27 @@ class Schema:
     lookups: tuple[Index, ...]  # one per table of the layout, in order
 
 
-def build(layout: BlockLayout, *, name: str = FINGERPRINT_TABLE, lookups: bool = True) -> Schema:
+def constraint_names(table: str) -> tuple[str, str]:
+    """The names of a fingerprint table's primary key and unique key."""
+    return f"pk_{table}", f"uq_{table}_key"
+
+
+def build(
+    layout: BlockLayout,
+    *,
+    name: str = FINGERPRINT_TABLE,
+    lookups: bool = True,
+    own_constraint_names: bool = False,
+) -> Schema:
     """The tables of an index with this block layout.
 
     ``name`` gives the fingerprint table another name (a rebuild fills a new
-    table, then renames it); its constraints keep the names of the real one.
+    table, then renames it); its constraints keep the names of the real one,
+    or with ``own_constraint_names`` get names of their own (PostgreSQL,
+    where two tables cannot have constraints of one name).
     ``lookups=False`` leaves out its lookup indexes.
     """
+    pk_name, uq_name = constraint_names(name if own_constraint_names else FINGERPRINT_TABLE)
     metadata = MetaData()
     meta = Table(
         META_TABLE,
@@ -78,8 +92,8 @@ def build(layout: BlockLayout, *, name: str = FINGERPRINT_TABLE, lookups: bool =
         Column("key", Text, nullable=False),
         Column("fingerprint", BigInteger, nullable=False),
         *(Column(block_column(i), BigInteger, nullable=False) for i in range(len(layout.widths))),
-        PrimaryKeyConstraint("id", name=f"pk_{FINGERPRINT_TABLE}"),
-        UniqueConstraint("key", name=f"uq_{FINGERPRINT_TABLE}_key"),
+        PrimaryKeyConstraint("id", name=pk_name),
+        UniqueConstraint("key", name=uq_name),
     )
     indexes = tuple(
         Index(

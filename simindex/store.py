@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -38,6 +39,7 @@ from sqlalchemy import (
     event,
     func,
     inspect,
+    literal_column,
     make_url,
     select,
     union_all,
@@ -87,17 +89,29 @@ def migrations_dir() -> Path:
 # --- locations and engines -------------------------------------------------
 
 
+# A PostgreSQL schema name simindex accepts for ?schema= (no quoting needed).
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+
 @dataclass(frozen=True)
 class Location:
-    url: URL
+    url: URL  # what SQLAlchemy connects to (without simindex's own ?schema=)
     path: Path | None  # the file, for a SQLite file database
+    schema: str | None = None  # the PostgreSQL schema holding the index
+
+    @property
+    def postgres(self) -> bool:
+        return self.url.drivername.split("+")[0] in ("postgresql", "postgres")
 
     def __str__(self) -> str:
         if self.path is not None:
             return str(self.path)
         if self.url.drivername.startswith("sqlite") and not self.url.database:
             return ":memory:"
-        return self.url.render_as_string(hide_password=True)
+        url = self.url
+        if self.schema is not None:
+            url = url.update_query_dict({"schema": self.schema})
+        return url.render_as_string(hide_password=True)
 
 
 def locate(location: str | os.PathLike[str] | URL) -> Location:
@@ -120,10 +134,24 @@ def locate(location: str | os.PathLike[str] | URL) -> Location:
         else:
             path = Path(text).expanduser().absolute()
             return Location(URL.create("sqlite", database=str(path)), path)
-    if url.drivername.split("+")[0] == "sqlite" and url.database not in (None, "", ":memory:"):
+    kind = url.drivername.split("+")[0]
+    if kind == "sqlite" and url.database not in (None, "", ":memory:"):
         path = Path(url.database).expanduser().absolute()
         return Location(url.set(database=str(path)), path)
-    return Location(url, None)
+    schema_name = url.query.get("schema")
+    if schema_name is not None:
+        shown = url.render_as_string(hide_password=True)
+        if kind not in ("postgresql", "postgres"):
+            raise InvalidArgumentError(f"?schema= is for PostgreSQL URLs only, not {shown}")
+        if not isinstance(schema_name, str) or not _SCHEMA_NAME.fullmatch(schema_name):
+            raise InvalidArgumentError(
+                f"?schema= takes one name of lowercase letters, digits and _ "
+                f"(at most 63, not starting with a digit), not {schema_name!r}"
+            )
+        url = url.difference_update_query(["schema"])
+    if kind in ("postgresql", "postgres") and url.drivername in ("postgresql", "postgres"):
+        url = url.set(drivername="postgresql+psycopg")  # the driver simindex[postgres] installs
+    return Location(url, None, schema_name)
 
 
 def check_file(where: Location, *, create: bool) -> None:
@@ -191,6 +219,22 @@ def use_wal(engine: Engine, where: Location) -> None:
         raise StorageError(describe_db_error(where, exc)) from exc
 
 
+def ensure_schema(engine: Engine, where: Location, *, create: bool) -> None:
+    """Make sure the PostgreSQL schema of ?schema= exists (creating it if asked)."""
+    if where.schema is None:
+        return
+    with reading(engine, where) as conn:
+        found = conn.exec_driver_sql(
+            "SELECT 1 FROM pg_namespace WHERE nspname = %(name)s", {"name": where.schema}
+        ).first()
+    if found is not None:
+        return
+    if not create:
+        raise NotAnIndexError(f"no index at {where} (the database has no schema {where.schema})")
+    with writing(engine, where) as conn:
+        conn.exec_driver_sql(f"CREATE SCHEMA IF NOT EXISTS {where.schema}")
+
+
 def _on_sqlite_begin(connection: Connection) -> None:
     write = connection.get_execution_options().get(_WRITE, False)
     connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
@@ -231,6 +275,8 @@ def make_engine(
             event.listen(engine, "connect", _on_sqlite_connect(timeout))
             event.listen(engine, "begin", _on_sqlite_begin)
             return engine
+        if where.postgres:
+            return _postgres_engine(where, timeout)
         return create_engine(url, pool_pre_ping=True)
     except NoSuchModuleError as exc:
         raise InvalidArgumentError(f"unknown database kind in {where}: {url.drivername}") from exc
@@ -238,6 +284,40 @@ def make_engine(
         raise StorageError(
             f"the database driver for {url.drivername} is not installed ({exc.name or exc})"
         ) from exc
+
+
+def _postgres_engine(where: Location, timeout: float) -> Engine:
+    """A pooled engine for a PostgreSQL server; every connection's search_path
+    is the index's schema, so several indexes share one database."""
+    args: dict[str, Any] = {"connect_timeout": max(1, min(int(timeout), 30))}
+    if where.schema is not None:
+        args["options"] = f"-c search_path={where.schema}"
+    # Statements a connection runs again and again (the lookup) are prepared
+    # by psycopg after their second run: no parsing or planning per query.
+    args["prepare_threshold"] = 2
+    engine = create_engine(
+        where.url,
+        connect_args=args,
+        pool_size=5,
+        max_overflow=20,
+        pool_pre_ping=True,
+    )
+    event.listen(engine, "connect", _on_postgres_connect(timeout))
+    return engine
+
+
+def _on_postgres_connect(timeout: float) -> Any:
+    def on_connect(dbapi_connection: Any, _record: Any) -> None:
+        autocommit = dbapi_connection.autocommit
+        dbapi_connection.autocommit = True
+        try:
+            cursor = dbapi_connection.cursor()
+            cursor.execute(f"SET lock_timeout = {int(timeout * 1000)}")
+            cursor.close()
+        finally:
+            dbapi_connection.autocommit = autocommit
+
+    return on_connect
 
 
 def _is_busy(exc: BaseException) -> bool:
@@ -456,13 +536,20 @@ def swap_in(conn: Connection, settings: Settings, *, from_staging: bool) -> int:
     table or from the current table, and put it in the current one's place, with
     the new settings: all in the caller's transaction. Returns the rows."""
     layout = settings.layout
-    new = schema.build(layout, name=NEXT_TABLE, lookups=False).fingerprints
+    sqlite = conn.dialect.name == "sqlite"
+    generation = None if sqlite else schema_version(conn)
+    # SQLite lets two tables' constraints share a name; elsewhere the new
+    # table's are named after it until the old table is gone.
+    new = schema.build(
+        layout, name=NEXT_TABLE, lookups=False, own_constraint_names=not sqlite
+    ).fingerprints
     conn.exec_driver_sql(f"DROP TABLE IF EXISTS {NEXT_TABLE}")
     new.create(conn)
     source = _staging() if from_staging else schema.build(layout).fingerprints
     fp = source.c.fingerprint
     blocks = [
-        fp if mask >> 63 else (fp.op(">>")(shift)).op("&")(mask) for shift, mask in layout.spans()
+        fp if mask >> 63 else fp.op(">>")(literal_column(str(shift))).op("&")(mask)
+        for shift, mask in layout.spans()
     ]
     columns = ["key", "fingerprint", *(schema.block_column(i) for i in range(len(blocks)))]
     query = select(source.c.key, fp, *blocks)
@@ -472,20 +559,47 @@ def swap_in(conn: Connection, settings: Settings, *, from_staging: bool) -> int:
     conn.execute(new.insert().from_select(columns, query))
     conn.exec_driver_sql(f"DROP TABLE {schema.FINGERPRINT_TABLE}")
     conn.exec_driver_sql(f"ALTER TABLE {NEXT_TABLE} RENAME TO {schema.FINGERPRINT_TABLE}")
+    if not sqlite:
+        real = schema.FINGERPRINT_TABLE
+        pairs = zip(schema.constraint_names(NEXT_TABLE), schema.constraint_names(real), strict=True)
+        for old, name in pairs:
+            conn.exec_driver_sql(f"ALTER INDEX {old} RENAME TO {name}")
+        # Rows kept their ids: the id sequence goes on after the largest.
+        conn.exec_driver_sql(
+            f"SELECT setval(pg_get_serial_sequence('{real}', 'id'), "
+            f"COALESCE((SELECT MAX(id) FROM {real}), 0) + 1, false)"
+        )
     for index in schema.build(layout).lookups:
         index.create(conn)
     if from_staging:
         conn.exec_driver_sql(f"DROP TABLE {STAGING_TABLE}")
     write_settings(conn, settings)
+    if generation is not None:
+        meta = schema.build(layout).meta
+        conn.execute(meta.insert(), [{"name": "generation", "value": str(generation + 1)}])
+        conn.exec_driver_sql(f"ANALYZE {schema.FINGERPRINT_TABLE}")
     final = schema.build(layout).fingerprints
     return int(conn.execute(select(func.count()).select_from(final)).scalar_one())
 
 
-def schema_version(conn: Connection) -> int | None:
-    """SQLite's schema cookie (changes with every change of the schema), or None."""
-    if conn.dialect.name != "sqlite":
-        return None
-    return int(conn.exec_driver_sql("PRAGMA schema_version").scalar_one())
+# What a lookup reads beside its rows to notice a rebuild made elsewhere:
+# SQLite's schema cookie (changes with every change of the schema), or on
+# other databases the generation a rebuild counts up in simindex_meta.
+_GENERATION = (
+    f"CAST(COALESCE((SELECT value FROM {schema.META_TABLE} WHERE name = 'generation'), '0') "
+    "AS BIGINT)"
+)
+SQLITE_COOKIE_SQL = "SELECT schema_version FROM pragma_schema_version"
+GENERATION_SQL = f"SELECT {_GENERATION}"
+
+
+def _generation_sql(dialect_name: str) -> str:
+    return SQLITE_COOKIE_SQL if dialect_name == "sqlite" else GENERATION_SQL
+
+
+def schema_version(conn: Connection) -> int:
+    """A number that changes whenever the index is rebuilt (see _GENERATION)."""
+    return int(conn.exec_driver_sql(_generation_sql(conn.dialect.name)).scalar_one())
 
 
 # --- fingerprint reads and writes ------------------------------------------
@@ -584,9 +698,11 @@ class Store:
         ]
         self._lookup_names = [f"t{j}_b{b}" for j, table in enumerate(layout.tables) for b in table]
         self._lookup = _Sql(union_all(*lookups), dialect, self._lookup_names)
-        self._lookup_text = self._lookup.text
-        if dialect.name == "sqlite":  # plus the schema cookie, in the same snapshot
-            self._lookup_text += " UNION ALL SELECT -1, schema_version FROM pragma_schema_version"
+        # Plus the schema cookie or generation, read in the same snapshot.
+        self._generation = _generation_sql(dialect.name)
+        self._lookup_text = (
+            f"{self._lookup.text} UNION ALL {self._generation.replace('SELECT ', 'SELECT -1, ', 1)}"
+        )
         spans = layout.spans()
         # (shift, mask) of each lookup parameter, in the driver's order.
         ordered = [self._lookup_names[i] for i in self._lookup._order]
@@ -654,6 +770,11 @@ class Store:
             if not self._autocommit:
                 held.raw.rollback()  # end the read's transaction
         except Exception as exc:
+            if not self._autocommit:
+                try:
+                    held.raw.rollback()  # or the connection refuses every later statement
+                except Exception:  # noqa: BLE001 - the connection is gone: drop it
+                    self._local.held = None
             if isinstance(exc, self.engine.dialect.loaded_dbapi.Error):
                 raise StorageError(describe_db_error(self.where, exc)) from exc
             raise
@@ -662,19 +783,17 @@ class Store:
     def lookup(self, fingerprint: int) -> tuple[list[tuple[int, int]], int | None]:
         """(id, signed fingerprint) of every row agreeing with the fingerprint
         on all blocks of at least one table (a row may come more than once),
-        and the schema cookie the lookup ran under (SQLite; else None)."""
+        and the schema cookie or generation the lookup ran under."""
         params = tuple([(fingerprint >> shift) & mask for shift, mask in self._lookup_spans])
         if self._lookup_signed:
             params = tuple(to_signed(p) for p in params)
+        driver: Any = params
         if not self._lookup.positional:  # named style: _order is the names' order
-            named = dict(zip(self._lookup_names, params, strict=True))
-            return self._read(self._lookup.text, named), None
-        rows = self._read(self._lookup_text, params)
-        if not self._autocommit:
-            return rows, None
-        # The last row is (-1, schema cookie), read in the same statement.
+            driver = dict(zip(self._lookup_names, params, strict=True))
+        rows = self._read(self._lookup_text, driver)
+        # The last row is (-1, schema cookie or generation), read in the same statement.
         marker = rows.pop() if rows and rows[-1][0] == -1 else None
-        if marker is None:  # pragma: no cover - SQLite keeps UNION ALL in order
+        if marker is None:  # pragma: no cover - UNION ALL keeps its order in practice
             marker = next(r for r in rows if r[0] == -1)
             rows.remove(marker)
         return rows, int(marker[1])
@@ -699,11 +818,10 @@ class Store:
             return None
         return int(self._read("PRAGMA data_version", ())[0][0])
 
-    def schema_version(self) -> int | None:
-        """SQLite's schema cookie, read on this thread's connection, or None."""
-        if self.engine.dialect.name != "sqlite":
-            return None
-        return int(self._read("PRAGMA schema_version", ())[0][0])
+    def schema_version(self) -> int:
+        """The schema cookie or generation (see _GENERATION), read on this
+        thread's connection."""
+        return int(self._read(self._generation, ())[0][0])
 
     def estimated_size(self) -> int:
         """The largest row id: at least the row count, and read in one seek."""
