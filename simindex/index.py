@@ -189,7 +189,9 @@ class SimIndex:
         with store.reading(self._engine, self._where) as conn:
             found = store.read_settings(conn, self._where)
         if found is None or found[1] != store.HEAD:
-            with store.writing(self._engine, self._where, timeout=self._timeout) as conn:
+            with store.writing(
+                self._engine, self._where, timeout=self._timeout, alone=True
+            ) as conn:
                 found = store.read_settings(conn, self._where)  # again, under the lock
                 if found is None:
                     if not create:
@@ -447,7 +449,9 @@ class SimIndex:
             # One transaction: readers go on seeing the old index until it
             # commits; writers wait for it (up to their timeout); a failure
             # rolls everything back, staging table included.
-            with store.writing(self._engine, self._where, timeout=self._timeout) as conn:
+            with store.writing(
+                self._engine, self._where, timeout=self._timeout, alone=True
+            ) as conn:
                 self._writes += 1
                 if fingerprints is not None:
                     store.start_staging(conn)

@@ -322,7 +322,7 @@ def _on_postgres_connect(timeout: float) -> Any:
 
 def _is_busy(exc: BaseException) -> bool:
     text = str(getattr(exc, "orig", exc)).lower()
-    return "locked" in text or "busy" in text
+    return "locked" in text or "busy" in text or "lock timeout" in text
 
 
 def describe_db_error(where: Location, exc: BaseException) -> str:
@@ -347,15 +347,23 @@ def reading(engine: Engine, where: Location) -> Iterator[Connection]:
         raise StorageError(describe_db_error(where, exc)) from exc
 
 
+# PostgreSQL: every write transaction holds this advisory lock (one per
+# schema), shared; creating, upgrading or rebuilding an index holds it alone.
+# So a write never runs against a layout a rebuild is replacing meanwhile.
+_ADVISORY_KEY = "hashtext('simindex:' || COALESCE(current_schema(), ''))"
+
+
 @contextmanager
 def writing(
-    engine: Engine, where: Location, *, timeout: float = BUSY_TIMEOUT_S
+    engine: Engine, where: Location, *, timeout: float = BUSY_TIMEOUT_S, alone: bool = False
 ) -> Iterator[Connection]:
     """A write transaction that holds the write lock from its start; all or nothing.
 
     Waiting for another writer is SQLite's busy timeout; where SQLite still
     answers "busy" before the timeout is up, the start is retried until it is.
     A writer that holds the lock longer makes this fail with a StorageError.
+    On PostgreSQL writers run side by side (row locks), except one that
+    changes the schema (``alone``): it waits for the others, and they for it.
     """
     if engine.url.query.get("uri") and "mode=ro" in str(engine.url.database):
         raise StorageError(f"{where} is open read-only: nothing can be written to it")
@@ -380,6 +388,9 @@ def writing(
             raise
     try:
         with conn, transaction:
+            if engine.dialect.name == "postgresql":
+                shared = "" if alone else "_shared"
+                conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock{shared}({_ADVISORY_KEY})")
             yield conn
     except DBAPIError as exc:
         if _is_busy(exc):

@@ -1,5 +1,14 @@
+"""Fixtures. Index tests run on every backend: SQLite (a file, and in memory)
+and PostgreSQL, when SIMINDEX_TEST_POSTGRES_URL names a database simindex may
+fill (see tests/test_postgres.py for setting one up). Without it the
+PostgreSQL cases skip, saying how to run them, unless
+SIMINDEX_REQUIRE_POSTGRES=1 (CI), which makes them fail instead.
+"""
+
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -8,6 +17,36 @@ import pytest
 from simindex import SimIndex
 
 ROOT = Path(__file__).resolve().parent.parent
+POSTGRES_URL = os.environ.get("SIMINDEX_TEST_POSTGRES_URL", "")
+HOW = (
+    "no PostgreSQL server: set SIMINDEX_TEST_POSTGRES_URL to run the PostgreSQL half "
+    "(see tests/test_postgres.py)"
+)
+
+
+def postgres_or_skip() -> str:
+    """The test server's URL; skips (or, with SIMINDEX_REQUIRE_POSTGRES=1, fails) without one."""
+    if not POSTGRES_URL:
+        if os.environ.get("SIMINDEX_REQUIRE_POSTGRES") == "1":
+            pytest.fail(f"SIMINDEX_REQUIRE_POSTGRES=1 but {HOW}")
+        pytest.skip(HOW)
+    return POSTGRES_URL
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A PostgreSQL URL whose ?schema= is new for this test (dropped after it)."""
+    base = postgres_or_skip()
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    yield f"{base}{'&' if '?' in base else '?'}schema={name}"
+    from sqlalchemy import create_engine
+
+    engine = create_engine(base)
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP SCHEMA IF EXISTS {name} CASCADE")
+    finally:
+        engine.dispose()
 
 
 @pytest.fixture
@@ -27,8 +66,19 @@ def file_index(db_path: Path) -> Iterator[SimIndex]:
         yield index
 
 
-@pytest.fixture(params=["memory", "file"])
+@pytest.fixture(params=["sqlite", "postgres"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where an index goes, on each backend: a SQLite file, or a PostgreSQL schema."""
+    if request.param == "postgres":
+        return str(request.getfixturevalue("pg_url"))
+    return str(tmp_path / "index.db")
+
+
+@pytest.fixture(params=["memory", "file", "postgres"])
 def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SimIndex]:
-    location = ":memory:" if request.param == "memory" else tmp_path / "index.db"
-    with SimIndex(location) as ix:
+    if request.param == "postgres":
+        where = str(request.getfixturevalue("pg_url"))
+    else:
+        where = ":memory:" if request.param == "memory" else str(tmp_path / "index.db")
+    with SimIndex(where) as ix:
         yield ix

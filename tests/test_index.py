@@ -117,9 +117,9 @@ def test_bad_index_k_is_refused_before_anything_is_written(k: object, db_path: P
 
 
 @pytest.mark.parametrize("k", [-1, 65, 1.0, None.__class__])
-def test_bad_query_k_is_refused(memory_index: SimIndex, k: object) -> None:
+def test_bad_query_k_is_refused(index: SimIndex, k: object) -> None:
     with pytest.raises(InvalidArgumentError):
-        memory_index.query(0, k=k)  # type: ignore[arg-type]
+        index.query(0, k=k)  # type: ignore[arg-type]
 
 
 def test_api_round_trip(index: SimIndex) -> None:
@@ -155,41 +155,41 @@ def test_add_many_is_all_or_nothing(index: SimIndex) -> None:
 
 
 @pytest.mark.parametrize("key", ["", None, 3, b"k"])
-def test_bad_keys_are_refused(memory_index: SimIndex, key: object) -> None:
+def test_bad_keys_are_refused(index: SimIndex, key: object) -> None:
     with pytest.raises(InvalidArgumentError):
-        memory_index.add_fingerprint(key, 1)  # type: ignore[arg-type]
+        index.add_fingerprint(key, 1)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("value", [-1, 2**64, 1.5, "12", None])
-def test_bad_fingerprints_are_refused(memory_index: SimIndex, value: object) -> None:
+def test_bad_fingerprints_are_refused(index: SimIndex, value: object) -> None:
     with pytest.raises(InvalidArgumentError):
-        memory_index.add_fingerprint("k", value)  # type: ignore[arg-type]
+        index.add_fingerprint("k", value)  # type: ignore[arg-type]
     if not isinstance(value, str):  # a str is a text to look for
         with pytest.raises(InvalidArgumentError):
-            memory_index.query(value)  # type: ignore[arg-type]
+            index.query(value)  # type: ignore[arg-type]
 
 
-def test_empty_text_is_refused_and_nothing_is_stored(memory_index: SimIndex) -> None:
+def test_empty_text_is_refused_and_nothing_is_stored(index: SimIndex) -> None:
     for text in ["", "   ", "?!"]:
         with pytest.raises(EmptyTextError):
-            memory_index.add("e", text)
+            index.add("e", text)
         with pytest.raises(EmptyTextError):
-            memory_index.query(text)
-    assert len(memory_index) == 0
+            index.query(text)
+    assert len(index) == 0
 
 
-def test_limit(memory_index: SimIndex) -> None:
-    memory_index.add_fingerprints([("a", 0), ("b", 1), ("c", 3)])
-    assert [m.key for m in memory_index.query(0, limit=2)] == ["a", "b"]
+def test_limit(index: SimIndex) -> None:
+    index.add_fingerprints([("a", 0), ("b", 1), ("c", 3)])
+    assert [m.key for m in index.query(0, limit=2)] == ["a", "b"]
     with pytest.raises(InvalidArgumentError):
-        memory_index.query(0, limit=0)
+        index.query(0, limit=0)
 
 
-def test_index_survives_reopening_with_its_settings(db_path: Path) -> None:
+def test_index_survives_reopening_with_its_settings(location: str) -> None:
     config = FingerprintConfig(ngram=2, weighting="sublinear")
-    with SimIndex(db_path, k=4, config=config) as index:
+    with SimIndex(location, k=4, config=config) as index:
         fp = index.add("a", "one two three four five six")
-    with SimIndex(db_path) as index:
+    with SimIndex(location) as index:
         assert (
             index.k == 4 and index.config == config and index.layout.widths == (13, 13, 13, 13, 12)
         )
@@ -197,13 +197,13 @@ def test_index_survives_reopening_with_its_settings(db_path: Path) -> None:
         assert index.query("one two three four five six")[0].key == "a"
 
 
-def test_a_different_configuration_is_refused(db_path: Path) -> None:
-    SimIndex(db_path, k=3).close()
+def test_a_different_configuration_is_refused(location: str) -> None:
+    SimIndex(location, k=3).close()
     with pytest.raises(ConfigMismatchError):
-        SimIndex(db_path, k=2)
+        SimIndex(location, k=2)
     with pytest.raises(ConfigMismatchError):
-        SimIndex(db_path, config={"ngram": 2})
-    with SimIndex(db_path, k=3, config=FingerprintConfig()) as index:  # the same is fine
+        SimIndex(location, config={"ngram": 2})
+    with SimIndex(location, k=3, config=FingerprintConfig()) as index:  # the same is fine
         assert index.k == 3
 
 
@@ -232,18 +232,18 @@ def test_a_reader_is_not_blocked_by_a_writer(db_path: Path) -> None:
             writer.close()
 
 
-def test_one_index_shared_between_threads(memory_index: SimIndex) -> None:
+def test_one_index_shared_between_threads(index: SimIndex) -> None:
     def work(t: int) -> None:
         for i in range(50):
-            memory_index.add_fingerprint(f"t{t}-{i}", t * 1000 + i)
-            assert memory_index.query(t * 1000 + i, k=0)[0].key == f"t{t}-{i}"
+            index.add_fingerprint(f"t{t}-{i}", t * 1000 + i)
+            assert index.query(t * 1000 + i, k=0)[0].key == f"t{t}-{i}"
 
     threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert len(memory_index) == 200
+    assert len(index) == 200
 
 
 def test_repr_and_location_hide_passwords() -> None:
@@ -262,12 +262,12 @@ def test_stats(file_index: SimIndex) -> None:
     assert info["file_bytes"] > 0 and info["fingerprint"]["weighting"] == "tf"
 
 
-def test_full_scan_warning_is_a_warning_not_an_error(memory_index: SimIndex) -> None:
-    memory_index.add_fingerprint("a", 0)
+def test_full_scan_warning_is_a_warning_not_an_error(index: SimIndex) -> None:
+    index.add_fingerprint("a", 0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with pytest.raises(FullScanWarning):
-            memory_index.query(0, k=4)
+            index.query(0, k=4)
 
 
 def brute_force_pairs(stored: dict[str, int], k: int) -> list[tuple[str, str, int]]:
@@ -290,10 +290,10 @@ def test_duplicates_equal_brute_force(data: tuple[dict[str, int], list[int]], k:
         assert [tuple(p) for p in index.duplicates(k)] == brute_force_pairs(stored, k)
 
 
-def test_duplicates_k_is_checked(memory_index: SimIndex) -> None:
+def test_duplicates_k_is_checked(index: SimIndex) -> None:
     with pytest.raises(InvalidArgumentError):
-        memory_index.duplicates(16)
-    assert memory_index.duplicates() == []
+        index.duplicates(16)
+    assert index.duplicates() == []
 
 
 @pytest.mark.parametrize(("index_k", "blocks"), [(3, None), (3, 5), (1, None)])
@@ -313,51 +313,49 @@ def test_query_many_equals_brute_force(
         assert index.query_many(many, k=k) == [brute_force(stored, q, k) for q in many]
 
 
-def test_query_many_takes_texts_and_limit(memory_index: SimIndex) -> None:
-    memory_index.add("a", "the quick brown fox jumps over the lazy dog")
-    memory_index.add_fingerprint("z", 0)
-    result = memory_index.query_many(
-        ["The quick brown fox jumps over the lazy dog!", 0, 1], limit=1
-    )
+def test_query_many_takes_texts_and_limit(index: SimIndex) -> None:
+    index.add("a", "the quick brown fox jumps over the lazy dog")
+    index.add_fingerprint("z", 0)
+    result = index.query_many(["The quick brown fox jumps over the lazy dog!", 0, 1], limit=1)
     assert [[m.key for m in r] for r in result] == [["a"], ["z"], ["z"]]
-    assert memory_index.query_many([]) == []
+    assert index.query_many([]) == []
     with pytest.raises(InvalidArgumentError):
-        memory_index.query_many([0] * 300, k=16)
+        index.query_many([0] * 300, k=16)
 
 
-def test_clusters_group_chains_and_name_the_first_added(memory_index: SimIndex) -> None:
+def test_clusters_group_chains_and_name_the_first_added(index: SimIndex) -> None:
     a = 0
     b = a ^ 0b111  # 3 from a
     c = b ^ (0b111 << 10)  # 3 from b, 6 from a: a chain
     far = 2**64 - 1
-    memory_index.add_fingerprints([("m-second", b), ("z-first", a), ("c", c), ("lonely", far)])
-    memory_index.add_fingerprints([("z-first", a)])  # replacing keeps its place
-    clusters = memory_index.clusters()
+    index.add_fingerprints([("m-second", b), ("z-first", a), ("c", c), ("lonely", far)])
+    index.add_fingerprints([("z-first", a)])  # replacing keeps its place
+    clusters = index.clusters()
     assert len(clusters) == 1
     cluster = clusters[0]
     assert cluster.canonical == "m-second"  # added first
     assert cluster.members == [("m-second", 0), ("c", 3), ("z-first", 3)]
-    assert memory_index.clusters(k=2) == []
+    assert index.clusters(k=2) == []
 
 
-def test_more_blocks_than_k_plus_one(db_path: Path) -> None:
-    with SimIndex(db_path, k=3, blocks=5) as index:
+def test_more_blocks_than_k_plus_one(location: str) -> None:
+    with SimIndex(location, k=3, blocks=5) as index:
         assert index.layout.widths == (13, 13, 13, 13, 12) and len(index.layout.tables) == 10
         index.add_fingerprint("a", 2**64 - 1)
         assert index.query(2**64 - 1 - 7)[0] == Match("a", 3, 2**64 - 1)
-    with SimIndex(db_path) as index:
+    with SimIndex(location) as index:
         assert len(index.layout.tables) == 10
     with pytest.raises(ConfigMismatchError):
-        SimIndex(db_path, blocks=4)
+        SimIndex(location, blocks=4)
     for bad in (3, 17, 0):
         with pytest.raises(InvalidArgumentError):
             SimIndex(":memory:", k=3, blocks=bad)
 
 
-def test_query_many_sees_writes_made_after_its_snapshot(db_path: Path) -> None:
+def test_query_many_sees_writes_made_after_its_snapshot(location: str) -> None:
     rng = random.Random(11)
     queries = [rng.getrandbits(64) for _ in range(300)]
-    with SimIndex(db_path) as index, SimIndex(db_path) as other:
+    with SimIndex(location) as index, SimIndex(location) as other:
         index.add_fingerprints((f"k{i}", q) for i, q in enumerate(queries))
         assert all(r[0].key == f"k{i}" for i, r in enumerate(index.query_many(queries)))
         index.remove("k0")  # a write through this object
@@ -368,14 +366,14 @@ def test_query_many_sees_writes_made_after_its_snapshot(db_path: Path) -> None:
         assert index.query_many(queries)[2] == []
 
 
-def test_batches_commit_on_their_own_and_an_import_resumes(db_path: Path) -> None:
+def test_batches_commit_on_their_own_and_an_import_resumes(location: str) -> None:
     items = [(f"k{i}", i * 7919) for i in range(25)]
 
     def failing() -> Iterator[tuple[str, int]]:
         yield from items[:12]
         raise RuntimeError("the import was stopped")
 
-    with SimIndex(db_path) as index:
+    with SimIndex(location) as index:
         with pytest.raises(RuntimeError):
             index.add_fingerprints(failing(), batch_size=5)
         assert len(index) == 10  # two whole batches; the third never committed
@@ -388,7 +386,7 @@ def test_batches_commit_on_their_own_and_an_import_resumes(db_path: Path) -> Non
         SimIndex(":memory:").add_fingerprints([], batch_size=0)
 
 
-def test_add_many_in_batches(memory_index: SimIndex) -> None:
+def test_add_many_in_batches(index: SimIndex) -> None:
     texts = [(f"d{i}", f"document number {i} about topic {i % 7}") for i in range(12)]
-    assert memory_index.add_many(texts, batch_size=5) == 12
-    assert len(memory_index) == 12
+    assert index.add_many(texts, batch_size=5) == 12
+    assert len(index) == 12

@@ -2,38 +2,61 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
-import sqlite3
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import Connection
 
-from simindex import SimIndex, StorageError
+from simindex import SimIndex, StorageError, store
 
 from .test_cli import invoke, ok
 
 
-@pytest.fixture
-def filled(db_path: Path) -> Path:
-    with SimIndex(db_path) as index:
+def fill(location: str) -> None:
+    with SimIndex(location) as index:
         index.add_fingerprints((f"k{i}", (i * 0x9E3779B97F4A7C15) % 2**64) for i in range(2000))
+
+
+@pytest.fixture
+def filled(location: str) -> str:
+    """A filled index on each backend."""
+    fill(location)
+    return location
+
+
+@pytest.fixture
+def filled_file(db_path: Path) -> Path:
+    """A filled SQLite file."""
+    fill(str(db_path))
     return db_path
 
 
-def test_a_healthy_index_checks_ok(filled: Path) -> None:
+@contextlib.contextmanager
+def raw(location: str) -> Iterator[Connection]:
+    """A transaction on the index's database, outside simindex."""
+    engine = store.make_engine(store.locate(location))
+    try:
+        with engine.begin() as conn:
+            yield conn
+    finally:
+        engine.dispose()
+
+
+def test_a_healthy_index_checks_ok(filled: str) -> None:
     with SimIndex(filled) as index:
         assert index.check() == (True, [], [])
     assert ok("check", filled).stdout.strip().endswith(": ok")
     assert json.loads(ok("check", filled, "--json").stdout)["ok"] is True
 
 
-def test_check_finds_and_repairs_damaged_blocks_and_missing_indexes(filled: Path) -> None:
-    con = sqlite3.connect(filled)
-    con.execute("UPDATE simindex_fingerprints SET block_1 = block_1 + 1 WHERE id <= 3")
-    con.execute("DROP INDEX ix_simindex_fingerprints_t2")
-    con.commit()
-    con.close()
+def test_check_finds_and_repairs_damaged_blocks_and_missing_indexes(filled: str) -> None:
+    with raw(filled) as conn:
+        conn.exec_driver_sql("UPDATE simindex_fingerprints SET block_1 = block_1 + 1 WHERE id <= 3")
+        conn.exec_driver_sql("DROP INDEX ix_simindex_fingerprints_t2")
     result = invoke("check", filled)
     assert result.exit_code == 1
     assert "3 rows have block columns" in result.stdout and "t2" in result.stdout
@@ -44,24 +67,24 @@ def test_check_finds_and_repairs_damaged_blocks_and_missing_indexes(filled: Path
         assert index.query((1 * 0x9E3779B97F4A7C15) % 2**64)[0].key == "k1"
 
 
-def test_check_reports_a_corrupted_file(filled: Path) -> None:
-    with SimIndex(filled) as index:
+def test_check_reports_a_corrupted_file(filled_file: Path) -> None:
+    with SimIndex(filled_file) as index:
         index.compact()  # everything in the main file, no WAL
-    data = bytearray(filled.read_bytes())
+    data = bytearray(filled_file.read_bytes())
     middle = len(data) // 2
     data[middle : middle + 4096] = b"\xa5" * 4096
-    filled.write_bytes(bytes(data))
-    result = invoke("check", filled)
+    filled_file.write_bytes(bytes(data))
+    result = invoke("check", filled_file)
     assert result.exit_code in (1, 2) and "Traceback" not in result.output
 
 
-def test_compact_shrinks_after_removals(filled: Path) -> None:
-    with SimIndex(filled) as index:
+def test_compact_shrinks_after_removals(filled_file: Path) -> None:
+    with SimIndex(filled_file) as index:
         index.remove_many(f"k{i}" for i in range(1500))
         sizes = index.compact()
         assert sizes["after"] < sizes["before"]
         assert len(index) == 500 and index.check().ok
-    assert "bytes" in ok("compact", filled).stdout
+    assert "bytes" in ok("compact", filled_file).stdout
 
 
 def test_stats_warns_of_a_crowded_bucket(db_path: Path) -> None:
@@ -73,29 +96,29 @@ def test_stats_warns_of_a_crowded_bucket(db_path: Path) -> None:
     assert "Warning: one value" in result.stderr
 
 
-def test_readonly_answers_queries_and_refuses_writes(filled: Path) -> None:
-    before = filled.read_bytes()
-    with SimIndex(filled, readonly=True) as index:
+def test_readonly_answers_queries_and_refuses_writes(filled_file: Path) -> None:
+    before = filled_file.read_bytes()
+    with SimIndex(filled_file, readonly=True) as index:
         assert len(index) == 2000 and index.query(0)[0].key == "k0"
         with pytest.raises(StorageError, match="read-only"):
             index.add_fingerprint("new", 1)
         with pytest.raises(StorageError, match="read-only"):
             index.remove("k1")
-    assert filled.read_bytes() == before
+    assert filled_file.read_bytes() == before
 
 
-def test_a_stuck_writer_makes_others_fail_after_the_timeout(filled: Path) -> None:
-    holder = sqlite3.connect(filled, isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")
+def test_a_stuck_writer_makes_others_fail_after_the_timeout(filled: str) -> None:
+    where = store.locate(filled)
+    engine = store.make_engine(where)
     try:
-        with SimIndex(filled, timeout=0.3) as index:
+        # A transaction holding the write lock (on PostgreSQL: the lock a rebuild takes).
+        with store.writing(engine, where, alone=True), SimIndex(filled, timeout=0.3) as index:
             started = time.monotonic()
             with pytest.raises(StorageError, match="locked by another writer"):
                 index.add_fingerprint("late", 1)
             assert 0.25 <= time.monotonic() - started < 5
             assert index.query(0)[0].key == "k0"  # reading does not wait
     finally:
-        holder.execute("ROLLBACK")
-        holder.close()
+        engine.dispose()
     with SimIndex(filled) as index:
         assert "late" not in index

@@ -1,76 +1,118 @@
-"""The index on a PostgreSQL server: the same answers as on SQLite.
+"""The index on a PostgreSQL server: what only PostgreSQL has.
 
-Runs when SIMINDEX_TEST_POSTGRES_URL names a database simindex may fill, e.g.
+The rest of the suite runs on PostgreSQL too (the `index` and `location`
+fixtures in conftest.py). These tests, like those, run when
+SIMINDEX_TEST_POSTGRES_URL names a database simindex may fill, e.g.
 
-    pip install '.[postgres]'
-    sudo apt-get install postgresql && sudo pg_ctlcluster 15 main start
-    sudo -u postgres psql -c "CREATE ROLE simindex LOGIN PASSWORD 'pw' CREATEDB"
-    sudo -u postgres createdb -O simindex simindex_test
+    pip install '.[test,postgres]'
+    apt-get install postgresql && pg_ctlcluster 15 main start
+    su postgres -c "psql -c \"CREATE ROLE simindex LOGIN PASSWORD 'pw' CREATEDB\""
+    su postgres -c "createdb -O simindex simindex_test"
     SIMINDEX_TEST_POSTGRES_URL=postgresql+psycopg://simindex:pw@127.0.0.1/simindex_test pytest
 
-Without it these tests are skipped, saying so. Each test starts from an
-empty database (it drops simindex's tables first).
+Without it they skip, saying so (with SIMINDEX_REQUIRE_POSTGRES=1, as in CI,
+they fail instead). Each test gets a schema of its own (?schema=), dropped after it.
 """
 
 from __future__ import annotations
 
-import os
 import random
-from collections.abc import Iterator
 
 import pytest
+from sqlalchemy import make_url
 
-from simindex import SimIndex, StorageError
+from simindex import InvalidArgumentError, NotAnIndexError, SimIndex, StorageError
 
+from .conftest import postgres_or_skip
+from .test_cli import invoke
 from .test_index import brute_force, brute_force_pairs, flip
 
-URL = os.environ.get("SIMINDEX_TEST_POSTGRES_URL", "")
-pytestmark = pytest.mark.skipif(
-    not URL,
-    reason="no PostgreSQL server: set SIMINDEX_TEST_POSTGRES_URL (see tests/test_postgres.py)",
-)
+
+def other_schema(url: str, name: str) -> str:
+    return url.rsplit("schema=", 1)[0] + f"schema={name}"
 
 
-@pytest.fixture
-def pg_index() -> Iterator[SimIndex]:
-    from sqlalchemy import create_engine
-
-    engine = create_engine(URL)
-    with engine.begin() as conn:
-        for table in ("simindex_fingerprints", "simindex_meta", "simindex_alembic_version"):
-            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table}")
-    engine.dispose()
-    with SimIndex(URL) as index:
-        yield index
-
-
-@pytest.mark.parametrize("n", [200, 30_000])  # 30,000: the bulk path that rebuilds indexes
-def test_postgres_answers_equal_brute_force(pg_index: SimIndex, n: int) -> None:
-    rng = random.Random(n)
+@pytest.mark.parametrize(("k", "blocks"), [(3, None), (3, 5), (2, 4), (6, None)])
+@pytest.mark.parametrize("n", [300, 30_000])  # 30,000: the bulk path that rebuilds indexes
+def test_answers_equal_brute_force(pg_url: str, n: int, k: int, blocks: int | None) -> None:
+    rng = random.Random(n + k)
     stored = {f"k{i}": rng.getrandbits(64) for i in range(n)}
     for i in range(50):
-        stored[f"near{i}"] = flip(stored[f"k{i}"], rng.randrange(0, 5), rng)
-    for edge in (0, 2**63 - 1, 2**63, 2**64 - 1):
+        stored[f"near{i}"] = flip(stored[f"k{i}"], rng.randrange(0, k + 2), rng)
+    for edge in (0, 1, 2**63 - 1, 2**63, 2**63 + 1, 2**64 - 1):
         stored[f"edge{edge}"] = edge
-    pg_index.add_fingerprints(stored.items())
-    queries = [flip(stored[f"k{i}"], rng.randrange(0, 5), rng) for i in range(60)]
-    queries += [0, 2**63, 2**64 - 1]
-    for q in queries:
-        assert pg_index.query(q) == brute_force(stored, q, 3)
-    assert pg_index.query_many(queries * 5) == [brute_force(stored, q, 3) for q in queries * 5]
-    if n <= 1000:  # the pairwise oracle is quadratic
-        assert [tuple(p) for p in pg_index.duplicates()] == brute_force_pairs(stored, 3)
-    assert pg_index.check().ok and len(pg_index) == len(stored)
+    with SimIndex(pg_url, k=k, blocks=blocks) as index:
+        index.add_fingerprints(stored.items())
+        queries = [flip(stored[f"k{i}"], rng.randrange(0, k + 2), rng) for i in range(60)]
+        queries += [0, 2**63, 2**64 - 1, 2**63 - 1]
+        for q in queries:
+            assert index.query(q) == brute_force(stored, q, k)
+        expected = [brute_force(stored, q, k) for q in queries * 5]
+        assert index.query_many(queries * 5) == expected  # through the indexes
+        assert index.query_many(queries * 100)[: len(expected)] == expected  # in one join
+        assert index.query_many(queries, k=k + 1) == [
+            brute_force(stored, q, k + 1) for q in queries
+        ]
+        if n <= 1000:  # the pairwise oracle is quadratic
+            assert [tuple(p) for p in index.duplicates()] == brute_force_pairs(stored, k)
+        assert index.check().ok and len(index) == len(stored)
 
 
-def test_postgres_api_round_trip(pg_index: SimIndex) -> None:
-    fp = pg_index.add("doc", "the quick brown fox jumps over the lazy dog")
-    assert pg_index.query("The quick brown fox jumps over the lazy dog!")[0].key == "doc"
-    pg_index.add_fingerprint("doc", 5)
-    assert pg_index.get("doc") == 5 != fp
-    assert pg_index.add_fingerprints([("x", 1), ("x", 2)], skip_existing=True) == 2
-    assert pg_index.get("x") == 1
-    assert pg_index.remove("doc") and "doc" not in pg_index
-    assert "***" in repr(pg_index) and "pw" not in repr(pg_index).split("@")[0].split(":")[-1]
-    with pytest.raises(StorageError, match="SQLite"):
-        pg_index.rebuild(blocks=5)
+def test_two_indexes_in_one_database_do_not_collide(pg_url: str) -> None:
+    second = other_schema(pg_url, pg_url.rsplit("schema=", 1)[1] + "_b")
+    try:
+        with SimIndex(pg_url) as a, SimIndex(second, k=2) as b:
+            a.add_fingerprint("x", 1)
+            b.add_fingerprint("y", 1)
+            assert [m.key for m in a.query(1)] == ["x"] and [m.key for m in b.query(1)] == ["y"]
+            assert (a.k, b.k) == (3, 2)
+            b.rebuild(k=4)
+            assert a.k == 3 and a.check().ok and b.check().ok
+    finally:
+        from sqlalchemy import create_engine
+
+        engine = create_engine(postgres_or_skip())
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP SCHEMA IF EXISTS {second.rsplit('=', 1)[1]} CASCADE")
+        engine.dispose()
+
+
+def test_an_index_that_is_not_there_is_not_created_when_told_not_to(pg_url: str) -> None:
+    with pytest.raises(NotAnIndexError, match="no index"):
+        SimIndex(pg_url, create=False)
+
+
+@pytest.mark.parametrize("bad", ["Upper", "1abc", "a-b", "x" * 64, "a;drop"])
+def test_bad_schema_names_are_refused(bad: str) -> None:
+    with pytest.raises(InvalidArgumentError, match="schema"):
+        SimIndex(f"postgresql+psycopg://u:secret@127.0.0.1/db?schema={bad}")
+
+
+def test_passwords_never_show(pg_url: str) -> None:
+    password = make_url(pg_url).password
+    assert password
+    with SimIndex(pg_url) as index:
+        index.add("doc", "the quick brown fox jumps over the lazy dog")
+        shown = [repr(index), index.location, str(index.stats())]
+    result = invoke("stats", pg_url, "--json")
+    assert result.exit_code == 0
+    shown.append(result.output)
+    assert all(str(password) not in s and "***" in s for s in shown)
+
+
+def test_wrong_credentials_unreachable_servers_and_bad_urls_are_one_line(pg_url: str) -> None:
+    url = make_url(pg_url)
+    cases = {
+        "wrong password": url.set(password="not-the-password"),
+        "unknown database": url.set(database="no_such_database_here"),
+        "nobody listening": url.set(host="127.0.0.1", port=1),
+    }
+    for what, bad in cases.items():
+        text = bad.render_as_string(hide_password=False)
+        with pytest.raises(StorageError) as caught:
+            SimIndex(text, timeout=2)
+        message = str(caught.value)
+        assert "\n" not in message and "not-the-password" not in message, what
+        result = invoke("stats", text)
+        assert result.exit_code == 2 and result.output.count("\n") == 1, (what, result.output)
+        assert result.output.startswith("Error:") and "not-the-password" not in result.output

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import random
-import sqlite3
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import create_engine
+from sqlalchemy import inspect
 
-from simindex import FingerprintConfig, InvalidArgumentError, SimIndex, schema, simhash
+from simindex import FingerprintConfig, InvalidArgumentError, SimIndex, schema, simhash, store
 
 from .test_index import brute_force
 
@@ -24,17 +22,19 @@ TEXTS = [
 ]
 
 
-def tables(path: Path) -> set[str]:
-    con = sqlite3.connect(path)
-    names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    con.close()
-    return names
+def tables(location: str) -> set[str]:
+    engine = store.make_engine(store.locate(location))
+    try:
+        with engine.connect() as conn:
+            return set(inspect(conn).get_table_names())
+    finally:
+        engine.dispose()
 
 
-def test_relayout_keeps_every_fingerprint_and_answers_exactly(db_path: Path) -> None:
+def test_relayout_keeps_every_fingerprint_and_answers_exactly(location: str) -> None:
     rng = random.Random(5)
     stored = {f"k{i}": rng.getrandbits(64) for i in range(3000)}
-    with SimIndex(db_path) as index:
+    with SimIndex(location) as index:
         index.add_fingerprints(stored.items())
         first = index.clusters(k=15)  # canonical members are the first added
         assert index.rebuild(blocks=5) == 3000
@@ -45,17 +45,17 @@ def test_relayout_keeps_every_fingerprint_and_answers_exactly(db_path: Path) -> 
         assert index.clusters(k=15) == first
         assert index.check().ok
         assert index.rebuild(k=2) == 3000 and index.k == 2 and len(index.layout.tables) == 3
-    with SimIndex(db_path) as index:  # the new layout is what the file says now
+    with SimIndex(location) as index:  # the new layout is what the file says now
         assert index.k == 2 and index.check().ok
-    engine = create_engine(f"sqlite:///{db_path}")
+    engine = store.make_engine(store.locate(location))
     with engine.connect() as conn:
         context = MigrationContext.configure(conn, opts={"version_table": schema.VERSION_TABLE})
         assert compare_metadata(context, schema.build(index.layout).metadata) == []
     engine.dispose()
 
 
-def test_rebuild_from_a_source_with_a_new_configuration(db_path: Path) -> None:
-    with SimIndex(db_path) as index:
+def test_rebuild_from_a_source_with_a_new_configuration(location: str) -> None:
+    with SimIndex(location) as index:
         index.add_many(TEXTS)
         index.add("gone", "a document the source no longer has")
         bigrams = FingerprintConfig(ngram=2)
@@ -66,35 +66,39 @@ def test_rebuild_from_a_source_with_a_new_configuration(db_path: Path) -> None:
         index.rebuild(iter(TEXTS))  # from an unchanged source: the same fingerprints
         assert dict(index.items()) == before
         assert index.query(TEXTS[3][1])[0].key == TEXTS[3][0]
-    assert tables(db_path) == {"simindex_meta", "simindex_fingerprints", "simindex_alembic_version"}
+    assert tables(location) == {
+        "simindex_meta",
+        "simindex_fingerprints",
+        "simindex_alembic_version",
+    }
 
 
-def test_a_new_configuration_needs_the_texts(memory_index: SimIndex) -> None:
+def test_a_new_configuration_needs_the_texts(index: SimIndex) -> None:
     with pytest.raises(InvalidArgumentError, match="source"):
-        memory_index.rebuild(config={"ngram": 2})
+        index.rebuild(config={"ngram": 2})
     with pytest.raises(InvalidArgumentError):
-        memory_index.rebuild(k=16)
+        index.rebuild(k=16)
 
 
-def test_a_failed_rebuild_leaves_the_old_index_and_no_debris(db_path: Path) -> None:
+def test_a_failed_rebuild_leaves_the_old_index_and_no_debris(location: str) -> None:
     def broken() -> Iterator[tuple[str, str]]:
         yield from TEXTS[:20]
         raise RuntimeError("the source went away")
 
-    with SimIndex(db_path) as index:
+    with SimIndex(location) as index:
         index.add_many(TEXTS)
         before = dict(index.items())
         with pytest.raises(RuntimeError):
             index.rebuild(broken(), config={"ngram": 3}, batch_size=5)
         assert dict(index.items()) == before and index.config == FingerprintConfig()
         assert index.check().ok
-    assert "simindex_rebuild_staging" not in tables(db_path)
-    with SimIndex(db_path) as index:
+    assert "simindex_rebuild_staging" not in tables(location)
+    with SimIndex(location) as index:
         assert dict(index.items()) == before
 
 
-def test_another_open_index_follows_a_rebuild(db_path: Path) -> None:
-    with SimIndex(db_path) as writer, SimIndex(db_path) as reader:
+def test_another_open_index_follows_a_rebuild(location: str) -> None:
+    with SimIndex(location) as writer, SimIndex(location) as reader:
         writer.add_many(TEXTS)
         assert reader.query(TEXTS[0][1])[0].key == TEXTS[0][0]
         writer.rebuild(iter(TEXTS), config={"ngram": 2, "weighting": "binary"}, blocks=5)
@@ -107,22 +111,22 @@ def test_another_open_index_follows_a_rebuild(db_path: Path) -> None:
         assert writer.check().ok
 
 
-def test_readers_see_the_old_or_the_new_index_during_rebuilds(db_path: Path) -> None:
-    errors = rebuilds_under_readers(db_path, 9, None, (5, 4, 6, 4))
+def test_readers_see_the_old_or_the_new_index_during_rebuilds(location: str) -> None:
+    errors = rebuilds_under_readers(location, 9, None, (5, 4, 6, 4))
     assert not errors, errors[0]
 
 
-def test_writes_during_a_rebuild_wait_for_it_and_none_is_lost(db_path: Path) -> None:
+def test_writes_during_a_rebuild_wait_for_it_and_none_is_lost(location: str) -> None:
     """Writers are blocked (bounded wait) while a rebuild runs; every write that
     returned is in the index afterwards, and every failure was reported."""
-    with SimIndex(db_path) as index:
+    with SimIndex(location) as index:
         index.add_many(TEXTS)
     acknowledged: list[str] = []
     failures: list[BaseException] = []
     stop = threading.Event()
 
     def write(n: int) -> None:
-        with SimIndex(db_path, timeout=20) as writer:
+        with SimIndex(location, timeout=20) as writer:
             i = 0
             while not stop.is_set():
                 key = f"w{n}-{i}"
@@ -137,42 +141,42 @@ def test_writes_during_a_rebuild_wait_for_it_and_none_is_lost(db_path: Path) -> 
     threads = [threading.Thread(target=write, args=(n,)) for n in range(2)]
     for t in threads:
         t.start()
-    with SimIndex(db_path) as index:
+    with SimIndex(location) as index:
         for blocks in (5, 4, 6):
             index.rebuild(blocks=blocks)  # the content stays: every write must survive
     stop.set()
     for t in threads:
         t.join()
     assert not failures, failures[0]
-    with SimIndex(db_path) as index:
+    with SimIndex(location) as index:
         stored = dict(index.items())
         assert len(acknowledged) > 0 and all(key in stored for key in acknowledged)
         assert index.check().ok
 
 
-def test_stats_and_check_follow_a_rebuild_made_elsewhere(db_path: Path) -> None:
-    with SimIndex(db_path) as first, SimIndex(db_path) as second:
+def test_stats_and_check_follow_a_rebuild_made_elsewhere(location: str) -> None:
+    with SimIndex(location) as first, SimIndex(location) as second:
         first.add_many(TEXTS)
         second.rebuild(blocks=6)
         assert first.stats()["blocks"] == list(second.layout.widths)
         assert first.check().ok
 
 
-def test_threads_sharing_one_index_through_a_rebuild_elsewhere(db_path: Path) -> None:
-    with SimIndex(db_path) as shared:
-        errors = rebuilds_under_readers(db_path, 4, shared, (5, 4, 6, 5))
+def test_threads_sharing_one_index_through_a_rebuild_elsewhere(location: str) -> None:
+    with SimIndex(location) as shared:
+        errors = rebuilds_under_readers(location, 4, shared, (5, 4, 6, 5))
     assert not errors, errors[0]
 
 
 def rebuilds_under_readers(
-    db_path: Path, seed: int, reader: SimIndex | None, layouts: tuple[int, ...]
+    location: str, seed: int, reader: SimIndex | None, layouts: tuple[int, ...]
 ) -> list[BaseException]:
-    """Re-lay the index at db_path (one block count after another) while three
+    """Re-lay the index at location (one block count after another) while three
     threads query it, through `reader` or each through a SimIndex of its own;
     returns what the readers raised, or a wrong answer they saw."""
     rng = random.Random(seed)
     stored = {f"k{i}": rng.getrandbits(64) for i in range(1500)}
-    with SimIndex(db_path) as index:
+    with SimIndex(location) as index:
         index.add_fingerprints(stored.items())
     queries = [rng.choice(list(stored.values())) ^ (1 << rng.randrange(64)) for _ in range(40)]
     expected = {q: brute_force(stored, q, 3) for q in queries}
@@ -181,7 +185,7 @@ def rebuilds_under_readers(
 
     def read() -> None:
         with contextlib.ExitStack() as stack:
-            index = reader or stack.enter_context(SimIndex(db_path))
+            index = reader or stack.enter_context(SimIndex(location))
             while not stop.is_set():
                 try:
                     for q in queries:
@@ -193,7 +197,7 @@ def rebuilds_under_readers(
     threads = [threading.Thread(target=read) for _ in range(3)]
     for t in threads:
         t.start()
-    with SimIndex(db_path) as other:
+    with SimIndex(location) as other:
         for blocks in layouts:
             other.rebuild(blocks=blocks)
     stop.set()
