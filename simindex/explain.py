@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from simindex.blocks import BlockLayout, check_k
+from simindex.blocks import MAX_INDEX_K, BlockLayout, check_k
 from simindex.errors import EmptyTextError, InvalidArgumentError
 from simindex.fingerprint import (
     BITS,
@@ -185,6 +185,10 @@ def explain(
     """
     check_k(k)
     if layout is None:
+        if k > MAX_INDEX_K:
+            raise InvalidArgumentError(
+                f"no layout answers k={k} (at most {MAX_INDEX_K}): pass the index's layout"
+            )
         layout = BlockLayout.for_k(k)
     if isinstance(top, bool) or not isinstance(top, int) or top < 0:
         raise InvalidArgumentError(f"top must be a whole number of at least 0, not {top!r}")

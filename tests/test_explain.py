@@ -190,7 +190,7 @@ def test_errors() -> None:
     with pytest.raises(InvalidArgumentError):
         explain(T1, T2, k=-1)
     with pytest.raises(InvalidArgumentError):
-        explain(T1, T2, k=16)  # no default layout for it
+        explain(T1, T2, k=16)  # no default layout answers it
     with pytest.raises(InvalidArgumentError):
         explain(T1, T2, k=3, top=-1)
     with pytest.raises(InvalidArgumentError):
