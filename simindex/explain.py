@@ -110,22 +110,23 @@ class Explanation:
         return len(self.blocks) - len(self.tables[0])
 
     def verdict(self) -> str:
-        """One line: near-duplicates or not, and how the index would find them."""
-        if self.within_k:
-            head = f"near-duplicates: distance {self.distance} <= k={self.k}"
-        else:
+        """One line: near-duplicates or not, and how a query would find them."""
+        tables = self.matching_tables
+        if not self.within_k:
             head = f"not near-duplicates: distance {self.distance} > k={self.k}"
-        if self.matching_tables:
-            first = self.matching_tables[0]
-            if self.within_k:
-                return f"{head}; the index finds one from the other through table {first}"
-            return f"{head}; table {first} fetches it as a candidate, the distance check drops it"
-        if self.within_k:
-            return (
-                f"{head}; no table matches: only a full scan finds it "
-                f"(k={self.k} is above the layout's k={self.layout_k})"
-            )
-        return f"{head}; no table matches: a lookup does not even fetch it"
+            if self.k > self.layout_k:
+                return f"{head}; a query reads every row (k is above the layout's) and drops it"
+            if tables:
+                return f"{head}; table {tables[0]} fetches it, the distance check drops it"
+            return f"{head}; no table matches: a lookup does not even fetch it"
+        head = f"near-duplicates: distance {self.distance} <= k={self.k}"
+        if self.k <= self.layout_k:  # then some table matches (pigeonhole)
+            return f"{head}; the index finds one from the other through table {tables[0]}"
+        return (
+            f"{head}; k is above the layout's k={self.layout_k}, so a query reads every "
+            f"row to find it ("
+            + (f"table {tables[0]} matches too)" if tables else "no table matches)")
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data (fingerprints also as 0x-hex)."""

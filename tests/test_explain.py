@@ -179,9 +179,14 @@ def test_more_blocks_and_a_k_above_the_layout() -> None:
     assert [e.tables[i] for i in e.matching_tables] == [(1, 2), (1, 3), (2, 3)]
     assert "table" in e.verdict() and e.within_k
     far = explain(0, 0b1111, k=4, layout=BlockLayout.for_k(3))
-    assert far.within_k and far.matching_tables == (0, 1, 2) and "full scan" not in far.verdict()
+    assert far.within_k and far.matching_tables == (0, 1, 2)
+    assert "reads every row" in far.verdict() and "table 0 matches too" in far.verdict()
     spread3 = explain(0, sum(1 << (16 * i) for i in range(4)), k=5, layout=BlockLayout.for_k(3))
-    assert spread3.matching_tables == () and "only a full scan" in spread3.verdict()
+    assert spread3.matching_tables == () and "no table matches" in spread3.verdict()
+    assert "reads every row" in spread3.verdict()
+    assert "finds one from the other through table 0" in explain(0, 1, k=3).verdict()
+    assert "table 3 fetches it" in explain(0, (1 << 64) - (1 << 16), k=3).verdict()
+    assert "does not even fetch it" in explain(0, (1 << 64) - 1, k=3).verdict()
 
 
 def test_errors() -> None:
