@@ -187,6 +187,8 @@ def test_more_blocks_and_a_k_above_the_layout() -> None:
     assert "finds one from the other through table 0" in explain(0, 1, k=3).verdict()
     assert "table 3 fetches it" in explain(0, (1 << 64) - (1 << 16), k=3).verdict()
     assert "does not even fetch it" in explain(0, (1 << 64) - 1, k=3).verdict()
+    scanned = explain(0, (1 << 12) - 1, k=10, layout=BlockLayout.for_k(3))
+    assert "reads every row" in scanned.verdict() and "drops it" in scanned.verdict()
 
 
 def test_errors() -> None:
