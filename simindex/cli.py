@@ -21,7 +21,9 @@ from typing import Annotated, Any, NoReturn, TypeVar
 import typer
 
 from simindex import ingest
+from simindex.blocks import MAX_INDEX_K, BlockLayout
 from simindex.errors import EmptyTextError, InvalidArgumentError, NotAnIndexError, SimIndexError
+from simindex.explain import Explanation, explain
 from simindex.fingerprint import WEIGHTINGS, FingerprintConfig, hamming, simhash
 from simindex.index import FullScanWarning, SimIndex
 
@@ -996,6 +998,110 @@ def distance(
         emit_json({"distance": d, "a": fa, "b": fb})
     else:
         typer.echo(str(d))
+
+
+@app.command("explain")
+@reported
+def explain_cmd(
+    a: Annotated[str, typer.Argument(help="A file ('-' for stdin), or a text with --text.")],
+    b: Annotated[str, typer.Argument(help="Another one.")],
+    as_text: Annotated[bool, typer.Option("--text", help="A and B are texts, not files.")] = False,
+    index: Annotated[
+        str | None,
+        typer.Option(
+            "--index", "-i", help="Use this index's fingerprint configuration, blocks and k."
+        ),
+    ] = None,
+    k: Annotated[
+        int | None,
+        typer.Option("--k", "-k", help="Largest distance (default: the index's k, or 3)."),
+    ] = None,
+    blocks: Annotated[
+        int | None,
+        typer.Option("--blocks", help="Without --index: blocks of the layout (default k + 1)."),
+    ] = None,
+    top: Annotated[
+        int, typer.Option("--top", "-n", help="Features listed on each side (default 10).")
+    ] = 10,
+    ngram: NgramOpt = None,
+    weighting: WeightingOpt = None,
+    keep_stopwords: StopOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Explain why two texts are, or are not, near-duplicates.
+
+    Prints the distance beside k, which blocks of the layout agree, which of
+    its lookup indexes ("tables") would find one text from the other, the
+    similarity of the two texts' features with the distance it predicts, and
+    the features credited with the bits that agree (in both texts) and with
+    the bits that differ (in one text, or weighed differently). A feature's
+    score is in bits: the apart scores add up to the distance.
+    """
+    if k is not None and not 0 <= k <= 64:
+        raise UserError(f"--k must be from 0 to 64, not {k}")
+    if top < 0:
+        raise UserError(f"--top must be at least 0, not {top}")
+    if index is not None and blocks is not None:
+        raise UserError("an index has its own blocks: give --blocks without --index")
+    if index is None and k is not None and k > MAX_INDEX_K:
+        raise UserError(
+            f"without --index, --k goes up to {MAX_INDEX_K} (a layout's limit), not {k}"
+        )
+    if not as_text and a == "-" and b == "-":
+        raise UserError("only one of A and B can be '-' (standard input)")
+    texts = (a, b) if as_text else (read_text_file(a), read_text_file(b))
+    config = config_from(ngram, weighting, keep_stopwords)
+    if index is not None:
+        with open_index(index, readonly=True, config=config) as ix:
+            result = ix.explain(*texts, k=k, top=top)
+    else:
+        layout = BlockLayout.for_k(3 if k is None else k, blocks)
+        result = explain(
+            *texts, k=layout.k, layout=layout, config=config or FingerprintConfig(), top=top
+        )
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        for line in _explanation_lines(result):
+            typer.echo(line)
+
+
+def _explanation_lines(e: Explanation) -> Iterator[str]:
+    """The human report of an explanation."""
+    yield e.verdict()
+    yield f"fingerprints: a 0x{e.fingerprint_a:016x}  b 0x{e.fingerprint_b:016x}"
+    yield "blocks: " + "  ".join(
+        f"{b.width} ✓" if b.agrees else f"{b.width} ✗({b.differing})" for b in e.blocks
+    )
+    matched = [
+        f"{i} (block{'s' * (len(e.tables[i]) > 1)} {'+'.join(map(str, e.tables[i]))})"
+        for i in e.matching_tables
+    ]
+    yield (
+        f"tables: {len(matched)} of {len(e.tables)} match: {', '.join(matched)}"
+        if matched
+        else f"tables: none of {len(e.tables)} matches"
+    )
+    if e.cosine is None or e.weighted_jaccard is None or e.expected_distance is None:
+        return
+    yield (
+        f"features: {e.features_a} in a, {e.features_b} in b, {e.shared_features} shared; "
+        f"cosine {e.cosine:.3f}, weighted Jaccard {e.weighted_jaccard:.3f}: "
+        f"expected distance ~{e.expected_distance:.1f}"
+    )
+    for title, effects in (
+        ("pulled together (in both texts)", e.together),
+        ("pulled apart (in one text, or weighed differently)", e.apart),
+    ):
+        if not effects:
+            continue
+        names = [f if len(f) <= 40 else f[:39] + "…" for f in (x.feature for x in effects)]
+        width = max(len("feature"), *map(len, names))
+        yield ""
+        yield f"{title}:"
+        yield f"  {'feature':<{width}} {'a':>6} {'b':>6} {'bits':>6}"
+        for name, x in zip(names, effects, strict=True):
+            yield f"  {name:<{width}} {x.weight_a:>6} {x.weight_b:>6} {x.score:>6.2f}"
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -24,6 +24,7 @@ from simindex.errors import (
     SimIndexError,
     StorageError,
 )
+from simindex.explain import Explanation, explain
 from simindex.fingerprint import (
     DEFAULT_CONFIG,
     FingerprintConfig,
@@ -791,3 +792,39 @@ class SimIndex:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+    # --- explaining -------------------------------------------------------
+
+    def explain(
+        self,
+        a: str | int | None = None,
+        b: str | int | None = None,
+        *,
+        key_a: str | None = None,
+        key_b: str | None = None,
+        k: int | None = None,
+        top: int = 10,
+    ) -> Explanation:
+        """Why two texts are, or are not, near-duplicates in this index.
+
+        They are fingerprinted with the index's configuration and compared
+        block by block through its layout, for distance k (default: the
+        index's own); see simindex.explain. A fingerprint, or ``key_a`` /
+        ``key_b`` for a stored document, gives the distance, blocks and
+        tables only: texts are not stored, so their features are unknown.
+        """
+        sides: list[str | int] = []
+        for name, value, key in (("a", a, key_a), ("b", b, key_b)):
+            if (value is None) == (key is None):
+                raise InvalidArgumentError(f"give {name} or key_{name} (one of them)")
+            stored = value if key is None else self.get(key)
+            if stored is None:
+                raise InvalidArgumentError(f"no document is stored under key {key!r}")
+            sides.append(stored)
+        with self._lock:
+            self._refresh()
+            settings = self._settings
+        own = settings.layout
+        return explain(
+            *sides, k=own.k if k is None else k, layout=own, config=settings.config, top=top
+        )

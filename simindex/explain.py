@@ -1,0 +1,314 @@
+"""Why two texts are, or are not, near-duplicates: an explained distance.
+
+Pure functions, no database. The features are ``fingerprint.features``, the
+ones the fingerprint is made of, so an explanation and a fingerprint cannot
+disagree.
+
+How the features are scored. Each bit of a fingerprint is the sign of a vote:
+every feature adds its weight where its hash has a 1 and subtracts it where
+its hash has a 0 (see ``fingerprint``). So on every bit each feature pushes
+text a's vote and text b's vote:
+
+- **apart**: on each bit where the fingerprints differ, the features whose
+  weight difference (weight in a minus weight in b) pushed the two votes
+  apart share that bit in proportion to their push. A feature's score is its
+  sum over those bits, so the scores of all features add up to the distance.
+- **together**: on each bit where the fingerprints agree, the features both
+  texts have, whose common weight (the smaller of the two) voted for the
+  agreed value, share that bit in proportion to that weight. A feature's
+  score is its sum over those bits; a bit that no shared feature voted for
+  agrees by chance and is credited to none.
+
+Beside the distance stands what the features predict: Simhash estimates the
+angle between the two weighted feature vectors (Charikar 2002), about
+64 * angle / pi differing bits, so a distance far from that expectation is
+the luck of a few close votes rather than the texts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from simindex.blocks import MAX_INDEX_K, BlockLayout, check_k
+from simindex.errors import EmptyTextError, InvalidArgumentError
+from simindex.fingerprint import (
+    BITS,
+    DEFAULT_CONFIG,
+    FingerprintConfig,
+    check_fingerprint,
+    feature_hash,
+    features,
+    simhash_weighted,
+)
+
+_CHUNK = 1 << 13  # features scored per step: bounds memory for huge texts
+
+
+@dataclass(frozen=True)
+class BlockAgreement:
+    """One block of the layout: its width and the bits of it that differ."""
+
+    width: int
+    differing: int
+
+    @property
+    def agrees(self) -> bool:
+        return self.differing == 0
+
+
+@dataclass(frozen=True)
+class FeatureEffect:
+    """A feature, its weight in each text (0 where it is absent) and its score
+    (bits credited to it: see the module's docstring)."""
+
+    feature: str
+    weight_a: int
+    weight_b: int
+    score: float
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Two fingerprints compared bit by bit, block by block and feature by feature.
+
+    ``blocks`` are the layout's blocks from the most significant bit down;
+    ``matching_tables`` the positions in ``tables`` (the layout's combinations
+    of blocks, one database index each) on whose blocks the fingerprints agree
+    exactly: a lookup through any of them fetches one fingerprint from the
+    other. The feature fields are None (and the lists empty) when a side was
+    given as a fingerprint, since its features are unknown.
+    """
+
+    fingerprint_a: int
+    fingerprint_b: int
+    distance: int
+    k: int
+    blocks: tuple[BlockAgreement, ...]
+    tables: tuple[tuple[int, ...], ...]
+    matching_tables: tuple[int, ...]
+    features_a: int | None = None  # distinct features of each text
+    features_b: int | None = None
+    shared_features: int | None = None
+    cosine: float | None = None  # of the two weighted feature vectors
+    weighted_jaccard: float | None = None  # sum of min weights / sum of max weights
+    expected_distance: float | None = None  # 64 * angle / pi
+    together: tuple[FeatureEffect, ...] = ()  # in both texts, most credited first
+    apart: tuple[FeatureEffect, ...] = ()  # weighed differently, most credited first
+
+    @property
+    def within_k(self) -> bool:
+        return self.distance <= self.k
+
+    @property
+    def layout_k(self) -> int:
+        """The largest distance the layout's tables answer exactly."""
+        return len(self.blocks) - len(self.tables[0])
+
+    def verdict(self) -> str:
+        """One line: near-duplicates or not, and how a query would find them."""
+        tables = self.matching_tables
+        if not self.within_k:
+            head = f"not near-duplicates: distance {self.distance} > k={self.k}"
+            if self.k > self.layout_k:
+                return f"{head}; a query reads every row (k is above the layout's) and drops it"
+            if tables:
+                return f"{head}; table {tables[0]} fetches it, the distance check drops it"
+            return f"{head}; no table matches: a lookup does not even fetch it"
+        head = f"near-duplicates: distance {self.distance} <= k={self.k}"
+        if self.k <= self.layout_k:  # then some table matches (pigeonhole)
+            return f"{head}; the index finds one from the other through table {tables[0]}"
+        return (
+            f"{head}; k is above the layout's k={self.layout_k}, so a query reads every "
+            f"row to find it ("
+            + (f"table {tables[0]} matches too)" if tables else "no table matches)")
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data (fingerprints also as 0x-hex)."""
+
+        def effects(items: tuple[FeatureEffect, ...]) -> list[dict[str, Any]]:
+            return [
+                {"feature": e.feature, "a": e.weight_a, "b": e.weight_b, "score": round(e.score, 3)}
+                for e in items
+            ]
+
+        def rounded(value: float | None) -> float | None:
+            return None if value is None else round(value, 4)
+
+        return {
+            "a": self.fingerprint_a,
+            "b": self.fingerprint_b,
+            "a_hex": f"0x{self.fingerprint_a:016x}",
+            "b_hex": f"0x{self.fingerprint_b:016x}",
+            "distance": self.distance,
+            "k": self.k,
+            "within_k": self.within_k,
+            "verdict": self.verdict(),
+            "blocks": [
+                {"width": b.width, "differing": b.differing, "agrees": b.agrees}
+                for b in self.blocks
+            ],
+            "tables": [list(t) for t in self.tables],
+            "matching_tables": list(self.matching_tables),
+            "features_a": self.features_a,
+            "features_b": self.features_b,
+            "shared_features": self.shared_features,
+            "cosine": rounded(self.cosine),
+            "weighted_jaccard": rounded(self.weighted_jaccard),
+            "expected_distance": rounded(self.expected_distance),
+            "together": effects(self.together),
+            "apart": effects(self.apart),
+        }
+
+
+def explain(
+    a: str | int,
+    b: str | int,
+    *,
+    k: int,
+    layout: BlockLayout | None = None,
+    config: FingerprintConfig = DEFAULT_CONFIG,
+    top: int = 10,
+) -> Explanation:
+    """Explain the distance between two texts (or fingerprints) for distance k.
+
+    ``layout`` defaults to the one a new index for k would have. Texts are
+    fingerprinted with ``config``; the ``top`` features most credited with
+    pulling them together and apart are listed (see the module's docstring
+    for the scores). A fingerprint (an int) for either side gives the
+    distance, blocks and tables only. Raises EmptyTextError for a text with
+    no word features.
+    """
+    check_k(k)
+    if layout is None:
+        if k > MAX_INDEX_K:
+            raise InvalidArgumentError(
+                f"no layout answers k={k} (at most {MAX_INDEX_K}): pass the index's layout"
+            )
+        layout = BlockLayout.for_k(k)
+    if isinstance(top, bool) or not isinstance(top, int) or top < 0:
+        raise InvalidArgumentError(f"top must be a whole number of at least 0, not {top!r}")
+    weighted = []
+    prints = []
+    for name, side in (("a", a), ("b", b)):
+        if isinstance(side, str):
+            found = features(side, config)
+            if not found:
+                raise EmptyTextError(
+                    f"text {name} has no word features (it is empty or only punctuation)"
+                )
+            weighted.append(found)
+            prints.append(simhash_weighted(found))
+        elif isinstance(side, int) and not isinstance(side, bool):
+            prints.append(check_fingerprint(side))
+        else:
+            raise InvalidArgumentError(
+                f"{name} is a text or a fingerprint, not {type(side).__name__}"
+            )
+    fa, fb = prints
+    base = _compare(fa, fb, layout, k)
+    if len(weighted) < 2:
+        return base
+    wa, wb = weighted
+    together, apart = _effects(wa, wb, fa, fb, top)
+    cosine, jaccard = _similarities(wa, wb)
+    return replace(
+        base,
+        features_a=len(wa),
+        features_b=len(wb),
+        shared_features=len(wa.keys() & wb.keys()),
+        cosine=cosine,
+        weighted_jaccard=jaccard,
+        expected_distance=BITS * math.acos(cosine) / math.pi,
+        together=together,
+        apart=apart,
+    )
+
+
+def _compare(fa: int, fb: int, layout: BlockLayout, k: int) -> Explanation:
+    """The fingerprint-level part: distance, blocks, tables."""
+    diff = fa ^ fb
+    blocks = tuple(
+        BlockAgreement(width, ((diff >> shift) & mask).bit_count())
+        for width, (shift, mask) in zip(layout.widths, layout.spans(), strict=True)
+    )
+    matching = tuple(i for i, mask in enumerate(layout.table_masks()) if diff & mask == 0)
+    return Explanation(
+        fingerprint_a=fa,
+        fingerprint_b=fb,
+        distance=diff.bit_count(),
+        k=k,
+        blocks=blocks,
+        tables=layout.tables,
+        matching_tables=matching,
+    )
+
+
+def _similarities(wa: Mapping[str, int], wb: Mapping[str, int]) -> tuple[float, float]:
+    """Cosine and weighted Jaccard similarity of two weighted feature sets."""
+    dot = float(sum(w * wb[f] for f, w in wa.items() if f in wb))
+    norm = math.sqrt(float(sum(w * w for w in wa.values()))) * math.sqrt(
+        float(sum(w * w for w in wb.values()))
+    )
+    smaller = sum(min(w, wb[f]) for f, w in wa.items() if f in wb)
+    larger = sum(wa.values()) + sum(wb.values()) - smaller
+    return min(1.0, dot / norm), smaller / larger
+
+
+def _signs(hashes: np.ndarray) -> np.ndarray:
+    """+1 where a feature's hash has a 1 bit, -1 where 0; column j is bit j."""
+    bits = np.unpackbits(hashes.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+    return bits.astype(np.int64) * 2 - 1
+
+
+def _effects(
+    wa_map: Mapping[str, int], wb_map: Mapping[str, int], fa: int, fb: int, top: int
+) -> tuple[tuple[FeatureEffect, ...], tuple[FeatureEffect, ...]]:
+    """The top features credited with pulling the fingerprints together and apart."""
+    keys = sorted(wa_map.keys() | wb_map.keys())  # sorted: ties break by feature
+    wa = np.array([wa_map.get(f, 0) for f in keys], dtype=np.int64)
+    wb = np.array([wb_map.get(f, 0) for f in keys], dtype=np.int64)
+    hashes = np.array([feature_hash(f) for f in keys], dtype="<u8")
+    position = np.arange(BITS, dtype=np.uint64)
+    bit_a = (np.uint64(fa) >> position) & np.uint64(1)
+    differ = (bit_a != ((np.uint64(fb) >> position) & np.uint64(1)))[np.newaxis, :]
+    toward = np.where(bit_a == 1, 1, -1)[np.newaxis, :]  # the direction of a's bit
+    # The push on bit j of each feature, toward a's bit: its weight difference
+    # where the bits differ, its common weight where they agree.
+    difference = (wa - wb)[:, np.newaxis]
+    common = np.minimum(wa, wb)[:, np.newaxis]
+
+    def pushes() -> Iterator[tuple[slice, np.ndarray]]:
+        for start in range(0, len(keys), _CHUNK):
+            part = slice(start, start + _CHUNK)
+            weights = np.where(differ, difference[part], common[part])
+            yield part, np.maximum(weights * _signs(hashes[part]) * toward, 0)
+
+    totals = np.zeros(BITS, dtype=np.float64)
+    for _, push in pushes():
+        totals += push.sum(axis=0)
+    share = np.divide(1.0, totals, out=np.zeros(BITS), where=totals > 0)
+    apart = np.zeros(len(keys))
+    together = np.zeros(len(keys))
+    for part, push in pushes():
+        credited = push * share
+        apart[part] = np.where(differ, credited, 0.0).sum(axis=1)
+        together[part] = np.where(differ, 0.0, credited).sum(axis=1)
+
+    def best(
+        scores: np.ndarray, weight: np.ndarray, eligible: np.ndarray
+    ) -> tuple[FeatureEffect, ...]:
+        chosen = np.flatnonzero(eligible)
+        # Highest score, then heaviest weight; np.lexsort is stable, so then by feature.
+        order = chosen[np.lexsort((-weight[chosen], -scores[chosen]))][:top]
+        return tuple(
+            FeatureEffect(keys[i], int(wa[i]), int(wb[i]), float(scores[i])) for i in order
+        )
+
+    gap = np.abs(wa - wb)
+    return best(together, common[:, 0], common[:, 0] > 0), best(apart, gap, gap > 0)
