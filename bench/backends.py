@@ -119,6 +119,7 @@ class Backend:
         self.index: SimIndex | None = None
         self.results: dict[str, float] = {}
         self.latencies: list[float] = []  # microseconds, the timed single queries
+        self.floor: list[float] = []  # microseconds, SELECT 1 through the bare driver
         self.answers: list[list[tuple[str, int]]] = []
 
     def open(self) -> SimIndex:
@@ -126,6 +127,10 @@ class Backend:
         return self.index
 
     def size(self) -> int:
+        raise NotImplementedError
+
+    def raw(self):
+        """A bare DB-API connection to the same database, in autocommit mode."""
         raise NotImplementedError
 
     def cleanup(self) -> None:
@@ -142,6 +147,9 @@ class SQLiteBackend(Backend):
     def size(self) -> int:
         return sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists())
 
+    def raw(self):
+        return sqlite3.connect(self.path, isolation_level=None)
+
 
 class PostgresBackend(Backend):
     def __init__(self, url: str) -> None:
@@ -149,6 +157,7 @@ class PostgresBackend(Backend):
         self.admin = sqlalchemy.create_engine(url)
         u = make_url(url).update_query_dict({"schema": self.schema})
         super().__init__("PostgreSQL", u.render_as_string(hide_password=False))
+        self.url = url
         with self.admin.connect() as conn:
             self.version = conn.exec_driver_sql("SHOW server_version").scalar()
 
@@ -162,6 +171,12 @@ class PostgresBackend(Backend):
                     {"s": self.schema},
                 ).scalar()
             )
+
+    def raw(self):
+        import psycopg
+
+        u = make_url(self.url).set(drivername="postgresql")
+        return psycopg.connect(u.render_as_string(hide_password=False), autocommit=True)
 
     def cleanup(self) -> None:
         super().cleanup()
@@ -190,6 +205,7 @@ def single_queries(backends: list[Backend], warm: list[int], queries: list[int])
         assert b.index is not None
         for q in warm:
             b.index.query(q)
+    raws = {b.name: b.raw() for b in backends}
     size = -(-len(queries) // ROUNDS)
     for r in range(ROUNDS):
         part = queries[r * size : (r + 1) * size]
@@ -203,10 +219,22 @@ def single_queries(backends: list[Backend], warm: list[int], queries: list[int])
                 matches = query(q)
                 b.latencies.append((clock() - t0) / 1000)
                 b.answers.append([(m.key, m.distance) for m in matches])
+            cursor = raws[b.name].cursor()
+            for _ in part:  # the floor: one round trip through the bare driver
+                t0 = clock()
+                cursor.execute("SELECT 1")
+                cursor.fetchall()
+                b.floor.append((clock() - t0) / 1000)
+            cursor.close()
+    for raw in raws.values():
+        raw.close()
     for b in backends:
         b.results["query_p50_us"] = pct(b.latencies, 50)
         b.results["query_p90_us"] = pct(b.latencies, 90)
         b.results["query_p99_us"] = pct(b.latencies, 99)
+        b.results["select1_p50_us"] = pct(b.floor, 50)
+        floor = b.results["select1_p50_us"]
+        b.results["query_p50_over_select1"] = b.results["query_p50_us"] / floor
 
 
 def batch_queries(backends: list[Backend], queries: list[int]) -> None:
@@ -237,6 +265,8 @@ ROWS = [
     ("query_p50_us", "query(fp) latency p50", "{:,.0f}", "us"),
     ("query_p90_us", "query(fp) latency p90", "{:,.0f}", "us"),
     ("query_p99_us", "query(fp) latency p99", "{:,.0f}", "us"),
+    ("select1_p50_us", "floor: SELECT 1, bare driver, p50", "{:,.0f}", "us"),
+    ("query_p50_over_select1", "query p50 / floor p50", "{:,.1f}", "x"),
     ("query_many_first_q_per_s", "query_many(B), first call", "{:,.0f}", "q/s"),
     ("query_many_second_q_per_s", "query_many(B), second call", "{:,.0f}", "q/s"),
     ("duplicates_s", "duplicates() (all pairs)", "{:,.2f}", "s"),
