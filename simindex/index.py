@@ -670,10 +670,21 @@ class SimIndex:
             # in memory, reading the index costs ~0.5 us a row once (then it
             # is kept while the index does not change) and ~5 us a query.
             cached = getattr(self._local, "snapshot", None)
+            # PostgreSQL: a batch is one join on the server (no snapshot to keep).
+            on_server = (
+                self._engine.dialect.name == "postgresql"
+                and distance <= settings.layout.k
+                and len(fps) >= 256
+            )
             in_memory = distance > settings.layout.k or (
                 len(fps) >= 256 and (cached is not None or len(fps) * 64 >= used.estimated_size())
             )
-            if not in_memory:
+            if on_server:
+                answered = self._match_on_server(used, fps, distance)
+                if answered is None:  # rebuilt meanwhile: ask the new index
+                    return self.query_many(queries, k=k, limit=limit)
+                results = answered
+            elif not in_memory:
                 try:
                     answers = [self._lookup(used, fp, distance) for fp in fps]
                 except StorageError:  # the layout changed under it?
@@ -703,6 +714,25 @@ class SimIndex:
                 ids, fps = self._store.load(conn)
             snapshot = self._local.snapshot = Snapshot(ids, fps, version)
         return snapshot
+
+    def _match_on_server(
+        self, used: store.Store, fps: Sequence[int], k: int
+    ) -> list[list[Match]] | None:
+        """PostgreSQL: the batch joined with the index by the server, in one
+        snapshot; None if a rebuild elsewhere changed the layout meanwhile."""
+        with store.reading(self._engine, self._where) as conn:
+            store.no_rebuild_meanwhile(conn)  # waits for one that is running
+            version = store.schema_version(conn)
+            rows = [] if version != used.valid_for else used.join_lookup(conn, fps, k)
+        if version != used.valid_for:
+            self._changed(version, used)
+            return None
+        results: list[list[Match]] = [[] for _ in fps]
+        for qid, key, fingerprint, dist in rows:
+            results[qid].append(Match(key, int(dist), to_unsigned(fingerprint)))
+        for r in results:
+            r.sort(key=lambda m: (m.distance, m.key))
+        return results
 
     def _match_in_memory(self, fps: Sequence[int], k: int) -> list[list[Match]]:
         snapshot = self._snapshot()

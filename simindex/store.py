@@ -353,6 +353,13 @@ def reading(engine: Engine, where: Location) -> Iterator[Connection]:
 _ADVISORY_KEY = "hashtext('simindex:' || COALESCE(current_schema(), ''))"
 
 
+def no_rebuild_meanwhile(conn: Connection) -> None:
+    """PostgreSQL: hold off creation, upgrades and rebuilds until the caller's
+    transaction ends (waiting for one that is running)."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock_shared({_ADVISORY_KEY})")
+
+
 @contextmanager
 def writing(
     engine: Engine, where: Location, *, timeout: float = BUSY_TIMEOUT_S, alone: bool = False
@@ -388,9 +395,10 @@ def writing(
             raise
     try:
         with conn, transaction:
-            if engine.dialect.name == "postgresql":
-                shared = "" if alone else "_shared"
-                conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock{shared}({_ADVISORY_KEY})")
+            if engine.dialect.name == "postgresql" and alone:
+                conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_ADVISORY_KEY})")
+            else:
+                no_rebuild_meanwhile(conn)
             yield conn
     except DBAPIError as exc:
         if _is_busy(exc):
@@ -648,13 +656,20 @@ class _Sql:
 class _Held:
     """A raw driver connection kept by one thread for reads; returned when dropped."""
 
-    def __init__(self, raw: Any) -> None:
+    def __init__(self, raw: Any, *, autocommit: bool = False) -> None:
         self.raw = raw
+        # psycopg: each read its own statement, without BEGIN and ROLLBACK
+        # round trips (and back to transactions before the pool has it again).
+        self.autocommit = autocommit
+        if autocommit:
+            raw.driver_connection.autocommit = True
         self.cursor = raw.cursor()
         self.pid = os.getpid()
 
     def close(self) -> None:
         try:
+            if self.autocommit:
+                self.raw.driver_connection.autocommit = False
             self.cursor.close()
             self.raw.close()
         except Exception:  # noqa: BLE001 - closing a connection that is already gone
@@ -732,9 +747,10 @@ class Store:
             t.c.id.in_(bindparam("ids", expanding=True))
         )
         self._local = threading.local()
-        # SQLite read connections run without a transaction (each statement
-        # reads one snapshot); other drivers open one, ended after each read.
-        self._autocommit = dialect.name == "sqlite"
+        # SQLite and PostgreSQL read connections run without a transaction
+        # (each statement reads one snapshot); other drivers open one, ended
+        # after each read.
+        self._autocommit = dialect.name in ("sqlite", "postgresql")
         self._held: list[_Held] = []
         self._held_lock = threading.Lock()
         # The schema cookie under which this layout is the file's (SQLite):
@@ -765,7 +781,10 @@ class Store:
         held: _Held | None = getattr(self._local, "held", None)
         if held is None or held.pid != os.getpid():
             try:
-                held = _Held(self.engine.raw_connection())
+                held = _Held(
+                    self.engine.raw_connection(),
+                    autocommit=self.engine.dialect.name == "postgresql",
+                )
             except SQLAlchemyError as exc:
                 raise StorageError(describe_db_error(self.where, exc)) from exc
             self._local.held = held
@@ -890,12 +909,89 @@ class Store:
         """Insert rows. A key already stored gets the new fingerprint (the later
         one wins), or, with keep, keeps its own."""
         rows = block_rows(keys, fingerprints, self.layout)
+        if self.engine.dialect.name == "postgresql":
+            self._put_by_copy(conn, rows, keep=keep)
+            return
         if keep:
             conn.exec_driver_sql(self._insert_new.text, self._insert_new.many(rows))
             return
         if self._replace_by_delete:  # pragma: no cover - databases without ON CONFLICT
             conn.execute(self.delete_keys, {"keys": list(keys)})
         conn.exec_driver_sql(self._upsert.text, self._upsert.many(rows))
+
+    def _temp_table(self, conn: Connection, name: str, columns: list[str]) -> None:
+        """An empty temporary table of BIGINT columns (and key TEXT) for this transaction."""
+        types = ", ".join(f"{c} TEXT" if c == "key" else f"{c} BIGINT" for c in columns)
+        conn.exec_driver_sql(
+            f"CREATE TEMPORARY TABLE IF NOT EXISTS {name} ({types}) ON COMMIT DROP"
+        )
+        conn.exec_driver_sql(f"TRUNCATE {name}")
+
+    def _copy(self, conn: Connection, name: str, columns: list[str], rows: Iterable[Any]) -> None:
+        """COPY rows into a table (PostgreSQL, through psycopg)."""
+        dbapi: Any = conn.connection.dbapi_connection  # a psycopg connection
+        cursor = dbapi.cursor()
+        try:
+            with cursor.copy(f"COPY {name} ({', '.join(columns)}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        finally:
+            cursor.close()
+
+    def _put_by_copy(self, conn: Connection, rows: list[tuple[Any, ...]], *, keep: bool) -> None:
+        """PostgreSQL: COPY the rows into a temporary table, then one INSERT ...
+        SELECT moves them in (per key, the first row with keep, else the last),
+        in the order they came, so row ids keep "first added" meaningful."""
+        blocks = [schema.block_column(i) for i in range(len(self.layout.widths))]
+        columns = ["key", "fingerprint", *blocks]
+        load = f"simindex_load_{len(blocks)}"
+        self._temp_table(conn, load, ["seq", *columns])
+        self._copy(conn, load, ["seq", *columns], ((i, *r) for i, r in enumerate(rows)))
+        listed = ", ".join(columns)
+        pick = "ASC" if keep else "DESC"
+        on_conflict = (
+            "DO NOTHING"
+            if keep
+            else "DO UPDATE SET " + ", ".join(f"{c} = EXCLUDED.{c}" for c in columns if c != "key")
+        )
+        picked = load
+        if len({r[0] for r in rows}) < len(rows):  # a key twice: keep one row of it
+            picked = f"(SELECT DISTINCT ON (key) * FROM {load} ORDER BY key, seq {pick}) AS picked"
+        conn.exec_driver_sql(
+            f"INSERT INTO {schema.FINGERPRINT_TABLE} ({listed}) "
+            f"SELECT {listed} FROM {picked} ORDER BY seq ON CONFLICT (key) {on_conflict}"
+        )
+
+    def join_lookup(self, conn: Connection, fingerprints: Sequence[int], k: int) -> list[Any]:
+        """PostgreSQL: every (query number, key, signed fingerprint, distance)
+        within k of a batch of queries, found by the server in one join of the
+        queries (COPYed into a temporary table) with the fingerprints, one
+        equality join per table of the layout. k must be at most the layout's."""
+        blocks = [schema.block_column(i) for i in range(len(self.layout.widths))]
+        name = f"simindex_queries_{len(blocks)}"
+        self._temp_table(conn, name, ["qid", "fingerprint", *blocks])
+        rows = block_rows(
+            [str(i) for i in range(len(fingerprints))],
+            np.array(fingerprints, dtype=np.uint64),
+            self.layout,
+        )
+        self._copy(conn, name, ["qid", "fingerprint", *blocks], rows)
+        conn.exec_driver_sql(f"ANALYZE {name}")
+        server = int(conn.exec_driver_sql("SHOW server_version_num").scalar_one())
+        xor = "(q.fingerprint # f.fingerprint)::bit(64)"
+        # bit_count(bit) came with PostgreSQL 14; before it, count the 1s in the text.
+        distance = (
+            f"bit_count({xor})" if server >= 140000 else f"length(replace({xor}::text, '0', ''))"
+        )
+        parts = []
+        for table in self.layout.tables:
+            on = " AND ".join(f"f.{blocks[b]} = q.{blocks[b]}" for b in table)
+            parts.append(
+                f"SELECT q.qid, f.key, f.fingerprint, {distance} AS distance "
+                f"FROM {name} q JOIN {schema.FINGERPRINT_TABLE} f ON {on} "
+                f"WHERE {distance} <= {int(k)}"
+            )
+        return list(conn.exec_driver_sql(" UNION ".join(parts)).all())
 
     def put_stream(
         self,
