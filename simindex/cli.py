@@ -20,7 +20,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 
-from simindex import ingest
+from simindex import ingest, store
 from simindex.blocks import MAX_INDEX_K, BlockLayout
 from simindex.errors import EmptyTextError, InvalidArgumentError, NotAnIndexError, SimIndexError
 from simindex.explain import Explanation, explain
@@ -166,7 +166,8 @@ def open_index(
         return SimIndex(location, k=k, blocks=blocks, config=config, create=create, readonly=ro)
     except NotAnIndexError as exc:
         if str(exc).startswith("no index at"):
-            raise UserError(f"{exc} (create one with: simindex init {location})") from exc
+            shown = store.locate(location)  # the URL with its password hidden
+            raise UserError(f"{exc} (create one with: simindex init {shown})") from exc
         raise
 
 

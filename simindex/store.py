@@ -281,8 +281,9 @@ def make_engine(
     except NoSuchModuleError as exc:
         raise InvalidArgumentError(f"unknown database kind in {where}: {url.drivername}") from exc
     except ImportError as exc:
+        hint = " (pip install 'simindex[postgres]')" if where.postgres else ""
         raise StorageError(
-            f"the database driver for {url.drivername} is not installed ({exc.name or exc})"
+            f"the database driver for {url.drivername} is not installed ({exc.name or exc}){hint}"
         ) from exc
 
 

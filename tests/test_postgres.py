@@ -97,6 +97,9 @@ def test_passwords_never_show(pg_url: str) -> None:
     result = invoke("stats", pg_url, "--json")
     assert result.exit_code == 0
     shown.append(result.output)
+    missing = invoke("stats", other_schema(pg_url, "no_index_here"))  # "create one with: ..."
+    assert missing.exit_code == 2 and "no index" in missing.output
+    shown.append(missing.output)
     assert all(str(password) not in s and "***" in s for s in shown)
 
 
@@ -116,3 +119,23 @@ def test_wrong_credentials_unreachable_servers_and_bad_urls_are_one_line(pg_url:
         result = invoke("stats", text)
         assert result.exit_code == 2 and result.output.count("\n") == 1, (what, result.output)
         assert result.output.startswith("Error:") and "not-the-password" not in result.output
+
+
+def test_a_missing_driver_is_one_line() -> None:
+    """Tried as a new user would: a PostgreSQL URL without `pip install 'simindex[postgres]'`."""
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    code = (
+        "import sys; sys.modules['psycopg'] = None; sys.modules['psycopg2'] = None\n"
+        "sys.argv = ['simindex', 'stats', 'postgresql://u:secretpw@127.0.0.1/db']\n"
+        "from simindex.cli import main; main()"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("Error: ") and done.stderr.count("\n") == 1
+    assert "driver" in done.stderr and "secretpw" not in done.stderr
