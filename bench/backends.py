@@ -312,7 +312,7 @@ def table(backends: list[Backend], facts: dict, note: str | None) -> str:
         )
     if len(backends) == 2:
         lines.append(f"single-query answers identical on both backends: {facts['same_answers']}")
-    lines.append("ratio > 1: PostgreSQL is higher (slower for latencies, times and sizes).")
+        lines.append("ratio > 1: PostgreSQL is higher (slower for latencies, times and sizes).")
     if note:
         lines.append(note)
     return "\n".join(lines)
