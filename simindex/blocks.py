@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from math import comb
+from typing import NamedTuple
 
 from simindex.errors import InvalidArgumentError
 from simindex.fingerprint import BITS, to_signed
@@ -108,6 +109,56 @@ class BlockLayout:
             f"{len(self.widths)} blocks ({widths} bits), {len(self.tables)} indexes "
             f"over {per} block{'s' * (per > 1)} each"
         )
+
+
+MAX_PROBES = 1024  # probes per query past which a wider query reads every row instead
+
+
+def probe_radius(layout: BlockLayout, k: int) -> int:
+    """How many bits a table may differ in, for a query at distance k.
+
+    Two fingerprints within k differ in blocks whose differing bits add up to
+    at most k. The t blocks of a table with the fewest of them differ in at
+    most as many bits as the t smallest of m numbers adding up to k can: with
+    k = q*m + s, that is t*q + max(0, t - (m - s)). Some table of t blocks
+    has exactly those blocks, so looking up every value within that many
+    bits of the query's, in every table, finds everything within k. For
+    k <= the layout's own k it is 0: the plain pigeonhole lookup.
+    """
+    m, t = len(layout.widths), len(layout.tables[0])
+    q, s = divmod(k, m)
+    return t * q + max(0, t - (m - s))
+
+
+class Probe(NamedTuple):
+    """One value to look up in one table: per block of the table, the bits to flip."""
+
+    table: int
+    flips: tuple[int, ...]
+
+
+def probes(layout: BlockLayout, k: int) -> list[Probe] | None:
+    """The lookups that find every fingerprint within k (see probe_radius),
+    or None when there would be more than MAX_PROBES of them."""
+    radius = probe_radius(layout, k)
+    widths = layout.widths
+    total = sum(
+        sum(comb(sum(widths[b] for b in table), i) for i in range(radius + 1))
+        for table in layout.tables
+    )
+    if total > MAX_PROBES:
+        return None
+    out = []
+    for j, table in enumerate(layout.tables):
+        # Bit positions of the table, as (block within the table, bit within the block).
+        bits = [(i, bit) for i, b in enumerate(table) for bit in range(widths[b])]
+        for r in range(radius + 1):
+            for chosen in combinations(bits, r):
+                flips = [0] * len(table)
+                for i, bit in chosen:
+                    flips[i] |= 1 << bit
+                out.append(Probe(j, tuple(flips)))
+    return out
 
 
 @dataclass(frozen=True)

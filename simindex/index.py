@@ -597,8 +597,11 @@ class SimIndex:
         """The stored documents within distance k of a text or a fingerprint.
 
         Sorted by distance, then key; at most ``limit`` of them. ``k`` defaults
-        to the index's own. A k above the index's is answered exactly too, by
-        reading every row, and says so with a FullScanWarning.
+        to the index's own. A k above the index's is answered exactly too: by
+        probing the block indexes with every value within a few bits of the
+        query's where that takes at most 1,024 lookups (k up to 7 with the
+        default four blocks, see blocks.probe_radius), else by reading every
+        row, which says so with a FullScanWarning.
         """
         if k is not None:
             check_k(k)
@@ -609,7 +612,7 @@ class SimIndex:
             fingerprint = self._as_fingerprint(text_or_fingerprint, settings.config)
             own_k = settings.layout.k
             distance = own_k if k is None else k
-            if distance <= own_k:
+            if distance <= own_k or used.can_probe(distance):
                 try:
                     matches, version = self._lookup(used, fingerprint, distance)
                 except StorageError:  # e.g. "no such column": the layout changed under it
@@ -633,7 +636,12 @@ class SimIndex:
     def _lookup(used: store.Store, fingerprint: int, k: int) -> tuple[list[Match], int | None]:
         """The matches through the block indexes of `used`, and the schema
         cookie they were read under (see Store.lookup)."""
-        rows, version = used.lookup(fingerprint)
+        if k <= used.layout.k:
+            rows, version = used.lookup(fingerprint)
+        else:  # probed: every value within a few bits of the query's, per table
+            probed = used.probe_lookup(fingerprint, k)
+            assert probed is not None  # the caller asked can_probe
+            rows, version = probed
         ids = near(rows, fingerprint, k)
         if not ids:
             return [], version

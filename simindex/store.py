@@ -33,6 +33,7 @@ from sqlalchemy import (
     MetaData,
     Table,
     Text,
+    and_,
     bindparam,
     create_engine,
     delete,
@@ -41,6 +42,7 @@ from sqlalchemy import (
     inspect,
     literal_column,
     make_url,
+    or_,
     select,
     union_all,
 )
@@ -48,7 +50,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlch
 from sqlalchemy.pool import StaticPool
 
 from simindex import schema
-from simindex.blocks import BlockLayout
+from simindex.blocks import BlockLayout, Probe, probes
 from simindex.errors import (
     IndexVersionError,
     InvalidArgumentError,
@@ -624,6 +626,7 @@ def schema_version(conn: Connection) -> int:
 
 # --- fingerprint reads and writes ------------------------------------------
 
+MAX_PROBE_K = 32  # probing past this is never cheaper than reading every row
 _CHUNK = 500  # keys per IN (...) list, well under every database's parameter limit
 _LOAD_CHUNK = 5000  # rows per executemany
 FAST_LOAD_MIN = 20_000  # rows into one transaction before the lookup indexes are set aside
@@ -736,6 +739,7 @@ class Store:
         self._lookup_spans = [spans[int(name.rsplit("_b", 1)[1])] for name in ordered]
         self._lookup_signed = max(layout.widths) == BITS  # a single 64-bit block
         self._by_id: dict[int, _Sql] = {}
+        self._probe_sql: dict[int, tuple[_Sql, list[Probe]]] = {}
         self._get = _Sql(
             select(t.c.fingerprint).where(t.c.key == bindparam("key")), dialect, ["key"]
         )
@@ -828,6 +832,65 @@ class Store:
             marker = next(r for r in rows if r[0] == -1)
             rows.remove(marker)
         return rows, int(marker[1])
+
+    def can_probe(self, k: int) -> bool:
+        """Whether probe_lookup answers k (a few probes), rather than a full scan."""
+        if k in self._probe_sql:
+            return True
+        return k <= MAX_PROBE_K and probes(self.layout, k) is not None
+
+    def probe_lookup(
+        self, fingerprint: int, k: int
+    ) -> tuple[list[tuple[int, int]], int | None] | None:
+        """Like lookup, for a k above the layout's: every row agreeing with one
+        of the probes (see blocks.probes) on a table's blocks. None when that
+        would take more than blocks.MAX_PROBES lookups."""
+        plan = self._probe_sql.get(k)
+        if plan is None:
+            found = probes(self.layout, k)
+            if found is None:
+                return None
+            plan = self._probe_sql[k] = self._compile_probes(found)
+        sql, found = plan
+        values = self.layout.blocks(fingerprint)
+        unsigned = [(fingerprint >> shift) & mask for shift, mask in self.layout.spans()]
+        params: list[int] = []
+        for probe in found:
+            table = self.layout.tables[probe.table]
+            for b, flip in zip(table, probe.flips, strict=True):
+                params.append(to_signed(unsigned[b] ^ flip) if flip else values[b])
+        rows = self._read(sql.text, sql.params(params))
+        marker = rows.pop() if rows and rows[-1][0] == -1 else None
+        if marker is None:  # pragma: no cover - UNION ALL keeps its order in practice
+            marker = next(r for r in rows if r[0] == -1)
+            rows.remove(marker)
+        return rows, int(marker[1])
+
+    def _compile_probes(self, found: list[Probe]) -> tuple[_Sql, list[Probe]]:
+        t = self.tables.fingerprints
+        blocks = [schema.block_column(i) for i in range(len(self.layout.widths))]
+        names: list[str] = []
+        per_table: dict[int, list[Any]] = {}
+        for i, probe in enumerate(found):
+            table = self.layout.tables[probe.table]
+            terms = []
+            for b in table:
+                names.append(f"p{i}_{b}")
+                terms.append(t.c[blocks[b]] == bindparam(names[-1]))
+            per_table.setdefault(probe.table, []).append(and_(*terms))
+        selects = []
+        for j, terms in per_table.items():
+            table = self.layout.tables[j]
+            if len(table) == 1:  # one column: an IN list, one index seek per value
+                column = t.c[blocks[table[0]]]
+                values = [term.right for term in terms]
+                selects.append(select(t.c.id, t.c.fingerprint).where(column.in_(values)))
+            else:  # several: OR of equalities, an index seek per term
+                selects.append(select(t.c.id, t.c.fingerprint).where(or_(*terms)))
+        sql = _Sql(union_all(*selects), self.engine.dialect, names)
+        marker = self._generation.replace("SELECT ", "SELECT -1, ", 1)
+        sql.text = f"{sql.text} UNION ALL {marker}"
+        return sql, found
 
     def rows_by_id(self, ids: Sequence[int]) -> list[tuple[int, str, int]]:
         """(id, key, signed fingerprint) of the rows with these ids (a few)."""

@@ -836,11 +836,15 @@ def test_a_missing_index_is_an_error_and_is_not_created(tmp_path: Path, command:
 
 
 def test_query_above_the_index_k_warns_and_is_exact(fp_index: Path) -> None:
+    """k = 4..11 probes the four block indexes (no warning); past that, a full scan, said so."""
     stored = contents(fp_index)
-    for k in (4, 8, 40, 64):
+    for k in (4, 8, 11, 12, 40, 64):
         result = ok("query", fp_index, "--fingerprint", "0", "--k", k)
         warning = result.stderr.splitlines()
-        assert len(warning) == 1 and warning[0].startswith("Warning: "), describe(result)
+        if k <= 11:
+            assert warning == [], describe(result)
+        else:
+            assert len(warning) == 1 and warning[0].startswith("Warning: "), describe(result)
         expected = sorted(
             ((hamming(fp, 0), key) for key, fp in stored.items() if hamming(fp, 0) <= k)
         )
@@ -851,7 +855,7 @@ def test_query_above_the_index_k_warns_and_is_exact(fp_index: Path) -> None:
 
 
 def test_query_above_the_index_k_that_finds_nothing_still_warns_and_exits_1(ix: Path) -> None:
-    result = invoke("query", ix, "--fingerprint", str(simhash(T1) ^ 0xFFFFF), "--k", "10")
+    result = invoke("query", ix, "--fingerprint", str(simhash(T1) ^ 0xFFFFFF), "--k", "12")
     assert result.exit_code == 1, describe(result)
     assert result.stderr.startswith("Warning: ")
 

@@ -79,9 +79,12 @@ def test_query_equals_brute_force(
         for query in queries:
             for k in range(index_k + 1):
                 assert index.query(query, k=k) == brute_force(stored, query, k)
-            # Larger than the index's k: still exact, through a full scan.
-            with pytest.warns(FullScanWarning):
-                assert index.query(query, k=index_k + 2) == brute_force(stored, query, index_k + 2)
+            # Larger than the index's k: still exact, by probing or a full scan (which warns).
+            for k in (index_k + 2, index_k + 9):
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    assert index.query(query, k=k) == brute_force(stored, query, k)
+                assert bool(caught) != index._store.can_probe(k)
 
 
 def test_query_equals_brute_force_on_a_larger_random_set(file_index: SimIndex) -> None:
@@ -267,7 +270,7 @@ def test_full_scan_warning_is_a_warning_not_an_error(index: SimIndex) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with pytest.raises(FullScanWarning):
-            index.query(0, k=4)
+            index.query(0, k=20)
 
 
 def brute_force_pairs(stored: dict[str, int], k: int) -> list[tuple[str, str, int]]:
@@ -390,3 +393,30 @@ def test_add_many_in_batches(index: SimIndex) -> None:
     texts = [(f"d{i}", f"document number {i} about topic {i % 7}") for i in range(12)]
     assert index.add_many(texts, batch_size=5) == 12
     assert len(index) == 12
+
+
+@pytest.mark.parametrize(("index_k", "blocks"), [(3, None), (3, 5), (2, None), (1, None)])
+def test_a_k_above_the_index_probes_and_equals_brute_force(
+    location: str, index_k: int, blocks: int | None
+) -> None:
+    """Past the layout's k a query probes each table with the values a few bits
+    away (blocks.probe_radius): exact, and no full scan where it is cheap."""
+    rng = random.Random(index_k * 10 + (blocks or 0))
+    stored = {f"k{i}": rng.getrandbits(64) for i in range(3000)}
+    for edge in (0, 1, 2**63 - 1, 2**63, 2**64 - 1):
+        stored[f"edge{edge}"] = edge
+    keys = list(stored)
+    for i in range(400):  # neighbours at every distance up to 12, top bit set or not
+        stored[f"near{i}"] = flip(stored[keys[i % 60]], i % 13, rng)
+    with SimIndex(location, k=index_k, blocks=blocks) as index:
+        index.add_fingerprints(stored.items())
+        queries = [flip(stored[keys[i]], rng.randrange(0, 6), rng) for i in range(40)]
+        queries += [0, 2**63, 2**64 - 1]
+        for k in range(index_k + 1, 13):
+            probed = index._store.can_probe(k)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                for q in queries:
+                    assert index.query(q, k=k) == brute_force(stored, q, k), (k, q)
+            assert bool(caught) == (not probed), k  # a warning only for a full scan
+        assert index._store.can_probe(index_k + 1)
