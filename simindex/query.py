@@ -10,13 +10,15 @@ whatever layout the index itself was built with.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import NamedTuple
+from itertools import combinations
+from math import comb
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from simindex.blocks import BlockLayout
+from simindex.blocks import MAX_PROBES, BlockLayout, even_widths, probe_radius
+from simindex.fingerprint import BITS, to_signed, to_unsigned
 from simindex.fingerprint import MAX_FINGERPRINT as _MASK64
-from simindex.fingerprint import to_signed, to_unsigned
 
 _QUERY_CHUNK = 8192  # queries matched at once in query_many (bounds memory)
 
@@ -68,6 +70,61 @@ def within(rows: Iterable[tuple[int, str, int]], fingerprint: int, k: int) -> li
     return sorted(found.values(), key=lambda m: (m.distance, m.key))
 
 
+class Plan(NamedTuple):
+    """How the in-memory paths find everything within k among n fingerprints:
+    one sorted table per block of an even layout of m blocks, each looked up
+    with every value within `radius` bits of the query's (blocks.probe_radius;
+    0 when m > k: the plain pigeonhole lookup)."""
+
+    masks: list[int]  # per block, its bits in the fingerprint
+    radius: int
+    flips: list[list[int]]  # per block, the XORs (within its bits) to look up
+
+
+def plan_for(n: int, k: int, *, blocks: int | None = None) -> Plan:
+    """The cheapest plan for k over n fingerprints (uniform estimate): a probe
+    costs about a binary search (log2 n steps), a candidate one step.
+    ``blocks`` forces the number of blocks (tests)."""
+    best: tuple[float, int] | None = None
+    if blocks is not None:
+        best = (0.0, blocks)
+    for m in range(1, min(k + 1, BITS // 4) + 1) if blocks is None else ():
+        layout = BlockLayout(even_widths(m), tuple((b,) for b in range(m)))
+        radius = probe_radius(layout, k)
+        probes = [sum(comb(w, i) for i in range(radius + 1)) for w in layout.widths]
+        if sum(probes) > 4 * MAX_PROBES:
+            continue
+        steps = max(1.0, float(np.log2(n + 1)))
+        cost = sum(p * (steps + n / 2.0**w) for p, w in zip(probes, layout.widths, strict=True))
+        if best is None or cost < best[0]:
+            best = (cost, m)
+    m = k + 1 if best is None else best[1]
+    layout = BlockLayout(even_widths(m), tuple((b,) for b in range(m)))
+    radius = probe_radius(layout, k)
+    flips = []
+    for shift, mask in layout.spans():
+        bits = [1 << (shift + i) for i in range(mask.bit_length())]
+        flips.append([sum(c) for r in range(radius + 1) for c in combinations(bits, r)])
+    return Plan(layout.table_masks(), radius, flips)
+
+
+def _earlier(x: np.ndarray, masks: list[np.uint64], radius: int) -> np.ndarray:
+    """Which XORs x a table before this one found already (its bits differ in <= radius)."""
+    found = np.zeros(len(x), dtype=bool)
+    for mask in masks:
+        found |= np.bitwise_count(x & mask) <= radius
+    return found
+
+
+def _keyed(fps: np.ndarray, mask: int, flips: list[int]) -> tuple[np.ndarray, list[Any]]:
+    """A block's bits as sort keys (see _sort_key), and the probes' flips in the same terms."""
+    keyed = _sort_key(fps, mask)
+    low = (mask & -mask).bit_length() - 1
+    span = mask >> low
+    shift = 0 if span & (span + 1) else low  # _sort_key shifted contiguous bits down
+    return keyed, [keyed.dtype.type(f >> shift) for f in flips]
+
+
 def _sort_key(fps: np.ndarray, mask: int) -> np.ndarray:
     """The bits of fps under mask, as the narrowest integers that hold them
     (a table of one block of <= 16 bits sorts by radix, several times faster)."""
@@ -92,22 +149,41 @@ def pairs_within(fps: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.nd
     once: by the first table whose bits it agrees on.
     """
     fps = fps.astype(np.uint64, copy=False)
-    masks = BlockLayout.for_k(k).table_masks()
+    plan = plan_for(len(fps), k)
+    masks = plan.masks
     out_a, out_b, out_d = [], [], []
 
     def keep(a: np.ndarray, b: np.ndarray, d: np.ndarray, t: int) -> None:
-        for earlier in masks[:t]:  # found already through an earlier table
-            fresh = ((fps[a] ^ fps[b]) & np.uint64(earlier)) != 0
-            a, b, d = a[fresh], b[fresh], d[fresh]
+        # Found already through an earlier table?
+        fresh = ~_earlier(fps[a] ^ fps[b], [np.uint64(m) for m in masks[:t]], plan.radius)
+        a, b, d = a[fresh], b[fresh], d[fresh]
         out_a.append(np.minimum(a, b))
         out_b.append(np.maximum(a, b))
         out_d.append(d.astype(np.int64))
 
     for t, mask in enumerate(masks):
-        keyed = _sort_key(fps, mask)
+        keyed, flips = _keyed(fps, mask, plan.flips[t])
         order = np.argsort(keyed, kind="stable")
         sorted_keys, sorted_fps = keyed[order], fps[order]
         n = len(fps)
+        # Pairs whose bits here differ by a probe's flips: each finds the other.
+        for flip in flips[1:]:
+            wanted = sorted_keys ^ flip
+            lo = np.searchsorted(sorted_keys, wanted, side="left")
+            hi = np.searchsorted(sorted_keys, wanted, side="right")
+            counts = hi - lo
+            total = int(counts.sum())
+            if not total:
+                continue
+            a = np.repeat(np.arange(n), counts)
+            offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+            b = np.repeat(lo, counts) + offsets
+            once = order[a] < order[b]  # each pair is found from both ends: keep one
+            a, b = a[once], b[once]
+            distance = np.bitwise_count(sorted_fps[a] ^ sorted_fps[b])
+            near = distance <= k
+            if near.any():
+                keep(order[a[near]], order[b[near]], distance[near], t)
         step = 1
         # While most positions are still inside a run, whole-array slices are
         # cheaper than gathering the live positions.
@@ -136,6 +212,10 @@ def pairs_within(fps: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.nd
     return np.concatenate(out_a), np.concatenate(out_b), np.concatenate(out_d)
 
 
+# A sorted table in memory: (mask, sorted keys, positions in that order, probe flips).
+_Table = tuple[int, np.ndarray, np.ndarray, list[Any]]
+
+
 class Snapshot:
     """The fingerprints of an index at one moment, held in memory for batch
     queries: the ids and fingerprints, and per k the tables sorted by their bits
@@ -145,49 +225,51 @@ class Snapshot:
         self.ids = ids
         self.fps = fps.astype(np.uint64, copy=False)
         self.version = version  # what the index looked like; compared by the caller
-        self._tables: dict[int, list[tuple[int, np.ndarray, np.ndarray]]] = {}
+        self._tables: dict[int, tuple[Plan, list[_Table]]] = {}
 
-    def _tables_for(self, k: int) -> list[tuple[int, np.ndarray, np.ndarray]]:
-        tables = self._tables.get(k)
-        if tables is None:
-            tables = []
-            for mask in BlockLayout.for_k(k).table_masks():
-                keyed = _sort_key(self.fps, mask)
+    def _tables_for(self, k: int) -> tuple[Plan, list[_Table]]:
+        found = self._tables.get(k)
+        if found is None:
+            plan = plan_for(len(self.fps), k)
+            tables: list[_Table] = []
+            for t, mask in enumerate(plan.masks):
+                keyed, flips = _keyed(self.fps, mask, plan.flips[t])
                 order = np.argsort(keyed, kind="stable")
-                tables.append((mask, keyed[order], order))
-            self._tables[k] = tables
-        return tables
+                tables.append((mask, keyed[order], order, flips))
+            found = self._tables[k] = (plan, tables)
+        return found
 
     def match(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every (query position, stored position, distance) within distance k,
         each once, for an array of unsigned fingerprints."""
         stored = self.fps
         queries = queries.astype(np.uint64, copy=False)
-        tables = self._tables_for(k)
-        masks = [np.uint64(mask) for mask, _, _ in tables]
+        plan, tables = self._tables_for(k)
+        masks = [np.uint64(mask) for mask, _, _, _ in tables]
         out_q, out_s, out_d = [], [], []
         for start in range(0, len(queries), _QUERY_CHUNK):
             chunk = queries[start : start + _QUERY_CHUNK]
-            for t, (mask, keyed_sorted, order) in enumerate(tables):
-                wanted = _sort_key(chunk, mask)
-                lo = np.searchsorted(keyed_sorted, wanted, side="left")
-                hi = np.searchsorted(keyed_sorted, wanted, side="right")
-                counts = hi - lo
-                total = int(counts.sum())
-                if not total:
-                    continue
-                q = np.repeat(np.arange(len(chunk)), counts)
-                offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
-                s = order[np.repeat(lo, counts) + offsets]
-                distance = np.bitwise_count(stored[s] ^ chunk[q])
-                keep = distance <= k
-                q, s, distance = q[keep], s[keep], distance[keep]
-                for earlier in masks[:t]:  # found already through an earlier table
-                    fresh = ((stored[s] ^ chunk[q]) & earlier) != 0
+            for t, (mask, keyed_sorted, order, flips) in enumerate(tables):
+                keyed, _ = _keyed(chunk, mask, [])
+                for flip in flips:  # the query's own value, then the probes
+                    wanted = keyed ^ flip
+                    lo = np.searchsorted(keyed_sorted, wanted, side="left")
+                    hi = np.searchsorted(keyed_sorted, wanted, side="right")
+                    counts = hi - lo
+                    total = int(counts.sum())
+                    if not total:
+                        continue
+                    q = np.repeat(np.arange(len(chunk)), counts)
+                    offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+                    s = order[np.repeat(lo, counts) + offsets]
+                    distance = np.bitwise_count(stored[s] ^ chunk[q])
+                    keep = distance <= k
+                    q, s, distance = q[keep], s[keep], distance[keep]
+                    fresh = ~_earlier(stored[s] ^ chunk[q], masks[:t], plan.radius)
                     q, s, distance = q[fresh], s[fresh], distance[fresh]
-                out_q.append(q + start)
-                out_s.append(s)
-                out_d.append(distance.astype(np.int64))
+                    out_q.append(q + start)
+                    out_s.append(s)
+                    out_d.append(distance.astype(np.int64))
         if not out_q:
             empty = np.zeros(0, np.int64)
             return empty, empty, empty

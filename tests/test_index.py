@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 import sqlite3
 import threading
@@ -9,6 +10,7 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -285,7 +287,7 @@ def brute_force_pairs(stored: dict[str, int], k: int) -> list[tuple[str, str, in
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=corpora(), k=st.integers(0, 6))
+@given(data=corpora(), k=st.integers(0, 12))
 def test_duplicates_equal_brute_force(data: tuple[dict[str, int], list[int]], k: int) -> None:
     stored, _ = data
     with SimIndex(":memory:") as index:
@@ -301,7 +303,7 @@ def test_duplicates_k_is_checked(index: SimIndex) -> None:
 
 @pytest.mark.parametrize(("index_k", "blocks"), [(3, None), (3, 5), (1, None)])
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=corpora(), k=st.integers(0, 6))
+@given(data=corpora(), k=st.integers(0, 12))
 def test_query_many_equals_brute_force(
     index_k: int, blocks: int | None, data: tuple[dict[str, int], list[int]], k: int
 ) -> None:
@@ -420,3 +422,48 @@ def test_a_k_above_the_index_probes_and_equals_brute_force(
                     assert index.query(q, k=k) == brute_force(stored, q, k), (k, q)
             assert bool(caught) == (not probed), k  # a warning only for a full scan
         assert index._store.can_probe(index_k + 1)
+
+
+@pytest.mark.parametrize("k", [0, 1, 3, 5, 7, 9, 12])
+def test_in_memory_probing_equals_brute_force_for_every_block_count(
+    k: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batch queries and all pairs in memory, with every plan of m blocks that
+    probes (radius > 0 for m <= k) or not: the same as brute force."""
+    from simindex import query
+    from simindex.blocks import even_widths, probe_radius
+
+    rng = random.Random(k)
+    fps = [rng.getrandbits(64) for _ in range(300)]
+    fps += [flip(fps[i % 40], i % 14, rng) for i in range(300)] + [0, 2**63, 2**64 - 1]
+    queries = [flip(rng.choice(fps), rng.randrange(0, 10), rng) for _ in range(60)] + [2**63]
+    original = query.plan_for
+    tried = 0
+    for m in range(1, min(k + 1, 16) + 1):
+        layout = BlockLayout(even_widths(m), tuple((b,) for b in range(m)))
+        radius = probe_radius(layout, k)
+        if sum(math.comb(w, i) for w in layout.widths for i in range(radius + 1)) > 20_000:
+            continue
+        plan = original(len(fps), k, blocks=m)
+        tried += 1
+        monkeypatch.setattr(query, "plan_for", lambda n, k_, plan=plan: plan)
+        snapshot = query.Snapshot(np.arange(len(fps)), np.array(fps, dtype=np.uint64), None)
+        q, s, d = snapshot.match(np.array(queries, dtype=np.uint64), k)
+        got = sorted(zip(q.tolist(), s.tolist(), d.tolist(), strict=True))
+        want = sorted(
+            (qi, si, hamming(fp, qv))
+            for qi, qv in enumerate(queries)
+            for si, fp in enumerate(fps)
+            if hamming(fp, qv) <= k
+        )
+        assert got == want, (k, m, plan.radius)
+        a, b, d = query.pairs_within(np.array(fps, dtype=np.uint64), k)
+        got_pairs = sorted(zip(a.tolist(), b.tolist(), d.tolist(), strict=True))
+        want_pairs = sorted(
+            (i, j, hamming(fps[i], fps[j]))
+            for i in range(len(fps))
+            for j in range(i + 1, len(fps))
+            if hamming(fps[i], fps[j]) <= k
+        )
+        assert got_pairs == want_pairs, (k, m, plan.radius)
+    assert tried >= min(k + 1, 3)
