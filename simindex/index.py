@@ -548,6 +548,8 @@ class SimIndex:
                 self._writes += 1
                 self._fresh_in(conn)  # a rebuild elsewhere may have changed the layout
                 count = self._store.put_stream(conn, chunks(source, batch_size), keep=skip_existing)
+            if count >= store.FAST_LOAD_MIN:
+                self._store.tidy_after_load()
             written += count
             if batch_size is None or count < batch_size:
                 return written

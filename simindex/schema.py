@@ -100,6 +100,7 @@ def build(
             table_index_name(j),
             *(fingerprints.c[block_column(b)] for b in table),
             fingerprints.c.fingerprint,
+            postgresql_include=["id"],  # index-only lookups (SQLite has the rowid)
         )
         for j, table in enumerate(layout.tables)
         if lookups

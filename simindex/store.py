@@ -1090,6 +1090,18 @@ class Store:
                 conn.exec_driver_sql(f"ANALYZE {schema.FINGERPRINT_TABLE}")
         return written
 
+    def tidy_after_load(self) -> None:
+        """PostgreSQL, after a large load has committed: VACUUM, so that the
+        visibility map lets lookups read their (id, fingerprint) from the
+        indexes alone (index-only scans) instead of visiting the table."""
+        if self.engine.dialect.name != "postgresql":
+            return
+        held = self._connection()  # autocommit: VACUUM cannot run in a transaction
+        try:
+            held.cursor.execute(f"VACUUM (ANALYZE) {schema.FINGERPRINT_TABLE}")
+        except self.engine.dialect.loaded_dbapi.Error as exc:
+            raise StorageError(describe_db_error(self.where, exc)) from exc
+
     def remove(self, conn: Connection, keys: Sequence[str]) -> int:
         removed = 0
         for start in range(0, len(keys), _CHUNK):

@@ -59,6 +59,9 @@ def upgrade() -> None:
             f"ix_simindex_fingerprints_t{j}",
             "simindex_fingerprints",
             [*(f"block_{b}" for b in table), "fingerprint"],
+            # PostgreSQL: id in the index too, so lookups are index-only scans
+            # (SQLite indexes carry the rowid anyway; its DDL is unchanged).
+            postgresql_include=["id"],
         )
 
 
