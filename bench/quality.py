@@ -73,6 +73,8 @@ EN_WORDS = (80, 400)  # an English passage: 80-400 words
 ZH_CHARS = (150, 800)  # a Chinese passage: 150-800 characters (whitespace not counted)
 K = 3  # the distance the per-kind columns use (simindex's default k)
 MAX_FP = 0.01  # the operating point: every negative kind's false-positive rate <= 1%
+TARGET = 0.90  # the recall the per-k view looks for: the smallest k reaching it
+CURVE_K = range(17)  # the per-k view: k = 0..16
 NUM_PERM = 128
 SHINGLE = {"en": 5, "zh": 3}  # MinHash word shingles: English 5, Chinese (jieba words) 3
 NOT_NEGATIVE_JACCARD = 0.2  # a "random" pair sharing this much (exact shingle Jaccard) is dropped
@@ -618,12 +620,24 @@ def evaluate(lang: str, pairs, fps, sigs) -> dict:
         def at(k_: int, kind: str, arr=arr) -> float | None:
             return float(np.mean(arr[kind] <= k_)) if kind in arr else None
 
+        curve = {
+            str(k_): {kind: float(np.mean(arr[kind] <= k_)) for kind in kinds if kind in arr}
+            for k_ in CURVE_K
+        }
         best = None
         for k_ in range(65):
             if all(np.mean(arr[kind] <= k_) <= MAX_FP for kind in NEGATIVE if kind in arr):
                 best = k_
         pos = np.concatenate([arr[k] for k in POSITIVE if k in arr])
+        for k_ in CURVE_K:
+            curve[str(k_)]["all"] = float(np.mean(pos <= k_))
+        k90 = next((k_ for k_ in range(65) if np.mean(pos <= k_) >= TARGET), None)
         res[label] = {
+            "k90": k90,
+            "fp_k90": max(float(np.mean(arr[kind] <= k90)) for kind in NEGATIVE if kind in arr)
+            if k90 is not None
+            else None,
+            "curve": curve,
             "at_k3": {kind: at(K, kind) for kind in kinds if kind in arr},
             "recall_k3": float(np.mean(pos <= K)),
             "best_k": best,
@@ -670,7 +684,7 @@ def table(lang: str, res: dict, n_pairs: Counter) -> str:
         ["method"]
         + [SHORT.get(c, c) for c in cols]
         + ["FP " + SHORT[k] for k in NEGATIVE]
-        + ["best k", "recall", "border 20/30%"]
+        + ["best k", "recall", "k@90", "FP@90", "border 20/30%"]
     )
     rows = [head]
     for label, r in res.items():
@@ -681,7 +695,7 @@ def table(lang: str, res: dict, n_pairs: Counter) -> str:
                 + [pct(a.get(k)) for k in POSITIVE]
                 + [pct(r["recall_best"])]
                 + [pct(a.get(k)) for k in NEGATIVE]
-                + [f"J>={r['threshold']:.3f}", pct(r["recall_best"])]
+                + [f"J>={r['threshold']:.3f}", pct(r["recall_best"]), "", ""]
                 + [f"{pct(a.get('edit20'))}/{pct(a.get('edit30'))}"]
             )
             continue
@@ -692,6 +706,7 @@ def table(lang: str, res: dict, n_pairs: Counter) -> str:
             + [pct(r["recall_k3"])]
             + [pct(a.get(k)) for k in NEGATIVE]
             + ["-" if r["best_k"] is None else str(r["best_k"]), pct(r["recall_best"])]
+            + ["-" if r["k90"] is None else str(r["k90"]), pct(r["fp_k90"])]
             + [f"{pct(a.get('edit20'))}/{pct(a.get('edit30'))}"]
         )
     widths = [max(len(row[c]) for row in rows) for c in range(len(head))]
@@ -717,7 +732,8 @@ def table(lang: str, res: dict, n_pairs: Counter) -> str:
             "",
             "Percent of pairs within k=3 (FP columns: negatives within k=3; border: 20%/30% "
             "edits within k=3, not scored). best k: the largest k keeping every negative "
-            "kind's FP rate <= 1%; recall: all positives within it.",
+            "kind's FP rate <= 1%; recall: all positives within it. k@90: the smallest k "
+            "finding 90% of all positives; FP@90: the worst negative kind's FP rate there.",
             "* minhash: estimated Jaccard of word "
             f"{SHINGLE[lang]}-shingles{' (jieba words)' if lang == 'zh' else ''}, "
             f"num_perm={NUM_PERM}; every column is at its threshold J, the lowest multiple "
@@ -727,6 +743,38 @@ def table(lang: str, res: dict, n_pairs: Counter) -> str:
             f"Pairs: {pairs}",
         ]
     )
+
+
+def curve_table(res: dict) -> str:
+    """Per method, per k = 0..16: recall (all positives, each kind), each negative kind's
+    false-positive rate and the borderline kinds, all in percent."""
+    cols = ["all", *POSITIVE, *NEGATIVE, *BORDERLINE]
+    head = ["k", *[SHORT.get(c, c) for c in cols]]
+    out = []
+    for label, r in res.items():
+        if "curve" not in r:
+            continue
+        rows = [head] + [[k_, *[pct(at.get(c)) for c in cols]] for k_, at in r["curve"].items()]
+        widths = [max(len(row[c]) for row in rows) for c in range(len(head))]
+        out.append(
+            f"{label}: smallest k finding {100 * TARGET:.0f}% of the positives: "
+            + (
+                "none up to 64"
+                if r["k90"] is None
+                else f"{r['k90']} (worst FP there {pct(r['fp_k90'])}%)"
+            )
+        )
+        for n_, row in enumerate(rows):
+            out.append("  ".join(x.rjust(w) for x, w in zip(row, widths, strict=True)))
+            if n_ == 0:
+                out.append("-" * len(out[-1]))
+        out.append("")
+    fp = ", ".join(SHORT[k] for k in NEGATIVE)
+    out.append(
+        f"Percent of pairs within Hamming distance k: positives (all, then each kind), "
+        f"negatives ({fp}: false positives) and borderline edits."
+    )
+    return "\n".join(out)
 
 
 def git_rev() -> str:
@@ -745,6 +793,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="small samples: a smoke run")
     ap.add_argument("--json", action="store_true", help="JSON on stdout instead of the tables")
+    ap.add_argument(
+        "--curve", action="store_true", help="also print, per method, the figures at k = 0..16"
+    )
     ap.add_argument("--n", type=int, help="pairs of each positive kind (default 500; --quick 40)")
     ap.add_argument("--random", type=int, help="random negative pairs (default 10000)")
     ap.add_argument("--pool", type=int, help="passages per language (default 3000)")
@@ -801,6 +852,7 @@ def main(argv=None) -> int:
             "pairs": dict(n_pairs),
             "results": res,
             "table": table(lang, res, n_pairs),
+            "curve_table": curve_table(res),
         }
         log(f"{lang}: done at {time.perf_counter() - t0:.0f} s")
     out["seconds"] = round(time.perf_counter() - t0, 1)
@@ -834,6 +886,9 @@ def main(argv=None) -> int:
         )
         print()
         print(r["table"])
+        if args.curve:
+            print()
+            print(r["curve_table"])
     return 0
 
 
