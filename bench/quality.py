@@ -71,6 +71,7 @@ ZH_FORTUNE_FILES = ("chinese", "tang300", "song100")  # what fortunes-zh install
 
 EN_WORDS = (80, 400)  # an English passage: 80-400 words
 ZH_CHARS = (150, 800)  # a Chinese passage: 150-800 characters (whitespace not counted)
+LONG = {"en": (1000, 4000, 2000), "zh": (1500, 6000, 3000)}  # a long text: lo, hi, target
 K = 3  # the distance the per-kind columns use (simindex's default k)
 MAX_FP = 0.01  # the operating point: every negative kind's false-positive rate <= 1%
 TARGET = 0.90  # the recall the per-k view looks for: the smallest k reaching it
@@ -103,6 +104,7 @@ NEGATIVE = {
     "random": "two random passages",
     "neighbour": "two consecutive passages of one source (article, file, licence)",
     "replace50": "a passage and a copy with 50% of its words replaced",
+    "long": "two random long texts (consecutive passages of one source joined)",
 }
 BORDERLINE = {"edit20": "20% of the words edited", "edit30": "30% of the words edited"}
 SHORT = {  # column headings
@@ -118,6 +120,7 @@ SHORT = {  # column headings
     "random": "rand",
     "neighbour": "neigh",
     "replace50": "rep50",
+    "long": "long",
     "edit20": "ed20%",
     "edit30": "ed30%",
 }
@@ -604,6 +607,28 @@ def build_pairs(lang: str, src: dict, n: int, n_random: int, pool_size: int, see
         pairs.append(("neg", "random", i, j))
         got += 1
     counts["_random_pairs_dropped_as_overlapping"] = dropped
+    # Long texts: a source's passages (all of them, in order) joined into texts of about
+    # 2,000 words or 3,000 characters. Random pairs of them are negatives: with many
+    # words, what the texts of a language share (their commonest words and characters)
+    # weighs more, so a fingerprint dominated by them brings unrelated texts together.
+    size = en_len if lang == "en" else zh_len
+    longs = []
+    for units in src.values():
+        longs += group([p for unit in units for p in unit], size, *LONG[lang])
+    tries, dropped, got = 0, 0, 0
+    long_shingles: dict[int, set[str]] = {}
+    while got < 2 * n and tries < 40 * n and len(longs) > 1:
+        tries += 1
+        i, j = rng.sample(range(len(longs)), 2)
+        si = long_shingles.setdefault(i, shingle_set(longs[i], lang))
+        sj = long_shingles.setdefault(j, shingle_set(longs[j], lang))
+        if len(si & sj) >= NOT_NEGATIVE_JACCARD * len(si | sj):
+            dropped += 1
+            continue
+        pairs.append(("neg", "long", add(longs[i]), add(longs[j])))
+        got += 1
+    counts["_long_texts"] = len(longs)
+    counts["_long_pairs_dropped_as_overlapping"] = dropped
     return pairs, texts, counts
 
 
@@ -883,6 +908,10 @@ def main(argv=None) -> int:
         print(
             f"  random pairs skipped as overlapping (shingle Jaccard >= "
             f"{NOT_NEGATIVE_JACCARD}): {dropped}"
+        )
+        print(
+            f"  long texts: {r['sources'].get('_long_texts', 0)}; long pairs skipped as "
+            f"overlapping: {r['sources'].get('_long_pairs_dropped_as_overlapping', 0)}"
         )
         print()
         print(r["table"])
