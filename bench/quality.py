@@ -48,6 +48,7 @@ import tarfile
 import textwrap
 import time
 from collections import Counter
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -59,7 +60,7 @@ if str(ROOT) not in sys.path:  # `python bench/quality.py` from a checkout
 import numpy as np  # noqa: E402
 
 import simindex.tokenize as tok  # noqa: E402
-from simindex.fingerprint import FingerprintConfig, hamming, simhash  # noqa: E402
+from simindex.fingerprint import DEFAULT_CONFIG, hamming, simhash  # noqa: E402
 
 CACHE = Path(os.environ.get("SIMINDEX_QUALITY_CACHE", "~/.cache/simindex-quality")).expanduser()
 DEBS_EN = ("fortunes-min", "fortunes", "jargon-text")
@@ -80,12 +81,14 @@ NUM_PERM = 128
 SHINGLE = {"en": 5, "zh": 3}  # MinHash word shingles: English 5, Chinese (jieba words) 3
 NOT_NEGATIVE_JACCARD = 0.2  # a "random" pair sharing this much (exact shingle Jaccard) is dropped
 
-METHODS = {  # label -> FingerprintConfig
-    "default": FingerprintConfig(),
-    "ngram=2": FingerprintConfig(ngram=2),
-    "sublinear": FingerprintConfig(weighting="sublinear"),
-    "binary": FingerprintConfig(weighting="binary"),
-    "stopwords=False": FingerprintConfig(stopwords=False),
+METHODS = {  # label -> FingerprintConfig: DEFAULT_CONFIG with one or two options changed
+    "default": DEFAULT_CONFIG,
+    "cjk=words": replace(DEFAULT_CONFIG, cjk="words"),  # the default before 0.2 (jieba)
+    "ngram=2": replace(DEFAULT_CONFIG, ngram=2),
+    "sublinear": replace(DEFAULT_CONFIG, weighting="sublinear"),
+    "binary": replace(DEFAULT_CONFIG, weighting="binary"),
+    "stopwords=False": replace(DEFAULT_CONFIG, stopwords=False),
+    "sublinear,stopwords=False": replace(DEFAULT_CONFIG, weighting="sublinear", stopwords=False),
 }
 BASELINE = "minhash"
 
@@ -499,18 +502,19 @@ class Editor:
 
 # --- scoring -------------------------------------------------------------------------------
 
-_WORDS_CACHE: dict[str, list[str]] = {}
+_WORDS_CACHE: dict[tuple[str, str], list[str]] = {}
 _original_words = tok.words
 
 
-def _cached_words(text: str) -> list[str]:
-    """simindex's own tokeniser, memoised: each text is segmented once for all the
-    configurations (they differ after tokenising) and for MinHash."""
-    got = _WORDS_CACHE.get(text)
+def _cached_words(text: str, cjk: str = "words") -> list[str]:
+    """simindex's own tokeniser, memoised: each text is segmented once (per way of
+    reading CJK) for all the configurations (they differ after tokenising) and for
+    MinHash."""
+    got = _WORDS_CACHE.get((text, cjk))
     if got is None:
-        if len(_WORDS_CACHE) > 20000:
+        if len(_WORDS_CACHE) > 40000:
             _WORDS_CACHE.clear()
-        got = _WORDS_CACHE[text] = _original_words(text)
+        got = _WORDS_CACHE[text, cjk] = _original_words(text, cjk)
     return list(got)
 
 
