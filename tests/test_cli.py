@@ -26,7 +26,7 @@ import pytest
 from typer.main import get_command
 from typer.testing import CliRunner, Result
 
-from simindex import FingerprintConfig, SimIndex, hamming, simhash
+from simindex import DEFAULT_CONFIG, FingerprintConfig, SimIndex, hamming, simhash
 from simindex.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,7 +50,7 @@ T4 = (
     "a cake stall and a dog show judged by the headteacher on the field."
 )
 ZH_STORED = "你妈妈喊你回家吃饭哦，回家罗回家罗"
-ZH_QUERY = "你妈妈叫你回家吃饭啦，回家罗回家罗"
+ZH_QUERY = "你妈妈喊你回家吃饭啦，回家罗回家罗"  # one character changed: distance 2
 
 
 # --- helpers -------------------------------------------------------------------
@@ -400,8 +400,10 @@ def test_add_a_sample_corpus_and_find_every_documented_variant(tmp_path: Path) -
     for row in variants:
         found = [
             key
-            for _, key in query_lines(ok("query", path, "--fingerprint", str(simhash(row["text"]))))
-        ]
+            for _, key in query_lines(
+                ok("query", path, "--fingerprint", str(simhash(row["text"])), "--k", "4")
+            )
+        ]  # every documented variant is within 4 (examples/README.md)
         assert row["id"].split(".")[0] in found, row["id"]
 
 
@@ -889,7 +891,7 @@ def test_stats_json(ix: Path) -> None:
     assert info["count"] == 2
     assert info["k"] == 3
     assert info["blocks"] == [16, 16, 16, 16]
-    assert info["fingerprint"] == json.loads(FingerprintConfig().to_json())
+    assert info["fingerprint"] == json.loads(DEFAULT_CONFIG.to_json())
     assert Path(info["index"]) == ix
 
 
@@ -925,6 +927,19 @@ def test_fingerprint_uses_the_options_or_the_index_configuration(tmp_path: Path)
     ok("init", tmp_path / "bi.db", "--ngram", "2")
     result = ok("fingerprint", "--index", tmp_path / "bi.db", T1)
     assert result.stdout.strip() == str(simhash(T1, bigrams))
+
+
+def test_the_cjk_option(tmp_path: Path) -> None:
+    words = FingerprintConfig(cjk="words")  # jieba: what indexes made before cjk use
+    assert ok("fingerprint", ZH_STORED, "--cjk", "words").stdout.strip() == str(
+        simhash(ZH_STORED, words)
+    )
+    assert ok("fingerprint", ZH_STORED).stdout.strip() == str(simhash(ZH_STORED, DEFAULT_CONFIG))
+    ok("init", tmp_path / "w.db", "--cjk", "words")
+    assert ok_json("stats", tmp_path / "w.db")["fingerprint"]["cjk"] == "words"
+    result = ok("fingerprint", "--index", tmp_path / "w.db", ZH_STORED)
+    assert result.stdout.strip() == str(simhash(ZH_STORED, words))
+    error("fingerprint", ZH_STORED, "--cjk", "jieba", contains=("cjk",))
 
 
 def test_fingerprint_errors(tmp_path: Path) -> None:

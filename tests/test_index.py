@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simindex import (
+    DEFAULT_CONFIG,
     BlockLayout,
     ConfigMismatchError,
     EmptyTextError,
@@ -203,7 +204,7 @@ def test_a_different_configuration_is_refused(db_path: Path) -> None:
         SimIndex(db_path, k=2)
     with pytest.raises(ConfigMismatchError):
         SimIndex(db_path, config={"ngram": 2})
-    with SimIndex(db_path, k=3, config=FingerprintConfig()) as index:  # the same is fine
+    with SimIndex(db_path, k=3, config=DEFAULT_CONFIG) as index:  # the same is fine
         assert index.k == 3
 
 

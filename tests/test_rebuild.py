@@ -14,7 +14,14 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import create_engine
 
-from simindex import FingerprintConfig, InvalidArgumentError, SimIndex, schema, simhash
+from simindex import (
+    DEFAULT_CONFIG,
+    FingerprintConfig,
+    InvalidArgumentError,
+    SimIndex,
+    schema,
+    simhash,
+)
 
 from .test_index import brute_force
 
@@ -86,7 +93,7 @@ def test_a_failed_rebuild_leaves_the_old_index_and_no_debris(db_path: Path) -> N
         before = dict(index.items())
         with pytest.raises(RuntimeError):
             index.rebuild(broken(), config={"ngram": 3}, batch_size=5)
-        assert dict(index.items()) == before and index.config == FingerprintConfig()
+        assert dict(index.items()) == before and index.config == DEFAULT_CONFIG
         assert index.check().ok
     assert "simindex_rebuild_staging" not in tables(db_path)
     with SimIndex(db_path) as index:
