@@ -61,7 +61,7 @@ if str(ROOT) not in sys.path:  # `python bench/quality.py` from a checkout
 import numpy as np  # noqa: E402
 
 import simindex.tokenize as tok  # noqa: E402
-from simindex.fingerprint import DEFAULT_CONFIG, hamming, simhash  # noqa: E402
+from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig, hamming, simhash  # noqa: E402
 
 CACHE = Path(os.environ.get("SIMINDEX_QUALITY_CACHE", "~/.cache/simindex-quality")).expanduser()
 DEBS_EN = ("fortunes-min", "fortunes", "jargon-text")
@@ -84,12 +84,13 @@ NOT_NEGATIVE_JACCARD = 0.2  # a "random" pair sharing this much (exact shingle J
 
 METHODS = {  # label -> FingerprintConfig: DEFAULT_CONFIG with one or two options changed
     "default": DEFAULT_CONFIG,
-    "cjk=words": replace(DEFAULT_CONFIG, cjk="words"),  # the default before 0.2 (jieba)
-    "ngram=2": replace(DEFAULT_CONFIG, ngram=2),
-    "sublinear": replace(DEFAULT_CONFIG, weighting="sublinear"),
+    "old default": FingerprintConfig(),  # tf, jieba words: indexes made before cjk existed
+    "cjk=words": replace(DEFAULT_CONFIG, cjk="words"),
+    "tf": replace(DEFAULT_CONFIG, weighting="tf"),
     "binary": replace(DEFAULT_CONFIG, weighting="binary"),
+    "ngram=2": replace(DEFAULT_CONFIG, ngram=2),
     "stopwords=False": replace(DEFAULT_CONFIG, stopwords=False),
-    "sublinear,stopwords=False": replace(DEFAULT_CONFIG, weighting="sublinear", stopwords=False),
+    "tf,stopwords=False": replace(DEFAULT_CONFIG, weighting="tf", stopwords=False),
 }
 BASELINE = "minhash"
 

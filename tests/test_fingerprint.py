@@ -77,7 +77,10 @@ def test_stop_words_only_text_gets_its_own_fingerprint() -> None:
 
 def test_weighting_options_change_fingerprints_as_documented() -> None:
     text = "apple apple apple apple apple banana cherry date elderberry fig grape"
-    assert features(text)["apple"] == 5
+    assert features(text, FingerprintConfig())["apple"] == 5  # tf: the first default
+    assert (
+        features(text)["apple"] == features(text, FingerprintConfig(weighting="sublinear"))["apple"]
+    )  # DEFAULT_CONFIG: sublinear
     assert features(text, FingerprintConfig(weighting="binary"))["apple"] == 1
     assert features(text, FingerprintConfig(weighting="sublinear"))["apple"] == round(
         256 * (1 + __import__("math").log(5))
@@ -150,8 +153,11 @@ def test_known_cjk_values_do_not_drift() -> None:
     assert old == FingerprintConfig() and old.cjk == "words"
     assert simhash("你妈妈喊你回家吃饭哦，回家罗回家罗", old) == 17944904788864136004
     assert simhash("東京は日本の首都です。Tokyo is big.", old) == 9966035804881380949
-    assert FingerprintConfig(cjk="chars") == DEFAULT_CONFIG
-    assert simhash("你妈妈喊你回家吃饭哦，回家罗回家罗") == 16242569899395068736
+    chars = FingerprintConfig(cjk="chars")
+    assert simhash("你妈妈喊你回家吃饭哦，回家罗回家罗", chars) == 16242569899395068736
+    assert simhash("東京は日本の首都です。Tokyo is big.", chars) == 9788705737160000597
+    assert FingerprintConfig(weighting="sublinear", cjk="chars") == DEFAULT_CONFIG
+    assert simhash("你妈妈喊你回家吃饭哦，回家罗回家罗") == 16231293454186263360
     assert simhash("東京は日本の首都です。Tokyo is big.") == 9788705737160000597
 
 
@@ -187,11 +193,12 @@ def test_chinese_small_change_is_a_near_duplicate() -> None:
     assert hamming(a, b) <= 3
     unrelated = "今天北京的天气很好，我们去公园散步，看见很多人在放风筝。"
     assert hamming(a, simhash(unrelated, old)) > 3
-    # Characters and bigrams: one character of 17 changed is 3 features of 27, and
-    # this pair lands at 7; bench/quality.py measures such edits over many texts.
+    # Characters and bigrams: one character of 17 changed is 3 features of 27 (the
+    # pair above, with two changed, lands at 12). bench/quality.py measures edits
+    # over many texts.
     a = simhash("你妈妈喊你回家吃饭哦，回家罗回家罗")
     b = simhash("你妈妈喊你回家吃饭啦，回家罗回家罗")
-    assert hamming(a, b) <= 3
+    assert hamming(a, b) <= 4
     assert hamming(a, simhash(unrelated)) > 3
 
 

@@ -260,7 +260,7 @@ def test_stats(file_index: SimIndex) -> None:
     file_index.add_fingerprints((f"k{i}", i) for i in range(10))
     info = file_index.stats()
     assert info["count"] == 10 and info["k"] == 3 and info["blocks"] == [16, 16, 16, 16]
-    assert info["file_bytes"] > 0 and info["fingerprint"]["weighting"] == "tf"
+    assert info["file_bytes"] > 0 and info["fingerprint"]["weighting"] == DEFAULT_CONFIG.weighting
 
 
 def test_full_scan_warning_is_a_warning_not_an_error(memory_index: SimIndex) -> None:
