@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """How well do simindex's fingerprints separate near-duplicates from other texts?
 
-    python bench/quality.py            # a few hundred pairs of each kind: a few minutes on 2 cores
+    python bench/quality.py            # 500 pairs of each positive kind: about 80 s on 2 cores
+    python bench/quality.py --curve    # also every figure at k = 0..16, per method
     python bench/quality.py --quick    # small samples: a smoke run (under about 30 s, cache filled)
     python bench/quality.py --json     # the results as JSON on stdout instead of the tables
 
@@ -21,14 +22,19 @@ From passages of those texts it makes pairs (a passage and an edited copy of
 it: word edits at 2, 5 and 10% of the words, a sentence dropped or added, two
 sentences swapped, re-wrapped and re-punctuated, 10% cut off, 10% of another
 passage appended), negative pairs (random passages; neighbouring passages of
-one source; a passage and a copy with half of its words replaced) and a
-borderline class (20% and 30% of the words edited, reported but not scored).
-Every simindex fingerprint configuration under test and a MinHash baseline
-(datasketch, 128 permutations over word shingles) score every pair. The
-tables give, per method and language, the recall of each positive kind at
-Hamming distance k <= 3, the false-positive rate of each negative kind there,
-and the recall at the best operating point that keeps every negative kind's
-false-positive rate at or under 1%. See bench/README.md.
+one source; a passage and a copy with half of its words replaced; random long
+texts of 1,000-4,000 words or 1,500-6,000 characters) and a borderline class
+(20% and 30% of the words edited, reported but not scored). Inserted and
+replacing words are drawn by their frequency in the passages. Every simindex
+fingerprint configuration under test (DEFAULT_CONFIG, the old default, and
+DEFAULT_CONFIG with an option or two changed) and a MinHash baseline
+(datasketch, 128 permutations over word shingles) score every pair. The tables
+give, per method and language, the recall of each positive kind at Hamming
+distance k <= 3, the false-positive rate of each negative kind there, the
+recall at the best operating point that keeps every negative kind's
+false-positive rate at or under 1%, and the smallest k that finds 90% of the
+positives (with the worst false-positive rate there); --curve adds every
+figure at k = 0..16. See bench/README.md.
 
 It measures; it tunes nothing. Progress goes to stderr, the tables to stdout.
 """
@@ -766,7 +772,8 @@ def table(lang: str, res: dict, n_pairs: Counter) -> str:
             a = r["at_best"]
             kinds = " ".join(f"{SHORT[k]} {pct(a.get(k))}" for k in POSITIVE)
             fp = " ".join(f"{SHORT[k]} {pct(a.get(k))}" for k in NEGATIVE)
-            op.append(f"  {label:<16} k={r['best_k']:<2} {kinds} | FP {fp}")
+            w = max(map(len, res))
+            op.append(f"  {label:<{w}} k={r['best_k']:<2} {kinds} | FP {fp}")
     return "\n".join(
         [
             *lines,
