@@ -112,7 +112,10 @@ NgramOpt = Annotated[
 ]
 WeightingOpt = Annotated[
     str | None,
-    typer.Option("--weighting", help=f"Feature weights: {', '.join(WEIGHTINGS)} (default tf)."),
+    typer.Option(
+        "--weighting",
+        help=f"Feature weights: {', '.join(WEIGHTINGS)} (default {DEFAULT_CONFIG.weighting}).",
+    ),
 ]
 StopOpt = Annotated[bool, typer.Option("--keep-stopwords", help="Keep stop words as features.")]
 CjkOpt = Annotated[

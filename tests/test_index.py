@@ -393,3 +393,21 @@ def test_add_many_in_batches(memory_index: SimIndex) -> None:
     texts = [(f"d{i}", f"document number {i} about topic {i % 7}") for i in range(12)]
     assert memory_index.add_many(texts, batch_size=5) == 12
     assert len(memory_index) == 12
+
+
+def test_an_index_stored_before_cjk_keeps_its_fingerprints(db_path: Path) -> None:
+    """An index whose stored configuration has no cjk (made before it existed) keeps
+    segmenting Chinese with jieba and tf weights, whatever DEFAULT_CONFIG now is."""
+    text = "你妈妈喊你回家吃饭哦，回家罗回家罗"
+    with SimIndex(db_path) as index:
+        index.add("new", text)
+    old_json = '{"ngram": 1, "stopwords": true, "tokenizer": 1, "weighting": "tf"}'
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("UPDATE simindex_meta SET value = ? WHERE name = 'fingerprint'", (old_json,))
+    conn.close()
+    with SimIndex(db_path) as index:
+        assert index.config == FingerprintConfig() != DEFAULT_CONFIG
+        assert index.add("old", text) == simhash(text, FingerprintConfig()) == 17944904788864136004
+        assert index.fingerprint(text) == 17944904788864136004
+        index.rebuild([("old", text)], config=DEFAULT_CONFIG)  # to move to the new default
+        assert index.config == DEFAULT_CONFIG and index.get("old") == simhash(text)
