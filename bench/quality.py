@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """How well do simindex's fingerprints separate near-duplicates from other texts?
 
-    python bench/quality.py            # a few hundred pairs of each kind: a few minutes on 2 cores
+    python bench/quality.py            # 500 pairs of each positive kind: about 80 s on 2 cores
+    python bench/quality.py --curve    # also every figure at k = 0..16, per method
     python bench/quality.py --quick    # small samples: a smoke run (under about 30 s, cache filled)
     python bench/quality.py --json     # the results as JSON on stdout instead of the tables
 
@@ -21,14 +22,19 @@ From passages of those texts it makes pairs (a passage and an edited copy of
 it: word edits at 2, 5 and 10% of the words, a sentence dropped or added, two
 sentences swapped, re-wrapped and re-punctuated, 10% cut off, 10% of another
 passage appended), negative pairs (random passages; neighbouring passages of
-one source; a passage and a copy with half of its words replaced) and a
-borderline class (20% and 30% of the words edited, reported but not scored).
-Every simindex fingerprint configuration under test and a MinHash baseline
-(datasketch, 128 permutations over word shingles) score every pair. The
-tables give, per method and language, the recall of each positive kind at
-Hamming distance k <= 3, the false-positive rate of each negative kind there,
-and the recall at the best operating point that keeps every negative kind's
-false-positive rate at or under 1%. See bench/README.md.
+one source; a passage and a copy with half of its words replaced; random long
+texts of 1,000-4,000 words or 1,500-6,000 characters) and a borderline class
+(20% and 30% of the words edited, reported but not scored). Inserted and
+replacing words are drawn by their frequency in the passages. Every simindex
+fingerprint configuration under test (DEFAULT_CONFIG, the old default, and
+DEFAULT_CONFIG with an option or two changed) and a MinHash baseline
+(datasketch, 128 permutations over word shingles) score every pair. The tables
+give, per method and language, the recall of each positive kind at Hamming
+distance k <= 3, the false-positive rate of each negative kind there, the
+recall at the best operating point that keeps every negative kind's
+false-positive rate at or under 1%, and the smallest k that finds 90% of the
+positives (with the worst false-positive rate there); --curve adds every
+figure at k = 0..16. See bench/README.md.
 
 It measures; it tunes nothing. Progress goes to stderr, the tables to stdout.
 """
@@ -37,7 +43,9 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import itertools
 import json
+import math
 import os
 import random
 import re
@@ -48,6 +56,7 @@ import tarfile
 import textwrap
 import time
 from collections import Counter
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -59,7 +68,13 @@ if str(ROOT) not in sys.path:  # `python bench/quality.py` from a checkout
 import numpy as np  # noqa: E402
 
 import simindex.tokenize as tok  # noqa: E402
-from simindex.fingerprint import FingerprintConfig, hamming, simhash  # noqa: E402
+from simindex.fingerprint import (  # noqa: E402
+    DEFAULT_CONFIG,
+    FingerprintConfig,
+    features,
+    hamming,
+    simhash,
+)
 
 CACHE = Path(os.environ.get("SIMINDEX_QUALITY_CACHE", "~/.cache/simindex-quality")).expanduser()
 DEBS_EN = ("fortunes-min", "fortunes", "jargon-text")
@@ -71,20 +86,28 @@ ZH_FORTUNE_FILES = ("chinese", "tang300", "song100")  # what fortunes-zh install
 
 EN_WORDS = (80, 400)  # an English passage: 80-400 words
 ZH_CHARS = (150, 800)  # a Chinese passage: 150-800 characters (whitespace not counted)
+LONG = {"en": (1000, 4000, 2000), "zh": (1500, 6000, 3000)}  # a long text: lo, hi, target
 K = 3  # the distance the per-kind columns use (simindex's default k)
 MAX_FP = 0.01  # the operating point: every negative kind's false-positive rate <= 1%
+TARGET = 0.90  # the recall the per-k view looks for: the smallest k reaching it
+CURVE_K = range(17)  # the per-k view: k = 0..16
 NUM_PERM = 128
 SHINGLE = {"en": 5, "zh": 3}  # MinHash word shingles: English 5, Chinese (jieba words) 3
 NOT_NEGATIVE_JACCARD = 0.2  # a "random" pair sharing this much (exact shingle Jaccard) is dropped
 
-METHODS = {  # label -> FingerprintConfig
-    "default": FingerprintConfig(),
-    "ngram=2": FingerprintConfig(ngram=2),
-    "sublinear": FingerprintConfig(weighting="sublinear"),
-    "binary": FingerprintConfig(weighting="binary"),
-    "stopwords=False": FingerprintConfig(stopwords=False),
+METHODS = {  # label -> FingerprintConfig: DEFAULT_CONFIG with one or two options changed
+    "default": DEFAULT_CONFIG,
+    "old default": FingerprintConfig(),  # tf, jieba words: indexes made before cjk existed
+    "cjk=words": replace(DEFAULT_CONFIG, cjk="words"),
+    "tf": replace(DEFAULT_CONFIG, weighting="tf"),
+    "binary": replace(DEFAULT_CONFIG, weighting="binary"),
+    "ngram=2": replace(DEFAULT_CONFIG, ngram=2),
+    "stopwords=False": replace(DEFAULT_CONFIG, stopwords=False),
+    "tf,stopwords=False": replace(DEFAULT_CONFIG, weighting="tf", stopwords=False),
 }
 BASELINE = "minhash"
+VERIFY = "default+verify"  # the default's candidates within VERIFY_K, then a cosine check
+VERIFY_K = 12
 
 POSITIVE = {
     "edit2": "2% of the words inserted, deleted or replaced",
@@ -101,6 +124,7 @@ NEGATIVE = {
     "random": "two random passages",
     "neighbour": "two consecutive passages of one source (article, file, licence)",
     "replace50": "a passage and a copy with 50% of its words replaced",
+    "long": "two random long texts (consecutive passages of one source joined)",
 }
 BORDERLINE = {"edit20": "20% of the words edited", "edit30": "30% of the words edited"}
 SHORT = {  # column headings
@@ -116,6 +140,7 @@ SHORT = {  # column headings
     "random": "rand",
     "neighbour": "neigh",
     "replace50": "rep50",
+    "long": "long",
     "edit20": "ed20%",
     "edit30": "ed30%",
 }
@@ -363,7 +388,17 @@ class Editor:
                 vocab.update(re.findall(r"[A-Za-z]+(?:'[a-z]+)?", d))
             else:
                 vocab.update(t for t in self.tokens(d) if ZH_WORD.fullmatch(t))
-        self.vocab = [w for w, _ in vocab.most_common(5000)]
+        common = vocab.most_common(5000)
+        self.vocab = [w for w, _ in common]
+        # Drawn as often as they occur (as a person writing would use them), not
+        # uniformly over the 5,000: uniform draws are mostly rare words (only 6% of
+        # them English stop words, 2% Chinese), which makes a replaced half of a text
+        # look farther from the original than a real rewrite does.
+        self.cum = list(itertools.accumulate(n for _, n in common))
+
+    def word(self) -> str:
+        """A replacement or inserted word, drawn by its frequency in the passages."""
+        return self.rng.choices(self.vocab, cum_weights=self.cum)[0]
 
     def tokens(self, text: str) -> list[str]:
         """The text as a list of tokens that join back to it ("".join). English: words
@@ -397,9 +432,9 @@ class Editor:
         for i, t in enumerate(toks):
             op = ops.get(i)
             if op == "insert":
-                out += [self.rng.choice(self.vocab), sep, t]
+                out += [self.word(), sep, t]
             elif op == "replace":
-                new = self.rng.choice(self.vocab)
+                new = self.word()
                 m = re.search(r"[^\W_](?:.*[^\W_])?", t) if self.lang == "en" else None
                 out.append(t[: m.start()] + new + t[m.end() :] if m else new)
             elif op == "delete":
@@ -413,7 +448,7 @@ class Editor:
         toks = self.tokens(text)
         idx = [i for i, t in enumerate(toks) if self.is_word(t)]
         for i in self.rng.sample(idx, max(1, round(frac * len(idx)))):
-            toks[i] = self.rng.choice(self.vocab)
+            toks[i] = self.word()
         return "".join(toks)
 
     def sentences(self, text: str) -> list[str]:
@@ -494,35 +529,47 @@ class Editor:
 
 # --- scoring -------------------------------------------------------------------------------
 
-_WORDS_CACHE: dict[str, list[str]] = {}
+_WORDS_CACHE: dict[tuple[str, str], list[str]] = {}
 _original_words = tok.words
 
 
-def _cached_words(text: str) -> list[str]:
-    """simindex's own tokeniser, memoised: each text is segmented once for all the
-    configurations (they differ after tokenising) and for MinHash."""
-    got = _WORDS_CACHE.get(text)
+def _cached_words(text: str, cjk: str = "words") -> list[str]:
+    """simindex's own tokeniser, memoised: each text is segmented once (per way of
+    reading CJK) for all the configurations (they differ after tokenising) and for
+    MinHash."""
+    got = _WORDS_CACHE.get((text, cjk))
     if got is None:
-        if len(_WORDS_CACHE) > 20000:
+        if len(_WORDS_CACHE) > 40000:
             _WORDS_CACHE.clear()
-        got = _WORDS_CACHE[text] = _original_words(text)
+        got = _WORDS_CACHE[text, cjk] = _original_words(text, cjk)
     return list(got)
 
 
 tok.words = _cached_words  # content_words() looks it up in the module at each call
 
 
-def score(item: tuple[str, str]) -> tuple[list[int], np.ndarray | None]:
-    """(lang, text) -> the fingerprint of each method, and the MinHash signature."""
+def score(item: tuple[str, str]) -> tuple[list[int], np.ndarray | None, dict[str, int]]:
+    """(lang, text) -> the fingerprint of each method, the MinHash signature, and the
+    default configuration's weighted features (for the verification row)."""
     lang, text = item
     fps = [simhash(text, cfg) for cfg in METHODS.values()]
+    feats = dict(features(text, DEFAULT_CONFIG))
     try:
         from datasketch import MinHash
     except ImportError:
-        return fps, None
+        return fps, None, feats
     m = MinHash(num_perm=NUM_PERM, seed=1)
     m.update_batch([s.encode("utf-8") for s in shingle_set(text, lang)])
-    return fps, m.hashvalues.copy()
+    return fps, m.hashvalues.copy(), feats
+
+
+def cosine(a: dict[str, int], b: dict[str, int]) -> float:
+    """The cosine of two weighted feature vectors."""
+    if len(a) > len(b):
+        a, b = b, a
+    dot = sum(w * b.get(f, 0) for f, w in a.items())
+    norm = math.sqrt(sum(w * w for w in a.values()) * sum(w * w for w in b.values()))
+    return dot / norm if norm else 0.0
 
 
 def shingle_set(text: str, lang: str) -> set[str]:
@@ -602,10 +649,40 @@ def build_pairs(lang: str, src: dict, n: int, n_random: int, pool_size: int, see
         pairs.append(("neg", "random", i, j))
         got += 1
     counts["_random_pairs_dropped_as_overlapping"] = dropped
+    # Long texts: a source's passages (all of them, in order) joined into texts of about
+    # 2,000 words or 3,000 characters. Random pairs of them are negatives: with many
+    # words, what the texts of a language share (their commonest words and characters)
+    # weighs more, so a fingerprint dominated by them brings unrelated texts together.
+    size = en_len if lang == "en" else zh_len
+    longs = []
+    for units in src.values():
+        longs += group([p for unit in units for p in unit], size, *LONG[lang])
+    tries, dropped, got = 0, 0, 0
+    long_shingles: dict[int, set[str]] = {}
+    while got < 2 * n and tries < 40 * n and len(longs) > 1:
+        tries += 1
+        i, j = rng.sample(range(len(longs)), 2)
+        si = long_shingles.setdefault(i, shingle_set(longs[i], lang))
+        sj = long_shingles.setdefault(j, shingle_set(longs[j], lang))
+        if len(si & sj) >= NOT_NEGATIVE_JACCARD * len(si | sj):
+            dropped += 1
+            continue
+        pairs.append(("neg", "long", add(longs[i]), add(longs[j])))
+        got += 1
+    counts["_long_texts"] = len(longs)
+    counts["_long_pairs_dropped_as_overlapping"] = dropped
     return pairs, texts, counts
 
 
-def evaluate(lang: str, pairs, fps, sigs) -> dict:
+def lowest_threshold(arr: dict, candidates) -> float | None:
+    """The lowest candidate t at which every negative kind's rate (scores >= t) is <= 1%."""
+    for t in candidates:
+        if all(np.mean(arr[kind] >= t) <= MAX_FP for kind in NEGATIVE if kind in arr):
+            return t
+    return None
+
+
+def evaluate(lang: str, pairs, fps, sigs, feats=None) -> dict:
     """Per method: distances (or similarities) per kind, and the summary figures."""
     kinds = [*POSITIVE, *NEGATIVE, *BORDERLINE]
     res: dict = {}
@@ -618,12 +695,24 @@ def evaluate(lang: str, pairs, fps, sigs) -> dict:
         def at(k_: int, kind: str, arr=arr) -> float | None:
             return float(np.mean(arr[kind] <= k_)) if kind in arr else None
 
+        curve = {
+            str(k_): {kind: float(np.mean(arr[kind] <= k_)) for kind in kinds if kind in arr}
+            for k_ in CURVE_K
+        }
         best = None
         for k_ in range(65):
             if all(np.mean(arr[kind] <= k_) <= MAX_FP for kind in NEGATIVE if kind in arr):
                 best = k_
         pos = np.concatenate([arr[k] for k in POSITIVE if k in arr])
+        for k_ in CURVE_K:
+            curve[str(k_)]["all"] = float(np.mean(pos <= k_))
+        k90 = next((k_ for k_ in range(65) if np.mean(pos <= k_) >= TARGET), None)
         res[label] = {
+            "k90": k90,
+            "fp_k90": max(float(np.mean(arr[kind] <= k90)) for kind in NEGATIVE if kind in arr)
+            if k90 is not None
+            else None,
+            "curve": curve,
             "at_k3": {kind: at(K, kind) for kind in kinds if kind in arr},
             "recall_k3": float(np.mean(pos <= K)),
             "best_k": best,
@@ -640,17 +729,34 @@ def evaluate(lang: str, pairs, fps, sigs) -> dict:
         arr = {k: np.array(v) for k, v in s.items() if v}
         # Candidate thresholds: every value an estimate can take (j/128). The lowest one
         # that keeps every negative kind's false-positive rate <= 1% is chosen.
-        thr = None
-        for t in (x / NUM_PERM for x in range(NUM_PERM + 1)):
-            if all(np.mean(arr[kind] >= t) <= MAX_FP for kind in NEGATIVE if kind in arr):
-                thr = t
-                break
+        thr = lowest_threshold(arr, (x / NUM_PERM for x in range(NUM_PERM + 1)))
         pos = np.concatenate([arr[k] for k in POSITIVE if k in arr])
         res[BASELINE] = {
             "threshold": thr,
+            "shown": f"J>={thr:.3f}",
             "recall_best": float(np.mean(pos >= thr)),
             "at_best": {kind: float(np.mean(arr[kind] >= thr)) for kind in arr},
             "median_jaccard": {kind: float(np.median(arr[kind])) for kind in arr},
+        }
+    if feats:
+        # A verification stage: the default's fingerprints within VERIFY_K give the
+        # candidates, and a candidate is kept when the cosine of the two texts' weighted
+        # features (which an index would need the texts, or their features, for) is at
+        # least t; t is the lowest multiple of 0.01 keeping every negative kind <= 1%.
+        s = {k: [] for k in kinds}
+        d = list(METHODS.values()).index(DEFAULT_CONFIG)
+        for _cls, kind, i, j in pairs:
+            near = hamming(fps[i][d], fps[j][d]) <= VERIFY_K
+            s[kind].append(cosine(feats[i], feats[j]) if near else -1.0)
+        arr = {k: np.array(v) for k, v in s.items() if v}
+        thr = lowest_threshold(arr, (x / 100 for x in range(101)))
+        pos = np.concatenate([arr[k] for k in POSITIVE if k in arr])
+        res[VERIFY] = {
+            "k": VERIFY_K,
+            "threshold": thr,
+            "shown": f"k<={VERIFY_K},cos>={thr:.2f}",
+            "recall_best": float(np.mean(pos >= thr)),
+            "at_best": {kind: float(np.mean(arr[kind] >= thr)) for kind in arr},
         }
     return res
 
@@ -670,18 +776,18 @@ def table(lang: str, res: dict, n_pairs: Counter) -> str:
         ["method"]
         + [SHORT.get(c, c) for c in cols]
         + ["FP " + SHORT[k] for k in NEGATIVE]
-        + ["best k", "recall", "border 20/30%"]
+        + ["best k", "recall", "k@90", "FP@90", "border 20/30%"]
     )
     rows = [head]
     for label, r in res.items():
-        if label == BASELINE:
+        if "shown" in r:  # MinHash and the verification row: at their threshold
             a = r["at_best"]
             rows.append(
                 [label + " *"]
                 + [pct(a.get(k)) for k in POSITIVE]
                 + [pct(r["recall_best"])]
                 + [pct(a.get(k)) for k in NEGATIVE]
-                + [f"J>={r['threshold']:.3f}", pct(r["recall_best"])]
+                + [r["shown"], pct(r["recall_best"]), "", ""]
                 + [f"{pct(a.get('edit20'))}/{pct(a.get('edit30'))}"]
             )
             continue
@@ -692,6 +798,7 @@ def table(lang: str, res: dict, n_pairs: Counter) -> str:
             + [pct(r["recall_k3"])]
             + [pct(a.get(k)) for k in NEGATIVE]
             + ["-" if r["best_k"] is None else str(r["best_k"]), pct(r["recall_best"])]
+            + ["-" if r["k90"] is None else str(r["k90"]), pct(r["fp_k90"])]
             + [f"{pct(a.get('edit20'))}/{pct(a.get('edit30'))}"]
         )
     widths = [max(len(row[c]) for row in rows) for c in range(len(head))]
@@ -706,27 +813,64 @@ def table(lang: str, res: dict, n_pairs: Counter) -> str:
     pairs = ", ".join(f"{k} {v}" for k, v in n_pairs.items())
     op = []
     for label, r in res.items():
-        if label != BASELINE and r["best_k"] is not None:
+        if r.get("best_k") is not None:
             a = r["at_best"]
             kinds = " ".join(f"{SHORT[k]} {pct(a.get(k))}" for k in POSITIVE)
             fp = " ".join(f"{SHORT[k]} {pct(a.get(k))}" for k in NEGATIVE)
-            op.append(f"  {label:<16} k={r['best_k']:<2} {kinds} | FP {fp}")
+            w = max(map(len, res))
+            op.append(f"  {label:<{w}} k={r['best_k']:<2} {kinds} | FP {fp}")
     return "\n".join(
         [
             *lines,
             "",
             "Percent of pairs within k=3 (FP columns: negatives within k=3; border: 20%/30% "
             "edits within k=3, not scored). best k: the largest k keeping every negative "
-            "kind's FP rate <= 1%; recall: all positives within it.",
+            "kind's FP rate <= 1%; recall: all positives within it. k@90: the smallest k "
+            "finding 90% of all positives; FP@90: the worst negative kind's FP rate there.",
             "* minhash: estimated Jaccard of word "
             f"{SHINGLE[lang]}-shingles{' (jieba words)' if lang == 'zh' else ''}, "
             f"num_perm={NUM_PERM}; every column is at its threshold J, the lowest multiple "
-            "of 1/128 keeping every negative kind's FP rate <= 1%.",
+            "of 1/128 keeping every negative kind's FP rate <= 1%. default+verify: the "
+            f"default's candidates within k={VERIFY_K}, kept when the cosine of the two "
+            "texts' weighted features is >= the lowest multiple of 0.01 that keeps every "
+            "negative kind's FP rate <= 1%; every column is at that threshold.",
             "At the best k, per kind:",
             *op,
             f"Pairs: {pairs}",
         ]
     )
+
+
+def curve_table(res: dict) -> str:
+    """Per method, per k = 0..16: recall (all positives, each kind), each negative kind's
+    false-positive rate and the borderline kinds, all in percent."""
+    cols = ["all", *POSITIVE, *NEGATIVE, *BORDERLINE]
+    head = ["k", *[SHORT.get(c, c) for c in cols]]
+    out = []
+    for label, r in res.items():
+        if "curve" not in r:
+            continue
+        rows = [head] + [[k_, *[pct(at.get(c)) for c in cols]] for k_, at in r["curve"].items()]
+        widths = [max(len(row[c]) for row in rows) for c in range(len(head))]
+        out.append(
+            f"{label}: smallest k finding {100 * TARGET:.0f}% of the positives: "
+            + (
+                "none up to 64"
+                if r["k90"] is None
+                else f"{r['k90']} (worst FP there {pct(r['fp_k90'])}%)"
+            )
+        )
+        for n_, row in enumerate(rows):
+            out.append("  ".join(x.rjust(w) for x, w in zip(row, widths, strict=True)))
+            if n_ == 0:
+                out.append("-" * len(out[-1]))
+        out.append("")
+    fp = ", ".join(SHORT[k] for k in NEGATIVE)
+    out.append(
+        f"Percent of pairs within Hamming distance k: positives (all, then each kind), "
+        f"negatives ({fp}: false positives) and borderline edits."
+    )
+    return "\n".join(out)
 
 
 def git_rev() -> str:
@@ -745,6 +889,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="small samples: a smoke run")
     ap.add_argument("--json", action="store_true", help="JSON on stdout instead of the tables")
+    ap.add_argument(
+        "--curve", action="store_true", help="also print, per method, the figures at k = 0..16"
+    )
     ap.add_argument("--n", type=int, help="pairs of each positive kind (default 500; --quick 40)")
     ap.add_argument("--random", type=int, help="random negative pairs (default 10000)")
     ap.add_argument("--pool", type=int, help="passages per language (default 3000)")
@@ -794,13 +941,14 @@ def main(argv=None) -> int:
             scored = [score(x) for x in items]
         fps = [s[0] for s in scored]
         sigs = [s[1] for s in scored]
-        res = evaluate(lang, pairs, fps, sigs)
+        res = evaluate(lang, pairs, fps, sigs, [s[2] for s in scored])
         n_pairs = Counter(kind for _c, kind, _i, _j in pairs)
         out["languages"][lang] = {
             "sources": counts,
             "pairs": dict(n_pairs),
             "results": res,
             "table": table(lang, res, n_pairs),
+            "curve_table": curve_table(res),
         }
         log(f"{lang}: done at {time.perf_counter() - t0:.0f} s")
     out["seconds"] = round(time.perf_counter() - t0, 1)
@@ -832,8 +980,15 @@ def main(argv=None) -> int:
             f"  random pairs skipped as overlapping (shingle Jaccard >= "
             f"{NOT_NEGATIVE_JACCARD}): {dropped}"
         )
+        print(
+            f"  long texts: {r['sources'].get('_long_texts', 0)}; long pairs skipped as "
+            f"overlapping: {r['sources'].get('_long_pairs_dropped_as_overlapping', 0)}"
+        )
         print()
         print(r["table"])
+        if args.curve:
+            print()
+            print(r["curve_table"])
     return 0
 
 

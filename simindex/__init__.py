@@ -17,7 +17,14 @@ from simindex.errors import (
     SimIndexError,
     StorageError,
 )
-from simindex.fingerprint import FingerprintConfig, hamming, simhash, to_signed, to_unsigned
+from simindex.fingerprint import (
+    DEFAULT_CONFIG,
+    FingerprintConfig,
+    hamming,
+    simhash,
+    to_signed,
+    to_unsigned,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -41,6 +48,7 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "BlockLayout",
+    "DEFAULT_CONFIG",
     "ConfigMismatchError",
     "EmptyTextError",
     "FingerprintConfig",

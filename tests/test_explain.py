@@ -26,6 +26,7 @@ from simindex.fingerprint import feature_hash, features
 from tests.test_cli import T1, T2, error, ok, ok_json
 
 EDITED = T1.replace("nine", "eight").replace("first", "second")
+TF = FingerprintConfig()  # term-frequency weights: weights are counts in these examples
 
 
 def reference_scores(
@@ -80,7 +81,7 @@ def test_the_fingerprints_are_simhash(config: FingerprintConfig) -> None:
 
 def test_an_edited_pair() -> None:
     layout = BlockLayout.for_k(3)
-    e = explain(T1, EDITED, k=3, top=100)
+    e = explain(T1, EDITED, k=3, top=100, config=TF)
     diff = e.fingerprint_a ^ e.fingerprint_b
     assert e.distance == diff.bit_count() > 0
     assert sum(b.differing for b in e.blocks) == e.distance
@@ -98,12 +99,12 @@ def test_an_edited_pair() -> None:
         ("second", 0, 1),
     }
     assert sum(x.score for x in e.apart) == pytest.approx(e.distance)
-    assert {x.feature for x in e.together} == set(features(T1)) - {"nine", "first"}
+    assert {x.feature for x in e.together} == set(features(T1, TF)) - {"nine", "first"}
 
 
 def test_shared_and_unshared_features_on_a_hand_made_example() -> None:
     a, b = "apple apple banana cherry", "apple banana banana date"
-    e = explain(a, b, k=3)
+    e = explain(a, b, k=3, config=TF)
     assert (e.features_a, e.features_b, e.shared_features) == (3, 3, 2)
     assert {(x.feature, x.weight_a, x.weight_b) for x in e.together} == {
         ("apple", 2, 1),
@@ -118,7 +119,9 @@ def test_shared_and_unshared_features_on_a_hand_made_example() -> None:
     assert e.cosine == pytest.approx(4 / 6)  # (2*1 + 1*2) / (sqrt(6) * sqrt(6))
     assert e.weighted_jaccard == pytest.approx(2 / 6)  # (1 + 1) / (2 + 2 + 1 + 1)
     assert e.expected_distance == pytest.approx(64 * math.acos(4 / 6) / math.pi)
-    together, apart = reference_scores(features(a), features(b), e.fingerprint_a, e.fingerprint_b)
+    together, apart = reference_scores(
+        features(a, TF), features(b, TF), e.fingerprint_a, e.fingerprint_b
+    )
     for x in e.together:
         assert x.score == pytest.approx(together[x.feature])
     for x in e.apart:
@@ -263,7 +266,7 @@ def test_cli_identical_files(files: tuple[Path, Path]) -> None:
 
 def test_cli_edited_pair(files: tuple[Path, Path]) -> None:
     e = explain(T1, EDITED, k=3)
-    out = ok("explain", *files, "--top", "3").stdout
+    out = ok("explain", *files, "--top", "3").stdout  # DEFAULT_CONFIG, as explain()
     assert f"distance {e.distance} " in out.splitlines()[0]
     blocks = next(line for line in out.splitlines() if line.startswith("blocks:"))
     assert re.fullmatch(r"blocks: (16 (✓|✗\(\d+\))(  |$)){4}", blocks)

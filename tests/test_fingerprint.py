@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from simindex import (
+    DEFAULT_CONFIG,
     EmptyTextError,
     FingerprintConfig,
     InvalidArgumentError,
@@ -21,7 +22,7 @@ from simindex import (
     to_unsigned,
 )
 from simindex.fingerprint import features, simhash_weighted
-from simindex.tokenize import content_words, shingles, words
+from simindex.tokenize import content_words, shingles, stopwords, words
 
 from .conftest import ROOT
 
@@ -76,7 +77,10 @@ def test_stop_words_only_text_gets_its_own_fingerprint() -> None:
 
 def test_weighting_options_change_fingerprints_as_documented() -> None:
     text = "apple apple apple apple apple banana cherry date elderberry fig grape"
-    assert features(text)["apple"] == 5
+    assert features(text, FingerprintConfig())["apple"] == 5  # tf: the first default
+    assert (
+        features(text)["apple"] == features(text, FingerprintConfig(weighting="sublinear"))["apple"]
+    )  # DEFAULT_CONFIG: sublinear
     assert features(text, FingerprintConfig(weighting="binary"))["apple"] == 1
     assert features(text, FingerprintConfig(weighting="sublinear"))["apple"] == round(
         256 * (1 + __import__("math").log(5))
@@ -134,6 +138,40 @@ def test_known_values_do_not_drift() -> None:
     """Fingerprints stored in indexes must not change between versions of simindex."""
     assert simhash("The quick brown fox jumps over the lazy dog.") == 1814951767899022472
     assert simhash("hello") == 2794345569481354659
+    for config in (FingerprintConfig(), DEFAULT_CONFIG):  # English does not depend on cjk
+        assert simhash("hello", config) == 2794345569481354659
+
+
+OLD_JSON = '{"ngram": 1, "stopwords": true, "tokenizer": 1, "weighting": "tf"}'  # before cjk
+
+
+def test_known_cjk_values_do_not_drift() -> None:
+    """Chinese and Japanese: jieba words (cjk="words", the first release's only way,
+    and what a configuration stored without cjk means) and characters and bigrams
+    (cjk="chars", the default for new indexes)."""
+    old = FingerprintConfig.from_json(OLD_JSON)
+    assert old == FingerprintConfig() and old.cjk == "words"
+    assert simhash("你妈妈喊你回家吃饭哦，回家罗回家罗", old) == 17944904788864136004
+    assert simhash("東京は日本の首都です。Tokyo is big.", old) == 9966035804881380949
+    chars = FingerprintConfig(cjk="chars")
+    assert simhash("你妈妈喊你回家吃饭哦，回家罗回家罗", chars) == 16242569899395068736
+    assert simhash("東京は日本の首都です。Tokyo is big.", chars) == 9788705737160000597
+    assert FingerprintConfig(weighting="sublinear", cjk="chars") == DEFAULT_CONFIG
+    assert simhash("你妈妈喊你回家吃饭哦，回家罗回家罗") == 16231293454186263360
+    assert simhash("東京は日本の首都です。Tokyo is big.") == 9788705737160000597
+
+
+def test_cjk_as_characters_and_bigrams() -> None:
+    assert words("中文字 abc 的", "chars") == ["中", "中文", "文", "文字", "字", "abc", "的"]
+    assert words("中文\n字") == words("中文字")  # the line break is layout, in both modes
+    assert words("中文\n字", "chars") == words("中文字", "chars")
+    every = {"你": 2, "你好": 2, "好": 2, "好你": 1}
+    assert features("你好你好", FingerprintConfig(cjk="chars", stopwords=False)) == every
+    assert "你" in stopwords() and "你" not in features("你好你好", DEFAULT_CONFIG)
+    with pytest.raises(InvalidArgumentError):
+        FingerprintConfig(cjk="jieba")
+    assert json.loads(DEFAULT_CONFIG.to_json())["cjk"] == "chars"
+    assert FingerprintConfig.from_json(DEFAULT_CONFIG.to_json()) == DEFAULT_CONFIG
 
 
 def test_english_text_does_not_load_jieba() -> None:
@@ -148,12 +186,20 @@ def test_english_text_does_not_load_jieba() -> None:
     assert out.stdout.strip() == "False"
 
 
-def test_chinese_one_character_change_is_a_near_duplicate() -> None:
-    a = simhash("你妈妈喊你回家吃饭哦，回家罗回家罗")
-    b = simhash("你妈妈叫你回家吃饭啦，回家罗回家罗")
+def test_chinese_small_change_is_a_near_duplicate() -> None:
+    old = FingerprintConfig(cjk="words")
+    a = simhash("你妈妈喊你回家吃饭哦，回家罗回家罗", old)
+    b = simhash("你妈妈叫你回家吃饭啦，回家罗回家罗", old)  # 叫, 啦 and 哦 are stop words
     assert hamming(a, b) <= 3
-    unrelated = simhash("今天北京的天气很好，我们去公园散步，看见很多人在放风筝。")
-    assert hamming(a, unrelated) > 3
+    unrelated = "今天北京的天气很好，我们去公园散步，看见很多人在放风筝。"
+    assert hamming(a, simhash(unrelated, old)) > 3
+    # Characters and bigrams: one character of 17 changed is 3 features of 27 (the
+    # pair above, with two changed, lands at 12). bench/quality.py measures edits
+    # over many texts.
+    a = simhash("你妈妈喊你回家吃饭哦，回家罗回家罗")
+    b = simhash("你妈妈喊你回家吃饭啦，回家罗回家罗")
+    assert hamming(a, b) <= 4
+    assert hamming(a, simhash(unrelated)) > 3
 
 
 def test_hamming() -> None:

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simindex import (
+    DEFAULT_CONFIG,
     BlockLayout,
     ConfigMismatchError,
     EmptyTextError,
@@ -208,7 +209,7 @@ def test_a_different_configuration_is_refused(location: str) -> None:
         SimIndex(location, k=2)
     with pytest.raises(ConfigMismatchError):
         SimIndex(location, config={"ngram": 2})
-    with SimIndex(location, k=3, config=FingerprintConfig()) as index:  # the same is fine
+    with SimIndex(location, k=3, config=DEFAULT_CONFIG) as index:  # the same is fine
         assert index.k == 3
 
 
@@ -264,7 +265,7 @@ def test_stats(file_index: SimIndex) -> None:
     file_index.add_fingerprints((f"k{i}", i) for i in range(10))
     info = file_index.stats()
     assert info["count"] == 10 and info["k"] == 3 and info["blocks"] == [16, 16, 16, 16]
-    assert info["file_bytes"] > 0 and info["fingerprint"]["weighting"] == "tf"
+    assert info["file_bytes"] > 0 and info["fingerprint"]["weighting"] == DEFAULT_CONFIG.weighting
 
 
 def test_full_scan_warning_is_a_warning_not_an_error(index: SimIndex) -> None:
@@ -467,3 +468,21 @@ def test_in_memory_probing_equals_brute_force_for_every_block_count(
         )
         assert got_pairs == want_pairs, (k, m, plan.radius)
     assert tried >= min(k + 1, 3)
+
+
+def test_an_index_stored_before_cjk_keeps_its_fingerprints(db_path: Path) -> None:
+    """An index whose stored configuration has no cjk (made before it existed) keeps
+    segmenting Chinese with jieba and tf weights, whatever DEFAULT_CONFIG now is."""
+    text = "你妈妈喊你回家吃饭哦，回家罗回家罗"
+    with SimIndex(db_path) as index:
+        index.add("new", text)
+    old_json = '{"ngram": 1, "stopwords": true, "tokenizer": 1, "weighting": "tf"}'
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("UPDATE simindex_meta SET value = ? WHERE name = 'fingerprint'", (old_json,))
+    conn.close()
+    with SimIndex(db_path) as index:
+        assert index.config == FingerprintConfig() != DEFAULT_CONFIG
+        assert index.add("old", text) == simhash(text, FingerprintConfig()) == 17944904788864136004
+        assert index.fingerprint(text) == 17944904788864136004
+        index.rebuild([("old", text)], config=DEFAULT_CONFIG)  # to move to the new default
+        assert index.config == DEFAULT_CONFIG and index.get("old") == simhash(text)

@@ -12,7 +12,15 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect
 
-from simindex import FingerprintConfig, InvalidArgumentError, SimIndex, schema, simhash, store
+from simindex import (
+    DEFAULT_CONFIG,
+    FingerprintConfig,
+    InvalidArgumentError,
+    SimIndex,
+    schema,
+    simhash,
+    store,
+)
 
 from .test_index import brute_force
 
@@ -90,7 +98,7 @@ def test_a_failed_rebuild_leaves_the_old_index_and_no_debris(location: str) -> N
         before = dict(index.items())
         with pytest.raises(RuntimeError):
             index.rebuild(broken(), config={"ngram": 3}, batch_size=5)
-        assert dict(index.items()) == before and index.config == FingerprintConfig()
+        assert dict(index.items()) == before and index.config == DEFAULT_CONFIG
         assert index.check().ok
     assert "simindex_rebuild_staging" not in tables(location)
     with SimIndex(location) as index:
