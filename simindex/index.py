@@ -99,8 +99,8 @@ def _check_limit(limit: object) -> int | None:
 def _as_config(config: FingerprintConfig | Mapping[str, Any] | None) -> FingerprintConfig | None:
     if config is None or isinstance(config, FingerprintConfig):
         return config
-    if isinstance(config, Mapping):
-        return FingerprintConfig.from_dict(config)
+    if isinstance(config, Mapping):  # the options given, the rest DEFAULT_CONFIG's
+        return FingerprintConfig.from_dict({**json.loads(DEFAULT_CONFIG.to_json()), **config})
     raise InvalidArgumentError(
         f"config is a FingerprintConfig or a dict, not {type(config).__name__}"
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import sqlite3
@@ -486,3 +487,12 @@ def test_an_index_stored_before_cjk_keeps_its_fingerprints(db_path: Path) -> Non
         assert index.fingerprint(text) == 17944904788864136004
         index.rebuild([("old", text)], config=DEFAULT_CONFIG)  # to move to the new default
         assert index.config == DEFAULT_CONFIG and index.get("old") == simhash(text)
+
+
+def test_a_config_dict_fills_in_from_the_default() -> None:
+    """config={"ngram": 2} changes ngram only, as `--ngram 2` does (stored settings
+    without a field still load with the dataclass's own, older default)."""
+    with SimIndex(":memory:", config={"ngram": 2}) as index:
+        assert index.config == dataclasses.replace(DEFAULT_CONFIG, ngram=2)
+    with pytest.raises(InvalidArgumentError, match="unknown"):
+        SimIndex(":memory:", config={"colour": "blue"})
