@@ -25,7 +25,7 @@ from simindex.blocks import MAX_INDEX_K, BlockLayout
 from simindex.errors import EmptyTextError, InvalidArgumentError, NotAnIndexError, SimIndexError
 from simindex.explain import Explanation, explain
 from simindex.fingerprint import DEFAULT_CONFIG, WEIGHTINGS, FingerprintConfig, hamming, simhash
-from simindex.index import FullScanWarning, SimIndex
+from simindex.index import DEFAULT_K, FullScanWarning, SimIndex
 from simindex.tokenize import CJK_MODES
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_ERROR = 0, 1, 2
@@ -1077,9 +1077,10 @@ def explain_cmd(
         with open_index(index, readonly=True, config=config) as ix:
             result = ix.explain(*texts, k=k, top=top)
     else:
-        layout = BlockLayout.for_k(3 if k is None else k, blocks)
+        distance = DEFAULT_K if k is None else k
+        layout = BlockLayout.for_k(distance, blocks)
         result = explain(
-            *texts, k=layout.k, layout=layout, config=config or DEFAULT_CONFIG, top=top
+            *texts, k=distance, layout=layout, config=config or DEFAULT_CONFIG, top=top
         )
     if as_json:
         emit_json(result.to_dict())

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from simindex.blocks import MAX_INDEX_K, BlockLayout, check_k
+from simindex.blocks import MAX_INDEX_K, BlockLayout, check_k, probe_radius, probes
 from simindex.errors import EmptyTextError, InvalidArgumentError
 from simindex.fingerprint import (
     BITS,
@@ -109,23 +109,39 @@ class Explanation:
         """The largest distance the layout's tables answer exactly."""
         return len(self.blocks) - len(self.tables[0])
 
+    def _lookup(self) -> tuple[bool, int, int | None]:
+        """(whether lookups answer k, the probe radius, the first table that
+        fetches one text from the other) for this k and layout."""
+        layout = BlockLayout(tuple(b.width for b in self.blocks), tuple(self.tables))
+        answered = self.k <= self.layout_k or (
+            self.k <= MAX_INDEX_K and probes(layout, self.k) is not None
+        )
+        radius = probe_radius(layout, self.k) if self.k > self.layout_k else 0
+        for j, table in enumerate(self.tables):
+            if sum(self.blocks[b].differing for b in table) <= radius:
+                return answered, radius, j
+        return answered, radius, None
+
     def verdict(self) -> str:
         """One line: near-duplicates or not, and how a query would find them."""
-        tables = self.matching_tables
+        answered, _, table = self._lookup()
+        off = 0 if table is None else sum(self.blocks[b].differing for b in self.tables[table])
+        how = f"table {table}" + (f" (a probe {off} bit{'s' * (off > 1)} off)" if off else "")
         if not self.within_k:
             head = f"not near-duplicates: distance {self.distance} > k={self.k}"
-            if self.k > self.layout_k:
-                return f"{head}; a query reads every row (k is above the layout's) and drops it"
-            if tables:
-                return f"{head}; table {tables[0]} fetches it, the distance check drops it"
+            if not answered:
+                return (
+                    f"{head}; a query reads every row (k is past the layout's probes) and drops it"
+                )
+            if table is not None:
+                return f"{head}; {how} fetches it, the distance check drops it"
             return f"{head}; no table matches: a lookup does not even fetch it"
         head = f"near-duplicates: distance {self.distance} <= k={self.k}"
-        if self.k <= self.layout_k:  # then some table matches (pigeonhole)
-            return f"{head}; the index finds one from the other through table {tables[0]}"
+        if answered and table is not None:  # always, by pigeonhole (or its probed form)
+            return f"{head}; the index finds one from the other through {how}"
         return (
-            f"{head}; k is above the layout's k={self.layout_k}, so a query reads every "
-            f"row to find it ("
-            + (f"table {tables[0]} matches too)" if tables else "no table matches)")
+            f"{head}; k is past what the layout's lookups answer, so a query reads every "
+            f"row to find it"
         )
 
     def to_dict(self) -> dict[str, Any]:

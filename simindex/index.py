@@ -16,7 +16,7 @@ import numpy as np
 from sqlalchemy import URL, Connection
 
 from simindex import store
-from simindex.blocks import MAX_INDEX_K, BlockLayout, check_k
+from simindex.blocks import MAX_INDEX_K, BlockLayout, check_k, lookup_cost, probe_radius
 from simindex.errors import (
     ConfigMismatchError,
     InvalidArgumentError,
@@ -201,6 +201,7 @@ class SimIndex:
                         layout=layout or BlockLayout.for_k(DEFAULT_K),
                         config=wanted or DEFAULT_CONFIG,
                         created_by=f"simindex {store.package_version()}",
+                        distance=DEFAULT_K if k is None else k,
                     )
                     store.create(conn, settings)
                     return settings
@@ -260,6 +261,8 @@ class SimIndex:
             "blocks": list(self.layout.widths),
             "tables": [list(t) for t in self.layout.tables],
             "layout": self.layout.describe(),
+            # Lookups at the index's k: exact (0) or probed within this many bits.
+            "probe_radius": probe_radius(self.layout, self.k) if self.k > self.layout.k else 0,
             "fingerprint": json.loads(self.config.to_json()),
             "format": self._settings.format,
             "schema_revision": store.HEAD,
@@ -444,7 +447,10 @@ class SimIndex:
         if source is not None:
             fingerprints = ((key, simhash(text, wanted)) for key, text in source)
         settings = store.Settings(
-            layout=layout, config=wanted, created_by=self._settings.created_by
+            layout=layout,
+            config=wanted,
+            created_by=self._settings.created_by,
+            distance=self.k if k is None else k,
         )
         with self._lock:
             # One transaction: readers go on seeing the old index until it
@@ -612,9 +618,8 @@ class SimIndex:
         with self._lock:
             settings, used = self._state  # a pair that belongs together
             fingerprint = self._as_fingerprint(text_or_fingerprint, settings.config)
-            own_k = settings.layout.k
-            distance = own_k if k is None else k
-            if distance <= own_k or used.can_probe(distance):
+            distance = settings.k if k is None else k
+            if distance <= settings.layout.k or used.can_probe(distance):
                 try:
                     matches, version = self._lookup(used, fingerprint, distance)
                 except StorageError:  # e.g. "no such column": the layout changed under it
@@ -625,8 +630,8 @@ class SimIndex:
                     return self.query(text_or_fingerprint, k=k, limit=limit)
             else:
                 warnings.warn(
-                    f"k={distance} is above the index's k={self.k}: every fingerprint was "
-                    f"compared (exact, but a full scan)",
+                    f"k={distance} is past what the index's block lookups answer: every "
+                    f"fingerprint was compared (exact, but a full scan)",
                     FullScanWarning,
                     stacklevel=2,
                 )
@@ -675,19 +680,23 @@ class SimIndex:
             self._refresh()
             settings, used = self._state
             fps = [self._as_fingerprint(q, settings.config) for q in queries]
-            distance = settings.layout.k if k is None else k
-            # Query by query through the block indexes costs ~40 us a query;
-            # in memory, reading the index costs ~0.5 us a row once (then it
-            # is kept while the index does not change) and ~5 us a query.
+            distance = settings.k if k is None else k
+            # Query by query through the block indexes costs what lookup_cost
+            # says (~40 us at k=3, ~1 ms probed at k=8, at 1M); in memory,
+            # reading the index costs ~0.5 us a row once (then it is kept
+            # while the index does not change) and a few us a query.
             cached = getattr(self._local, "snapshot", None)
+            size = used.estimated_size()
+            by_lookup = distance <= settings.layout.k or used.can_probe(distance)
+            cost = lookup_cost(settings.layout, distance, size) if by_lookup else None
             # PostgreSQL: a batch is one join on the server (no snapshot to keep).
             on_server = (
                 self._engine.dialect.name == "postgresql"
                 and distance <= settings.layout.k
                 and len(fps) >= 256
             )
-            in_memory = distance > settings.layout.k or (
-                len(fps) >= 256 and (cached is not None or len(fps) * 64 >= used.estimated_size())
+            in_memory = cost is None or (
+                len(fps) >= 256 and (cached is not None or len(fps) * cost[2] >= 0.5 * size)
             )
             if on_server:
                 answered = self._match_on_server(used, fps, distance)

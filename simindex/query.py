@@ -311,7 +311,8 @@ class Seen:
 
     def __init__(self, k: int) -> None:
         self.k = k
-        self._masks = BlockLayout.for_k(k).table_masks()
+        # k + 1 blocks: every lookup exact (pigeonhole), no probes to make.
+        self._masks = BlockLayout.for_k(k, k + 1).table_masks()
         self._tables: list[dict[int, list[int]]] = [{} for _ in self._masks]
         self.fingerprints: list[int] = []
 

@@ -50,7 +50,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlch
 from sqlalchemy.pool import StaticPool
 
 from simindex import schema
-from simindex.blocks import BlockLayout, Probe, probes
+from simindex.blocks import MAX_INDEX_K, BlockLayout, Probe, probes
 from simindex.errors import (
     IndexVersionError,
     InvalidArgumentError,
@@ -59,7 +59,7 @@ from simindex.errors import (
 )
 from simindex.fingerprint import BITS, FingerprintConfig, to_signed
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # the newest format this simindex reads (see Settings.format)
 # The Alembic revisions this simindex knows, oldest first (tests check them
 # against migrations/versions). Kept here so opening an index needs no Alembic.
 REVISIONS = ("0001",)
@@ -422,22 +422,36 @@ def writing(
 
 @dataclass(frozen=True)
 class Settings:
-    """What an index stores about itself in simindex_meta."""
+    """What an index stores about itself in simindex_meta.
+
+    ``distance`` is the index's k, the distance queries use by default; the
+    layout's tables answer up to ``layout.k`` by exact lookups and beyond it
+    by probes (a layout of k or fewer blocks). None means ``layout.k``.
+    """
 
     layout: BlockLayout
     config: FingerprintConfig
-    format: int = FORMAT_VERSION
+    format: int = 1
     created_by: str = ""
+    distance: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.distance is None:
+            object.__setattr__(self, "distance", self.layout.k)
+        # Format 2: an index whose k is above its layout's (probed lookups),
+        # which a simindex of format 1 would misread. Others stay format 1.
+        object.__setattr__(self, "format", 1 if self.k == self.layout.k else 2)
 
     @property
     def k(self) -> int:
-        return self.layout.k
+        assert self.distance is not None  # set in __post_init__
+        return self.distance
 
     def rows(self) -> dict[str, str]:
         return {
             "format": str(self.format),
             "bits": str(BITS),
-            "k": str(self.layout.k),
+            "k": str(self.k),
             "blocks": json.dumps(list(self.layout.widths)),
             "tables": json.dumps([list(t) for t in self.layout.tables]),
             "fingerprint": self.config.to_json(),
@@ -472,15 +486,22 @@ def read_settings(conn: Connection, where: Location) -> tuple[Settings, str] | N
             f"this is {mine}: upgrade simindex to open it"
         )
     try:
+        layout = BlockLayout.from_stored(json.loads(rows["blocks"]), json.loads(rows["tables"]))
         settings = Settings(
-            layout=BlockLayout.from_stored(json.loads(rows["blocks"]), json.loads(rows["tables"])),
+            layout=layout,
             config=FingerprintConfig.from_json(rows["fingerprint"]),
-            format=fmt,
             created_by=rows.get("created_by", ""),
+            distance=int(rows.get("k", layout.k)),
         )
     except (KeyError, ValueError, TypeError) as exc:
         raise NotAnIndexError(f"{where}: the index's settings are damaged ({exc})") from exc
-    if int(rows.get("k", settings.k)) != settings.k or int(rows.get("bits", BITS)) != BITS:
+    k = settings.k
+    if (
+        not layout.k <= k <= MAX_INDEX_K
+        or (k > layout.k and probes(layout, k) is None)
+        or settings.format != fmt
+        or int(rows.get("bits", BITS)) != BITS
+    ):
         raise NotAnIndexError(f"{where}: the index's settings disagree with each other")
     return settings, str(revision)
 

@@ -193,7 +193,7 @@ def test_init_json(tmp_path: Path) -> None:
     path = tmp_path / "k5.db"
     info = ok_json("init", path, "--k", "5")
     assert info["k"] == 5
-    assert len(info["blocks"]) == 6 and sum(info["blocks"]) == 64
+    assert info["blocks"] == [22, 21, 21]  # three blocks, probed (blocks.default_blocks)
     assert info["count"] == 0
     assert info["fingerprint"]["ngram"] == 1
     assert Path(info["index"]) == path
@@ -203,7 +203,8 @@ def test_init_json(tmp_path: Path) -> None:
 @pytest.mark.parametrize("k", [0, 15])
 def test_init_accepts_k_from_0_to_15(tmp_path: Path, k: int) -> None:
     info = ok_json("init", tmp_path / "ix.db", "--k", k)
-    assert info["k"] == k and len(info["blocks"]) == k + 1
+    assert info["k"] == k and sum(info["blocks"]) == 64
+    assert len(info["blocks"]) == (1 if k == 0 else 6)  # k = 15: six blocks, probed
 
 
 @pytest.mark.parametrize("k", [-1, 65, 16])
@@ -905,7 +906,8 @@ def test_stats_plain(ix: Path, tmp_path: Path) -> None:
     assert "count: 2" in lines and "k: 3" in lines
     ok("init", tmp_path / "k7.db", "--k", "7", "--ngram", "2")
     info = ok_json("stats", tmp_path / "k7.db")
-    assert info["k"] == 7 and len(info["blocks"]) == 8 and info["count"] == 0
+    assert info["k"] == 7 and len(info["blocks"]) == 4 and info["count"] == 0
+    assert info["probe_radius"] == 1
     assert info["fingerprint"]["ngram"] == 2
 
 

@@ -108,7 +108,7 @@ def test_init_with_more_blocks(tmp_path: Path) -> None:
     info = json.loads(ok("init", path, "--blocks", "5", "--json").stdout)
     assert info["blocks"] == [13, 13, 13, 13, 12] and len(info["tables"]) == 10
     error("init", path, "--blocks", "4")  # it has 5
-    error("init", tmp_path / "c.db", "--blocks", "3")  # fewer than k + 1
+    error("init", tmp_path / "c.db", "--k", "15", "--blocks", "2")  # too many probes
     assert not (tmp_path / "c.db").exists()
 
 

@@ -688,7 +688,7 @@ def test_bad_query_values(memory_index: SimIndex, query: Any) -> None:
         (64, None),
         (True, None),
         (3.0, None),
-        (3, 3),
+        (15, 2),  # two blocks probed within 7 bits: more than 1,024 lookups
         (3, 0),
         (3, -1),
         (3, 17),
@@ -715,7 +715,7 @@ def test_index_k_and_blocks_out_of_range_create_nothing(
         ["--k", "-1"],
         ["--k", "64"],
         ["--k", "three"],
-        ["--k", "3", "--blocks", "3"],
+        ["--k", "15", "--blocks", "2"],
         ["--k", "3", "--blocks", "17"],
         ["--blocks", "0"],
         ["--blocks", "-4"],

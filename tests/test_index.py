@@ -103,9 +103,14 @@ def test_query_equals_brute_force_on_a_larger_random_set(file_index: SimIndex) -
 
 
 def test_block_layout_covers_all_bits() -> None:
+    from simindex.blocks import default_blocks
+
     for k in range(16):
         layout = BlockLayout.for_k(k)
-        assert len(layout.widths) == k + 1 and sum(layout.widths) == 64
+        assert len(layout.widths) == default_blocks(k) and sum(layout.widths) == 64
+        assert len(layout.widths) == k + 1 or layout.tables == tuple(
+            (b,) for b in range(len(layout.widths))
+        )
         assert max(layout.widths) - min(layout.widths) <= 1
         value = random.Random(k).getrandbits(64)
         rebuilt = 0
@@ -197,9 +202,7 @@ def test_index_survives_reopening_with_its_settings(location: str) -> None:
     with SimIndex(location, k=4, config=config) as index:
         fp = index.add("a", "one two three four five six")
     with SimIndex(location) as index:
-        assert (
-            index.k == 4 and index.config == config and index.layout.widths == (13, 13, 13, 13, 12)
-        )
+        assert index.k == 4 and index.config == config and index.layout.widths == (22, 21, 21)
         assert index.get("a") == fp == simhash("one two three four five six", config)
         assert index.query("one two three four five six")[0].key == "a"
 
@@ -354,9 +357,11 @@ def test_more_blocks_than_k_plus_one(location: str) -> None:
         assert len(index.layout.tables) == 10
     with pytest.raises(ConfigMismatchError):
         SimIndex(location, blocks=4)
-    for bad in (3, 17, 0):
+    for bad in (17, 0):
         with pytest.raises(InvalidArgumentError):
             SimIndex(":memory:", k=3, blocks=bad)
+    with pytest.raises(InvalidArgumentError, match="lookups"):
+        SimIndex(":memory:", k=15, blocks=2)
 
 
 def test_query_many_sees_writes_made_after_its_snapshot(location: str) -> None:
@@ -496,3 +501,32 @@ def test_a_config_dict_fills_in_from_the_default() -> None:
         assert index.config == dataclasses.replace(DEFAULT_CONFIG, ngram=2)
     with pytest.raises(InvalidArgumentError, match="unknown"):
         SimIndex(":memory:", config={"colour": "blue"})
+
+
+def test_an_index_for_a_larger_k_probes_its_fewer_blocks(location: str) -> None:
+    """k = 8 gets three blocks, looked up within 2 bits each (blocks.default_blocks):
+    stored as format 2 with its k, reopened as such, and every path exact."""
+    rng = random.Random(8)
+    stored = {f"k{i}": rng.getrandbits(64) for i in range(2000)}
+    keys = list(stored)
+    for i in range(300):
+        stored[f"near{i}"] = flip(stored[keys[i % 50]], i % 11, rng)
+    stored |= {"top": 2**64 - 1, "zero": 0, "sign": 2**63}
+    with SimIndex(location, k=8) as index:
+        assert index.layout.widths == (22, 21, 21) and index.stats()["probe_radius"] == 2
+        index.add_fingerprints(stored.items())
+        queries = [flip(stored[keys[i]], rng.randrange(0, 11), rng) for i in range(50)]
+        queries += [0, 2**63, 2**64 - 1]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no full scan anywhere
+            for q in queries:
+                assert index.query(q) == brute_force(stored, q, 8)
+            assert index.query_many(queries) == [brute_force(stored, q, 8) for q in queries]
+        assert [tuple(p) for p in index.duplicates()] == brute_force_pairs(stored, 8)
+        assert index.check().ok and index.stats()["format"] == 2
+    with SimIndex(location) as index:
+        assert index.k == 8 and index.layout.widths == (22, 21, 21)
+        with pytest.raises(ConfigMismatchError):
+            SimIndex(location, k=3)
+        assert index.rebuild(k=3) == len(stored) and index.stats()["format"] == 1
+        assert index.query(queries[0], k=8) == brute_force(stored, queries[0], 8)
