@@ -1,0 +1,122 @@
+"""What a larger k costs: single-query latency per k, against numpy brute force.
+
+    python bench/distance.py [--n 1000000] [--k 3,4,6,8] [--queries 2000]
+
+For each k it builds an index of N random fingerprints (seeded; half the
+queries are stored fingerprints with 0..k bits flipped, half random) with the
+layout a new index for that k gets (blocks.default_blocks: four exact blocks
+for k = 3; fewer blocks, probed, above it), then times `query` one query at a
+time: median, p90 and p99, in microseconds. Numpy brute force (popcount of
+XOR over every fingerprint) answers a sample of the same queries in the same
+run; the ratio is brute force's median over simindex's. Every answer is
+checked against brute force. Progress goes to stderr, the table to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from simindex import SimIndex  # noqa: E402
+from simindex.blocks import lookup_cost, probe_radius  # noqa: E402
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=1_000_000, help="fingerprints (default 1,000,000)")
+    ap.add_argument("--k", default="3,4,6,8", help="distances, comma-separated (default 3,4,6,8)")
+    ap.add_argument("--queries", type=int, default=2000, help="queries per k (default 2,000)")
+    ap.add_argument("--seed", type=int, default=20261130)
+    ap.add_argument("--json", action="store_true", help="JSON on stdout instead of the table")
+    args = ap.parse_args()
+    ks = [int(k) for k in args.k.split(",")]
+    rng = random.Random(args.seed)
+    fps = [rng.getrandbits(64) for _ in range(args.n)]
+    array = np.array(fps, dtype=np.uint64)
+    rev = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for k in ks:
+            queries = []
+            for i in range(args.queries):
+                if i % 2:
+                    queries.append(rng.getrandbits(64))
+                    continue
+                q = fps[rng.randrange(args.n)]
+                for bit in rng.sample(range(64), rng.randrange(0, k + 1)):
+                    q ^= 1 << bit
+                queries.append(q)
+            path = os.path.join(tmp, f"k{k}.db")
+            log(f"k={k}: building {args.n:,} fingerprints")
+            with SimIndex(path, k=k) as index:
+                index.add_fingerprints((f"k{i}", fp) for i, fp in enumerate(fps))
+                layout = index.layout
+                for q in queries[:200]:  # warm the page cache and the statements
+                    index.query(q)
+                log(f"k={k}: {layout.describe()}; timing {len(queries):,} queries")
+                ours, brute = [], []
+                for i, q in enumerate(queries):
+                    start = time.perf_counter()
+                    found = index.query(q)
+                    ours.append(time.perf_counter() - start)
+                    if i % 10 == 0:  # brute force on every tenth, interleaved
+                        start = time.perf_counter()
+                        near = np.flatnonzero(np.bitwise_count(array ^ np.uint64(q)) <= k)
+                        brute.append(time.perf_counter() - start)
+                        assert sorted(m.key for m in found) == sorted(f"k{j}" for j in near)
+            cost = lookup_cost(layout, k, args.n)
+            rows.append(
+                {
+                    "k": k,
+                    "layout": layout.describe(),
+                    "probe_radius": probe_radius(layout, k) if k > layout.k else 0,
+                    "seeks": cost[0] if cost else None,
+                    "expected_candidates": round(cost[1], 1) if cost else None,
+                    "p50_us": statistics.median(ours) * 1e6,
+                    "p90_us": percentile(ours, 0.9) * 1e6,
+                    "p99_us": percentile(ours, 0.99) * 1e6,
+                    "brute_p50_us": statistics.median(brute) * 1e6,
+                }
+            )
+    if args.json:
+        print(json.dumps({"n": args.n, "git": rev, "rows": rows}, indent=2))
+        return 0
+    print(f"simindex distance: n={args.n:,}, {args.queries:,} queries per k, git {rev}")
+    head = f"{'k':>3}  {'layout':<58} {'r':>2} {'seeks':>6} {'cand.':>8}"
+    print(f"{head} {'p50 us':>8} {'p90':>8} {'p99':>8} {'numpy p50':>10} {'x faster':>9}")
+    for r in rows:
+        print(
+            f"{r['k']:>3}  {r['layout']:<58} {r['probe_radius']:>2} {r['seeks']:>6} "
+            f"{r['expected_candidates']:>8,.1f} {r['p50_us']:>8,.0f} {r['p90_us']:>8,.0f} "
+            f"{r['p99_us']:>8,.0f} {r['brute_p50_us']:>10,.0f} "
+            f"{r['brute_p50_us'] / r['p50_us']:>9.1f}"
+        )
+    print("r: probe radius (0: exact lookups); seeks and cand.: per query, expected (uniform)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
