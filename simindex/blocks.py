@@ -226,7 +226,8 @@ class LayoutAdvice:
     layout: BlockLayout
     candidates: float  # expected rows per query that share a table's bits by chance
     bytes_per_fingerprint: float  # estimated size on disk
-    cost: float  # estimated query cost, in index seeks
+    cost: float  # estimated query cost, in microseconds (lookup_cost)
+    seeks: int  # index lookups per query (probes included)
 
     @property
     def blocks(self) -> int:
@@ -237,26 +238,27 @@ class LayoutAdvice:
 # with 4 indexes, 288 with 10, so about 25 bytes per index and 40 for the row.
 _ROW_BYTES = 40.0
 _INDEX_BYTES = 25.0
-# A candidate row costs about a seventh of an index seek (1M: 4 seeks and 62
-# candidates took 45 us a query, 10 seeks and 0.2 candidates 34 us).
-_CANDIDATE_COST = 0.15
 
 
 def advise(n: int, k: int) -> list[LayoutAdvice]:
-    """Every layout from k + 1 blocks up to the table limit, with its expected
-    candidates per query (for fingerprints spread uniformly), size and cost,
-    cheapest first. Real corpora share more bits than uniform ones, so treat
-    the candidate counts as a lower bound."""
+    """Every layout for k, from one block (probed) up to the table limit, with
+    its expected candidates per query (for fingerprints spread uniformly),
+    size and cost (lookup_cost, in estimated microseconds), cheapest first.
+    Real corpora share more bits than uniform ones, so treat the candidate
+    counts as a lower bound."""
     check_k(k, limit=MAX_INDEX_K, what="k")
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise InvalidArgumentError(f"n must be a whole number of at least 0, not {n!r}")
     out = []
-    for m in range(k + 1, BITS // 4 + 1):
-        if comb(m, k) > MAX_TABLES:
+    for m in range(1, BITS // 4 + 1):
+        if m > k and comb(m, k) > MAX_TABLES:
             break
-        layout = BlockLayout.for_k(k, m)
-        candidates = sum(n / 2.0 ** sum(layout.widths[b] for b in table) for table in layout.tables)
+        try:
+            layout = BlockLayout.for_k(k, m)
+        except InvalidArgumentError:  # too many probes
+            continue
+        cost = lookup_cost(layout, k, n)
+        assert cost is not None  # for_k checked the probes
         size = _ROW_BYTES + _INDEX_BYTES * len(layout.tables)
-        cost = len(layout.tables) + _CANDIDATE_COST * candidates
-        out.append(LayoutAdvice(layout, candidates, size, cost))
+        out.append(LayoutAdvice(layout, cost[1], size, cost[2], cost[0]))
     return sorted(out, key=lambda a: (a.cost, a.blocks))

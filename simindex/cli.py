@@ -925,9 +925,11 @@ def advise(
     """Compare block layouts for an index of n fingerprints, and recommend one.
 
     For each number of blocks: the database indexes it needs, the expected
-    candidate rows per query (for well-spread fingerprints), the estimated
-    bytes per fingerprint and query cost (in index seeks). Create the
-    recommended one with: simindex init INDEX --k K --blocks B.
+    candidate rows per query (for well-spread fingerprints), the index seeks
+    per query (probes included, for k or fewer blocks), the estimated bytes
+    per fingerprint and query time (microseconds, from costs measured at a
+    million fingerprints). Create the recommended one with:
+    simindex init INDEX --k K --blocks B.
     """
     from simindex.blocks import advise as advise_layouts
 
@@ -943,6 +945,7 @@ def advise(
             "indexes": len(a.layout.tables),
             "widths": list(a.layout.widths),
             "candidates_per_query": round(a.candidates, 3),
+            "seeks_per_query": a.seeks,
             "bytes_per_fingerprint": a.bytes_per_fingerprint,
             "cost": round(a.cost, 2),
             "recommended": a is best,
@@ -953,12 +956,15 @@ def advise(
         emit_json({"n": n, "k": k, "layouts": rows, "recommended_blocks": best.blocks})
         return
     typer.echo(f"layouts for n={n:,} fingerprints, k={k}:")
-    typer.echo(f"{'blocks':>6} {'indexes':>7} {'candidates/query':>16} {'bytes/fp':>8} {'cost':>6}")
+    typer.echo(
+        f"{'blocks':>6} {'indexes':>7} {'candidates/query':>16} {'seeks':>6} {'bytes/fp':>8} "
+        f"{'est. us':>8}"
+    )
     for r in rows:
         mark = "  <- recommended" if r["recommended"] else ""
         typer.echo(
             f"{r['blocks']:>6} {r['indexes']:>7} {r['candidates_per_query']:>16,.3f} "
-            f"{r['bytes_per_fingerprint']:>8.0f} {r['cost']:>6.1f}{mark}"
+            f"{r['seeks_per_query']:>6} {r['bytes_per_fingerprint']:>8.0f} {r['cost']:>8.1f}{mark}"
         )
     typer.echo(f"create it with: simindex init INDEX --k {k} --blocks {best.blocks}")
 
