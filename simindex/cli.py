@@ -104,8 +104,9 @@ BlocksOpt = Annotated[
     int | None,
     typer.Option(
         "--blocks",
-        help="Blocks for a new index (default k + 1); more blocks, more database indexes, "
-        "fewer candidates per query: see simindex advise.",
+        help="Blocks for a new index (default: k + 1 up to k = 3, then the cheapest probed "
+        "layout); more blocks, more database indexes, fewer candidates per query; k or "
+        "fewer blocks are probed: see simindex advise.",
     ),
 ]
 NgramOpt = Annotated[
@@ -1045,7 +1046,9 @@ def explain_cmd(
     ] = None,
     blocks: Annotated[
         int | None,
-        typer.Option("--blocks", help="Without --index: blocks of the layout (default k + 1)."),
+        typer.Option(
+            "--blocks", help="Without --index: blocks of the layout (default: a new index's)."
+        ),
     ] = None,
     top: Annotated[
         int, typer.Option("--top", "-n", help="Features listed on each side (default 10).")

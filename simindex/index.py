@@ -111,9 +111,11 @@ class SimIndex:
 
     ``SimIndex(location)`` opens the index at a file path, ``":memory:"`` or an
     SQLAlchemy URL, creating it when there is none (unless ``create=False``).
-    ``k`` is the largest Hamming distance the index answers through its block
-    indexes (default 3), ``blocks`` the number of blocks (default k + 1; more
-    blocks mean more database indexes and fewer false candidates per query,
+    ``k`` is the Hamming distance queries use by default (3; the README's
+    Quality section measures what each k finds), ``blocks`` the number of
+    blocks (default: k + 1 up to k = 3, above it the cheapest probed layout,
+    see blocks.default_blocks; more blocks mean more database indexes and
+    fewer false candidates per query, k or fewer are looked up with probes,
     see ``simindex advise``), ``config`` the fingerprint configuration. All are
     chosen at creation and stored in the index: opening an existing index
     without them uses its own, and asking for different ones raises
