@@ -49,3 +49,20 @@ def test_peers_benchmark_quick_run() -> None:
 
 def test_batch_benchmark_runs_and_is_exact() -> None:
     assert "exact: yes" in run_script("bench/batch.py", "--n", "5000", "--queries", "600")
+
+
+def test_distance_benchmark_runs_and_is_exact() -> None:
+    """It asserts every answer against numpy brute force itself."""
+    out = json.loads(run_script("bench/distance.py", "--n", "3000", "--queries", "60", "--json"))
+    assert [r["k"] for r in out["rows"]] == [3, 4, 6, 8]
+
+
+def test_backends_benchmark_runs_on_both() -> None:
+    """SQLite and, in CI, the PostgreSQL server .ci/run starts."""
+    from .conftest import postgres_or_skip
+
+    postgres_or_skip()
+    printed = run_script(
+        "bench/backends.py", "--n", "3000", "--queries", "50", "--batch", "500", "--json"
+    )
+    assert json.loads(printed)
