@@ -125,6 +125,16 @@ def _keyed(fps: np.ndarray, mask: int, flips: list[int]) -> tuple[np.ndarray, li
     return keyed, [keyed.dtype.type(f >> shift) for f in flips]
 
 
+def _equal(sorted_keys: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every (position in wanted, position in sorted_keys) holding equal values."""
+    lo = np.searchsorted(sorted_keys, wanted, side="left")
+    counts = np.searchsorted(sorted_keys, wanted, side="right") - lo
+    total = int(counts.sum())
+    who = np.repeat(np.arange(len(wanted)), counts)
+    offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+    return who, np.repeat(lo, counts) + offsets
+
+
 def _sort_key(fps: np.ndarray, mask: int) -> np.ndarray:
     """The bits of fps under mask, as the narrowest integers that hold them
     (a table of one block of <= 16 bits sorts by radix, several times faster)."""
@@ -168,16 +178,7 @@ def pairs_within(fps: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.nd
         n = len(fps)
         # Pairs whose bits here differ by a probe's flips: each finds the other.
         for flip in flips[1:]:
-            wanted = sorted_keys ^ flip
-            lo = np.searchsorted(sorted_keys, wanted, side="left")
-            hi = np.searchsorted(sorted_keys, wanted, side="right")
-            counts = hi - lo
-            total = int(counts.sum())
-            if not total:
-                continue
-            a = np.repeat(np.arange(n), counts)
-            offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
-            b = np.repeat(lo, counts) + offsets
+            a, b = _equal(sorted_keys, sorted_keys ^ flip)
             once = order[a] < order[b]  # each pair is found from both ends: keep one
             a, b = a[once], b[once]
             distance = np.bitwise_count(sorted_fps[a] ^ sorted_fps[b])
@@ -252,16 +253,10 @@ class Snapshot:
             for t, (mask, keyed_sorted, order, flips) in enumerate(tables):
                 keyed, _ = _keyed(chunk, mask, [])
                 for flip in flips:  # the query's own value, then the probes
-                    wanted = keyed ^ flip
-                    lo = np.searchsorted(keyed_sorted, wanted, side="left")
-                    hi = np.searchsorted(keyed_sorted, wanted, side="right")
-                    counts = hi - lo
-                    total = int(counts.sum())
-                    if not total:
+                    q, at = _equal(keyed_sorted, keyed ^ flip)
+                    if not q.size:
                         continue
-                    q = np.repeat(np.arange(len(chunk)), counts)
-                    offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
-                    s = order[np.repeat(lo, counts) + offsets]
+                    s = order[at]
                     distance = np.bitwise_count(stored[s] ^ chunk[q])
                     keep = distance <= k
                     q, s, distance = q[keep], s[keep], distance[keep]
