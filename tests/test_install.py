@@ -74,8 +74,9 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path: Path) -> None:
         ],
         work,
     )
-    found = run(
-        [simindex, "query", "docs.db", "--json", "你妈妈叫你回家吃饭啦，回家罗回家罗"], work
+    found = run(  # one character changed: 4 bits away with the default configuration
+        [simindex, "query", "docs.db", "--json", "--k", "4", "你妈妈喊你回家吃饭啦，回家罗回家罗"],
+        work,
     )
     assert found.returncode == 0, found.stderr
     assert json.loads(found.stdout)["matches"][0]["key"] == "dinner"
