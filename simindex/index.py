@@ -645,6 +645,9 @@ class SimIndex:
     def _lookup(used: store.Store, fingerprint: int, k: int) -> tuple[list[Match], int | None]:
         """The matches through the block indexes of `used`, and the schema
         cookie they were read under (see Store.lookup)."""
+        if k <= used.layout.k and used.matches_on_server:
+            found, version = used.lookup_matches(fingerprint, k)
+            return within(found, fingerprint, k), version
         if k <= used.layout.k:
             rows, version = used.lookup(fingerprint)
         else:  # probed: every value within a few bits of the query's, per table

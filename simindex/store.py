@@ -754,6 +754,20 @@ class Store:
         self._lookup_text = (
             f"{self._lookup.text} UNION ALL {self._generation.replace('SELECT ', 'SELECT -1, ', 1)}"
         )
+        # PostgreSQL: the Hamming filter and the keys in the same statement.
+        self.matches_on_server = (
+            dialect.name == "postgresql"
+            and not self._lookup.positional
+            and (dialect.server_version_info or (0,)) >= (14,)  # bit_count(bit)
+        )
+        if self.matches_on_server:
+            distance = "bit_count((c.fingerprint # %(query_fp)s::bigint)::bit(64))"
+            self._matches_text = (
+                f"WITH c AS ({self._lookup.text}), "
+                f"m AS (SELECT DISTINCT c.id FROM c WHERE {distance} <= %(query_k)s::int) "
+                f"SELECT f.id, f.key, f.fingerprint FROM m JOIN {schema.FINGERPRINT_TABLE} f "
+                f"ON f.id = m.id UNION ALL SELECT -1, NULL, {_GENERATION}"
+            )
         spans = layout.spans()
         # (shift, mask) of each lookup parameter, in the driver's order.
         ordered = [self._lookup_names[i] for i in self._lookup._order]
@@ -853,6 +867,23 @@ class Store:
             marker = next(r for r in rows if r[0] == -1)
             rows.remove(marker)
         return rows, int(marker[1])
+
+    def lookup_matches(self, fingerprint: int, k: int) -> tuple[list[Any], int | None]:
+        """PostgreSQL: (id, key, signed fingerprint) of the rows within k, and the
+        generation, in one round trip: the candidates come from the indexes
+        alone (index-only scans), the server keeps those within k and only
+        then reads their keys."""
+        params = [(fingerprint >> shift) & mask for shift, mask in self._lookup_spans]
+        if self._lookup_signed:
+            params = [to_signed(p) for p in params]
+        driver = dict(zip(self._lookup_names, params, strict=True))
+        driver |= {"query_fp": to_signed(fingerprint), "query_k": k}
+        rows = self._read(self._matches_text, driver)
+        marker = rows.pop() if rows and rows[-1][0] == -1 else None
+        if marker is None:  # pragma: no cover - UNION ALL keeps its order in practice
+            marker = next(r for r in rows if r[0] == -1)
+            rows.remove(marker)
+        return rows, int(marker[2])
 
     def can_probe(self, k: int) -> bool:
         """Whether probe_lookup answers k (a few probes), rather than a full scan."""
