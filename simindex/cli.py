@@ -21,7 +21,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 import typer
 
 from simindex import ingest, store
-from simindex.blocks import MAX_INDEX_K, BlockLayout
+from simindex.blocks import MAX_INDEX_K, BlockLayout, probe_radius
 from simindex.errors import EmptyTextError, InvalidArgumentError, NotAnIndexError, SimIndexError
 from simindex.explain import Explanation, explain
 from simindex.fingerprint import DEFAULT_CONFIG, WEIGHTINGS, FingerprintConfig, hamming, simhash
@@ -166,6 +166,13 @@ def config_from(
     )
 
 
+def layout_text(ix: SimIndex) -> str:
+    """The layout in words, with how a query at the index's k looks it up."""
+    radius = probe_radius(ix.layout, ix.k) if ix.k > ix.layout.k else 0
+    probed = f", probed within {radius} bit{'s' * (radius > 1)}" if radius else ""
+    return ix.layout.describe() + probed
+
+
 def open_index(
     location: str,
     *,
@@ -288,7 +295,7 @@ def init(
             )
         else:
             typer.echo(
-                f"{ix.location}: k={ix.k}, {ix.layout.describe()}, "
+                f"{ix.location}: k={ix.k}, {layout_text(ix)}, "
                 f"{ix.config.describe()}, {len(ix)} fingerprints"
             )
 
@@ -650,7 +657,7 @@ def rebuild(
         emit_json(summary)
     else:
         typer.echo(
-            f"rebuilt {ix.location}: {rows} fingerprints, k={ix.k}, {ix.layout.describe()}, "
+            f"rebuilt {ix.location}: {rows} fingerprints, k={ix.k}, {layout_text(ix)}, "
             f"{ix.config.describe()}"
         )
 
