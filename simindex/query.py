@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from simindex.blocks import MAX_PROBES, BlockLayout, even_widths, probe_radius
+from simindex.blocks import MAX_PROBES, BlockLayout, even_widths, probe_radius, probes
 from simindex.fingerprint import BITS, to_signed, to_unsigned
 from simindex.fingerprint import MAX_FINGERPRINT as _MASK64
 
@@ -306,8 +306,22 @@ class Seen:
 
     def __init__(self, k: int) -> None:
         self.k = k
-        # k + 1 blocks: every lookup exact (pigeonhole), no probes to make.
-        self._masks = BlockLayout.for_k(k, k + 1).table_masks()
+        # The layout a new index for k gets: k + 1 exact blocks up to k = 3,
+        # above it fewer blocks looked up with probes (so a lookup's cost
+        # does not grow with what is kept, as k + 1 narrow blocks' would).
+        layout = BlockLayout.for_k(k)
+        self._masks = layout.table_masks()
+        # Per table, the XORs to look up: 0 alone, or every probe's flips.
+        self._flips: list[list[int]] = [[0] for _ in self._masks]
+        if k > layout.k:
+            found = probes(layout, k)
+            assert found is not None  # for_k checked
+            self._flips = [[] for _ in self._masks]
+            spans = layout.spans()
+            for probe in found:
+                table = layout.tables[probe.table]
+                flip = sum(f << spans[b][0] for b, f in zip(table, probe.flips, strict=True))
+                self._flips[probe.table].append(flip)
         self._tables: list[dict[int, list[int]]] = [{} for _ in self._masks]
         self.fingerprints: list[int] = []
 
@@ -315,11 +329,13 @@ class Seen:
         """(position, distance) of the nearest kept fingerprint within k (the
         earliest kept among equals), or None."""
         best: tuple[int, int] | None = None
-        for mask, table in zip(self._masks, self._tables, strict=True):
-            for position in table.get(fingerprint & mask, ()):
-                distance = (self.fingerprints[position] ^ fingerprint).bit_count()
-                if distance <= self.k and (best is None or (distance, position) < best[::-1]):
-                    best = (position, distance)
+        for mask, flips, table in zip(self._masks, self._flips, self._tables, strict=True):
+            key = fingerprint & mask
+            for flip in flips:
+                for position in table.get(key ^ flip, ()):
+                    distance = (self.fingerprints[position] ^ fingerprint).bit_count()
+                    if distance <= self.k and (best is None or (distance, position) < best[::-1]):
+                        best = (position, distance)
         return best
 
     def add(self, fingerprint: int) -> int:

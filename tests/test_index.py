@@ -530,3 +530,26 @@ def test_an_index_for_a_larger_k_probes_its_fewer_blocks(location: str) -> None:
             SimIndex(location, k=3)
         assert index.rebuild(k=3) == len(stored) and index.stats()["format"] == 1
         assert index.query(queries[0], k=8) == brute_force(stored, queries[0], 8)
+
+
+@pytest.mark.parametrize("k", [0, 3, 5, 8, 11])
+def test_streaming_dedup_finds_the_nearest_kept_as_brute_force(k: int) -> None:
+    """query.Seen (simindex dedup CORPUS): k + 1 exact blocks up to 3, probes above."""
+    from simindex.query import Seen
+
+    rng = random.Random(k)
+    seen = Seen(k)
+    kept: list[int] = []
+    for i in range(1500):
+        fp = (
+            flip(rng.choice(kept), rng.randrange(0, k + 3), rng)
+            if kept and i % 3
+            else rng.getrandbits(64)
+        )
+        distances = [(hamming(fp, other), pos) for pos, other in enumerate(kept)]
+        within = [(d, pos) for d, pos in distances if d <= k]
+        expected = None if not within else min(within)[::-1]
+        assert seen.nearest(fp) == expected
+        if expected is None or i % 2:
+            assert seen.add(fp) == len(kept)
+            kept.append(fp)
