@@ -38,7 +38,6 @@ import json
 import os
 import random
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
@@ -52,6 +51,7 @@ if str(ROOT) not in sys.path:  # `python bench/backends.py` from a checkout
 
 import numpy as np  # noqa: E402
 import sqlalchemy  # noqa: E402
+from common import git_rev  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
 from simindex.index import SimIndex  # noqa: E402
@@ -68,18 +68,6 @@ def log(msg: str) -> None:
 
 def pct(xs: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(xs, dtype=np.float64), q))
-
-
-def git_revision() -> str:
-    try:
-        return subprocess.run(
-            ["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def loadavg() -> str:
@@ -335,7 +323,7 @@ def main() -> int:
 
     facts = {
         "date_utc": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
-        "git": git_revision(),
+        "git": git_rev(),
         "nproc": os.cpu_count(),
         "loadavg_at_start": loadavg(),
         "python": sys.version.split()[0],

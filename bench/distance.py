@@ -19,7 +19,6 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,6 +27,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from common import git_rev  # noqa: E402
 
 from simindex import SimIndex  # noqa: E402
 from simindex.blocks import lookup_cost, probe_radius  # noqa: E402
@@ -54,9 +55,7 @@ def main() -> int:
     rng = random.Random(args.seed)
     fps = [rng.getrandbits(64) for _ in range(args.n)]
     array = np.array(fps, dtype=np.uint64)
-    rev = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
-    ).stdout.strip()
+    rev = git_rev()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for k in ks:

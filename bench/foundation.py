@@ -50,6 +50,7 @@ if str(ROOT) not in sys.path:  # `python bench/foundation.py` from a checkout
 import numpy as np  # noqa: E402
 import sqlalchemy  # noqa: E402
 import xxhash  # noqa: E402
+from common import git_rev  # noqa: E402
 
 from simindex.fingerprint import simhash  # noqa: E402
 from simindex.index import SimIndex  # noqa: E402
@@ -92,15 +93,7 @@ def environment() -> dict:
         load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     except OSError:
         load = "unknown"
-    try:
-        rev = subprocess.run(
-            ["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        rev = "unknown"
+    rev = git_rev()
     try:
         import jieba
 

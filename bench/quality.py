@@ -66,6 +66,7 @@ if str(ROOT) not in sys.path:  # `python bench/quality.py` from a checkout
     sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
+from common import git_rev  # noqa: E402
 
 import simindex.tokenize as tok  # noqa: E402
 from simindex.fingerprint import (  # noqa: E402
@@ -1022,18 +1023,6 @@ def natural_header(st: dict) -> str:
                 f"{100 / max(1, lab[k]):.0f} points of the {k} column; do not over-read it !!!"
             )
     return "\n".join(lines)
-
-
-def git_rev() -> str:
-    try:
-        return subprocess.run(
-            ["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def main(argv=None) -> int:

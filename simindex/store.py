@@ -717,6 +717,16 @@ def block_rows(
     return list(zip(keys, *columns, strict=True))
 
 
+def _with_version(rows: list[Any]) -> tuple[list[Any], int]:
+    """A lookup's rows, and the schema cookie or generation from the marker row
+    (first column -1, the number last) the same statement read with them."""
+    marker = rows.pop() if rows and rows[-1][0] == -1 else None
+    if marker is None:  # pragma: no cover - UNION ALL keeps its order in practice
+        marker = next(r for r in rows if r[0] == -1)
+        rows.remove(marker)
+    return rows, int(marker[-1])
+
+
 class Store:
     """The fingerprint table of one index: every statement simindex runs on it.
 
@@ -854,36 +864,27 @@ class Store:
         """(id, signed fingerprint) of every row agreeing with the fingerprint
         on all blocks of at least one table (a row may come more than once),
         and the schema cookie or generation the lookup ran under."""
-        params = tuple([(fingerprint >> shift) & mask for shift, mask in self._lookup_spans])
-        if self._lookup_signed:
-            params = tuple(to_signed(p) for p in params)
+        params = self._lookup_params(fingerprint)
         driver: Any = params
         if not self._lookup.positional:  # named style: _order is the names' order
             driver = dict(zip(self._lookup_names, params, strict=True))
-        rows = self._read(self._lookup_text, driver)
-        # The last row is (-1, schema cookie or generation), read in the same statement.
-        marker = rows.pop() if rows and rows[-1][0] == -1 else None
-        if marker is None:  # pragma: no cover - UNION ALL keeps its order in practice
-            marker = next(r for r in rows if r[0] == -1)
-            rows.remove(marker)
-        return rows, int(marker[1])
+        return _with_version(self._read(self._lookup_text, driver))
+
+    def _lookup_params(self, fingerprint: int) -> tuple[int, ...]:
+        """The query's block values, in the lookup's parameter order."""
+        params = tuple([(fingerprint >> shift) & mask for shift, mask in self._lookup_spans])
+        if self._lookup_signed:
+            params = tuple(to_signed(p) for p in params)
+        return params
 
     def lookup_matches(self, fingerprint: int, k: int) -> tuple[list[Any], int | None]:
         """PostgreSQL: (id, key, signed fingerprint) of the rows within k, and the
         generation, in one round trip: the candidates come from the indexes
         alone (index-only scans), the server keeps those within k and only
         then reads their keys."""
-        params = [(fingerprint >> shift) & mask for shift, mask in self._lookup_spans]
-        if self._lookup_signed:
-            params = [to_signed(p) for p in params]
-        driver = dict(zip(self._lookup_names, params, strict=True))
+        driver = dict(zip(self._lookup_names, self._lookup_params(fingerprint), strict=True))
         driver |= {"query_fp": to_signed(fingerprint), "query_k": k}
-        rows = self._read(self._matches_text, driver)
-        marker = rows.pop() if rows and rows[-1][0] == -1 else None
-        if marker is None:  # pragma: no cover - UNION ALL keeps its order in practice
-            marker = next(r for r in rows if r[0] == -1)
-            rows.remove(marker)
-        return rows, int(marker[2])
+        return _with_version(self._read(self._matches_text, driver))
 
     def can_probe(self, k: int) -> bool:
         """Whether probe_lookup answers k (a few probes), rather than a full scan."""
@@ -911,12 +912,7 @@ class Store:
             table = self.layout.tables[probe.table]
             for b, flip in zip(table, probe.flips, strict=True):
                 params.append(to_signed(unsigned[b] ^ flip) if flip else values[b])
-        rows = self._read(sql.text, sql.params(params))
-        marker = rows.pop() if rows and rows[-1][0] == -1 else None
-        if marker is None:  # pragma: no cover - UNION ALL keeps its order in practice
-            marker = next(r for r in rows if r[0] == -1)
-            rows.remove(marker)
-        return rows, int(marker[1])
+        return _with_version(self._read(sql.text, sql.params(params)))
 
     def _compile_probes(self, found: list[Probe]) -> tuple[_Sql, list[Probe]]:
         t = self.tables.fingerprints
