@@ -691,18 +691,20 @@ class SimIndex:
             # reading the index costs ~0.5 us a row once (then it is kept
             # while the index does not change) and a few us a query.
             cached = getattr(self._local, "snapshot", None)
-            size = used.estimated_size()
             by_lookup = distance <= settings.layout.k or used.can_probe(distance)
-            cost = lookup_cost(settings.layout, distance, size) if by_lookup else None
             # PostgreSQL: a batch is one join on the server (no snapshot to keep).
             on_server = (
                 self._engine.dialect.name == "postgresql"
                 and distance <= settings.layout.k
                 and len(fps) >= 256
             )
-            in_memory = cost is None or (
-                len(fps) >= 256 and (cached is not None or len(fps) * cost[2] >= 0.5 * size)
-            )
+            in_memory = not by_lookup
+            if by_lookup and not on_server and len(fps) >= 256:
+                in_memory = cached is not None
+                if not in_memory:  # one seek for the size, only for a large batch
+                    size = used.estimated_size()
+                    cost = lookup_cost(settings.layout, distance, size)
+                    in_memory = cost is not None and len(fps) * cost[2] >= 0.5 * size
             if on_server:
                 answered = self._match_on_server(used, fps, distance)
                 if answered is None:  # rebuilt meanwhile: ask the new index

@@ -431,21 +431,23 @@ class Settings:
 
     layout: BlockLayout
     config: FingerprintConfig
-    format: int = 1
     created_by: str = ""
     distance: int | None = None
 
     def __post_init__(self) -> None:
         if self.distance is None:
             object.__setattr__(self, "distance", self.layout.k)
-        # Format 2: an index whose k is above its layout's (probed lookups),
-        # which a simindex of format 1 would misread. Others stay format 1.
-        object.__setattr__(self, "format", 1 if self.k == self.layout.k else 2)
 
     @property
     def k(self) -> int:
         assert self.distance is not None  # set in __post_init__
         return self.distance
+
+    @property
+    def format(self) -> int:
+        """2 for an index whose k is above its layout's (probed lookups), which
+        a simindex of format 1 would misread; 1 for the others."""
+        return 1 if self.k == self.layout.k else 2
 
     def rows(self) -> dict[str, str]:
         return {
