@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import threading
+import time
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import islice
@@ -45,6 +46,12 @@ from simindex.query import (
 
 DEFAULT_K = 3
 _BATCH = 5000  # rows per write in add_many / add_fingerprints
+# Holding the fingerprints in memory (see SimIndex._spent): reading and sorting
+# them costs about this much a row (at 1M: 0.6 s to read, 0.3 s to sort).
+_HOLD_S_PER_ROW = 1e-6
+_HOLD_FIRST_S = 0.05  # the database time before the index's size is first asked
+_HOLD_MAX_ROWS = 20_000_000  # bigger indexes stay in the database (memory: ~70 bytes a row)
+_ONE_BY_ONE = 16  # batches up to this size are matched query by query in memory
 
 
 class CheckReport(NamedTuple):
@@ -612,6 +619,12 @@ class SimIndex:
         query's where that takes at most 1,024 lookups (k up to 11 with the
         default four blocks, see blocks.probe_radius), else by reading every
         row, which says so with a FullScanWarning.
+
+        On SQLite, once a thread's queries have spent in the database about
+        what reading the whole index would cost (~1 us a fingerprint), the
+        index reads its fingerprints into memory (~70 bytes each, indexes of
+        up to 20M) and answers from there until anyone writes to it: the same
+        answers, several times sooner for a k above the layout's.
         """
         if k is not None:
             check_k(k)
@@ -621,7 +634,11 @@ class SimIndex:
             settings, used = self._state  # a pair that belongs together
             fingerprint = self._as_fingerprint(text_or_fingerprint, settings.config)
             distance = settings.k if k is None else k
-            if distance <= settings.layout.k or used.can_probe(distance):
+            held = self._held(distance)
+            if held is not None and self._state[1] is used:
+                matches = self._match_in_memory([fingerprint], distance, held)[0]
+            elif distance <= settings.layout.k or used.can_probe(distance):
+                started = time.perf_counter()
                 try:
                     matches, version = self._lookup(used, fingerprint, distance)
                 except StorageError:  # e.g. "no such column": the layout changed under it
@@ -630,6 +647,7 @@ class SimIndex:
                     return self.query(text_or_fingerprint, k=k, limit=limit)  # rebuilt
                 if self._changed(version, used):  # rebuilt meanwhile: ask the new index
                     return self.query(text_or_fingerprint, k=k, limit=limit)
+                self._spent(time.perf_counter() - started)
             else:
                 warnings.warn(
                     f"k={distance} is past what the index's block lookups answer: every "
@@ -691,6 +709,7 @@ class SimIndex:
             # reading the index costs ~0.5 us a row once (then it is kept
             # while the index does not change) and a few us a query.
             cached = getattr(self._local, "snapshot", None)
+            held = self._held(distance) if self._state[1] is used else None
             by_lookup = distance <= settings.layout.k or used.can_probe(distance)
             # PostgreSQL: a batch is one join on the server (no snapshot to keep).
             on_server = (
@@ -705,12 +724,15 @@ class SimIndex:
                     size = used.estimated_size()
                     cost = lookup_cost(settings.layout, distance, size)
                     in_memory = cost is not None and len(fps) * cost[2] >= 0.5 * size
-            if on_server:
+            if held is not None:
+                results = self._match_in_memory(fps, distance, held)
+            elif on_server:
                 answered = self._match_on_server(used, fps, distance)
                 if answered is None:  # rebuilt meanwhile: ask the new index
                     return self.query_many(queries, k=k, limit=limit)
                 results = answered
             elif not in_memory:
+                started = time.perf_counter()
                 try:
                     answers = [self._lookup(used, fp, distance) for fp in fps]
                 except StorageError:  # the layout changed under it?
@@ -721,6 +743,7 @@ class SimIndex:
                 versions = {v for _, v in answers if v is not None}
                 if any(self._changed(v, used) for v in versions):
                     return self.query_many(queries, k=k, limit=limit)  # rebuilt meanwhile
+                self._spent(time.perf_counter() - started)
             elif distance > MAX_INDEX_K:
                 raise InvalidArgumentError(
                     f"query_many answers k up to {MAX_INDEX_K}; ask query() for k={distance}"
@@ -728,6 +751,44 @@ class SimIndex:
             else:
                 results = self._match_in_memory(fps, distance)
         return [r[:limit] for r in results] if limit is not None else results
+
+    def _held(self, k: int) -> Snapshot | None:
+        """This thread's snapshot, if it is still what the index holds (no
+        write by anyone since it was read) and answers k; else None (and a
+        stale one is let go)."""
+        snapshot: Snapshot | None = getattr(self._local, "snapshot", None)
+        if snapshot is None or k > MAX_INDEX_K:
+            return None
+        versions = self._store.versions()  # one read for both
+        if versions is None:
+            return None
+        if self._changed(versions[1]):  # a rebuild elsewhere: settings adopted, snapshots gone
+            return None
+        if snapshot.version != (versions[0], self._writes):
+            self._local.snapshot = None
+            return None
+        return snapshot
+
+    def _spent(self, seconds: float) -> None:
+        """Count the time this thread's queries spend in the database; once it
+        reaches what reading the index into memory would cost, read it (ski
+        rental: queries then cost at most about twice what the better of the
+        two ways would have, whatever the mix of reads and writes). The
+        snapshot is kept until anyone writes; then queries go back to the
+        database until they have spent that much again. SQLite only (other
+        databases give no cheap way to know nothing changed)."""
+        local = self._local
+        local.spent = getattr(local, "spent", 0.0) + seconds
+        if local.spent < getattr(local, "rent", _HOLD_FIRST_S):
+            return
+        if self._store.version() is None:
+            local.rent = float("inf")
+            return
+        size = self._store.estimated_size()
+        local.rent = size * _HOLD_S_PER_ROW if size <= _HOLD_MAX_ROWS else float("inf")
+        if local.spent >= local.rent:
+            self._snapshot()
+            local.spent = 0.0
 
     def _snapshot(self) -> Snapshot:
         """The index's fingerprints in memory, reread when another connection
@@ -760,9 +821,16 @@ class SimIndex:
             r.sort(key=lambda m: (m.distance, m.key))
         return results
 
-    def _match_in_memory(self, fps: Sequence[int], k: int) -> list[list[Match]]:
-        snapshot = self._snapshot()
-        q, s, _ = snapshot.match(np.array(fps, dtype=np.uint64), k)
+    def _match_in_memory(
+        self, fps: Sequence[int], k: int, snapshot: Snapshot | None = None
+    ) -> list[list[Match]]:
+        snapshot = snapshot or self._snapshot()
+        if len(fps) <= _ONE_BY_ONE:
+            found = [snapshot.near(fp, k) for fp in fps]
+            q = np.repeat(np.arange(len(fps)), [len(f) for f in found])
+            s = np.concatenate(found)
+        else:
+            q, s, _ = snapshot.match(np.array(fps, dtype=np.uint64), k)
         ids = snapshot.ids[s].tolist()
         # Keys for the matches, with their fingerprints rechecked (a writer may
         # have replaced a row since the snapshot).

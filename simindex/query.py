@@ -16,11 +16,23 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from simindex.blocks import MAX_PROBES, BlockLayout, even_widths, probe_radius, probes
+from simindex.blocks import (
+    MAX_INDEX_K,
+    MAX_PROBES,
+    BlockLayout,
+    even_widths,
+    probe_radius,
+    probes,
+)
 from simindex.fingerprint import BITS, to_signed, to_unsigned
 from simindex.fingerprint import MAX_FINGERPRINT as _MASK64
 
 _QUERY_CHUNK = 8192  # queries matched at once in query_many (bounds memory)
+# A single-query table finds a block value's rows by offset (one array entry
+# per possible value) when there are at most this many entries a row, else by
+# binary search; and never past blocks of _OFFSETS_MAX_BITS.
+_OFFSETS_PER_ROW = 8
+_OFFSETS_MAX_BITS = 26
 
 
 class Match(NamedTuple):
@@ -217,6 +229,46 @@ def pairs_within(fps: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.nd
 _Table = tuple[int, np.ndarray, np.ndarray, list[Any]]
 
 
+class _Probed(NamedTuple):
+    """One table of the single-query lookup (one block of a layout for k):
+    the positions in order of the block's bits, found by offset when the
+    block is narrow beside the snapshot, else by binary search."""
+
+    shift: int  # the block's lowest bit
+    span: int  # its bits, shifted down
+    starts: np.ndarray | None  # positions with block value v: order[starts[v] : starts[v + 1]]
+    keys: np.ndarray  # the block values in sorted order (searched when starts is None)
+    order: np.ndarray  # positions, sorted by block value
+    flips: np.ndarray  # the values to XOR into the query's block value: 0, then the probes
+
+
+def _probed_tables(fps: np.ndarray, k: int) -> list[_Probed] | None:
+    """The tables that answer one query within k the way a new index for k
+    is laid out (BlockLayout.for_k: k + 1 blocks up to k = 3, fewer probed
+    blocks above), or None past what that layout answers by probes."""
+    if k > MAX_INDEX_K:
+        return None
+    layout = BlockLayout.for_k(k)
+    assert all(len(table) == 1 for table in layout.tables)  # one block a table
+    found = probes(layout, k) if k > layout.k else None
+    tables = []
+    for t, (shift, span) in enumerate(layout.spans()):
+        keyed = _sort_key(fps, span << shift)
+        order = np.argsort(keyed, kind="stable")
+        keys = keyed[order]
+        starts = None
+        bits = span.bit_length()
+        if bits <= _OFFSETS_MAX_BITS and 1 << bits <= _OFFSETS_PER_ROW * len(fps):
+            starts = np.zeros(span + 2, dtype=np.int64)
+            np.cumsum(np.bincount(keyed, minlength=span + 1), out=starts[1:])
+        flips = [0] if found is None else [p.flips[0] for p in found if p.table == t]
+        index_type = np.int32 if len(fps) < 2**31 else np.int64
+        tables.append(
+            _Probed(shift, span, starts, keys, order.astype(index_type), np.array(flips, np.int64))
+        )
+    return tables
+
+
 class Snapshot:
     """The fingerprints of an index at one moment, held in memory for batch
     queries: the ids and fingerprints, and per k the tables sorted by their bits
@@ -227,6 +279,7 @@ class Snapshot:
         self.fps = fps.astype(np.uint64, copy=False)
         self.version = version  # what the index looked like; compared by the caller
         self._tables: dict[int, tuple[Plan, list[_Table]]] = {}
+        self._probed: dict[int, list[_Probed] | None] = {}
 
     def _tables_for(self, k: int) -> tuple[Plan, list[_Table]]:
         found = self._tables.get(k)
@@ -239,6 +292,44 @@ class Snapshot:
                 tables.append((mask, keyed[order], order, flips))
             found = self._tables[k] = (plan, tables)
         return found
+
+    def near(self, fingerprint: int, k: int) -> np.ndarray:
+        """The positions of the fingerprints within distance k of one unsigned
+        fingerprint, each once: per table of the layout for k, the rows whose
+        block equals the query's or one of its probes (one vectorised
+        lookup a table, where match loops over the probes for a batch)."""
+        if k not in self._probed:
+            self._probed[k] = _probed_tables(self.fps, k)
+        tables = self._probed[k]
+        if tables is None:
+            _, s, _ = self.match(np.array([fingerprint], dtype=np.uint64), k)
+            return np.unique(s)
+        found = []
+        for table in tables:
+            key = (fingerprint >> table.shift) & table.span
+            if len(table.flips) == 1:  # no probes: one slice (cheaper than the arrays below)
+                if table.starts is not None:
+                    lo, hi = table.starts[key : key + 2].tolist()
+                else:
+                    lo = int(table.keys.searchsorted(key, side="left"))
+                    hi = int(table.keys.searchsorted(key, side="right"))
+                found.append(table.order[lo:hi])
+                continue
+            wanted = table.flips ^ key
+            if table.starts is not None:
+                lo_all = table.starts[wanted]
+                counts = table.starts[wanted + 1] - lo_all
+            else:
+                wanted = wanted.astype(table.keys.dtype)
+                lo_all = np.searchsorted(table.keys, wanted, side="left")
+                counts = np.searchsorted(table.keys, wanted, side="right") - lo_all
+            total = int(counts.sum())
+            if total:
+                start = np.repeat(lo_all - (np.cumsum(counts) - counts), counts)
+                found.append(table.order[start + np.arange(total)])
+        candidates = np.concatenate(found) if found else np.zeros(0, np.int64)
+        distance = np.bitwise_count(self.fps[candidates] ^ np.uint64(fingerprint))
+        return np.unique(candidates[distance <= k])
 
     def match(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every (query position, stored position, distance) within distance k,

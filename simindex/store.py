@@ -636,6 +636,10 @@ _GENERATION = (
 )
 SQLITE_COOKIE_SQL = "SELECT schema_version FROM pragma_schema_version"
 GENERATION_SQL = f"SELECT {_GENERATION}"
+_SQLITE_VERSIONS_SQL = (
+    "SELECT (SELECT data_version FROM pragma_data_version), "
+    "(SELECT schema_version FROM pragma_schema_version)"
+)
 
 
 def _generation_sql(dialect_name: str) -> str:
@@ -961,6 +965,15 @@ class Store:
         if self.engine.dialect.name != "sqlite":
             return None
         return int(self._read("PRAGMA data_version", ())[0][0])
+
+    def versions(self) -> tuple[int, int] | None:
+        """(data_version, schema cookie) in one read on this thread's
+        connection (see version and schema_version), or None where the
+        database has no data_version."""
+        if self.engine.dialect.name != "sqlite":
+            return None
+        row = self._read(_SQLITE_VERSIONS_SQL, ())[0]
+        return int(row[0]), int(row[1])
 
     def schema_version(self) -> int:
         """The schema cookie or generation (see _GENERATION), read on this

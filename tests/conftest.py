@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from simindex import SimIndex
+from simindex import index as index_module
 
 ROOT = Path(__file__).resolve().parent.parent
 POSTGRES_URL = os.environ.get("SIMINDEX_TEST_POSTGRES_URL", "")
@@ -47,6 +48,21 @@ def pg_url() -> Iterator[str]:
             conn.exec_driver_sql(f"DROP SCHEMA IF EXISTS {name} CASCADE")
     finally:
         engine.dispose()
+
+
+@pytest.fixture(autouse=True)
+def database_lookups(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Queries go to the database, as documented, however long a test runs:
+    an index holds its fingerprints in memory only where a test asks with
+    `hold` (see SimIndex._spent)."""
+    monkeypatch.setattr(index_module, "_HOLD_FIRST_S", float("inf"))
+
+
+@pytest.fixture
+def hold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Indexes hold their fingerprints in memory from their first database query."""
+    monkeypatch.setattr(index_module, "_HOLD_FIRST_S", 0.0)
+    monkeypatch.setattr(index_module, "_HOLD_S_PER_ROW", 0.0)
 
 
 @pytest.fixture

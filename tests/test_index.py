@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import random
@@ -29,6 +30,7 @@ from simindex import (
     hamming,
     simhash,
 )
+from simindex import index as index_module
 
 FP = st.integers(0, 2**64 - 1)
 
@@ -67,6 +69,17 @@ def corpora(draw: st.DrawFn) -> tuple[dict[str, int], list[int]]:
     return stored, queries
 
 
+@contextlib.contextmanager
+def holding(held: bool) -> Iterator[None]:
+    """Indexes made inside hold their fingerprints in memory from their first
+    database query (held=True; see SimIndex._spent), or never (False)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(index_module, "_HOLD_FIRST_S", 0.0 if held else float("inf"))
+        mp.setattr(index_module, "_HOLD_S_PER_ROW", 0.0)
+        yield
+
+
+@pytest.mark.parametrize("held", [False, True])
 @pytest.mark.parametrize(
     ("index_k", "blocks"),
     [(0, None), (1, None), (2, None), (3, None), (5, None), (3, 5), (2, 5), (1, 4)],
@@ -74,21 +87,26 @@ def corpora(draw: st.DrawFn) -> tuple[dict[str, int], list[int]]:
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=corpora())
 def test_query_equals_brute_force(
-    index_k: int, blocks: int | None, data: tuple[dict[str, int], list[int]]
+    index_k: int, blocks: int | None, held: bool, data: tuple[dict[str, int], list[int]]
 ) -> None:
+    """Every query, through the database (held=False) or from the fingerprints
+    held in memory after the first query (held=True): what brute force gives."""
     stored, queries = data
-    with SimIndex(":memory:", k=index_k, blocks=blocks) as index:
+    with holding(held), SimIndex(":memory:", k=index_k, blocks=blocks) as index:
         index.add_fingerprints(stored.items())
         assert len(index) == len(stored)
         for query in queries:
             for k in range(index_k + 1):
                 assert index.query(query, k=k) == brute_force(stored, query, k)
             # Larger than the index's k: still exact, by probing or a full scan (which warns).
+            # (Once the index holds its fingerprints in memory, nothing is scanned.)
             for k in (index_k + 2, index_k + 9):
+                in_memory = getattr(index._local, "snapshot", None) is not None
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
                     assert index.query(query, k=k) == brute_force(stored, query, k)
-                assert bool(caught) != index._store.can_probe(k)
+                assert bool(caught) == (not index._store.can_probe(k) and not in_memory)
+        assert (getattr(index._local, "snapshot", None) is not None) == held
 
 
 def test_query_equals_brute_force_on_a_larger_random_set(file_index: SimIndex) -> None:
@@ -404,9 +422,10 @@ def test_add_many_in_batches(index: SimIndex) -> None:
     assert len(index) == 12
 
 
+@pytest.mark.parametrize("held", [False, True])
 @pytest.mark.parametrize(("index_k", "blocks"), [(3, None), (3, 5), (2, None), (1, None)])
 def test_a_k_above_the_index_probes_and_equals_brute_force(
-    location: str, index_k: int, blocks: int | None
+    location: str, index_k: int, blocks: int | None, held: bool
 ) -> None:
     """Past the layout's k a query probes each table with the values a few bits
     away (blocks.probe_radius): exact, and no full scan where it is cheap."""
@@ -417,7 +436,7 @@ def test_a_k_above_the_index_probes_and_equals_brute_force(
     keys = list(stored)
     for i in range(400):  # neighbours at every distance up to 12, top bit set or not
         stored[f"near{i}"] = flip(stored[keys[i % 60]], i % 13, rng)
-    with SimIndex(location, k=index_k, blocks=blocks) as index:
+    with holding(held), SimIndex(location, k=index_k, blocks=blocks) as index:
         index.add_fingerprints(stored.items())
         queries = [flip(stored[keys[i]], rng.randrange(0, 6), rng) for i in range(40)]
         queries += [0, 2**63, 2**64 - 1]
@@ -427,7 +446,10 @@ def test_a_k_above_the_index_probes_and_equals_brute_force(
                 warnings.simplefilter("always")
                 for q in queries:
                     assert index.query(q, k=k) == brute_force(stored, q, k), (k, q)
-            assert bool(caught) == (not probed), k  # a warning only for a full scan
+            in_memory = getattr(index._local, "snapshot", None) is not None
+            assert in_memory == (held and not location.startswith("postgresql"))
+            # A warning only for a full scan (none from memory).
+            assert bool(caught) == (not probed and not in_memory), k
         assert index._store.can_probe(index_k + 1)
 
 
@@ -553,3 +575,72 @@ def test_streaming_dedup_finds_the_nearest_kept_as_brute_force(k: int) -> None:
         if expected is None or i % 2:
             assert seen.add(fp) == len(kept)
             kept.append(fp)
+
+
+@pytest.mark.parametrize("k", range(16))
+@pytest.mark.parametrize("offsets", [True, False])
+def test_one_query_in_memory_equals_brute_force(
+    k: int, offsets: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Snapshot.near (what a held snapshot answers single queries with), with
+    its tables found by offset and by binary search: the same as brute force."""
+    from simindex import query
+
+    monkeypatch.setattr(query, "_OFFSETS_PER_ROW", 2**40 if offsets else 0)
+    rng = random.Random(100 + k)
+    fps = [rng.getrandbits(64) for _ in range(400)]
+    fps += [flip(fps[i % 50], i % 17, rng) for i in range(400)]
+    fps += [0, 1, 2**63 - 1, 2**63, 2**64 - 1, 2**64 - 1]
+    queries = [flip(rng.choice(fps), rng.randrange(0, 12), rng) for _ in range(40)]
+    queries += [0, 2**63, 2**64 - 1, rng.getrandbits(64)]
+    snapshot = query.Snapshot(np.arange(len(fps)), np.array(fps, dtype=np.uint64), None)
+    for q in queries:
+        want = [i for i, fp in enumerate(fps) if hamming(fp, q) <= k]
+        assert snapshot.near(q, k).tolist() == want, (k, q)
+    assert (snapshot._probed[k] is not None) == (k <= 15)
+
+
+def test_a_held_snapshot_answers_as_brute_force_and_sees_every_write(
+    location: str, hold: None
+) -> None:
+    """Once queries have spent what reading the index would cost, the index
+    holds its fingerprints in memory (SQLite): answers stay exact, and any
+    write (through this object, another one, a rebuild) lets the snapshot go."""
+    rng = random.Random(5)
+    stored = {f"k{i}": rng.getrandbits(64) for i in range(2000)}
+    keys = list(stored)
+    for i in range(300):
+        stored[f"near{i}"] = flip(stored[keys[i % 40]], i % 11, rng)
+    stored["top"] = 2**64 - 1
+    queries = [flip(stored[keys[i]], rng.randrange(0, 6), rng) for i in range(30)] + [2**63]
+    sqlite = not location.startswith("postgresql")
+
+    def check(index: SimIndex) -> None:
+        for q in queries:
+            for k in (3, 8):
+                assert index.query(q, k=k) == brute_force(stored, q, k), (k, q)
+            assert index.query_many([q, q ^ 1], k=5) == [
+                brute_force(stored, q, 5),
+                brute_force(stored, q ^ 1, 5),
+            ]
+
+    with SimIndex(location, k=3) as index, SimIndex(location) as other:
+        index.add_fingerprints(stored.items())
+        index.query(queries[0])  # database time spent: the next query reads it all
+        held = getattr(index._local, "snapshot", None)
+        assert (held is not None) == sqlite
+        check(index)
+        assert getattr(index._local, "snapshot", None) is held  # still the same one
+        index.remove("k0")  # through this object
+        del stored["k0"]
+        index.add_fingerprint("k1", queries[2] ^ 3)  # a replaced fingerprint
+        stored["k1"] = queries[2] ^ 3
+        check(index)
+        other.add_fingerprint("new", queries[3] ^ 1)  # through another connection
+        stored["new"] = queries[3] ^ 1
+        other.remove("k2")
+        del stored["k2"]
+        check(index)
+        other.rebuild(k=8)  # another layout, made elsewhere
+        check(index)
+        assert index.k == 8
