@@ -22,7 +22,8 @@ From passages of those texts it makes pairs (a passage and an edited copy of
 it: word edits at 2, 5 and 10% of the words, a sentence dropped or added, two
 sentences swapped, re-wrapped and re-punctuated, 10% cut off, 10% of another
 passage appended), negative pairs (random passages; neighbouring passages of
-one source; a passage and a copy with half of its words replaced; random long
+one source; a passage and a copy with half of its words replaced; one with
+half of its sentences replaced by sentences of other passages; random long
 texts of 1,000-4,000 words or 1,500-6,000 characters) and a borderline class
 (20% and 30% of the words edited, reported but not scored). Inserted and
 replacing words are drawn by their frequency in the passages. Every simindex
@@ -42,6 +43,7 @@ It measures; it tunes nothing. Progress goes to stderr, the tables to stdout.
 from __future__ import annotations
 
 import argparse
+import copy
 import gzip
 import itertools
 import json
@@ -125,6 +127,7 @@ NEGATIVE = {
     "random": "two random passages",
     "neighbour": "two consecutive passages of one source (article, file, licence)",
     "replace50": "a passage and a copy with 50% of its words replaced",
+    "sent50": "a passage and a copy with 50% of its sentences replaced (by other passages' ones)",
     "long": "two random long texts (consecutive passages of one source joined)",
 }
 BORDERLINE = {"edit20": "20% of the words edited", "edit30": "30% of the words edited"}
@@ -152,6 +155,7 @@ SHORT = {  # column headings
     "random": "rand",
     "neighbour": "neigh",
     "replace50": "rep50",
+    "sent50": "sen50",
     "long": "long",
     "edit20": "ed20%",
     "edit30": "ed30%",
@@ -496,6 +500,20 @@ class Editor:
             sents.insert(self.rng.randrange(len(sents) + 1), new)
         return self.spaced(sents)
 
+    def replace_sentences(self, text: str, frac: float, docs: list[str]) -> str:
+        """frac of the sentences (rounded, at least one) each replaced by a sentence of
+        another of docs. The replacing sentence takes the whitespace around the one it
+        replaces (a line or paragraph break stays where it was)."""
+        sents = self.sentences(text)
+        for i in self.rng.sample(range(len(sents)), max(1, round(frac * len(sents)))):
+            while (o := self.rng.choice(docs)) == text:
+                pass
+            new = self.rng.choice(self.sentences(o)).strip()
+            old = sents[i]
+            lead, trail = old[: len(old) - len(old.lstrip())], old[len(old.rstrip()) :]
+            sents[i] = lead + new + trail
+        return self.spaced(sents)
+
     def reorder(self, text: str) -> str:
         sents = self.sentences(text)
         if len(sents) < 2:  # no sentence ends: swap the two halves of the lines
@@ -729,11 +747,20 @@ def build_pairs(lang: str, src: dict, n: int, n_random: int, pool_size: int, see
         "edit20": lambda t: ed.word_edits(t, 0.20),
         "edit30": lambda t: ed.word_edits(t, 0.30),
         "replace50": lambda t: ed.replace_words(t, 0.50),
+        "sent50": lambda t: ed50.replace_sentences(t, 0.50, multi),
     }
+    # sent50 came after the other kinds: it has its own random source, so that every
+    # other kind keeps the pairs it had (same seed, same pairs). Its passages, and the
+    # passages its sentences come from, have two sentences or more.
+    ed50 = copy.copy(ed)
+    ed50.rng = random.Random(f"{seed}-{lang}-sent50")
+    multi = [t for t in pool if len(ed.sentences(t)) >= 2]
+    bases = {"sent50": (ed50.rng, multi)}
     for kind, make in makers.items():
         cls = "pos" if kind in POSITIVE else "border" if kind in BORDERLINE else "neg"
         count = 2 * n if cls == "neg" else n  # hard negatives: twice as many, for the 1% line
-        for base in rng.sample(pool, min(count, len(pool))):
+        r, docs = bases.get(kind, (rng, pool))
+        for base in r.sample(docs, min(count, len(docs))):
             pairs.append((cls, kind, index[base], add(make(base))))
     for a, b in rng.sample(neighbours, min(2 * n, len(neighbours))):
         pairs.append(("neg", "neighbour", add(a), add(b)))

@@ -8,8 +8,10 @@ optional extra too.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -66,3 +68,19 @@ def test_backends_benchmark_runs_on_both() -> None:
         "bench/backends.py", "--n", "3000", "--queries", "50", "--batch", "500", "--json"
     )
     assert json.loads(printed)
+
+
+def test_quality_benchmark_quick_run() -> None:
+    """Offline, from the texts it caches; skipped until a full run has filled the cache."""
+    cache = os.environ.get("SIMINDEX_QUALITY_CACHE", "~/.cache/simindex-quality")
+    root = Path(cache).expanduser()
+    marks = [root / "199801.txt"] + [
+        root / f"root/.{pkg}.done"
+        for pkg in ("fortunes-min", "fortunes", "jargon-text", "fortunes-zh")
+    ]
+    if not all(m.exists() for m in marks):
+        pytest.skip(f"{root} not filled: run `python bench/quality.py` once (it fetches)")
+    out = json.loads(run_script("bench/quality.py", "--quick", "--json"))
+    for lang in ("en", "zh"):
+        pairs = out["languages"][lang]["pairs"]
+        assert pairs["sent50"] == pairs["replace50"] == 80
