@@ -127,7 +127,7 @@ NEGATIVE = {
     "random": "two random passages",
     "neighbour": "two consecutive passages of one source (article, file, licence)",
     "replace50": "a passage and a copy with 50% of its words replaced",
-    "sent50": "a passage and a copy with 50% of its sentences replaced (by other passages' ones)",
+    "sent50": "a copy with whole sentences replaced by other passages' ones (half its words)",
     "long": "two random long texts (consecutive passages of one source joined)",
 }
 BORDERLINE = {"edit20": "20% of the words edited", "edit30": "30% of the words edited"}
@@ -501,15 +501,23 @@ class Editor:
         return self.spaced(sents)
 
     def replace_sentences(self, text: str, frac: float, docs: list[str]) -> str:
-        """frac of the sentences (rounded, at least one) each replaced by a sentence of
-        another of docs. The replacing sentence takes the whitespace around the one it
-        replaces (a line or paragraph break stays where it was)."""
+        """Whole sentences, in random order, each replaced by a sentence of another of
+        docs until the replaced ones held at least frac of the passage's words (Chinese:
+        characters): "half of its sentences" by what they hold, as a count of sentences
+        of very different lengths can leave most of the text. The replacing sentence
+        takes the whitespace around the one it replaces (a line or paragraph break
+        stays where it was)."""
+        size = en_len if self.lang == "en" else zh_len
         sents = self.sentences(text)
-        for i in self.rng.sample(range(len(sents)), max(1, round(frac * len(sents)))):
+        total, replaced = size(text), 0
+        for i in self.rng.sample(range(len(sents)), len(sents)):
+            if replaced >= frac * total:
+                break
             while (o := self.rng.choice(docs)) == text:
                 pass
             new = self.rng.choice(self.sentences(o)).strip()
             old = sents[i]
+            replaced += size(old)
             lead, trail = old[: len(old) - len(old.lstrip())], old[len(old.rstrip()) :]
             sents[i] = lead + new + trail
         return self.spaced(sents)

@@ -97,7 +97,7 @@ KOpt = Annotated[
         "--k",
         "-k",
         help="Largest Hamming distance the new index answers from its "
-        "blocks (0-15; default 3). An existing index keeps its own.",
+        f"blocks (0-15; default {DEFAULT_K}). An existing index keeps its own.",
     ),
 ]
 BlocksOpt = Annotated[
@@ -720,7 +720,9 @@ def dedup(
     ],
     k: Annotated[
         int | None,
-        typer.Option("--k", "-k", help="Largest distance, 0-15 (default: the index's k, or 3)."),
+        typer.Option(
+            "--k", "-k", help=f"Largest distance, 0-15 (default: the index's k, or {DEFAULT_K})."
+        ),
     ] = None,
     clusters: Annotated[
         bool,
@@ -927,7 +929,9 @@ def _output(path: str | None) -> Iterator[Any]:
 @reported
 def advise(
     n: Annotated[int, typer.Option("--n", help="How many fingerprints the index will hold.")],
-    k: Annotated[int, typer.Option("--k", "-k", help="The distance it must answer (0-15).")] = 3,
+    k: Annotated[
+        int, typer.Option("--k", "-k", help="The distance it must answer (0-15).")
+    ] = DEFAULT_K,
     as_json: JsonOpt = False,
 ) -> None:
     """Compare block layouts for an index of n fingerprints, and recommend one.
@@ -1049,7 +1053,9 @@ def explain_cmd(
     ] = None,
     k: Annotated[
         int | None,
-        typer.Option("--k", "-k", help="Largest distance (default: the index's k, or 3)."),
+        typer.Option(
+            "--k", "-k", help=f"Largest distance (default: the index's k, or {DEFAULT_K})."
+        ),
     ] = None,
     blocks: Annotated[
         int | None,

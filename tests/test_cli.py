@@ -29,6 +29,7 @@ from typer.testing import CliRunner, Result
 
 from simindex import DEFAULT_CONFIG, FingerprintConfig, SimIndex, hamming, simhash
 from simindex.cli import app
+from simindex.index import DEFAULT_K
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNNER = CliRunner()
@@ -164,23 +165,23 @@ def test_init_creates_an_empty_index(tmp_path: Path) -> None:
     path = tmp_path / "new.db"
     result = ok("init", path)
     assert path.is_file()
-    assert "k=3" in result.stdout
+    assert f"k={DEFAULT_K}" in result.stdout
     assert contents(path) == {}
-    assert index_k(path) == 3
+    assert index_k(path) == DEFAULT_K
 
 
 def test_init_again_with_the_same_settings_succeeds_and_keeps_the_data(ix: Path) -> None:
     before = contents(ix)
     ok("init", ix)
-    ok("init", ix, "--k", "3")
+    ok("init", ix, "--k", str(DEFAULT_K))
     assert contents(ix) == before
 
 
 def test_init_with_a_different_k_fails_and_leaves_the_index_alone(ix: Path) -> None:
     before = contents(ix)
-    error("init", ix, "--k", "4", contains=("k=3",))
+    error("init", ix, "--k", "4", contains=(f"k={DEFAULT_K}",))
     assert contents(ix) == before
-    assert index_k(ix) == 3
+    assert index_k(ix) == DEFAULT_K
 
 
 def test_init_with_a_different_fingerprint_configuration_fails(ix: Path) -> None:
@@ -577,7 +578,7 @@ def test_add_an_unknown_format_fails(ix: Path, tmp_path: Path) -> None:
 
 
 def test_add_with_another_k_than_the_index_fails(ix: Path) -> None:
-    add_fails(ix, "--text", T3, "--key", "three", "--k", "5", contains=("k=3",))
+    add_fails(ix, "--text", T3, "--key", "three", "--k", "5", contains=(f"k={DEFAULT_K}",))
 
 
 def test_add_with_another_fingerprint_configuration_fails(ix: Path) -> None:
@@ -803,7 +804,7 @@ def test_query_json(fp_index: Path) -> None:
 
 def test_query_json_of_a_text(ix: Path) -> None:
     out = ok_json("query", ix, T2)
-    assert out["fingerprint"] == simhash(T2) and out["k"] == 3
+    assert out["fingerprint"] == simhash(T2) and out["k"] == DEFAULT_K
     assert out["matches"] == [{"key": "two", "distance": 0, "fingerprint": simhash(T2)}]
 
 
@@ -895,15 +896,15 @@ def test_remove_needs_a_key(ix: Path) -> None:
 def test_stats_json(ix: Path) -> None:
     info = ok_json("stats", ix)
     assert info["count"] == 2
-    assert info["k"] == 3
-    assert info["blocks"] == [16, 16, 16, 16]
+    assert info["k"] == DEFAULT_K
+    assert info["blocks"] == [22, 21, 21]  # the default layout for k = 8
     assert info["fingerprint"] == json.loads(DEFAULT_CONFIG.to_json())
     assert Path(info["index"]) == ix
 
 
 def test_stats_plain(ix: Path, tmp_path: Path) -> None:
     lines = ok("stats", ix).stdout.splitlines()
-    assert "count: 2" in lines and "k: 3" in lines
+    assert "count: 2" in lines and f"k: {DEFAULT_K}" in lines
     ok("init", tmp_path / "k7.db", "--k", "7", "--ngram", "2")
     info = ok_json("stats", tmp_path / "k7.db")
     assert info["k"] == 7 and len(info["blocks"]) == 4 and info["count"] == 0

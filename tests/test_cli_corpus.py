@@ -88,13 +88,14 @@ def test_dedup_pairs_and_clusters(news: Path) -> None:
         assert variant.startswith(canonical + ".") and distance <= 6
     text = ok("dedup", news, "--k", "6", "--clusters").stdout.splitlines()
     assert len(text) == 12 and all("\t" in line for line in text)
-    assert len(json.loads(ok("dedup", news, "--json").stdout)["pairs"]) == 9  # k = 3
+    assert len(json.loads(ok("dedup", news, "--k", "3", "--json").stdout)["pairs"]) == 9
+    assert len(json.loads(ok("dedup", news, "--json").stdout)["pairs"]) == 12  # k = 8
     error("dedup", news, "--k", "16")
 
 
 def test_advise_recommends_more_blocks_for_more_fingerprints() -> None:
-    small = json.loads(ok("advise", "--n", "100000", "--json").stdout)
-    large = json.loads(ok("advise", "--n", "10000000", "--json").stdout)
+    small = json.loads(ok("advise", "--n", "100000", "--k", "3", "--json").stdout)
+    large = json.loads(ok("advise", "--n", "10000000", "--k", "3", "--json").stdout)
     assert small["recommended_blocks"] == 4 and large["recommended_blocks"] == 5
     four = next(r for r in large["layouts"] if r["blocks"] == 4)
     assert four["candidates_per_query"] == pytest.approx(10_000_000 * 4 / 2**16, rel=1e-3)
@@ -105,7 +106,7 @@ def test_advise_recommends_more_blocks_for_more_fingerprints() -> None:
 
 def test_init_with_more_blocks(tmp_path: Path) -> None:
     path = tmp_path / "b.db"
-    info = json.loads(ok("init", path, "--blocks", "5", "--json").stdout)
+    info = json.loads(ok("init", path, "--k", "3", "--blocks", "5", "--json").stdout)
     assert info["blocks"] == [13, 13, 13, 13, 12] and len(info["tables"]) == 10
     error("init", path, "--blocks", "4")  # it has 5
     error("init", tmp_path / "c.db", "--k", "15", "--blocks", "2")  # too many probes

@@ -23,6 +23,7 @@ from simindex import (
 )
 from simindex.explain import Explanation, explain
 from simindex.fingerprint import feature_hash, features
+from simindex.index import DEFAULT_K
 from tests.test_cli import T1, T2, error, ok, ok_json
 
 EDITED = T1.replace("nine", "eight").replace("first", "second")
@@ -258,18 +259,18 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_cli_identical_files(files: tuple[Path, Path]) -> None:
     out = ok("explain", files[0], files[0]).stdout
-    assert out.startswith("near-duplicates: distance 0 <= k=3")
-    assert "blocks: 16 ✓  16 ✓  16 ✓  16 ✓\n" in out
-    assert "tables: 4 of 4 match" in out
+    assert out.startswith(f"near-duplicates: distance 0 <= k={DEFAULT_K}")
+    assert "blocks: 22 ✓  21 ✓  21 ✓\n" in out  # the default layout for k = 8
+    assert "tables: 3 of 3 match" in out
     assert "pulled together" in out and "pulled apart" not in out
 
 
 def test_cli_edited_pair(files: tuple[Path, Path]) -> None:
-    e = explain(T1, EDITED, k=3)
+    e = explain(T1, EDITED, k=DEFAULT_K)
     out = ok("explain", *files, "--top", "3").stdout  # DEFAULT_CONFIG, as explain()
     assert f"distance {e.distance} " in out.splitlines()[0]
     blocks = next(line for line in out.splitlines() if line.startswith("blocks:"))
-    assert re.fullmatch(r"blocks: (16 (✓|✗\(\d+\))(  |$)){4}", blocks)
+    assert re.fullmatch(r"blocks: (2[12] (✓|✗\(\d+\))(  |$)){3}", blocks)
     assert "pulled apart" in out
     for x in e.apart[:3]:
         assert re.search(rf"\n  {x.feature} +{x.weight_a} +{x.weight_b} +{x.score:.2f}\n", out)
@@ -279,7 +280,7 @@ def test_cli_texts_and_stdin(files: tuple[Path, Path]) -> None:
     by_text = ok_json("explain", "--text", T1, EDITED)
     assert by_text == ok_json("explain", files[0], "-", input=EDITED)
     assert by_text == ok_json("explain", "-", files[1], input=T1)
-    assert by_text == explain(T1, EDITED, k=3).to_dict()
+    assert by_text == explain(T1, EDITED, k=DEFAULT_K).to_dict()
 
 
 def test_cli_json_schema(files: tuple[Path, Path]) -> None:
@@ -290,8 +291,8 @@ def test_cli_json_schema(files: tuple[Path, Path]) -> None:
         "weighted_jaccard", "expected_distance", "together", "apart",
     }  # fmt: skip
     assert (out["a"], out["b"]) == (simhash(T1), simhash(EDITED))
-    assert out["k"] == 3 and out["tables"] == [[0], [1], [2], [3]]
-    assert [set(b) for b in out["blocks"]] == [{"width", "differing", "agrees"}] * 4
+    assert out["k"] == DEFAULT_K and out["tables"] == [[0], [1], [2]]
+    assert [set(b) for b in out["blocks"]] == [{"width", "differing", "agrees"}] * 3
     assert len(out["apart"]) == 2
     assert all(set(x) == {"feature", "a", "b", "score"} for x in out["together"] + out["apart"])
 

@@ -117,7 +117,8 @@ def test_query_equals_brute_force_on_a_larger_random_set(file_index: SimIndex) -
     file_index.add_fingerprints(stored.items())
     for i in range(200):
         query = flip(stored[f"k{i}"], rng.randrange(0, 5), rng)
-        assert file_index.query(query) == brute_force(stored, query, 3)
+        assert file_index.query(query) == brute_force(stored, query, file_index.k)
+        assert file_index.query(query, k=3) == brute_force(stored, query, 3)
 
 
 def test_block_layout_covers_all_bits() -> None:
@@ -280,13 +281,13 @@ def test_repr_and_location_hide_passwords() -> None:
     where = locate("postgresql+psycopg://user:secret@db.example/simindex")
     assert "secret" not in str(where)
     with SimIndex(":memory:") as index:
-        assert repr(index) == "SimIndex(':memory:', k=3)"
+        assert repr(index) == "SimIndex(':memory:', k=8)"
 
 
 def test_stats(file_index: SimIndex) -> None:
     file_index.add_fingerprints((f"k{i}", i) for i in range(10))
     info = file_index.stats()
-    assert info["count"] == 10 and info["k"] == 3 and info["blocks"] == [16, 16, 16, 16]
+    assert info["count"] == 10 and info["k"] == 8 and info["blocks"] == [22, 21, 21]
     assert info["file_bytes"] > 0 and info["fingerprint"]["weighting"] == DEFAULT_CONFIG.weighting
 
 
