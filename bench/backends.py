@@ -111,7 +111,7 @@ class Backend:
         self.answers: list[list[tuple[str, int]]] = []
 
     def open(self) -> SimIndex:
-        self.index = SimIndex(self.location, k=K)
+        self.index = SimIndex(self.location, k=K, hold=False)
         return self.index
 
     def size(self) -> int:

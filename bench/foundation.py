@@ -243,7 +243,7 @@ def bench_add(pairs, repeat: int, tmp: Path) -> tuple[dict, Path]:
     for r in range(repeat):
         # simindex: a new file each run; creating it (Alembic) is not timed
         path = tmp / f"simindex-{r}.db"
-        index = SimIndex(path, k=K)
+        index = SimIndex(path, k=K, hold=False)
         spans = index.layout.spans()
         gc.collect()
         t0 = time.perf_counter()
@@ -325,7 +325,7 @@ def bench_query(path: Path, fps: list[int], queries, repeat: int) -> dict:
     kinds = np.array([kind for kind, _ in queries])
     by_kind = {"planted": ([], []), "random": ([], [])}
     mismatches, hits = 0, 0
-    index = SimIndex(path)
+    index = SimIndex(path, hold=False)
     try:
         for fp in (q for _, q in queries[:20]):  # warm-up: connection pool, page cache
             index.query(fp)

@@ -296,7 +296,7 @@ def bench_builds(n, fps, pairs, peers, args, tmp: Path, section: str):
                 return
             path = tmp / f"{name.replace(' ', '-').replace('=', '')}-{n}-{r}.db"
             try:
-                index = SimIndex(path, k=K, **extra)  # creating the file is not timed
+                index = SimIndex(path, k=K, hold=False, **extra)  # creating the file is not timed
                 try:
                     gc.collect()
                     t0 = time.perf_counter()
@@ -430,7 +430,7 @@ def bench_queries(n, fps, queries, built, layouts, peers, args, section: str):
     singles = [(NUMPY, numpy_q, lambda res: set(res.tolist()))]
     for name, _ in layouts:
         if name in built.paths:
-            index = SimIndex(built.paths[name])
+            index = SimIndex(built.paths[name], hold=False)
             opened[name] = index
             singles.append((name, index.query, lambda res: {int(m.key[2:]) for m in res}))
     if built.shi is not None:

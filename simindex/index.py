@@ -129,6 +129,11 @@ class SimIndex:
     without them uses its own, and asking for different ones raises
     ConfigMismatchError. ``with SimIndex(...) as index:`` closes it at the end.
 
+    ``hold``: whether queries may be answered from the fingerprints held in
+    memory (SQLite; see query): None (default) once the database time they
+    cost reaches what reading them would, True from the first query, False
+    never (every query asks the database).
+
     ``readonly=True`` opens an existing SQLite index for reading only (every
     write raises StorageError). An index in a folder simindex cannot write
     (where SQLite cannot keep its -wal and -shm files) is opened that way by
@@ -149,10 +154,13 @@ class SimIndex:
         create: bool = True,
         readonly: bool = False,
         timeout: float = store.BUSY_TIMEOUT_S,
+        hold: bool | None = None,
     ) -> None:
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
             raise InvalidArgumentError(f"timeout is a number of seconds, not {timeout!r}")
         self._timeout = float(timeout)
+        if hold is not None and not isinstance(hold, bool):
+            raise InvalidArgumentError(f"hold is True, False or None, not {hold!r}")
         self.readonly = bool(readonly)
         wanted_layout = None
         if k is not None or blocks is not None:  # validate before anything is opened
@@ -183,6 +191,7 @@ class SimIndex:
         except BaseException:
             self._engine.dispose()
             raise
+        self._hold = hold
         self._writes = 0  # bumped by every write through this object
         self._adopt(settings, None)
         self._store.valid_for = self._store.schema_version()
@@ -621,11 +630,12 @@ class SimIndex:
         default four blocks, see blocks.probe_radius), else by reading every
         row, which says so with a FullScanWarning.
 
-        On SQLite, once a thread's queries have spent in the database about
-        what reading the whole index would cost (~1 us a fingerprint), the
-        index reads its fingerprints into memory (~70 bytes each, indexes of
-        up to 20M) and answers from there until anyone writes to it: the same
-        answers, several times sooner for a k above the layout's.
+        On SQLite, once a thread's probed queries (a k above the layout's,
+        such as the default 8) have spent in the database about what reading
+        the whole index would cost (~1 us a fingerprint), the index reads its
+        fingerprints into memory (~70 bytes each, indexes of up to 20M; see
+        ``hold``) and answers those from there until anyone writes to it: the
+        same answers, several times sooner.
         """
         if k is not None:
             check_k(k)
@@ -635,10 +645,13 @@ class SimIndex:
             settings, used = self._state  # a pair that belongs together
             fingerprint = self._as_fingerprint(text_or_fingerprint, settings.config)
             distance = settings.k if k is None else k
-            held = self._held(distance)
+            # Exact lookups (k up to the layout's) cost a few seeks: always the
+            # database. Probes cost hundreds: memory, once that pays (_spent).
+            probed = distance > settings.layout.k
+            held = self._held(distance) if probed else None
             if held is not None and self._state[1] is used:
                 matches = self._match_in_memory([fingerprint], distance, held)[0]
-            elif distance <= settings.layout.k or used.can_probe(distance):
+            elif not probed or used.can_probe(distance):
                 started = time.perf_counter()
                 try:
                     matches, version = self._lookup(used, fingerprint, distance)
@@ -648,7 +661,8 @@ class SimIndex:
                     return self.query(text_or_fingerprint, k=k, limit=limit)  # rebuilt
                 if self._changed(version, used):  # rebuilt meanwhile: ask the new index
                     return self.query(text_or_fingerprint, k=k, limit=limit)
-                self._spent(time.perf_counter() - started)
+                if probed:
+                    self._spent(time.perf_counter() - started)
             else:
                 warnings.warn(
                     f"k={distance} is past what the index's block lookups answer: every "
@@ -656,8 +670,10 @@ class SimIndex:
                     FullScanWarning,
                     stacklevel=2,
                 )
+                started = time.perf_counter()
                 with store.reading(self._engine, self._where) as conn:
                     matches = within(self._store.everything(conn), fingerprint, distance)
+                self._spent(time.perf_counter() - started)
         return matches[:limit] if limit is not None else matches
 
     @staticmethod
@@ -710,7 +726,8 @@ class SimIndex:
             # reading the index costs ~0.5 us a row once (then it is kept
             # while the index does not change) and a few us a query.
             cached = getattr(self._local, "snapshot", None)
-            held = self._held(distance) if self._state[1] is used else None
+            probed = distance > settings.layout.k  # (see query)
+            held = self._held(distance) if probed and self._state[1] is used else None
             by_lookup = distance <= settings.layout.k or used.can_probe(distance)
             # PostgreSQL: a batch is one join on the server (no snapshot to keep).
             on_server = (
@@ -744,7 +761,8 @@ class SimIndex:
                 versions = {v for _, v in answers if v is not None}
                 if any(self._changed(v, used) for v in versions):
                     return self.query_many(queries, k=k, limit=limit)  # rebuilt meanwhile
-                self._spent(time.perf_counter() - started)
+                if probed:
+                    self._spent(time.perf_counter() - started)
             elif distance > MAX_INDEX_K:
                 raise InvalidArgumentError(
                     f"query_many answers k up to {MAX_INDEX_K}; ask query() for k={distance}"
@@ -778,16 +796,18 @@ class SimIndex:
         snapshot is kept until anyone writes; then queries go back to the
         database until they have spent that much again. SQLite only (other
         databases give no cheap way to know nothing changed)."""
+        if self._hold is False:
+            return
         local = self._local
         local.spent = getattr(local, "spent", 0.0) + seconds
-        if local.spent < getattr(local, "rent", _HOLD_FIRST_S):
+        if self._hold is None and local.spent < getattr(local, "rent", _HOLD_FIRST_S):
             return
         if self._store.version() is None:
             local.rent = float("inf")
             return
         size = self._store.estimated_size()
         local.rent = size * _HOLD_S_PER_ROW if size <= _HOLD_MAX_ROWS else float("inf")
-        if local.spent >= local.rent:
+        if self._hold or local.spent >= local.rent:
             self._snapshot()
             local.spent = 0.0
 

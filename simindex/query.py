@@ -20,6 +20,7 @@ from simindex.blocks import (
     MAX_INDEX_K,
     MAX_PROBES,
     BlockLayout,
+    Probe,
     even_widths,
     probe_radius,
     probes,
@@ -242,27 +243,59 @@ class _Probed(NamedTuple):
     flips: np.ndarray  # the values to XOR into the query's block value: 0, then the probes
 
 
-def _probed_tables(fps: np.ndarray, k: int) -> list[_Probed] | None:
-    """The tables that answer one query within k the way a new index for k
-    is laid out (BlockLayout.for_k: k + 1 blocks up to k = 3, fewer probed
-    blocks above), or None past what that layout answers by probes."""
+def _offsets_fit(width: int, n: int) -> bool:
+    """Whether a table of a width-bit block finds its rows by offset (see _Probed)."""
+    return width <= _OFFSETS_MAX_BITS and 1 << width <= _OFFSETS_PER_ROW * n
+
+
+def single_layout(n: int, k: int) -> tuple[BlockLayout, list[Probe] | None] | None:
+    """The layout of one-block tables that answers one query within k among n
+    fingerprints in memory soonest, and its probes (None: exact lookups, m > k);
+    None past MAX_INDEX_K. Estimated in microseconds (Snapshot.near, measured
+    at 20k and 1M): a table without probes about 2 and 0.004 a candidate; with
+    probes about 10, 0.045 a probe by offset or 0.09 by binary search, and
+    0.013 a candidate."""
     if k > MAX_INDEX_K:
         return None
-    layout = BlockLayout.for_k(k)
-    assert all(len(table) == 1 for table in layout.tables)  # one block a table
-    found = probes(layout, k) if k > layout.k else None
+    best: tuple[float, BlockLayout, list[Probe] | None] | None = None
+    for m in range(1, min(k + 1, BITS // 4) + 1):
+        layout = BlockLayout(even_widths(m), tuple((b,) for b in range(m)))
+        found = probes(layout, k) if m <= k else None
+        if m <= k and (found is None or m == 1):  # (a probed 64-bit block: not in int64)
+            continue
+        cost = 0.0
+        for t, width in enumerate(layout.widths):
+            rows = n / 2.0**width
+            if found is None:
+                cost += 2 + 0.004 * rows
+                continue
+            count = sum(p.table == t for p in found)
+            per_probe = 0.045 if _offsets_fit(width, n) else 0.09
+            cost += 10 + count * (per_probe + 0.013 * rows)
+        if best is None or cost < best[0]:
+            best = (cost, layout, found)
+    assert best is not None  # m = k + 1 always qualifies
+    return best[1], best[2]
+
+
+def _probed_tables(fps: np.ndarray, k: int) -> list[_Probed] | None:
+    """The tables that answer one query within k (see single_layout), or None
+    past MAX_INDEX_K."""
+    chosen = single_layout(len(fps), k)
+    if chosen is None:
+        return None
+    layout, found = chosen
     tables = []
     for t, (shift, span) in enumerate(layout.spans()):
         keyed = _sort_key(fps, span << shift)
         order = np.argsort(keyed, kind="stable")
         keys = keyed[order]
+        index_type = np.int32 if len(fps) < 2**31 else np.int64
         starts = None
-        bits = span.bit_length()
-        if bits <= _OFFSETS_MAX_BITS and 1 << bits <= _OFFSETS_PER_ROW * len(fps):
-            starts = np.zeros(span + 2, dtype=np.int64)
+        if _offsets_fit(span.bit_length(), len(fps)):
+            starts = np.zeros(span + 2, dtype=index_type)
             np.cumsum(np.bincount(keyed, minlength=span + 1), out=starts[1:])
         flips = [0] if found is None else [p.flips[0] for p in found if p.table == t]
-        index_type = np.int32 if len(fps) < 2**31 else np.int64
         tables.append(
             _Probed(shift, span, starts, keys, order.astype(index_type), np.array(flips, np.int64))
         )

@@ -586,6 +586,7 @@ def test_one_query_in_memory_equals_brute_force(
     """Snapshot.near (what a held snapshot answers single queries with), with
     its tables found by offset and by binary search: the same as brute force."""
     from simindex import query
+    from simindex.blocks import even_widths, probes
 
     monkeypatch.setattr(query, "_OFFSETS_PER_ROW", 2**40 if offsets else 0)
     rng = random.Random(100 + k)
@@ -594,11 +595,24 @@ def test_one_query_in_memory_equals_brute_force(
     fps += [0, 1, 2**63 - 1, 2**63, 2**64 - 1, 2**64 - 1]
     queries = [flip(rng.choice(fps), rng.randrange(0, 12), rng) for _ in range(40)]
     queries += [0, 2**63, 2**64 - 1, rng.getrandbits(64)]
+    want = {q: [i for i, fp in enumerate(fps) if hamming(fp, q) <= k] for q in queries}
     snapshot = query.Snapshot(np.arange(len(fps)), np.array(fps, dtype=np.uint64), None)
-    for q in queries:
-        want = [i for i, fp in enumerate(fps) if hamming(fp, q) <= k]
-        assert snapshot.near(q, k).tolist() == want, (k, q)
-    assert (snapshot._probed[k] is not None) == (k <= 15)
+    for q in queries:  # the layout single_layout picks
+        assert snapshot.near(q, k).tolist() == want[q], (k, q)
+    # Every layout of one-block tables that probes within MAX_PROBES.
+    original, tried = query.single_layout, 0
+    for m in range(1, k + 2):
+        layout = BlockLayout(even_widths(m), tuple((b,) for b in range(m)))
+        found = probes(layout, k) if m <= k else None
+        if m <= k and (found is None or m == 1):  # as single_layout
+            continue
+        tried += 1
+        monkeypatch.setattr(query, "single_layout", lambda n, k_, c=(layout, found): c)
+        snapshot = query.Snapshot(np.arange(len(fps)), np.array(fps, dtype=np.uint64), None)
+        for q in queries:
+            assert snapshot.near(q, k).tolist() == want[q], (k, m, q)
+    monkeypatch.setattr(query, "single_layout", original)
+    assert tried >= (1 if k <= 1 else 2)
 
 
 def test_a_held_snapshot_answers_as_brute_force_and_sees_every_write(
@@ -627,7 +641,7 @@ def test_a_held_snapshot_answers_as_brute_force_and_sees_every_write(
 
     with SimIndex(location, k=3) as index, SimIndex(location) as other:
         index.add_fingerprints(stored.items())
-        index.query(queries[0])  # database time spent: the next query reads it all
+        index.query(queries[0], k=8)  # a probed query's time spent: it reads them all
         held = getattr(index._local, "snapshot", None)
         assert (held is not None) == sqlite
         check(index)
@@ -645,3 +659,17 @@ def test_a_held_snapshot_answers_as_brute_force_and_sees_every_write(
         other.rebuild(k=8)  # another layout, made elsewhere
         check(index)
         assert index.k == 8
+
+
+def test_hold_says_when_queries_come_from_memory(db_path: Path) -> None:
+    rng = random.Random(3)
+    stored = {f"k{i}": rng.getrandbits(64) for i in range(500)}
+    SimIndex(db_path).add_fingerprints(stored.items())
+    q = stored["k7"] ^ 0b101
+    for hold, held in ((True, True), (False, False), (None, False)):
+        with SimIndex(db_path, hold=hold) as index:
+            for _ in range(3):
+                assert index.query(q) == brute_force(stored, q, index.k)
+            assert (getattr(index._local, "snapshot", None) is not None) == held, hold
+    with pytest.raises(InvalidArgumentError, match="hold"):
+        SimIndex(db_path, hold="yes")  # type: ignore[arg-type]
