@@ -78,6 +78,7 @@ from simindex.fingerprint import (  # noqa: E402
     hamming,
     simhash,
 )
+from simindex.index import DEFAULT_K  # noqa: E402
 
 CACHE = Path(os.environ.get("SIMINDEX_QUALITY_CACHE", "~/.cache/simindex-quality")).expanduser()
 DEBS_EN = ("fortunes-min", "fortunes", "jargon-text")
@@ -90,7 +91,7 @@ ZH_FORTUNE_FILES = ("chinese", "tang300", "song100")  # what fortunes-zh install
 EN_WORDS = (80, 400)  # an English passage: 80-400 words
 ZH_CHARS = (150, 800)  # a Chinese passage: 150-800 characters (whitespace not counted)
 LONG = {"en": (1000, 4000, 2000), "zh": (1500, 6000, 3000)}  # a long text: lo, hi, target
-K = 3  # the distance the per-kind columns use (simindex's default k)
+K = DEFAULT_K  # the distance the per-kind columns use (simindex's default k, 8)
 MAX_FP = 0.01  # the operating point: every negative kind's false-positive rate <= 1%
 TARGET = 0.90  # the recall the per-k view looks for: the smallest k reaching it
 CURVE_K = range(17)  # the per-k view: k = 0..16
@@ -849,8 +850,8 @@ def evaluate(lang: str, pairs, fps, sigs, feats=None) -> dict:
             if k90 is not None
             else None,
             "curve": curve,
-            "at_k3": {kind: at(K, kind) for kind in kinds if kind in arr},
-            "recall_k3": float(np.mean(pos <= K)),
+            "at_default_k": {kind: at(K, kind) for kind in kinds if kind in arr},
+            "recall_default_k": float(np.mean(pos <= K)),
             "best_k": best,
             "recall_best": float(np.mean(pos <= best)) if best is not None else 0.0,
             "at_best": {kind: at(best, kind) for kind in kinds if kind in arr}
@@ -933,11 +934,11 @@ def table(lang: str, res: dict, n_pairs: Counter) -> str:
                 + [f"{pct(a.get('edit20'))}/{pct(a.get('edit30'))}", pct(a.get("nat~"))]
             )
             continue
-        a = r["at_k3"]
+        a = r["at_default_k"]
         rows.append(
             [label]
             + [pct(a.get(k)) for k in POSITIVE]
-            + [pct(r["recall_k3"]), pct(a.get("nat+"))]
+            + [pct(r["recall_default_k"]), pct(a.get("nat+"))]
             + [pct(a.get(k)) for k in NEGATIVE]
             + [pct(a.get("nat-"))]
             + ["-" if r["best_k"] is None else str(r["best_k"]), pct(r["recall_best"])]
@@ -979,10 +980,11 @@ def table(lang: str, res: dict, n_pairs: Counter) -> str:
         [
             *lines,
             "",
-            "Percent of pairs within k=3 (FP columns: negatives within k=3; border: 20%/30% "
-            "edits within k=3, not scored). best k: the largest k keeping every negative "
-            "kind's FP rate <= 1%; recall: all positives within it. k@90: the smallest k "
-            "finding 90% of all positives; FP@90: the worst negative kind's FP rate there.",
+            f"Percent of pairs within k={K}, the default (FP columns: negatives within "
+            f"k={K}; border: 20%/30% edits within k={K}, not scored). best k: the largest "
+            "k keeping every negative kind's FP rate <= 1%; recall: all positives within "
+            "it. k@90: the smallest k finding 90% of all positives; FP@90: the worst "
+            "negative kind's FP rate there.",
             "* minhash: estimated Jaccard of word "
             f"{SHINGLE[lang]}-shingles{' (jieba words)' if lang == 'zh' else ''}, "
             f"num_perm={NUM_PERM}; every column is at its threshold J, the lowest multiple "
