@@ -103,11 +103,11 @@ METHODS = {  # label -> FingerprintConfig: DEFAULT_CONFIG with one or two option
     "default": DEFAULT_CONFIG,
     "old default": FingerprintConfig(),  # tf, jieba words: indexes made before cjk existed
     "cjk=words": replace(DEFAULT_CONFIG, cjk="words"),
-    "tf": replace(DEFAULT_CONFIG, weighting="tf"),
+    "sublinear": replace(DEFAULT_CONFIG, weighting="sublinear"),  # the default before
     "binary": replace(DEFAULT_CONFIG, weighting="binary"),
     "ngram=2": replace(DEFAULT_CONFIG, ngram=2),
     "stopwords=False": replace(DEFAULT_CONFIG, stopwords=False),
-    "tf,stopwords=False": replace(DEFAULT_CONFIG, weighting="tf", stopwords=False),
+    "sublinear,stopwords=False": replace(DEFAULT_CONFIG, weighting="sublinear", stopwords=False),
 }
 BASELINE = "minhash"
 VERIFY = "default+verify"  # the default's candidates within VERIFY_K, then a cosine check

@@ -78,9 +78,7 @@ def test_stop_words_only_text_gets_its_own_fingerprint() -> None:
 def test_weighting_options_change_fingerprints_as_documented() -> None:
     text = "apple apple apple apple apple banana cherry date elderberry fig grape"
     assert features(text, FingerprintConfig())["apple"] == 5  # tf: the first default
-    assert (
-        features(text)["apple"] == features(text, FingerprintConfig(weighting="sublinear"))["apple"]
-    )  # DEFAULT_CONFIG: sublinear
+    assert features(text)["apple"] == 5  # DEFAULT_CONFIG: tf again
     assert features(text, FingerprintConfig(weighting="binary"))["apple"] == 1
     assert features(text, FingerprintConfig(weighting="sublinear"))["apple"] == round(
         256 * (1 + __import__("math").log(5))
@@ -156,9 +154,11 @@ def test_known_cjk_values_do_not_drift() -> None:
     chars = FingerprintConfig(cjk="chars")
     assert simhash("你妈妈喊你回家吃饭哦，回家罗回家罗", chars) == 16242569899395068736
     assert simhash("東京は日本の首都です。Tokyo is big.", chars) == 9788705737160000597
-    assert FingerprintConfig(weighting="sublinear", cjk="chars") == DEFAULT_CONFIG
-    assert simhash("你妈妈喊你回家吃饭哦，回家罗回家罗") == 16231293454186263360
+    assert FingerprintConfig(weighting="tf", cjk="chars") == DEFAULT_CONFIG
+    assert simhash("你妈妈喊你回家吃饭哦，回家罗回家罗") == 16242569899395068736
     assert simhash("東京は日本の首都です。Tokyo is big.") == 9788705737160000597
+    sublinear = FingerprintConfig(weighting="sublinear", cjk="chars")  # the default before
+    assert simhash("你妈妈喊你回家吃饭哦，回家罗回家罗", sublinear) == 16231293454186263360
 
 
 def test_cjk_as_characters_and_bigrams() -> None:
