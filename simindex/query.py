@@ -9,7 +9,7 @@ whatever layout the index itself was built with.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from itertools import combinations
 from math import comb
 from typing import Any, NamedTuple
@@ -34,6 +34,21 @@ _QUERY_CHUNK = 8192  # queries matched at once in query_many (bounds memory)
 # binary search; and never past blocks of _OFFSETS_MAX_BITS.
 _OFFSETS_PER_ROW = 8
 _OFFSETS_MAX_BITS = 26
+# All pairs (pairs_within): lookups made at once (bounds memory), and the
+# widest block found by offset (an array of 2**bits + 1 entries).
+_PAIRS_CHUNK = 1 << 18
+_PAIRS_OFFSETS_MAX_BITS = 22
+_PAIRS_MAX_FLIPS = 1 << 16  # probes of a plan pairs_plan considers
+# pairs_plan's cost model, in nanoseconds (numpy, measured at 1M fingerprints):
+_SORT_NS = (18.0, 90.0)  # sorting a table, per row (keys of <= 16 bits, wider)
+_RUN_NS = 5.0  # walking its equal runs, per row
+_RUN_PAIR_NS = 2.0  # per pair of rows in an equal run
+_BUILD_NS = 5.0  # per possible key, building the offsets
+_OFFSET_NS = 2.0  # per row and probe, a lookup by offset
+_SEARCH_NS = 1.8  # per row, probe and step of a binary search
+_HIT_NS = 8.0  # per row and probe that finds a run
+_PAIR_NS = 7.0  # per pair of rows a probe finds
+_GROUP_NS = 30_000.0  # per table and highest bit of a probe (a few numpy calls)
 
 
 class Match(NamedTuple):
@@ -163,16 +178,144 @@ def _sort_key(fps: np.ndarray, mask: int) -> np.ndarray:
     return keyed
 
 
+def pairs_plan(n: int, k: int, *, blocks: int | None = None) -> Plan:
+    """The cheapest plan to pair n fingerprints within k (uniform estimate,
+    see _pairs_cost): unlike a query's, each probe is a pass over the whole
+    table. ``blocks`` forces the number of blocks (tests)."""
+    if blocks is None:
+        best: tuple[float, int] | None = None
+        for m in range(1, min(k + 1, BITS // 4) + 1):
+            widths = even_widths(m)
+            radius = probe_radius(BlockLayout(widths, tuple((b,) for b in range(m))), k)
+            if sum(comb(w, i) for w in widths for i in range(radius + 1)) > _PAIRS_MAX_FLIPS:
+                continue
+            cost = sum(_pairs_cost(n, w, radius) for w in widths)
+            if best is None or cost < best[0]:
+                best = (cost, m)
+        blocks = k + 1 if best is None else best[1]
+    return plan_for(n, k, blocks=blocks)
+
+
+def _pairs_offsets(n: int, width: int, probes: int) -> bool:
+    """Whether pairs_within looks up a table of `width` bits (with `probes`
+    probes besides 0) by offset rather than by binary search: when the
+    offsets fit and building them costs less than the searches they save."""
+    if width > _PAIRS_OFFSETS_MAX_BITS:
+        return False
+    saved = probes * n / 2 * (_SEARCH_NS * max(1.0, np.log2(n + 1)) - _OFFSET_NS)
+    return 2.0**width * _BUILD_NS <= saved
+
+
+def _pairs_cost(n: int, width: int, radius: int) -> float:
+    """The estimated nanoseconds of one table of `width` bits in pairs_within
+    (uniform fingerprints): sort it and walk its equal runs, then for each
+    probe look up the rows of half the table (by offset or binary search),
+    and compare the pairs found."""
+    per_key = n / 2.0**width  # rows of a key
+    pairs = n * per_key / 2  # pairs of rows with equal keys, or one probe's flips apart
+    cost = n * (_SORT_NS[width > 16] + _RUN_NS) + pairs * _RUN_PAIR_NS
+    if radius:
+        probes = sum(comb(width, i) for i in range(1, radius + 1))
+        if _pairs_offsets(n, width, probes):
+            cost += 2.0**width * _BUILD_NS
+            lookup = _OFFSET_NS
+        else:
+            lookup = _SEARCH_NS * max(1.0, float(np.log2(n + 1)))
+        hits = -float(np.expm1(-per_key))  # the share of lookups that find a run
+        cost += probes * (n / 2 * (lookup + hits * _HIT_NS) + pairs * _PAIR_NS)
+        cost += width * _GROUP_NS
+    return cost
+
+
+def _flipped(
+    sorted_keys: np.ndarray, flips: list[Any], offsets: int | None
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Every (a, b) of positions in sorted_keys whose keys differ by one of the
+    flips (none of them 0), each pair once, in pieces of bounded size.
+
+    Each pair is taken from the side whose key has the flip's highest bit
+    clear (so key_a < key_b): each of its positions looks up the run of
+    key ^ flip, by offset (in a table of every key of `offsets` bits) or,
+    when offsets is None, by binary search among the distinct keys.
+    """
+    n = len(sorted_keys)
+    if not n or not flips:
+        return
+    # Keys of up to 32 bits as numpy's index type: gathers and searches
+    # with them are about twice as fast as with narrower ones.
+    dtype = np.dtype(np.intp) if sorted_keys.itemsize <= 4 else sorted_keys.dtype
+    keys = sorted_keys.astype(dtype)
+    if offsets is not None:
+        sizes = np.bincount(keys, minlength=1 << offsets)
+        starts = np.zeros(len(sizes) + 1, dtype=np.intp)
+        np.cumsum(sizes, out=starts[1:])
+        # A narrower copy of the run lengths to test every lookup against
+        # (most find nothing) before reading the run's start.
+        sizes = sizes.astype(np.uint8) if sizes.max() <= 0xFF else sizes
+    else:
+        bounds = np.flatnonzero(keys[1:] != keys[:-1]) + 1
+        bounds = np.concatenate(([0], bounds, [n]))
+        values = keys[bounds[:-1]]  # the distinct keys, their runs bounds[i]:bounds[i + 1]
+    top = np.array([int(f).bit_length() - 1 for f in flips])
+    flip_array = np.array(flips, dtype=dtype)
+    one = dtype.type(1)
+    for bit in np.unique(top).tolist():
+        mine = np.flatnonzero((keys >> dtype.type(bit)) & one == 0)
+        if not mine.size:
+            continue
+        mine_keys = keys[mine]
+        group = flip_array[top == bit]
+        per = max(1, _PAIRS_CHUNK // len(mine))
+        for c in range(0, len(group), per):
+            wanted = (mine_keys[None, :] ^ group[c : c + per, None]).ravel()
+            if offsets is not None:
+                count = sizes[wanted]
+                hit = np.flatnonzero(count != 0)
+                lo, count = starts[wanted[hit]], count[hit]
+            else:
+                at = np.minimum(np.searchsorted(values, wanted), len(values) - 1)
+                hit = np.flatnonzero(values[at] == wanted)
+                at = at[hit]
+                lo, count = bounds[at], bounds[at + 1] - bounds[at]
+            a = mine[hit % len(mine)] if len(wanted) > len(mine) else mine[hit]
+            yield a, lo  # the first row of each run found
+            longer = np.flatnonzero(count > 1)
+            if longer.size:
+                rest = count[longer].astype(np.intp) - 1
+                yield from _rest_of_runs(a[longer], lo[longer] + 1, rest)
+
+
+def _rest_of_runs(
+    a: np.ndarray, lo: np.ndarray, count: np.ndarray
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(a[i], lo[i] + j) for every j below count[i], in pieces of about
+    _PAIRS_CHUNK pairs (or one run, if longer)."""
+    ends = np.cumsum(count)
+    start = 0
+    while start < len(a):
+        done = int(ends[start - 1]) if start else 0
+        stop = max(start + 1, int(np.searchsorted(ends, done + _PAIRS_CHUNK, side="right")))
+        runs = count[start:stop]
+        within = np.arange(int(ends[stop - 1]) - done) - np.repeat(
+            ends[start:stop] - runs - done, runs
+        )
+        yield np.repeat(a[start:stop], runs), np.repeat(lo[start:stop], runs) + within
+        start = stop
+
+
 def pairs_within(fps: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair (a, b, distance), a < b as positions in fps, within distance k.
 
-    For each table: sort by its bits, then compare each fingerprint with the
-    ones 1, 2, 3... places further on while they still share those bits (the
-    positions still inside a run shrink at every step). Each pair is reported
-    once: by the first table whose bits it agrees on.
+    For each table (pairs_plan): sort by its bits, then compare each
+    fingerprint with the ones 1, 2, 3... places further on while they still
+    share those bits (the positions still inside a run shrink at every step);
+    with probes, also pair the runs whose bits differ by each probe's flips
+    (_flipped). Each pair is reported once: by the first table whose bits it
+    agrees on within the plan's radius.
     """
     fps = fps.astype(np.uint64, copy=False)
-    plan = plan_for(len(fps), k)
+    n = len(fps)
+    plan = pairs_plan(n, k)
     masks = plan.masks
     out_a, out_b, out_d = [], [], []
 
@@ -188,15 +331,13 @@ def pairs_within(fps: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.nd
         keyed, flips = _keyed(fps, mask, plan.flips[t])
         order = np.argsort(keyed, kind="stable")
         sorted_keys, sorted_fps = keyed[order], fps[order]
-        n = len(fps)
-        # Pairs whose bits here differ by a probe's flips: each finds the other.
-        for flip in flips[1:]:
-            a, b = _equal(sorted_keys, sorted_keys ^ flip)
-            once = order[a] < order[b]  # each pair is found from both ends: keep one
-            a, b = a[once], b[once]
+        # Pairs whose bits here differ by a probe's flips.
+        width = mask.bit_count()
+        offsets = width if _pairs_offsets(n, width, len(flips) - 1) else None
+        for a, b in _flipped(sorted_keys, flips[1:], offsets):
             distance = np.bitwise_count(sorted_fps[a] ^ sorted_fps[b])
-            near = distance <= k
-            if near.any():
+            near = np.flatnonzero(distance <= k)
+            if near.size:
                 keep(order[a[near]], order[b[near]], distance[near], t)
         step = 1
         # While most positions are still inside a run, whole-array slices are

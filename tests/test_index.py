@@ -459,7 +459,9 @@ def test_in_memory_probing_equals_brute_force_for_every_block_count(
     k: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Batch queries and all pairs in memory, with every plan of m blocks that
-    probes (radius > 0 for m <= k) or not: the same as brute force."""
+    probes (radius > 0 for m <= k) or not: the same as brute force. All pairs
+    both ways (offsets where the blocks allow, binary search), a flip at a
+    time and many at once."""
     from simindex import query
     from simindex.blocks import even_widths, probe_radius
 
@@ -467,16 +469,24 @@ def test_in_memory_probing_equals_brute_force_for_every_block_count(
     fps = [rng.getrandbits(64) for _ in range(300)]
     fps += [flip(fps[i % 40], i % 14, rng) for i in range(300)] + [0, 2**63, 2**64 - 1]
     queries = [flip(rng.choice(fps), rng.randrange(0, 10), rng) for _ in range(60)] + [2**63]
-    original = query.plan_for
-    tried = 0
+    want_pairs = sorted(
+        (i, j, hamming(fps[i], fps[j]))
+        for i in range(len(fps))
+        for j in range(i + 1, len(fps))
+        if hamming(fps[i], fps[j]) <= k
+    )
+    plans = []  # (m, the plan for queries, the plan for all pairs)
     for m in range(1, min(k + 1, 16) + 1):
         layout = BlockLayout(even_widths(m), tuple((b,) for b in range(m)))
         radius = probe_radius(layout, k)
-        if sum(math.comb(w, i) for w in layout.widths for i in range(radius + 1)) > 20_000:
-            continue
-        plan = original(len(fps), k, blocks=m)
-        tried += 1
+        if sum(math.comb(w, i) for w in layout.widths for i in range(radius + 1)) <= 20_000:
+            plans.append(
+                (m, query.plan_for(len(fps), k, blocks=m), query.pairs_plan(len(fps), k, blocks=m))
+            )
+    assert len(plans) >= min(k + 1, 3)
+    for m, plan, pairs in plans:
         monkeypatch.setattr(query, "plan_for", lambda n, k_, plan=plan: plan)
+        monkeypatch.setattr(query, "pairs_plan", lambda n, k_, plan=pairs: plan)
         snapshot = query.Snapshot(np.arange(len(fps)), np.array(fps, dtype=np.uint64), None)
         q, s, d = snapshot.match(np.array(queries, dtype=np.uint64), k)
         got = sorted(zip(q.tolist(), s.tolist(), d.tolist(), strict=True))
@@ -487,16 +497,72 @@ def test_in_memory_probing_equals_brute_force_for_every_block_count(
             if hamming(fp, qv) <= k
         )
         assert got == want, (k, m, plan.radius)
-        a, b, d = query.pairs_within(np.array(fps, dtype=np.uint64), k)
-        got_pairs = sorted(zip(a.tolist(), b.tolist(), d.tolist(), strict=True))
-        want_pairs = sorted(
-            (i, j, hamming(fps[i], fps[j]))
-            for i in range(len(fps))
-            for j in range(i + 1, len(fps))
-            if hamming(fps[i], fps[j]) <= k
+        for offsets, chunk in [(True, 1 << 18), (False, 1 << 18), (True, 1), (False, 1)]:
+            monkeypatch.setattr(query, "_pairs_offsets", lambda n, w, p, o=offsets: o and w <= 22)
+            monkeypatch.setattr(query, "_PAIRS_CHUNK", chunk)
+            a, b, d = query.pairs_within(np.array(fps, dtype=np.uint64), k)
+            got_pairs = sorted(zip(a.tolist(), b.tolist(), d.tolist(), strict=True))
+            assert got_pairs == want_pairs, (k, m, plan.radius, offsets, chunk)
+
+
+def test_pairs_within_long_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs of more rows than a byte counts (300 equal fingerprints, the top
+    bit set) paired with runs a bit apart in every block, so that the first
+    table finds them by a probe: every pair once, probed or not."""
+    from simindex import query
+
+    plan_for = query.pairs_plan
+    x = 2**63 + 12345
+    y = x ^ 1 << 5 ^ 1 << 30 ^ 1 << 50
+    z = y ^ 1 << 6 ^ 1 << 31 ^ 1 << 51
+    fps = np.array([x] * 300 + [y] * 300 + [z] * 2, dtype=np.uint64)
+    distance = np.bitwise_count(fps[:, None] ^ fps[None, :])
+    for blocks, offsets in [(3, False), (3, True), (9, False)]:
+        plan = plan_for(len(fps), 8, blocks=blocks)
+        monkeypatch.setattr(query, "pairs_plan", lambda n, k_, plan=plan: plan)
+        monkeypatch.setattr(query, "_pairs_offsets", lambda n, w, p, o=offsets: o)
+        a, b, d = query.pairs_within(fps, 8)
+        assert len(set(zip(a.tolist(), b.tolist(), strict=True))) == len(a)
+        want_a, want_b = np.nonzero(np.triu(distance <= 8, 1))
+        assert sorted(zip(a.tolist(), b.tolist(), d.tolist(), strict=True)) == sorted(
+            zip(want_a.tolist(), want_b.tolist(), distance[want_a, want_b].tolist(), strict=True)
         )
-        assert got_pairs == want_pairs, (k, m, plan.radius)
-    assert tried >= min(k + 1, 3)
+
+
+@pytest.mark.parametrize("k", [9, 10, 15])
+def test_pairs_within_default_plan_equals_brute_force(k: int) -> None:
+    """10,000 fingerprints (random, planted neighbours, the top bit set):
+    the plan pairs_plan picks probes, and finds what brute force does."""
+    from simindex import query
+
+    rng = np.random.default_rng(k)
+    base = rng.integers(0, 2**64, 9_000, dtype=np.uint64)
+    bits = np.uint64(1) << rng.integers(0, 64, (1_000, k)).astype(np.uint64)
+    near = base[:1_000] ^ np.bitwise_or.reduce(bits, axis=1)
+    fps = np.concatenate([base, near, [2**63, 2**64 - 1]]).astype(np.uint64)
+    assert query.pairs_plan(len(fps), k).radius > 0
+    want = []
+    for i in range(len(fps)):
+        distance = np.bitwise_count(fps[i] ^ fps[i + 1 :])
+        (j,) = np.nonzero(distance <= k)
+        want += zip([i] * len(j), (j + i + 1).tolist(), distance[j].tolist(), strict=True)
+    a, b, d = query.pairs_within(fps, k)
+    assert sorted(zip(a.tolist(), b.tolist(), d.tolist(), strict=True)) == sorted(want)
+    assert len(want) >= 1_000
+
+
+def test_pairs_plan_probes_only_where_it_pays() -> None:
+    """k <= 3 keeps k + 1 blocks (no probes, one pass a table) at every size;
+    a million fingerprints at k = 8 take three blocks probed within 2 bits
+    (a few hundred passes) rather than narrow blocks' billions of candidates."""
+    from simindex.query import pairs_plan
+
+    for n in (0, 1, 1_000, 100_000, 1_000_000, 10_000_000):
+        for k in range(4):
+            plan = pairs_plan(n, k)
+            assert (len(plan.masks), plan.radius) == (k + 1, 0), (n, k)
+    plan = pairs_plan(1_000_000, 8)
+    assert (len(plan.masks), plan.radius) == (3, 2)
 
 
 def test_an_index_stored_before_cjk_keeps_its_fingerprints(db_path: Path) -> None:
