@@ -287,6 +287,8 @@ class SimIndex:
             "schema_revision": store.HEAD,
             "created_by": self._settings.created_by,
         }
+        held = getattr(self._local, "snapshot", None)  # this thread's (see query)
+        info["held_in_memory_bytes"] = 0 if held is None else held.nbytes
         if self._where.path is not None:
             size = self._file_bytes()
             info["file_bytes"] = size
@@ -845,7 +847,7 @@ class SimIndex:
     def _match_in_memory(
         self, fps: Sequence[int], k: int, snapshot: Snapshot | None = None
     ) -> list[list[Match]]:
-        snapshot = snapshot or self._snapshot()
+        snapshot = self._snapshot() if snapshot is None else snapshot
         if len(fps) <= _ONE_BY_ONE:
             found = [snapshot.near(fp, k) for fp in fps]
             q = np.repeat(np.arange(len(fps)), [len(f) for f in found])

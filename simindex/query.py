@@ -455,6 +455,17 @@ class Snapshot:
         self._tables: dict[int, tuple[Plan, list[_Table]]] = {}
         self._probed: dict[int, list[_Probed] | None] = {}
 
+    @property
+    def nbytes(self) -> int:
+        """The memory its arrays take, the tables built so far included."""
+        arrays = [self.ids, self.fps]
+        for _plan, tables in self._tables.values():
+            arrays += [a for _mask, keys, order, _flips in tables for a in (keys, order)]
+        for probed in self._probed.values():
+            for t in probed or ():
+                arrays += [t.keys, t.order, t.flips] + ([] if t.starts is None else [t.starts])
+        return sum(a.nbytes for a in arrays)
+
     def _tables_for(self, k: int) -> tuple[Plan, list[_Table]]:
         found = self._tables.get(k)
         if found is None:

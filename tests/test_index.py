@@ -710,6 +710,7 @@ def test_a_held_snapshot_answers_as_brute_force_and_sees_every_write(
         index.query(queries[0], k=8)  # a probed query's time spent: it reads them all
         held = getattr(index._local, "snapshot", None)
         assert (held is not None) == sqlite
+        assert (index.stats()["held_in_memory_bytes"] >= 16 * len(stored)) == sqlite
         check(index)
         assert getattr(index._local, "snapshot", None) is held  # still the same one
         index.remove("k0")  # through this object
