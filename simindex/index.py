@@ -51,6 +51,7 @@ _BATCH = 5000  # rows per write in add_many / add_fingerprints
 _HOLD_S_PER_ROW = 1e-6
 _HOLD_FIRST_S = 0.05  # the database time before the index's size is first asked
 _HOLD_MAX_ROWS = 20_000_000  # bigger indexes stay in the database (memory: ~70 bytes a row)
+_HOLD_MAX_FACTOR = 16.0  # how far writes that come often push the next read back
 _ONE_BY_ONE = 16  # batches up to this size are matched query by query in memory
 
 
@@ -785,9 +786,18 @@ class SimIndex:
             return None
         if self._changed(versions[1]):  # a rebuild elsewhere: settings adopted, snapshots gone
             return None
+        local = self._local
         if snapshot.version != (versions[0], self._writes):
-            self._local.snapshot = None
+            local.snapshot = None
+            # Did it pay? If the queries it answered would have cost less in the
+            # database than reading it did, wait twice as long before the next
+            # (writes come often here); if it paid, half as long (to 1x).
+            saved = getattr(local, "served", 0) * getattr(local, "per_query", 0.0)
+            factor = getattr(local, "factor", 1.0)
+            paid = saved >= getattr(local, "load_seconds", 0.0)
+            local.factor = max(1.0, factor / 2) if paid else min(_HOLD_MAX_FACTOR, factor * 2)
             return None
+        local.served = getattr(local, "served", 0) + 1
         return snapshot
 
     def _spent(self, seconds: float) -> None:
@@ -796,22 +806,29 @@ class SimIndex:
         rental: queries then cost at most about twice what the better of the
         two ways would have, whatever the mix of reads and writes). The
         snapshot is kept until anyone writes; then queries go back to the
-        database until they have spent that much again. SQLite only (other
+        database until they have spent that much again, times a factor that
+        doubles each time a snapshot is let go before it paid for itself (up
+        to 16) and halves when one did (see _held). SQLite only (other
         databases give no cheap way to know nothing changed)."""
         if self._hold is False:
             return
         local = self._local
         local.spent = getattr(local, "spent", 0.0) + seconds
+        local.queries = getattr(local, "queries", 0) + 1
         if self._hold is None and local.spent < getattr(local, "rent", _HOLD_FIRST_S):
             return
         if self._store.version() is None:
             local.rent = float("inf")
             return
         size = self._store.estimated_size()
-        local.rent = size * _HOLD_S_PER_ROW if size <= _HOLD_MAX_ROWS else float("inf")
+        factor = getattr(local, "factor", 1.0)
+        local.rent = size * _HOLD_S_PER_ROW * factor if size <= _HOLD_MAX_ROWS else float("inf")
         if self._hold or local.spent >= local.rent:
+            local.per_query = local.spent / local.queries  # what the database costs a query
+            started = time.perf_counter()
             self._snapshot()
-            local.spent = 0.0
+            local.load_seconds = time.perf_counter() - started
+            local.spent, local.queries, local.served = 0.0, 0, 0
 
     def _snapshot(self) -> Snapshot:
         """The index's fingerprints in memory, reread when another connection

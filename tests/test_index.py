@@ -740,3 +740,29 @@ def test_hold_says_when_queries_come_from_memory(db_path: Path) -> None:
             assert (getattr(index._local, "snapshot", None) is not None) == held, hold
     with pytest.raises(InvalidArgumentError, match="hold"):
         SimIndex(db_path, hold="yes")  # type: ignore[arg-type]
+
+
+def test_writes_that_come_often_push_the_next_read_back(db_path: Path, hold: None) -> None:
+    """A snapshot let go (a write) before it answered anything did not pay for
+    reading it: the next one waits twice as long, up to 16 times (ski rental
+    with backoff, see SimIndex._spent); answers stay exact throughout."""
+    rng = random.Random(9)
+    stored = {f"k{i}": rng.getrandbits(64) for i in range(300)}
+    with SimIndex(db_path, k=3) as index:
+        index.add_fingerprints(stored.items())
+        q = rng.getrandbits(64)
+        assert index.query(q, k=8) == brute_force(stored, q, 8)  # read into memory
+        factors = []
+        for i in range(6):  # each write lets the snapshot go unused; each query rereads it
+            index.add_fingerprint(f"new{i}", q ^ 1)
+            stored[f"new{i}"] = q ^ 1
+            q = rng.getrandbits(64)
+            assert index.query(q, k=8) == brute_force(stored, q, 8)
+            factors.append(index._local.factor)
+        assert factors == [2.0, 4.0, 8.0, 16.0, 16.0, 16.0]
+        for _ in range(50):  # queries with no write between: it pays, and the factor falls
+            assert index.query(q, k=8) == brute_force(stored, q, 8)
+        index.add_fingerprint("last", q ^ 3)
+        stored["last"] = q ^ 3
+        assert index.query(q, k=8) == brute_force(stored, q, 8)
+        assert index._local.factor == 8.0
