@@ -34,6 +34,7 @@ _QUERY_CHUNK = 8192  # queries matched at once in query_many (bounds memory)
 # binary search; and never past blocks of _OFFSETS_MAX_BITS.
 _OFFSETS_PER_ROW = 8
 _OFFSETS_MAX_BITS = 26
+_OFFSET_LOOKUPS = 1 << 18  # a batch's lookups by offset made at once (bounds memory)
 # All pairs (pairs_within): lookups made at once (bounds memory), and the
 # widest block found by offset (an array of 2**bits + 1 entries).
 _PAIRS_CHUNK = 1 << 18
@@ -466,6 +467,47 @@ class Snapshot:
                 arrays += [t.keys, t.order, t.flips] + ([] if t.starts is None else [t.starts])
         return sum(a.nbytes for a in arrays)
 
+    def _match_by_offsets(
+        self, queries: np.ndarray, k: int, tables: list[_Probed]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """match through the single-query tables: per table, each query's
+        block value XOR each flip, found by offset, in chunks of queries. A
+        pair is kept by the first table that finds it (_earlier)."""
+        stored = self.fps
+        radius = max(int(f).bit_count() for f in tables[0].flips.tolist())
+        masks = [np.uint64(t.span << t.shift) for t in tables]
+        out_q, out_s, out_d = [], [], []
+        for t, table in enumerate(tables):
+            assert table.starts is not None  # the caller checked
+            flips = table.flips
+            per = max(1, _OFFSET_LOOKUPS // len(flips))  # queries at once
+            for start in range(0, len(queries), per):
+                chunk = queries[start : start + per]
+                keys = ((chunk >> np.uint64(table.shift)) & np.uint64(table.span)).astype(np.int64)
+                wanted = (keys[:, None] ^ flips[None, :]).ravel()
+                lo = table.starts[wanted]
+                counts = table.starts[wanted + 1] - lo
+                hit = np.flatnonzero(counts)
+                if not hit.size:
+                    continue
+                lo, counts = lo[hit], counts[hit]
+                total = int(counts.sum())
+                first = np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(total)
+                q = np.repeat(hit // len(flips), counts) + start
+                s = table.order[first]
+                x = stored[s] ^ queries[q]
+                distance = np.bitwise_count(x)
+                keep = distance <= k
+                if t:
+                    keep &= ~_earlier(x, masks[:t], radius)
+                out_q.append(q[keep])
+                out_s.append(s[keep].astype(np.int64))
+                out_d.append(distance[keep].astype(np.int64))
+        if not out_q:
+            empty = np.zeros(0, np.int64)
+            return empty, empty, empty
+        return np.concatenate(out_q), np.concatenate(out_s), np.concatenate(out_d)
+
     def _tables_for(self, k: int) -> tuple[Plan, list[_Table]]:
         found = self._tables.get(k)
         if found is None:
@@ -518,9 +560,18 @@ class Snapshot:
 
     def match(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every (query position, stored position, distance) within distance k,
-        each once, for an array of unsigned fingerprints."""
-        stored = self.fps
+        each once, for an array of unsigned fingerprints.
+
+        Where the single-query tables (see near) find their rows by offset,
+        a batch uses them too, every query's probes looked up at once;
+        else tables sorted for the batch plan (plan_for), probe by probe."""
         queries = queries.astype(np.uint64, copy=False)
+        if k not in self._probed:
+            self._probed[k] = _probed_tables(self.fps, k)
+        probed = self._probed[k]
+        if probed is not None and all(t.starts is not None for t in probed):
+            return self._match_by_offsets(queries, k, probed)
+        stored = self.fps
         plan, tables = self._tables_for(k)
         masks = [np.uint64(mask) for mask, _, _, _ in tables]
         out_q, out_s, out_d = [], [], []

@@ -461,9 +461,12 @@ def test_in_memory_probing_equals_brute_force_for_every_block_count(
     """Batch queries and all pairs in memory, with every plan of m blocks that
     probes (radius > 0 for m <= k) or not: the same as brute force. All pairs
     both ways (offsets where the blocks allow, binary search), a flip at a
-    time and many at once."""
+    time and many at once. (Batch queries here take the sorted tables of
+    plan_for: no lookups by offset, see the test below.)"""
     from simindex import query
     from simindex.blocks import even_widths, probe_radius
+
+    monkeypatch.setattr(query, "_OFFSETS_PER_ROW", 0)
 
     rng = random.Random(k)
     fps = [rng.getrandbits(64) for _ in range(300)]
@@ -677,6 +680,14 @@ def test_one_query_in_memory_equals_brute_force(
         snapshot = query.Snapshot(np.arange(len(fps)), np.array(fps, dtype=np.uint64), None)
         for q in queries:
             assert snapshot.near(q, k).tolist() == want[q], (k, m, q)
+        # A batch: by offset through the same tables where they have offsets.
+        monkeypatch.setattr(query, "_OFFSET_LOOKUPS", 64)  # several chunks
+        qs, ss, ds = snapshot.match(np.array(queries, dtype=np.uint64), k)
+        got = sorted(zip(qs.tolist(), ss.tolist(), ds.tolist(), strict=True))
+        expected = sorted(
+            (qi, si, hamming(fps[si], qv)) for qi, qv in enumerate(queries) for si in want[qv]
+        )
+        assert got == expected, (k, m)
     monkeypatch.setattr(query, "single_layout", original)
     assert tried >= (1 if k <= 1 else 2)
 
