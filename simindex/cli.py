@@ -578,6 +578,7 @@ def stats(index: IndexArg, as_json: JsonOpt = False) -> None:
     """
     with open_index(index, readonly=True) as ix:
         info = ix.stats()
+        info.pop("held_in_memory_bytes")  # this process has just opened it: nothing held
     if as_json:
         emit_json(info)
         return
