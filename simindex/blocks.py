@@ -8,7 +8,9 @@ One database index per combination (a "table" in the paper) therefore finds
 every fingerprint within distance k; a Hamming filter drops the candidates
 that are further away.
 
-- m = k + 1 (the default): one index per block (k = 3: four 16-bit blocks).
+- m = k + 1 (the default up to k = 3): one index per block (k = 3: four
+  16-bit blocks). Above k = 3 a new index gets k or fewer blocks, probed (see
+  probe_radius and default_blocks; the default k = 8: three blocks).
 - m > k + 1: more indexes, each over m - k blocks, so each lookup matches
   more bits and returns fewer false candidates (k = 3, m = 5: ten indexes over
   pairs of 13-bit blocks, about 26 bits matched per lookup).

@@ -629,8 +629,8 @@ class SimIndex:
         Sorted by distance, then key; at most ``limit`` of them. ``k`` defaults
         to the index's own. A k above the index's is answered exactly too: by
         probing the block indexes with every value within a few bits of the
-        query's where that takes at most 1,024 lookups (k up to 11 with the
-        default four blocks, see blocks.probe_radius), else by reading every
+        query's where that takes at most 1,024 lookups (k up to 11 with k = 3's
+        four blocks, see blocks.probe_radius), else by reading every
         row, which says so with a FullScanWarning.
 
         On SQLite, once a thread's probed queries (a k above the layout's,
