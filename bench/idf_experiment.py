@@ -121,8 +121,7 @@ def main(argv=None) -> int:
     )
     for lang in args.lang.split(","):
         status: dict = {}
-        src = quality.english_sources(status) if lang == "en" else quality.chinese_sources(status)
-        src = {k: v for k, v in src.items() if any(v)}
+        src = quality.read_sources(lang, status)
         pairs, texts, _ = quality.build_pairs(lang, src, args.n, args.random, args.pool, args.seed)
         quality.log(f"{lang}: {len(pairs)} pairs over {len(texts)} texts; fingerprinting")
         feats = [features(t, DEFAULT_CONFIG) for t in texts]

@@ -709,6 +709,36 @@ def head(text: str, n: int = 200) -> str:
 # --- the evaluation ------------------------------------------------------------------------
 
 
+def read_sources(lang: str, status: dict) -> dict[str, list[list[str]]]:
+    """A language's sources (see english_sources, chinese_sources), the empty ones left out."""
+    src = english_sources(status) if lang == "en" else chinese_sources(status)
+    return {k: v for k, v in src.items() if any(v)}
+
+
+def add_natural(pairs: list, texts: list[str], natural: list[dict]) -> None:
+    """Append the natural pairs (see natural_pairs) to pairs, their texts to texts."""
+    where = {t: i for i, t in enumerate(texts)}
+    for r in natural:
+        ij = []
+        for t in (r["text_a"], r["text_b"]):
+            if t not in where:
+                where[t] = len(texts)
+                texts.append(t)
+            ij.append(where[t])
+        pairs.append(("nat", r["kind"], *ij))
+
+
+def score_all(items: list, workers: int, fn=None) -> list:
+    """fn (default: score) of every item, in `workers` forked processes when more than one."""
+    fn = score if fn is None else fn
+    if workers > 1:
+        import multiprocessing as mp
+
+        with mp.get_context("fork").Pool(workers) as pool:
+            return pool.map(fn, items, chunksize=32)
+    return [fn(x) for x in items]
+
+
 def build_pairs(lang: str, src: dict, n: int, n_random: int, pool_size: int, seed: int):
     """(pairs, texts, counts): pairs are (class, kind, i, j) over the list texts."""
     rng = random.Random(f"{seed}-{lang}")
@@ -1105,8 +1135,7 @@ def main(argv=None) -> int:
         out["datasketch"] = f"unavailable ({e})"
     for lang in args.lang.split(","):
         log(f"{lang}: sources")
-        src = english_sources(out["fetch"]) if lang == "en" else chinese_sources(out["fetch"])
-        src = {k: v for k, v in src.items() if any(v)}
+        src = read_sources(lang, out["fetch"])
         if not src:
             log(f"{lang}: no source could be read; skipped")
             out["languages"][lang] = {"error": "no source could be read"}
@@ -1114,30 +1143,15 @@ def main(argv=None) -> int:
         pairs, texts, counts = build_pairs(lang, src, n, n_random, pool, args.seed)
         log(f"{lang}: natural pairs (every passage of every source)")
         natural, nat_stats = natural_pairs(lang, src)
-        where = {t: i for i, t in enumerate(texts)}
-        for r in natural:
-            ij = []
-            for t in (r["text_a"], r["text_b"]):
-                if t not in where:
-                    where[t] = len(texts)
-                    texts.append(t)
-                ij.append(where[t])
-            pairs.append(("nat", r["kind"], *ij))
-            if args.show_natural:
-                log(
-                    f"{lang} {r['kind']} ratio {r['ratio']:.3f} distance {r['distance']} "
-                    f"jaccard {r['jaccard']:.3f} found by {r['found_by']}\n"
-                    f"  A {r['a']}: {head(r['text_a'])}\n  B {r['b']}: {head(r['text_b'])}"
-                )
+        add_natural(pairs, texts, natural)
+        for r in natural if args.show_natural else ():
+            log(
+                f"{lang} {r['kind']} ratio {r['ratio']:.3f} distance {r['distance']} "
+                f"jaccard {r['jaccard']:.3f} found by {r['found_by']}\n"
+                f"  A {r['a']}: {head(r['text_a'])}\n  B {r['b']}: {head(r['text_b'])}"
+            )
         log(f"{lang}: {len(pairs)} pairs over {len(texts)} texts; fingerprinting")
-        items = [(lang, t) for t in texts]
-        if args.workers > 1:
-            import multiprocessing as mp
-
-            with mp.get_context("fork").Pool(args.workers) as p:
-                scored = p.map(score, items, chunksize=32)
-        else:
-            scored = [score(x) for x in items]
+        scored = score_all([(lang, t) for t in texts], args.workers)
         fps = [s[0] for s in scored]
         sigs = [s[1] for s in scored]
         res = evaluate(lang, pairs, fps, sigs, [s[2] for s in scored])

@@ -297,12 +297,7 @@ def main(argv=None) -> int:
     quality.CACHE.mkdir(parents=True, exist_ok=True)
     for lang in args.lang.split(","):
         quality.log(f"{lang}: sources")
-        src = (
-            quality.english_sources(out["fetch"])
-            if lang == "en"
-            else quality.chinese_sources(out["fetch"])
-        )
-        src = {k: v for k, v in src.items() if any(v)}
+        src = quality.read_sources(lang, out["fetch"])
         if not src:
             quality.log(f"{lang}: no source could be read; skipped")
             out["languages"][lang] = {"error": "no source could be read"}
@@ -311,24 +306,9 @@ def main(argv=None) -> int:
         if not args.no_natural:  # as quality.main adds them
             quality.log(f"{lang}: natural pairs (every passage of every source)")
             natural, _st = quality.natural_pairs(lang, src)
-            where = {t: i for i, t in enumerate(texts)}
-            for x in natural:
-                ij = []
-                for t in (x["text_a"], x["text_b"]):
-                    if t not in where:
-                        where[t] = len(texts)
-                        texts.append(t)
-                    ij.append(where[t])
-                pairs.append(("nat", x["kind"], *ij))
+            quality.add_natural(pairs, texts, natural)
         quality.log(f"{lang}: {len(pairs)} pairs over {len(texts)} texts; fingerprinting")
-        items = [(lang, t) for t in texts]
-        if args.workers > 1:
-            import multiprocessing as mp
-
-            with mp.get_context("fork").Pool(args.workers) as p:
-                scored = p.map(score, items, chunksize=32)
-        else:
-            scored = [score(x) for x in items]
+        scored = quality.score_all([(lang, t) for t in texts], args.workers, score)
         words = np.stack([s[3] for s in scored])
         bad = [t for t, s in zip(texts, scored, strict=True) if int(s[3][0]) != s[0][0]]
         if bad:
