@@ -817,7 +817,7 @@ class SimIndex:
         local.queries = getattr(local, "queries", 0) + 1
         if self._hold is None and local.spent < getattr(local, "rent", _HOLD_FIRST_S):
             return
-        if self._store.version() is None:
+        if self._engine.dialect.name != "sqlite":  # no data_version: never held
             local.rent = float("inf")
             return
         size = self._store.estimated_size()

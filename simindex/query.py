@@ -154,14 +154,17 @@ def _keyed(fps: np.ndarray, mask: int, flips: list[int]) -> tuple[np.ndarray, li
     return keyed, [keyed.dtype.type(f >> shift) for f in flips]
 
 
+def _runs(lo: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The positions of every run lo[i] .. lo[i] + counts[i] - 1, run after run."""
+    total = int(counts.sum())
+    return np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(total)
+
+
 def _equal(sorted_keys: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every (position in wanted, position in sorted_keys) holding equal values."""
     lo = np.searchsorted(sorted_keys, wanted, side="left")
     counts = np.searchsorted(sorted_keys, wanted, side="right") - lo
-    total = int(counts.sum())
-    who = np.repeat(np.arange(len(wanted)), counts)
-    offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
-    return who, np.repeat(lo, counts) + offsets
+    return np.repeat(np.arange(len(wanted)), counts), _runs(lo, counts)
 
 
 def _sort_key(fps: np.ndarray, mask: int) -> np.ndarray:
@@ -491,10 +494,8 @@ class Snapshot:
                 if not hit.size:
                     continue
                 lo, counts = lo[hit], counts[hit]
-                total = int(counts.sum())
-                first = np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(total)
                 q = np.repeat(hit // len(flips), counts) + start
-                s = table.order[first]
+                s = table.order[_runs(lo, counts)]
                 x = stored[s] ^ queries[q]
                 distance = np.bitwise_count(x)
                 keep = distance <= k
@@ -550,10 +551,7 @@ class Snapshot:
                 wanted = wanted.astype(table.keys.dtype)
                 lo_all = np.searchsorted(table.keys, wanted, side="left")
                 counts = np.searchsorted(table.keys, wanted, side="right") - lo_all
-            total = int(counts.sum())
-            if total:
-                start = np.repeat(lo_all - (np.cumsum(counts) - counts), counts)
-                found.append(table.order[start + np.arange(total)])
+            found.append(table.order[_runs(lo_all, counts)])
         candidates = np.concatenate(found) if found else np.zeros(0, np.int64)
         distance = np.bitwise_count(self.fps[candidates] ^ np.uint64(fingerprint))
         return np.unique(candidates[distance <= k])
