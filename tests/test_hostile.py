@@ -1224,7 +1224,7 @@ def has_surrogate(text: str) -> bool:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=FUZZ_TEXT)
 def test_fuzz_simhash_and_the_index_round_trip(fuzz_index: SimIndex, text: str) -> None:
-    tokens = words(text)
+    tokens = words(text, cjk=DEFAULT_CONFIG.cjk)  # what simhash(text) reads
     try:
         fp = simhash(text)
     except EmptyTextError:
