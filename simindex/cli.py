@@ -840,7 +840,7 @@ def _dedup_corpus(
     if "-" in sources and fmt in ("auto", "text"):
         raise UserError("read a corpus from stdin with --format lines, jsonl or csv")
     docs = ingest.read_docs(sources, fmt=fmt, key_field=key_field, text_field=text_field)
-    seen = Seen(3 if k is None else k)
+    seen = Seen(DEFAULT_K if k is None else k)
     kept_keys: list[str] = []
     counts = {"read": 0, "kept": 0, "dropped": 0, "no_words": 0}
     total = ingest.source_size(sources) or None

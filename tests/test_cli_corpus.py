@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from simindex import SimIndex
+from simindex.index import DEFAULT_K
 
 from .test_cli import error, invoke, ok
 
@@ -142,7 +143,7 @@ def test_dedup_a_corpus_from_stdin_to_stdout(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stderr
     assert [json.loads(x)["id"] for x in result.stdout.splitlines()] == ["a", "d"]
     summary = json.loads(result.stderr)
-    assert summary == {"read": 4, "kept": 2, "dropped": 1, "no_words": 1, "k": 3}
+    assert summary == {"read": 4, "kept": 2, "dropped": 1, "no_words": 1, "k": DEFAULT_K}
 
 
 def test_a_failed_corpus_dedup_leaves_no_output(tmp_path: Path) -> None:
