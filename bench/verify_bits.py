@@ -99,7 +99,7 @@ def simhash_words(weighted: dict[str, int]) -> np.ndarray:
 def score(item: tuple[str, str]):
     """quality.score (the default's fingerprint, the MinHash signature, the weighted
     features) and the WORDS Simhash words of the same features."""
-    fps, sig, feats = quality.score(item)
+    fps, sig, feats, _shingles = quality.score(item)
     return fps, sig, feats, simhash_words(feats)
 
 
