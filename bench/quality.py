@@ -467,6 +467,16 @@ def chinese_sources(status: dict) -> dict[str, list[list[str]]]:
 
 WORDISH = re.compile(r"[^\W_]")
 ZH_WORD = re.compile(r"[\u4e00-\u9fff]+")
+# A Chinese character or punctuation mark (CJK symbols, kana, ideographs, full-width
+# punctuation): one unit of a re-wrapped Chinese line. Anything else that is not
+# whitespace (Latin letters and digits, full-width ones too) is read in runs, which
+# a re-wrap never cuts.
+_ZH_CHARS = (
+    "\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+    "\uff00-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uffef"
+)
+ZH_CHAR = re.compile(f"[{_ZH_CHARS}]")
+ZH_UNIT = re.compile(f"[{_ZH_CHARS}]|[^\\s{_ZH_CHARS}]+")
 EN_SENTENCE = re.compile(r"""\S.*?(?:[.!?]["')\]]*(?:\s+|$)|$)""", re.S)
 
 
@@ -612,14 +622,27 @@ class Editor:
 
     def rewrap(self, text: str) -> str:
         """English: every paragraph re-filled at another width. Chinese: the line breaks
-        dropped and the text broken again every 20, 30 or 40 characters (as a
-        hard-wrapped file would be)."""
+        and the spaces next to a Chinese character or punctuation mark dropped, and the
+        text filled again to 20, 30 or 40 characters a line (as a hard-wrapped file
+        would be); a run of Latin letters or digits is never cut, and the space between
+        two such runs stays a space or becomes the line break."""
         width = self.rng.choice((50, 60, 100) if self.lang == "en" else (20, 30, 40))
         if self.lang == "en":
             paras = [" ".join(p.split()) for p in BLANK.split(text)]
             return "\n\n".join(textwrap.fill(p, width) for p in paras)
-        flat = re.sub(r"\s+", "", text)
-        return "\n".join(flat[i : i + width] for i in range(0, len(flat), width))
+        lines, line, end = [], "", 0
+        for m in ZH_UNIT.finditer(text):
+            unit = m.group()
+            # a space where the text had whitespace between two Latin runs
+            spaced = bool(line) and m.start() > end
+            spaced = spaced and not ZH_CHAR.match(unit) and not ZH_CHAR.match(line[-1])
+            end = m.end()
+            if line and len(line) + spaced + len(unit) > width:
+                lines.append(line)
+                line = unit
+            else:
+                line += " " * spaced + unit
+        return "\n".join([*lines, line] if line else lines)
 
     def punct(self, text: str) -> str:
         """Half-width punctuation made full-width in English, the reverse in Chinese."""
