@@ -125,6 +125,7 @@ VERIFY_K = 12
 # of the shingle sets; no fingerprint of either can separate the pairs better than these.
 EXACT_COSINE = "cosine (exact)"
 EXACT_JACCARD = "jaccard (exact)"
+CEILING_GRID = [x / 1000 for x in range(1001)]  # the ceilings' thresholds
 
 POSITIVE = {
     "edit2": "2% of the words inserted, deleted or replaced",
@@ -1043,21 +1044,11 @@ def evaluate(lang: str, pairs, fps, sigs, feats=None, shingles=None) -> dict:
             pairs, kinds, verified, [x / 100 for x in range(101)], f"k<={VERIFY_K},cos>={{}}"
         )
         res[VERIFY]["k"] = VERIFY_K
-        res[EXACT_COSINE] = thresholded(
-            pairs,
-            kinds,
-            lambda i, j: cosine(feats[i], feats[j]),
-            [x / 1000 for x in range(1001)],
-            "cos>={}",
-        )
+        exact = lambda i, j: cosine(feats[i], feats[j])  # noqa: E731
+        res[EXACT_COSINE] = thresholded(pairs, kinds, exact, CEILING_GRID, "cos>={}")
     if shingles:
-        res[EXACT_JACCARD] = thresholded(
-            pairs,
-            kinds,
-            lambda i, j: jaccard(shingles[i], shingles[j]),
-            [x / 1000 for x in range(1001)],
-            "J>={}",
-        )
+        exact = lambda i, j: jaccard(shingles[i], shingles[j])  # noqa: E731
+        res[EXACT_JACCARD] = thresholded(pairs, kinds, exact, CEILING_GRID, "J>={}")
     return res
 
 
