@@ -35,6 +35,7 @@ _QUERY_CHUNK = 8192  # queries matched at once in query_many (bounds memory)
 _OFFSETS_PER_ROW = 8
 _OFFSETS_MAX_BITS = 26
 _OFFSET_LOOKUPS = 1 << 18  # a batch's lookups by offset made at once (bounds memory)
+_SEEN_BITMAP_BITS = 24  # Seen: a bitmap of a table's values up to 2**24 bytes (16 MiB)
 # All pairs (pairs_within): lookups made at once (bounds memory), and the
 # widest block found by offset (an array of 2**bits + 1 entries).
 _PAIRS_CHUNK = 1 << 18
@@ -626,7 +627,8 @@ class Seen:
     """Fingerprints kept so far, found again by their tables' bits: the
     in-memory twin of the index, for streaming dedup of a corpus.
 
-    Memory grows with the fingerprints added (a few dozen bytes each).
+    Memory grows with the fingerprints added (a few dozen bytes each), beside
+    a fixed bitmap per probed table (see below).
     """
 
     def __init__(self, k: int) -> None:
@@ -648,16 +650,38 @@ class Seen:
                 flip = sum(f << spans[b][0] for b, f in zip(table, probe.flips, strict=True))
                 self._flips[probe.table].append(flip)
         self._tables: list[dict[int, list[int]]] = [{} for _ in self._masks]
+        # A probed table whose bits are one run of at most _SEEN_BITMAP_BITS
+        # also keeps a bitmap of the values kept: a lookup tests all its
+        # probes (hundreds at k = 8) in one numpy step and reads the dict only
+        # for the values there (78 -> 21 us a lookup at k = 8 among 50,000
+        # random fingerprints, one-off timing; 8 MiB of bitmaps at k = 8).
+        self._bitmaps: list[tuple[int, np.ndarray, np.ndarray] | None] = []
+        for mask, flips in zip(self._masks, self._flips, strict=True):
+            shift = (mask & -mask).bit_length() - 1
+            width = (mask >> shift).bit_length()
+            one_run = mask >> shift == (1 << width) - 1
+            if len(flips) > 1 and one_run and width <= _SEEN_BITMAP_BITS:
+                shifted = np.array([f >> shift for f in flips], dtype=np.int64)
+                self._bitmaps.append((shift, np.zeros(1 << width, dtype=bool), shifted))
+            else:
+                self._bitmaps.append(None)
         self.fingerprints: list[int] = []
 
     def nearest(self, fingerprint: int) -> tuple[int, int] | None:
         """(position, distance) of the nearest kept fingerprint within k (the
         earliest kept among equals), or None."""
         best: tuple[int, int] | None = None
-        for mask, flips, table in zip(self._masks, self._flips, self._tables, strict=True):
+        tables = zip(self._masks, self._flips, self._tables, self._bitmaps, strict=True)
+        for mask, flips, table, bitmap in tables:
             key = fingerprint & mask
-            for flip in flips:
-                for position in table.get(key ^ flip, ()):
+            if bitmap is None:
+                values: Iterable[int] = [key ^ f for f in flips] if flips[1:] else (key ^ flips[0],)
+            else:  # only the probes whose value is kept
+                shift, kept, shifted = bitmap
+                wanted = (key >> shift) ^ shifted
+                values = [v << shift for v in wanted[kept[wanted]].tolist()]
+            for value in values:
+                for position in table.get(value, ()):
                     distance = (self.fingerprints[position] ^ fingerprint).bit_count()
                     if distance <= self.k and (best is None or (distance, position) < best[::-1]):
                         best = (position, distance)
@@ -667,6 +691,8 @@ class Seen:
         """Keep a fingerprint; returns its position."""
         position = len(self.fingerprints)
         self.fingerprints.append(fingerprint)
-        for mask, table in zip(self._masks, self._tables, strict=True):
+        for mask, table, bitmap in zip(self._masks, self._tables, self._bitmaps, strict=True):
             table.setdefault(fingerprint & mask, []).append(position)
+            if bitmap is not None:
+                bitmap[1][(fingerprint & mask) >> bitmap[0]] = True
         return position
