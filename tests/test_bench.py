@@ -94,5 +94,5 @@ def test_quality_benchmark_quick_run() -> None:
     zh = out["languages"]["zh"]
     assert zh["sources"]["debian-edu-manuals"]["passages"] > 100
     assert sum(p["kind"] == "nat+" and "debian-edu" in p["a"] for p in zh["natural"]["pairs"]) >= 5
-    results = zh["results"]
-    assert {"minhash", "cosine (exact)", "jaccard (exact)"} <= set(results)
+    # The ceilings need nothing beyond simindex (the MinHash row needs datasketch).
+    assert {"cosine (exact)", "jaccard (exact)"} <= set(zh["results"])
