@@ -53,6 +53,26 @@ _HOLD_FIRST_S = 0.05  # the database time before the index's size is first asked
 _HOLD_MAX_ROWS = 20_000_000  # bigger indexes stay in the database (memory: ~70 bytes a row)
 _HOLD_MAX_FACTOR = 16.0  # how far writes that come often push the next read back
 _ONE_BY_ONE = 16  # batches up to this size are matched query by query in memory
+# Rows this thread writes are applied to its snapshot (Snapshot.add), in
+# writes of up to _APPLIED_MAX rows (a larger one lets the snapshot go), and
+# compared one by one up to _ADDED_MAX of them (or a 64th of the snapshot);
+# past that they are merged into its tables (Snapshot.merged).
+_APPLIED_MAX = 1 << 16
+_ADDED_MAX = 4096
+
+
+class _Stamp:
+    """What a held snapshot was read under (SQLite), and what has happened since:
+    the read connection's data_version when last found current, the write
+    transactions counted (store.count_write), and whether this thread's own
+    writes were applied since that data_version (they move it too)."""
+
+    __slots__ = ("data_version", "writes", "own")
+
+    def __init__(self, data_version: int, writes: int) -> None:
+        self.data_version = data_version
+        self.writes = writes
+        self.own = False
 
 
 class CheckReport(NamedTuple):
@@ -193,7 +213,6 @@ class SimIndex:
             self._engine.dispose()
             raise
         self._hold = hold
-        self._writes = 0  # bumped by every write through this object
         self._adopt(settings, None)
         self._store.valid_for = self._store.schema_version()
 
@@ -350,7 +369,7 @@ class SimIndex:
                 self._lock,
                 store.writing(self._engine, self._where, timeout=self._timeout) as conn,
             ):
-                self._writes += 1
+                store.count_write(conn)
                 if bad:
                     self._store.repair_blocks(conn, bad)
                     repaired.append(f"recomputed the block columns of {len(bad)} rows")
@@ -481,7 +500,6 @@ class SimIndex:
             with store.writing(
                 self._engine, self._where, timeout=self._timeout, alone=True
             ) as conn:
-                self._writes += 1
                 if fingerprints is not None:
                     store.start_staging(conn)
                     items = iter(fingerprints)
@@ -489,6 +507,7 @@ class SimIndex:
                         keys, fps = _checked([key for key, _ in batch], [fp for _, fp in batch])
                         store.stage(conn, keys, fps)
                 rows = store.swap_in(conn, settings, from_staging=fingerprints is not None)
+                store.count_write(conn)  # (swap_in rewrote simindex_meta: the count restarts)
             self._adopt(settings, None)
             self._store.valid_for = self._store.schema_version()
         return rows
@@ -551,7 +570,7 @@ class SimIndex:
         chunk_size = min(_BATCH, batch_size or _BATCH)
 
         def chunks(
-            source: Iterator[tuple[str, int]], limit: int | None
+            source: Iterator[tuple[str, int]], limit: int | None, listed: list[str] | None
         ) -> Iterator[tuple[list[str], np.ndarray]]:
             keys: list[str] = []
             fps: list[int] = []
@@ -560,22 +579,37 @@ class SimIndex:
                 fps.append(fingerprint)
                 if len(keys) >= chunk_size or taken == limit:
                     yield _checked(keys, fps)
+                    if listed is not None and len(listed) <= _APPLIED_MAX:  # bounded
+                        listed += keys
                     keys, fps = [], []
                     if taken == limit:
                         return
             if keys:
                 yield _checked(keys, fps)
+                if listed is not None and len(listed) <= _APPLIED_MAX:
+                    listed += keys
 
         source = iter(items)
         written = 0
         while True:
-            with (
-                self._lock,
-                store.writing(self._engine, self._where, timeout=self._timeout) as conn,
-            ):
-                self._writes += 1
-                self._fresh_in(conn)  # a rebuild elsewhere may have changed the layout
-                count = self._store.put_stream(conn, chunks(source, batch_size), keep=skip_existing)
+            # The keys written, for this thread's snapshot (see _applied; SQLite).
+            held = getattr(self._local, "snapshot", None) is not None
+            held = held and self._engine.dialect.name == "sqlite"
+            keys: list[str] | None = [] if held else None
+            with self._lock:
+                with store.writing(self._engine, self._where, timeout=self._timeout) as conn:
+                    self._fresh_in(conn)  # a rebuild elsewhere may have changed the layout
+                    counted = store.count_write(conn)
+                    count = self._store.put_stream(
+                        conn, chunks(source, batch_size, keys), keep=skip_existing
+                    )
+                    rows: list[tuple[int, int]] = []
+                    if keys is not None and len(keys) <= _APPLIED_MAX:
+                        rows = self._store.rows_by_key(conn, keys)
+                    else:
+                        keys = None
+                if held:
+                    self._applied(counted, keys, rows)
             if count >= store.FAST_LOAD_MIN:
                 self._store.tidy_after_load()
             written += count
@@ -589,10 +623,14 @@ class SimIndex:
     def remove_many(self, keys: Iterable[str]) -> int:
         """Remove keys in one transaction; returns how many were there."""
         unique = list(dict.fromkeys(_check_key(k) for k in keys))
-        with self._lock, store.writing(self._engine, self._where, timeout=self._timeout) as conn:
-            self._writes += 1
-            self._fresh_in(conn)
-            return self._store.remove(conn, unique)
+        with self._lock:
+            with store.writing(self._engine, self._where, timeout=self._timeout) as conn:
+                self._fresh_in(conn)
+                counted = store.count_write(conn)
+                removed = self._store.remove(conn, unique)
+            # Removed rows stay in the snapshot: their ids find no row any more.
+            self._applied(counted, [], [])
+            return removed
 
     # --- reading ----------------------------------------------------------
 
@@ -637,8 +675,9 @@ class SimIndex:
         such as the default 8) have spent in the database about what reading
         the whole index would cost (~1 us a fingerprint), the index reads its
         fingerprints into memory (~70 bytes each, indexes of up to 20M; see
-        ``hold``) and answers those from there until anyone writes to it: the
-        same answers, several times sooner.
+        ``hold``) and answers those from there, with the thread's own writes
+        applied, until anyone else writes to it: the same answers, several
+        times sooner.
         """
         if k is not None:
             check_k(k)
@@ -776,18 +815,18 @@ class SimIndex:
 
     def _held(self, k: int) -> Snapshot | None:
         """This thread's snapshot, if it is still what the index holds (no
-        write by anyone since it was read) and answers k; else None (and a
-        stale one is let go)."""
+        write since it was read but this thread's own, applied: see _current)
+        and answers k; else None (and a stale one is let go)."""
         snapshot: Snapshot | None = getattr(self._local, "snapshot", None)
         if snapshot is None or k > MAX_INDEX_K:
             return None
-        versions = self._store.versions()  # one read for both
+        versions = self._store.versions()  # one read for all three
         if versions is None:
             return None
         if self._changed(versions[1]):  # a rebuild elsewhere: settings adopted, snapshots gone
             return None
         local = self._local
-        if snapshot.version != (versions[0], self._writes):
+        if not self._current(snapshot, versions):
             local.snapshot = None
             # Did it pay? If the queries it answered would have cost less in the
             # database than reading it did, wait twice as long before the next
@@ -805,7 +844,8 @@ class SimIndex:
         reaches what reading the index into memory would cost, read it (ski
         rental: queries then cost at most about twice what the better of the
         two ways would have, whatever the mix of reads and writes). The
-        snapshot is kept until anyone writes; then queries go back to the
+        snapshot is kept, with this thread's writes applied (_applied), until
+        anyone else writes; then queries go back to the
         database until they have spent that much again, times a factor that
         doubles each time a snapshot is let go before it paid for itself (up
         to 16) and halves when one did (see _held). SQLite only (other
@@ -830,16 +870,68 @@ class SimIndex:
             local.load_seconds = time.perf_counter() - started
             local.spent, local.queries, local.served = 0.0, 0, 0
 
-    def _snapshot(self) -> Snapshot:
-        """The index's fingerprints in memory, reread when another connection
-        (or this object) has written since they were read."""
-        self._refresh()
-        version = (self._store.version(), self._writes)
+    @staticmethod
+    def _current(snapshot: Snapshot, versions: tuple[int, int, int]) -> bool:
+        """Whether a held snapshot (with the rows this thread wrote since,
+        see _applied) is still what the index holds, by one read of
+        (data_version, schema cookie, writes counted): no write counted but
+        this thread's own, and no commit at all unless this thread wrote.
+        (A writer that does not count its writes, older than this simindex
+        or not simindex at all, goes unseen only if it commits between this
+        thread's own writes and its next query.)"""
+        stamp = snapshot.version
+        if not isinstance(stamp, _Stamp):
+            return False
+        data_version, _cookie, writes = versions
+        if writes != stamp.writes:
+            return False
+        if data_version != stamp.data_version:
+            if not stamp.own:
+                return False
+            stamp.data_version, stamp.own = data_version, False
+        return True
+
+    def _applied(
+        self, writes: int | None, keys: list[str] | None, rows: list[tuple[int, int]]
+    ) -> None:
+        """After a write transaction of this thread has committed (counted as
+        `writes`): bring its held snapshot up to date with the rows it wrote
+        (`rows`: (id, signed fingerprint) of every key it wrote, or `keys` None
+        when there were too many to list), or let the snapshot go."""
         snapshot: Snapshot | None = getattr(self._local, "snapshot", None)
-        if snapshot is None or version[0] is None or snapshot.version != version:
-            with store.reading(self._engine, self._where) as conn:
-                ids, fps = self._store.load(conn)
-            snapshot = self._local.snapshot = Snapshot(ids, fps, version)
+        if snapshot is None:
+            return
+        stamp = snapshot.version
+        if (
+            not isinstance(stamp, _Stamp)
+            or writes is None
+            or keys is None
+            or stamp.writes != writes - 1
+        ):
+            self._local.snapshot = None  # someone else wrote too, or too much was written
+            return
+        if rows:
+            snapshot.add([i for i, _ in rows], [to_unsigned(f) for _, f in rows])
+            if len(snapshot.added_ids) > max(_ADDED_MAX, len(snapshot.ids) // 64):
+                snapshot = self._local.snapshot = snapshot.merged()
+        stamp.writes, stamp.own = writes, True
+
+    def _snapshot(self) -> Snapshot:
+        """The index's fingerprints in memory, reread when anyone but this
+        thread has written since they were read (see _current)."""
+        self._refresh()
+        snapshot: Snapshot | None = getattr(self._local, "snapshot", None)
+        if snapshot is not None:
+            versions = self._store.versions()
+            if versions is not None and self._current(snapshot, versions):
+                return snapshot
+        data_version = self._store.version()  # before the read: a write between shows later
+        with store.reading(self._engine, self._where) as conn:
+            ids, fps = self._store.load(conn)
+            writes = store.writes_counted(conn)
+        # Elsewhere nothing tells whether it is still current: reread each time.
+        stamp = None if data_version is None or writes is None else _Stamp(data_version, writes)
+        snapshot = self._local.snapshot = Snapshot(ids, fps, stamp)
         return snapshot
 
     def _match_on_server(
@@ -865,13 +957,23 @@ class SimIndex:
         self, fps: Sequence[int], k: int, snapshot: Snapshot | None = None
     ) -> list[list[Match]]:
         snapshot = self._snapshot() if snapshot is None else snapshot
+        if len(fps) * len(snapshot.added_ids) > 64 * _ADDED_MAX:  # a batch: merge them first
+            snapshot = snapshot.merged()
+            if getattr(self._local, "snapshot", None) is not None:
+                self._local.snapshot = snapshot
         if len(fps) <= _ONE_BY_ONE:
             found = [snapshot.near(fp, k) for fp in fps]
             q = np.repeat(np.arange(len(fps)), [len(f) for f in found])
             s = np.concatenate(found)
         else:
             q, s, _ = snapshot.match(np.array(fps, dtype=np.uint64), k)
-        ids = snapshot.ids[s].tolist()
+        qs, ids = q.tolist(), snapshot.ids[s].tolist()
+        if snapshot.added_ids.size:  # rows this thread wrote since the snapshot was read
+            added_q, added_ids = snapshot.added_within(np.array(fps, dtype=np.uint64), k)
+            if added_q.size:  # each (query, id) once: a row written again is held twice
+                both = zip(qs + added_q.tolist(), ids + added_ids.tolist(), strict=True)
+                pairs = dict.fromkeys(both)
+                qs, ids = [qi for qi, _ in pairs], [i for _, i in pairs]
         # Keys for the matches, with their fingerprints rechecked (a writer may
         # have replaced a row since the snapshot).
         rows: dict[int, tuple[int, str, int]] = {}
@@ -879,7 +981,7 @@ class SimIndex:
         for start in range(0, len(unique), 500):
             rows.update((r[0], r) for r in self._store.rows_by_id(unique[start : start + 500]))
         results: list[list[Match]] = [[] for _ in fps]
-        for qi, row_id in zip(q.tolist(), ids, strict=True):
+        for qi, row_id in zip(qs, ids, strict=True):
             row = rows.get(row_id)
             if row is not None:
                 fp = to_unsigned(row[2])

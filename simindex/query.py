@@ -9,7 +9,7 @@ whatever layout the index itself was built with.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import combinations
 from math import comb
 from typing import Any, NamedTuple
@@ -35,6 +35,7 @@ _QUERY_CHUNK = 8192  # queries matched at once in query_many (bounds memory)
 _OFFSETS_PER_ROW = 8
 _OFFSETS_MAX_BITS = 26
 _OFFSET_LOOKUPS = 1 << 18  # a batch's lookups by offset made at once (bounds memory)
+_ADDED_COMPARED = 1 << 20  # Snapshot.added_within: comparisons made at once (bounds memory)
 _SEEN_BITMAP_BITS = 24  # Seen: a bitmap of a table's values up to 2**24 bytes (16 MiB)
 # All pairs (pairs_within): lookups made at once (bounds memory), and the
 # widest block found by offset (an array of 2**bits + 1 entries).
@@ -451,7 +452,11 @@ def _probed_tables(fps: np.ndarray, k: int) -> list[_Probed] | None:
 class Snapshot:
     """The fingerprints of an index at one moment, held in memory for batch
     queries: the ids and fingerprints, and per k the tables sorted by their bits
-    (built on first use, kept for the next batch)."""
+    (built on first use, kept for the next batch).
+
+    Rows written since (by the holder, which knows them: see add) are kept
+    apart, ``added_ids`` / ``added_fps``, and compared one by one (added_within)
+    until there are many of them (merged)."""
 
     def __init__(self, ids: np.ndarray, fps: np.ndarray, version: object) -> None:
         self.ids = ids
@@ -459,11 +464,47 @@ class Snapshot:
         self.version = version  # what the index looked like; compared by the caller
         self._tables: dict[int, tuple[Plan, list[_Table]]] = {}
         self._probed: dict[int, list[_Probed] | None] = {}
+        self.added_ids = np.zeros(0, np.int64)
+        self.added_fps = np.zeros(0, np.uint64)
+
+    def add(self, ids: Sequence[int], fps: Sequence[int]) -> None:
+        """Rows written since it was read: (id, unsigned fingerprint). A row
+        written again is found by both entries; the caller rechecks each
+        candidate's stored fingerprint, so the older one finds nothing."""
+        self.added_ids = np.concatenate([self.added_ids, np.array(ids, dtype=np.int64)])
+        self.added_fps = np.concatenate([self.added_fps, np.array(fps, dtype=np.uint64)])
+
+    def merged(self) -> Snapshot:
+        """The same rows with the added ones among the others (tables rebuilt
+        on first use): the ids added replace the held rows of those ids."""
+        keep = ~np.isin(self.ids, self.added_ids)
+        # The last entry of an id added twice is its newest fingerprint.
+        last = len(self.added_ids) - 1 - np.unique(self.added_ids[::-1], return_index=True)[1]
+        ids = np.concatenate([self.ids[keep], self.added_ids[last]])
+        fps = np.concatenate([self.fps[keep], self.added_fps[last]])
+        return Snapshot(ids, fps, self.version)
+
+    def added_within(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(query position, id) of every added row within distance k of each
+        unsigned fingerprint: compared one by one (in chunks bounding memory)."""
+        out_q, out_ids = [], []
+        if self.added_ids.size:
+            per = max(1, _ADDED_COMPARED // len(self.added_ids))
+            for start in range(0, len(queries), per):
+                chunk = queries[start : start + per]
+                near = np.bitwise_count(chunk[:, None] ^ self.added_fps[None, :]) <= k
+                q, a = np.nonzero(near)
+                out_q.append(q + start)
+                out_ids.append(self.added_ids[a])
+        if not out_q:
+            empty = np.zeros(0, np.int64)
+            return empty, empty
+        return np.concatenate(out_q), np.concatenate(out_ids)
 
     @property
     def nbytes(self) -> int:
         """The memory its arrays take, the tables built so far included."""
-        arrays = [self.ids, self.fps]
+        arrays = [self.ids, self.fps, self.added_ids, self.added_fps]
         for _plan, tables in self._tables.values():
             arrays += [a for _mask, keys, order, _flips in tables for a in (keys, order)]
         for probed in self._probed.values():

@@ -636,10 +636,35 @@ _GENERATION = (
 )
 SQLITE_COOKIE_SQL = "SELECT schema_version FROM pragma_schema_version"
 GENERATION_SQL = f"SELECT {_GENERATION}"
+# SQLite: the write transactions of simindex counted in simindex_meta (the
+# row is made by the first one), so that a holder of fingerprints in memory
+# can tell its own writes (which it applies) from anyone else's.
+_CHANGES = f"(SELECT CAST(value AS INTEGER) FROM {schema.META_TABLE} WHERE name = 'changes')"
+_COUNT_WRITE_SQL = (
+    f"INSERT INTO {schema.META_TABLE} (name, value) VALUES ('changes', '1') "
+    "ON CONFLICT (name) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"
+)
 _SQLITE_VERSIONS_SQL = (
     "SELECT (SELECT data_version FROM pragma_data_version), "
-    "(SELECT schema_version FROM pragma_schema_version)"
+    f"(SELECT schema_version FROM pragma_schema_version), COALESCE({_CHANGES}, 0)"
 )
+
+
+def count_write(conn: Connection) -> int | None:
+    """SQLite, inside a write transaction: count it; returns the count it makes
+    (the one before it is that minus one: the write lock is held). None elsewhere."""
+    if conn.dialect.name != "sqlite":
+        return None
+    conn.exec_driver_sql(_COUNT_WRITE_SQL)
+    return int(conn.exec_driver_sql(f"SELECT {_CHANGES}").scalar_one())
+
+
+def writes_counted(conn: Connection) -> int | None:
+    """SQLite: the write transactions counted so far (see count_write), read in
+    the caller's transaction; None elsewhere."""
+    if conn.dialect.name != "sqlite":
+        return None
+    return int(conn.exec_driver_sql(f"SELECT COALESCE({_CHANGES}, 0)").scalar_one())
 
 
 def _generation_sql(dialect_name: str) -> str:
@@ -946,6 +971,18 @@ class Store:
         sql.text = f"{sql.text} UNION ALL {marker}"
         return sql, found
 
+    def rows_by_key(self, conn: Connection, keys: Sequence[str]) -> list[tuple[int, int]]:
+        """SQLite: (id, signed fingerprint) of the rows of these keys, in the
+        caller's transaction (statements written out: this follows every
+        write of a thread that holds a snapshot, often of one key)."""
+        rows: list[tuple[int, int]] = []
+        for start in range(0, len(keys), _CHUNK):
+            chunk = tuple(keys[start : start + _CHUNK])
+            marks = ", ".join("?" * len(chunk))
+            sql = f"SELECT id, fingerprint FROM {schema.FINGERPRINT_TABLE} WHERE key IN ({marks})"
+            rows += [(int(i), int(f)) for i, f in conn.exec_driver_sql(sql, chunk)]
+        return rows
+
     def rows_by_id(self, ids: Sequence[int]) -> list[tuple[int, str, int]]:
         """(id, key, signed fingerprint) of the rows with these ids (a few)."""
         sql = self._by_id.get(len(ids))
@@ -966,14 +1003,14 @@ class Store:
             return None
         return int(self._read("PRAGMA data_version", ())[0][0])
 
-    def versions(self) -> tuple[int, int] | None:
-        """(data_version, schema cookie) in one read on this thread's
-        connection (see version and schema_version), or None where the
-        database has no data_version."""
+    def versions(self) -> tuple[int, int, int] | None:
+        """(data_version, schema cookie, write transactions counted) in one
+        read on this thread's connection (see version, schema_version and
+        count_write), or None where the database has no data_version."""
         if self.engine.dialect.name != "sqlite":
             return None
         row = self._read(_SQLITE_VERSIONS_SQL, ())[0]
-        return int(row[0]), int(row[1])
+        return int(row[0]), int(row[1]), int(row[2])
 
     def schema_version(self) -> int:
         """The schema cookie or generation (see _GENERATION), read on this

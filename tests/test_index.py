@@ -29,6 +29,7 @@ from simindex import (
     SimIndex,
     hamming,
     simhash,
+    store,
 )
 from simindex import index as index_module
 
@@ -698,8 +699,9 @@ def test_a_held_snapshot_answers_as_brute_force_and_sees_every_write(
     location: str, hold: None
 ) -> None:
     """Once queries have spent what reading the index would cost, the index
-    holds its fingerprints in memory (SQLite): answers stay exact, and any
-    write (through this object, another one, a rebuild) lets the snapshot go."""
+    holds its fingerprints in memory (SQLite): answers stay exact; writes
+    through this object are applied to it, and any other write (through
+    another object, a rebuild) lets the snapshot go."""
     rng = random.Random(5)
     stored = {f"k{i}": rng.getrandbits(64) for i in range(2000)}
     keys = list(stored)
@@ -731,6 +733,7 @@ def test_a_held_snapshot_answers_as_brute_force_and_sees_every_write(
         index.add_fingerprint("k1", queries[2] ^ 3)  # a replaced fingerprint
         stored["k1"] = queries[2] ^ 3
         check(index)
+        assert getattr(index._local, "snapshot", None) is held  # the writes were applied
         other.add_fingerprint("new", queries[3] ^ 1)  # through another connection
         stored["new"] = queries[3] ^ 1
         other.remove("k2")
@@ -761,13 +764,15 @@ def test_writes_that_come_often_push_the_next_read_back(db_path: Path, hold: Non
     with backoff, see SimIndex._spent); answers stay exact throughout."""
     rng = random.Random(9)
     stored = {f"k{i}": rng.getrandbits(64) for i in range(300)}
-    with SimIndex(db_path, k=3) as index:
+    with SimIndex(db_path, k=3) as index, SimIndex(db_path) as other:
         index.add_fingerprints(stored.items())
         q = rng.getrandbits(64)
         assert index.query(q, k=8) == brute_force(stored, q, 8)  # read into memory
         factors = []
-        for i in range(6):  # each write lets the snapshot go unused; each query rereads it
-            index.add_fingerprint(f"new{i}", q ^ 1)
+        for i in range(
+            6
+        ):  # each write elsewhere lets the snapshot go unused; each query rereads it
+            other.add_fingerprint(f"new{i}", q ^ 1)
             stored[f"new{i}"] = q ^ 1
             q = rng.getrandbits(64)
             assert index.query(q, k=8) == brute_force(stored, q, 8)
@@ -775,7 +780,119 @@ def test_writes_that_come_often_push_the_next_read_back(db_path: Path, hold: Non
         assert factors == [2.0, 4.0, 8.0, 16.0, 16.0, 16.0]
         for _ in range(50):  # queries with no write between: it pays, and the factor falls
             assert index.query(q, k=8) == brute_force(stored, q, 8)
-        index.add_fingerprint("last", q ^ 3)
+        other.add_fingerprint("last", q ^ 3)
         stored["last"] = q ^ 3
         assert index.query(q, k=8) == brute_force(stored, q, 8)
         assert index._local.factor == 8.0
+
+
+@pytest.mark.parametrize("where", ["memory", "file"])
+@pytest.mark.parametrize(
+    ("added_max", "applied_max"),
+    [(4096, 1 << 16), (3, 1 << 16), (4096, 2)],
+    ids=["added", "merged", "too-many"],  # merged often; writes of 3+ rows let it go
+)
+def test_own_writes_keep_the_snapshot_exact(
+    where: str,
+    added_max: int,
+    applied_max: int,
+    tmp_path: Path,
+    hold: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Writes through the object that holds the snapshot are applied to it
+    (added rows compared one by one, then merged): every answer equals brute
+    force, and the index is never read again (unless a write was too large
+    to apply)."""
+    monkeypatch.setattr(index_module, "_ADDED_MAX", added_max)
+    monkeypatch.setattr(index_module, "_APPLIED_MAX", applied_max)
+    loads = []
+    original_load = store.Store.load
+    monkeypatch.setattr(
+        store.Store, "load", lambda self, conn: loads.append(1) or original_load(self, conn)
+    )
+    rng = random.Random(21 + added_max)
+    stored = {f"k{i}": rng.getrandbits(64) for i in range(400)}
+    stored["top"] = 2**64 - 1
+    location = ":memory:" if where == "memory" else str(tmp_path / "x.db")
+    with SimIndex(location, k=3) as index:
+        index.add_fingerprints(stored.items())
+        probe = rng.getrandbits(64)
+        assert index.query(probe, k=8) == brute_force(stored, probe, 8)  # read into memory
+        assert len(loads) == 1
+        for step in range(60):
+            op = step % 5
+            base = rng.choice(list(stored.values()))
+            if op == 0:  # a new key near a stored one
+                key, fp = f"new{step}", flip(base, rng.randrange(0, 9), rng)
+                index.add_fingerprint(key, fp)
+                stored[key] = fp
+            elif op == 1:  # a stored key replaced
+                key = rng.choice(list(stored))
+                stored[key] = flip(base, rng.randrange(0, 9), rng) | (1 << 63)
+                index.add_fingerprint(key, stored[key])
+            elif op == 2:  # removed, some of them
+                gone = rng.sample(list(stored), 2) + ["never-stored"]
+                assert index.remove_many(gone) == 2
+                for key in gone[:2]:
+                    del stored[key]
+            elif op == 3:  # a batch, a key twice (the later wins), old keys left alone
+                batch = [(f"b{step}-{j}", flip(base, j, rng)) for j in range(4)]
+                batch.append((batch[0][0], flip(base, 7, rng)))
+                index.add_fingerprints(batch)
+                stored.update(batch)
+                kept = rng.choice(list(stored))
+                index.add_fingerprints([(kept, rng.getrandbits(64))], skip_existing=True)
+            else:  # a write that fails half-way changes nothing
+                with pytest.raises(InvalidArgumentError):
+                    index.add_fingerprints([("fine", 1), ("bad", -1)])
+            queries = [flip(rng.choice(list(stored.values())), rng.randrange(0, 6), rng)]
+            queries += [rng.getrandbits(64), base]
+            for q in queries:
+                for k in (5, 8, 11):
+                    assert index.query(q, k=k) == brute_force(stored, q, k), (step, k)
+            batch_queries = queries * 10  # matched as a batch (added rows one by one or merged)
+            assert index.query_many(batch_queries, k=8) == [
+                brute_force(stored, q, 8) for q in batch_queries
+            ]
+        # Never read again where every write was applied; else reread after the large ones.
+        assert (len(loads) == 1) == (applied_max > 2)
+
+
+def test_writes_elsewhere_are_seen_even_without_counting(db_path: Path, hold: None) -> None:
+    """A write the index did not make lets its snapshot go: through another
+    object (counted), or through plain SQL (not counted: data_version)."""
+    rng = random.Random(4)
+    stored = {f"k{i}": rng.getrandbits(64) for i in range(300)}
+    with SimIndex(db_path, k=3) as index, SimIndex(db_path) as other:
+        index.add_fingerprints(stored.items())
+        q = stored["k5"] ^ 0b11
+        assert index.query(q, k=8) == brute_force(stored, q, 8)
+        held = index._local.snapshot
+        other.add_fingerprint("near", q ^ 1)
+        stored["near"] = q ^ 1
+        assert index.query(q, k=8) == brute_force(stored, q, 8)
+        assert index._local.snapshot is not held
+        index.add_fingerprint("mine", q ^ 2)  # applied: the snapshot stays
+        stored["mine"] = q ^ 2
+        assert index.query(q, k=8) == brute_force(stored, q, 8)
+        held = index._local.snapshot
+        with sqlite3.connect(db_path) as raw:  # not simindex: nothing counted
+            raw.execute("DELETE FROM simindex_fingerprints WHERE key = 'k5'")
+        del stored["k5"]
+        assert index.query(q, k=8) == brute_force(stored, q, 8)
+        assert index._local.snapshot is not held
+
+
+def test_a_write_in_another_thread_lets_this_threads_snapshot_go(db_path: Path, hold: None) -> None:
+    rng = random.Random(6)
+    stored = {f"k{i}": rng.getrandbits(64) for i in range(300)}
+    with SimIndex(db_path, k=3) as index:
+        index.add_fingerprints(stored.items())
+        q = stored["k9"] ^ 0b101
+        assert index.query(q, k=8) == brute_force(stored, q, 8)
+        worker = threading.Thread(target=index.add_fingerprint, args=("there", q ^ 1))
+        worker.start()
+        worker.join()
+        stored["there"] = q ^ 1
+        assert index.query(q, k=8) == brute_force(stored, q, 8)
