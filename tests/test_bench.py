@@ -55,8 +55,13 @@ def test_batch_benchmark_runs_and_is_exact() -> None:
 
 def test_distance_benchmark_runs_and_is_exact() -> None:
     """It asserts every answer against numpy brute force itself."""
-    out = json.loads(run_script("bench/distance.py", "--n", "3000", "--queries", "60", "--json"))
+    out = json.loads(
+        run_script(
+            "bench/distance.py", "--n", "3000", "--queries", "60", "--stream", "60", "--json"
+        )
+    )
     assert [r["k"] for r in out["rows"]] == [3, 4, 6, 8]
+    assert all(r["stream_held_p50_us"] > 0 for r in out["rows"])
 
 
 def test_backends_benchmark_runs_on_both() -> None:
