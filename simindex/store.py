@@ -652,9 +652,14 @@ _SQLITE_VERSIONS_SQL = (
 
 def count_write(conn: Connection) -> int | None:
     """SQLite, inside a write transaction: count it; returns the count it makes
-    (the one before it is that minus one: the write lock is held). None elsewhere."""
+    (the one before it is that minus one: the write lock is held). None elsewhere.
+
+    One statement where SQLite has RETURNING (3.35): reading the table again
+    in the write transaction cost about 100 us (a single add costs ~170)."""
     if conn.dialect.name != "sqlite":
         return None
+    if sqlite3.sqlite_version_info >= (3, 35):
+        return int(conn.exec_driver_sql(f"{_COUNT_WRITE_SQL} RETURNING value").scalar_one())
     conn.exec_driver_sql(_COUNT_WRITE_SQL)
     return int(conn.exec_driver_sql(f"SELECT {_CHANGES}").scalar_one())
 

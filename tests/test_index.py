@@ -896,3 +896,22 @@ def test_a_write_in_another_thread_lets_this_threads_snapshot_go(db_path: Path, 
         worker.join()
         stored["there"] = q ^ 1
         assert index.query(q, k=8) == brute_force(stored, q, 8)
+
+
+def test_writes_are_counted_without_returning_too(
+    db_path: Path, hold: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite before 3.35 (no RETURNING) counts a write in two statements."""
+    monkeypatch.setattr(store.sqlite3, "sqlite_version_info", (3, 34, 1))
+    rng = random.Random(8)
+    stored = {f"k{i}": rng.getrandbits(64) for i in range(200)}
+    with SimIndex(db_path, k=3) as index:
+        index.add_fingerprints(stored.items())
+        q = stored["k3"] ^ 0b111
+        assert index.query(q, k=8) == brute_force(stored, q, 8)
+        held = index._local.snapshot
+        for i in range(3):
+            index.add_fingerprint(f"n{i}", q ^ (1 << i))
+            stored[f"n{i}"] = q ^ (1 << i)
+            assert index.query(q, k=8) == brute_force(stored, q, 8)
+        assert index._local.snapshot is held and held.version.writes == 4
