@@ -602,14 +602,18 @@ class SimIndex:
                 with store.writing(self._engine, self._where, timeout=self._timeout) as conn:
                     self._fresh_in(conn)  # a rebuild elsewhere may have changed the layout
                     counted = store.count_write(conn)
-                    count = self._store.put_stream(
-                        conn, chunks(source, batch_size, keys), keep=skip_existing
-                    )
                     rows: list[tuple[int, int]] = []
-                    if keys is not None and len(keys) <= _APPLIED_MAX:
-                        rows = self._store.rows_by_key(conn, keys)
-                    else:
-                        keys = None
+                    count = self._store.put_stream(
+                        conn,
+                        chunks(source, batch_size, keys),
+                        keep=skip_existing,
+                        returned=rows if held else None,
+                    )
+                    if keys is not None and len(rows) != count:  # put returned not all: read
+                        if len(keys) > _APPLIED_MAX:
+                            keys = None  # too many to apply: the snapshot goes
+                        else:
+                            rows = self._store.rows_by_key(conn, keys)
                 if held:
                     self._applied(counted, keys, rows)
             if count >= store.FAST_LOAD_MIN:

@@ -685,6 +685,7 @@ def schema_version(conn: Connection) -> int:
 
 MAX_PROBE_K = 32  # probing past this is never cheaper than reading every row
 _CHUNK = 500  # keys per IN (...) list, well under every database's parameter limit
+_RETURNED_ROWS = 16  # Store.put: rows written one by one to return their ids
 _LOAD_CHUNK = 5000  # rows per executemany
 FAST_LOAD_MIN = 20_000  # rows into one transaction before the lookup indexes are set aside
 
@@ -1073,20 +1074,42 @@ class Store:
     # --- writes --------------------------------------------------------------
 
     def put(
-        self, conn: Connection, keys: Sequence[str], fingerprints: np.ndarray, *, keep: bool
-    ) -> None:
+        self,
+        conn: Connection,
+        keys: Sequence[str],
+        fingerprints: np.ndarray,
+        *,
+        keep: bool,
+        written: list[tuple[int, int]] | None = None,
+    ) -> bool:
         """Insert rows. A key already stored gets the new fingerprint (the later
-        one wins), or, with keep, keeps its own."""
+        one wins), or, with keep, keeps its own.
+
+        With ``written``, a few rows replacing on SQLite 3.35+ go one by one
+        with RETURNING and their (id, signed fingerprint) are appended to it
+        (cheaper than reading them back); returns whether that was done."""
         rows = block_rows(keys, fingerprints, self.layout)
         if self.engine.dialect.name == "postgresql":
             self._put_by_copy(conn, rows, keep=keep)
-            return
+            return False
         if keep:
             conn.exec_driver_sql(self._insert_new.text, self._insert_new.many(rows))
-            return
+            return False
         if self._replace_by_delete:  # pragma: no cover - databases without ON CONFLICT
             conn.execute(self.delete_keys, {"keys": list(keys)})
+        if (
+            written is not None
+            and len(rows) <= _RETURNED_ROWS
+            and conn.dialect.name == "sqlite"
+            and sqlite3.sqlite_version_info >= (3, 35)
+        ):
+            text = f"{self._upsert.text} RETURNING id, fingerprint"
+            for row in rows:
+                found = conn.exec_driver_sql(text, self._upsert.params(row)).one()
+                written.append((int(found[0]), int(found[1])))
+            return True
         conn.exec_driver_sql(self._upsert.text, self._upsert.many(rows))
+        return False
 
     def _temp_table(self, conn: Connection, name: str, columns: list[str]) -> None:
         """An empty temporary table of BIGINT columns (and key TEXT) for this transaction."""
@@ -1168,12 +1191,16 @@ class Store:
         chunks: Iterable[tuple[list[str], np.ndarray]],
         *,
         keep: bool = False,
+        returned: list[tuple[int, int]] | None = None,
     ) -> int:
         """Write chunks of (keys, fingerprints) in the caller's transaction.
 
         A load larger than FAST_LOAD_MIN rows and than the table itself sets
         the lookup indexes aside while it writes and rebuilds them at the end
         (all inside the transaction: readers keep seeing the old index).
+        With ``returned`` (a list), put appends the (id, signed fingerprint)
+        of the rows it could return (see put): all of them when the list
+        ends as long as the count returned.
         """
         existing: int | None = None
         set_aside = False
@@ -1186,7 +1213,7 @@ class Store:
                     for index in self.tables.lookups:
                         index.drop(conn)
                     set_aside = True
-            self.put(conn, keys, fps, keep=keep)
+            self.put(conn, keys, fps, keep=keep, written=returned)
             written += len(keys)
         if set_aside:
             for index in self.tables.lookups:

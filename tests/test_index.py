@@ -806,6 +806,8 @@ def test_own_writes_keep_the_snapshot_exact(
     to apply)."""
     monkeypatch.setattr(index_module, "_ADDED_MAX", added_max)
     monkeypatch.setattr(index_module, "_APPLIED_MAX", applied_max)
+    if applied_max == 2:  # rows read back after the write, not returned by it (see Store.put)
+        monkeypatch.setattr(store, "_RETURNED_ROWS", 0)
     loads = []
     original_load = store.Store.load
     monkeypatch.setattr(
