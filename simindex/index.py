@@ -609,13 +609,14 @@ class SimIndex:
                         keep=skip_existing,
                         returned=rows if held else None,
                     )
+                    applied: list[tuple[int, int]] | None = rows
                     if keys is not None and len(rows) != count:  # put returned not all: read
                         if len(keys) > _APPLIED_MAX:
-                            keys = None  # too many to apply: the snapshot goes
+                            applied = None  # too many to apply: the snapshot goes
                         else:
-                            rows = self._store.rows_by_key(conn, keys)
+                            applied = self._store.rows_by_key(conn, keys)
                 if held:
-                    self._applied(counted, keys, rows)
+                    self._applied(counted, applied)
             if count >= store.FAST_LOAD_MIN:
                 self._store.tidy_after_load()
             written += count
@@ -635,7 +636,7 @@ class SimIndex:
                 counted = store.count_write(conn)
                 removed = self._store.remove(conn, unique)
             # Removed rows stay in the snapshot: their ids find no row any more.
-            self._applied(counted, [], [])
+            self._applied(counted, [])
             return removed
 
     # --- reading ----------------------------------------------------------
@@ -897,13 +898,11 @@ class SimIndex:
             stamp.data_version, stamp.own = data_version, False
         return True
 
-    def _applied(
-        self, writes: int | None, keys: list[str] | None, rows: list[tuple[int, int]]
-    ) -> None:
+    def _applied(self, writes: int | None, rows: list[tuple[int, int]] | None) -> None:
         """After a write transaction of this thread has committed (counted as
         `writes`): bring its held snapshot up to date with the rows it wrote
-        (`rows`: (id, signed fingerprint) of every key it wrote, or `keys` None
-        when there were too many to list), or let the snapshot go."""
+        (`rows`: (id, signed fingerprint) of every key it wrote, None when
+        there were too many to list), or let the snapshot go."""
         snapshot: Snapshot | None = getattr(self._local, "snapshot", None)
         if snapshot is None:
             return
@@ -911,7 +910,7 @@ class SimIndex:
         if (
             not isinstance(stamp, _Stamp)
             or writes is None
-            or keys is None
+            or rows is None
             or stamp.writes != writes - 1
         ):
             self._local.snapshot = None  # someone else wrote too, or too much was written
@@ -927,16 +926,14 @@ class SimIndex:
         thread has written since they were read (see _current)."""
         self._refresh()
         snapshot: Snapshot | None = getattr(self._local, "snapshot", None)
-        if snapshot is not None:
-            versions = self._store.versions()
-            if versions is not None and self._current(snapshot, versions):
-                return snapshot
-        data_version = self._store.version()  # before the read: a write between shows later
+        versions = self._store.versions()  # before the read: a write between shows later
+        if snapshot is not None and versions is not None and self._current(snapshot, versions):
+            return snapshot
         with store.reading(self._engine, self._where) as conn:
             ids, fps = self._store.load(conn)
             writes = store.writes_counted(conn)
         # Elsewhere nothing tells whether it is still current: reread each time.
-        stamp = None if data_version is None or writes is None else _Stamp(data_version, writes)
+        stamp = None if versions is None or writes is None else _Stamp(versions[0], writes)
         snapshot = self._local.snapshot = Snapshot(ids, fps, stamp)
         return snapshot
 
@@ -967,15 +964,16 @@ class SimIndex:
             snapshot = snapshot.merged()
             if getattr(self._local, "snapshot", None) is not None:
                 self._local.snapshot = snapshot
+        queries = np.array(fps, dtype=np.uint64)
         if len(fps) <= _ONE_BY_ONE:
             found = [snapshot.near(fp, k) for fp in fps]
             q = np.repeat(np.arange(len(fps)), [len(f) for f in found])
             s = np.concatenate(found)
         else:
-            q, s, _ = snapshot.match(np.array(fps, dtype=np.uint64), k)
+            q, s, _ = snapshot.match(queries, k)
         qs, ids = q.tolist(), snapshot.ids[s].tolist()
         if snapshot.added_ids.size:  # rows this thread wrote since the snapshot was read
-            added_q, added_ids = snapshot.added_within(np.array(fps, dtype=np.uint64), k)
+            added_q, added_ids = snapshot.added_within(queries, k)
             if added_q.size:  # each (query, id) once: a row written again is held twice
                 both = zip(qs + added_q.tolist(), ids + added_ids.tolist(), strict=True)
                 pairs = dict.fromkeys(both)

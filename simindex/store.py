@@ -1001,18 +1001,11 @@ class Store:
             sql = self._by_id[len(ids)] = _Sql(statement, self.engine.dialect, names)
         return self._read(sql.text, sql.params(list(ids)))
 
-    def version(self) -> int | None:
-        """A number that changes when another connection commits (SQLite's
-        data_version, on this thread's read connection), or None where the
-        database has no such number."""
-        if self.engine.dialect.name != "sqlite":
-            return None
-        return int(self._read("PRAGMA data_version", ())[0][0])
-
     def versions(self) -> tuple[int, int, int] | None:
         """(data_version, schema cookie, write transactions counted) in one
-        read on this thread's connection (see version, schema_version and
-        count_write), or None where the database has no data_version."""
+        read on this thread's connection (data_version changes when another
+        connection commits; see schema_version and count_write), or None
+        where the database has no data_version."""
         if self.engine.dialect.name != "sqlite":
             return None
         row = self._read(_SQLITE_VERSIONS_SQL, ())[0]

@@ -861,15 +861,23 @@ def test_own_writes_keep_the_snapshot_exact(
         assert (len(loads) == 1) == (applied_max > 2)
 
 
+def held_near(index: SimIndex, seed: int, n: int) -> tuple[dict[str, int], int]:
+    """Fill an index with n random fingerprints and ask a probed query near
+    the one of "k5" (a `hold` test: the index then holds them): (stored, query)."""
+    rng = random.Random(seed)
+    stored = {f"k{i}": rng.getrandbits(64) for i in range(n)}
+    index.add_fingerprints(stored.items())
+    q = stored["k5"] ^ 0b11
+    assert index.query(q, k=8) == brute_force(stored, q, 8)
+    assert getattr(index._local, "snapshot", None) is not None
+    return stored, q
+
+
 def test_writes_elsewhere_are_seen_even_without_counting(db_path: Path, hold: None) -> None:
     """A write the index did not make lets its snapshot go: through another
     object (counted), or through plain SQL (not counted: data_version)."""
-    rng = random.Random(4)
-    stored = {f"k{i}": rng.getrandbits(64) for i in range(300)}
     with SimIndex(db_path, k=3) as index, SimIndex(db_path) as other:
-        index.add_fingerprints(stored.items())
-        q = stored["k5"] ^ 0b11
-        assert index.query(q, k=8) == brute_force(stored, q, 8)
+        stored, q = held_near(index, 4, 300)
         held = index._local.snapshot
         other.add_fingerprint("near", q ^ 1)
         stored["near"] = q ^ 1
@@ -887,12 +895,8 @@ def test_writes_elsewhere_are_seen_even_without_counting(db_path: Path, hold: No
 
 
 def test_a_write_in_another_thread_lets_this_threads_snapshot_go(db_path: Path, hold: None) -> None:
-    rng = random.Random(6)
-    stored = {f"k{i}": rng.getrandbits(64) for i in range(300)}
     with SimIndex(db_path, k=3) as index:
-        index.add_fingerprints(stored.items())
-        q = stored["k9"] ^ 0b101
-        assert index.query(q, k=8) == brute_force(stored, q, 8)
+        stored, q = held_near(index, 6, 300)
         worker = threading.Thread(target=index.add_fingerprint, args=("there", q ^ 1))
         worker.start()
         worker.join()
@@ -905,12 +909,8 @@ def test_writes_are_counted_without_returning_too(
 ) -> None:
     """SQLite before 3.35 (no RETURNING) counts a write in two statements."""
     monkeypatch.setattr(store.sqlite3, "sqlite_version_info", (3, 34, 1))
-    rng = random.Random(8)
-    stored = {f"k{i}": rng.getrandbits(64) for i in range(200)}
     with SimIndex(db_path, k=3) as index:
-        index.add_fingerprints(stored.items())
-        q = stored["k3"] ^ 0b111
-        assert index.query(q, k=8) == brute_force(stored, q, 8)
+        stored, q = held_near(index, 8, 200)
         held = index._local.snapshot
         for i in range(3):
             index.add_fingerprint(f"n{i}", q ^ (1 << i))
