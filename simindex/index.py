@@ -191,24 +191,18 @@ class SimIndex:
         wanted = _as_config(config)
         self._where = store.locate(location)
         store.check_file(self._where, create=create and not readonly)
-        self._engine = store.make_engine(self._where, timeout=self._timeout, readonly=readonly)
+        # A file or folder this process may not write: read-only, by itself.
+        access = store.file_access(self._where)
+        self.readonly = readonly = self.readonly or access.readonly
+        self._engine = store.make_engine(
+            self._where, timeout=self._timeout, readonly=readonly, immutable=access.immutable
+        )
         # An in-memory database is one connection: its users take turns.
         self._lock: Any = (
             threading.RLock() if self._where.path is None else contextlib.nullcontext()
         )
         try:
-            try:
-                settings = self._open(k, blocks, wanted_layout, wanted, create=create)
-            except StorageError as exc:
-                path = self._where.path
-                if path is None or not path.is_file() or "unable to open" not in str(exc):
-                    raise
-                # SQLite cannot create the -wal/-shm files beside the index (a
-                # folder it may not write): read the file as it is, unchanging.
-                self._engine.dispose()
-                self._engine = store.make_engine(self._where, readonly=True, immutable=True)
-                self.readonly = readonly = True
-                settings = self._open(k, blocks, wanted_layout, wanted, create=False)
+            settings = self._open(k, blocks, wanted_layout, wanted, create=create and not readonly)
             if not readonly:
                 store.use_wal(self._engine, self._where)
         except BaseException:

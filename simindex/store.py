@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from sqlalchemy import (
@@ -178,6 +178,37 @@ def check_file(where: Location, *, create: bool) -> None:
         raise NotAnIndexError(
             f"{path} is not a simindex index (not a SQLite database); left untouched"
         )
+
+
+class FileAccess(NamedTuple):
+    """How a SQLite index file can be opened, from what its file and folder
+    allow this process (checked with os.access, so root's override counts)."""
+
+    readonly: bool  # the file, or the folder that keeps its -wal/-shm, is not writable
+    immutable: bool  # no -wal/-shm can be kept beside it: read it as a file nobody changes
+
+
+def file_access(where: Location) -> FileAccess:
+    """Whether an existing SQLite index file must be opened read-only, and how.
+
+    In WAL mode SQLite reads through a -shm file beside the database (and
+    writes through a -wal). Where the folder is not writable and neither file
+    is there, they cannot be made: the file is read as it is, unchanging
+    (``immutable``), which is right as long as nobody writes it meanwhile (a
+    writer would need to make those files, which a folder nobody may write
+    stops). Where they are there (a writer has the index open), SQLite reads
+    through them read-only. A file that is not writable itself is opened
+    read-only. Anything else opens as asked."""
+    path = where.path
+    if path is None or not path.is_file():
+        return FileAccess(False, False)
+    folder_writable = os.access(path.parent, os.W_OK | os.X_OK)
+    file_writable = os.access(path, os.W_OK)
+    if folder_writable and file_writable:
+        return FileAccess(False, False)
+    beside = [path.with_name(path.name + suffix) for suffix in ("-wal", "-shm")]
+    immutable = not folder_writable and not any(p.exists() for p in beside)
+    return FileAccess(True, immutable)
 
 
 def _on_sqlite_connect(timeout: float) -> Any:
