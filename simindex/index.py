@@ -1088,7 +1088,10 @@ class SimIndex:
         with self._lock:
             self._refresh()
             settings = self._settings
-        own = settings.layout
         return explain(
-            *sides, k=own.k if k is None else k, layout=own, config=settings.config, top=top
+            *sides,
+            k=settings.k if k is None else k,  # the index's k, which queries use (not the layout's)
+            layout=settings.layout,
+            config=settings.config,
+            top=top,
         )

@@ -231,6 +231,29 @@ def test_the_index_uses_its_configuration_layout_and_k() -> None:
         assert len(ix.explain(T1, T2, top=1).apart) == 1
 
 
+@pytest.mark.parametrize("blocks", [None, 5])
+def test_the_index_explains_at_its_own_k_not_its_layouts(blocks: int | None) -> None:
+    # A k = 8 index's layout answers k = 2 (three blocks) or 4 (five) exactly
+    # and probes above; explain must judge at 8, as query does.
+    with SimIndex(":memory:", k=8, blocks=blocks) as ix:
+        assert ix.layout.k < ix.k == 8
+        fp = simhash(T1)
+        near = fp ^ 0b11111  # distance 5: past the layout's k, within the index's
+        ix.add_fingerprint("near", near)
+        assert [(m.key, m.distance) for m in ix.query(fp)] == [("near", 5)]
+        e = ix.explain(fp, key_b="near")
+        assert e.k == 8 and e.distance == 5 and e.within_k
+        assert e.verdict().startswith("near-duplicates: distance 5 <= k=8")
+        assert ix.explain(fp, key_b="near", k=4).k == 4
+
+
+def test_cli_explains_at_the_index_k(files: tuple[Path, Path], tmp_path: Path) -> None:
+    path = tmp_path / "k8.db"
+    ok("init", path, "--blocks", "5")
+    out = ok_json("explain", *files, "--index", path)
+    assert out["k"] == DEFAULT_K and len(out["blocks"]) == 5
+
+
 def test_the_index_explains_stored_keys_by_fingerprint() -> None:
     with SimIndex(":memory:") as ix:
         ix.add("one", T1)
