@@ -6,6 +6,7 @@
     python bench/backends.py --postgres-url URL    # or set SIMINDEX_TEST_POSTGRES_URL
     python bench/backends.py --skip-postgres       # SQLite alone (e.g. --n 10000000)
     python bench/backends.py --json                # the numbers as JSON on stdout
+    python bench/backends.py --no-save             # print only (else bench/results/backends.txt)
 
 Both backends get the same N random 64-bit fingerprints (seeded; about half
 have the top bit set, and the extremes 0, 2**63 and 2**64-1 are among them)
@@ -51,7 +52,7 @@ if str(ROOT) not in sys.path:  # `python bench/backends.py` from a checkout
 
 import numpy as np  # noqa: E402
 import sqlalchemy  # noqa: E402
-from common import git_rev  # noqa: E402
+from common import git_rev, output_options, save_output  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
 from simindex.index import SimIndex  # noqa: E402
@@ -316,11 +317,17 @@ def main() -> int:
     ap.add_argument("--skip-postgres", action="store_true", help="SQLite alone")
     ap.add_argument("--seed", type=int, default=20240901)
     ap.add_argument("--json", action="store_true", help="JSON on stdout instead of the table")
+    output_options(ap)
     args = ap.parse_args()
     n = args.n if args.n is not None else (100_000 if args.quick else 1_000_000)
     if n < 1 or args.queries < ROUNDS or args.batch < 1:
         ap.error("--n and --batch must be at least 1, --queries at least 10")
+    args.n = n
+    return save_output("backends", args, lambda: measure(args))
 
+
+def measure(args: argparse.Namespace) -> int:
+    n = args.n
     facts = {
         "date_utc": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
         "git": git_rev(),

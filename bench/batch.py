@@ -1,6 +1,7 @@
 """Batch queries: query_many over a large batch, against numpy brute force.
 
     python bench/batch.py [--n 1000000] [--queries 100000] [--k 3]
+    python bench/batch.py --no-save   # print only (else bench/results/batch.txt)
 
 Builds an index of N random fingerprints in a temporary folder, then times
 one query_many call over Q queries (half planted near-duplicates) twice: the
@@ -23,6 +24,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from common import output_options, save_output  # noqa: E402
+
 from simindex import SimIndex  # noqa: E402
 
 K = 3  # the default --k (what the README's batch table measures)
@@ -34,7 +37,12 @@ def main() -> int:
     ap.add_argument("--queries", type=int, default=100_000, help="queries (default 100,000)")
     ap.add_argument("--k", type=int, default=K, help=f"the index's k (default {K})")
     ap.add_argument("--seed", type=int, default=20240901)
+    output_options(ap)
     args = ap.parse_args()
+    return save_output("batch", args, lambda: measure(args))
+
+
+def measure(args: argparse.Namespace) -> int:
     k = args.k
     rng = random.Random(args.seed)
     fps = [rng.getrandbits(64) for _ in range(args.n)]

@@ -1,6 +1,7 @@
 """What a larger k costs: single-query latency per k, against numpy brute force.
 
     python bench/distance.py [--n 1000000] [--k 3,4,6,8] [--queries 2000]
+    python bench/distance.py --no-save   # print only (else bench/results/distance.txt)
 
 For each k it builds an index of N random fingerprints (seeded; half the
 queries are stored fingerprints with 0..k bits flipped, half random) with the
@@ -33,7 +34,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from common import git_rev  # noqa: E402
+from common import git_rev, output_options, save_output  # noqa: E402
 
 from simindex import SimIndex  # noqa: E402
 from simindex.blocks import lookup_cost, probe_radius  # noqa: E402
@@ -58,7 +59,12 @@ def main() -> int:
     )
     ap.add_argument("--seed", type=int, default=20261130)
     ap.add_argument("--json", action="store_true", help="JSON on stdout instead of the table")
+    output_options(ap)
     args = ap.parse_args()
+    return save_output("distance", args, lambda: measure(args))
+
+
+def measure(args: argparse.Namespace) -> int:
     ks = [int(k) for k in args.k.split(",")]
     rng = random.Random(args.seed)
     fps = [rng.getrandbits(64) for _ in range(args.n)]

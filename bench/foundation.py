@@ -4,6 +4,7 @@
     python bench/foundation.py              # N=100000, Q=1000, R=5 (under a minute on 2 cores)
     python bench/foundation.py --n 10000    # a quicker run
     python bench/foundation.py --json       # the same results as JSON on stdout
+    python bench/foundation.py --no-save    # print only (else bench/results/foundation.txt)
 
 It measures, in one process and one run:
 
@@ -50,14 +51,14 @@ if str(ROOT) not in sys.path:  # `python bench/foundation.py` from a checkout
 import numpy as np  # noqa: E402
 import sqlalchemy  # noqa: E402
 import xxhash  # noqa: E402
-from common import git_rev  # noqa: E402
+from common import git_rev, output_options, save_output  # noqa: E402
 
 from simindex.fingerprint import simhash  # noqa: E402
 from simindex.index import SimIndex  # noqa: E402
 
 LICENSES = Path("/usr/share/common-licenses")
 NEWS = ROOT / "examples" / "news.jsonl"
-K = 3  # the index's k (the default): 4 blocks of 16 bits
+K = 3  # the index's k (the default before k = 8): 4 blocks of 16 bits
 MIN_BASELINE_S = 0.1  # the xxh64 baseline is fast: loop it at least this long per repeat
 
 
@@ -590,10 +591,14 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--json", action="store_true", help="print the results as JSON instead of the table"
     )
+    output_options(ap)
     args = ap.parse_args(argv)
     if args.n < 1 or args.queries < 2 or args.repeat < 1 or args.text_mb <= 0:
         ap.error("--n >= 1, --queries >= 2, --repeat >= 1 and --text-mb > 0, please")
+    return save_output("foundation", args, lambda: measure(args))
 
+
+def measure(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     res = {
         "environment": environment(),

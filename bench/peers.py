@@ -7,6 +7,7 @@
     python bench/peers.py --big             # also N=10000000 (about 9 minutes more)
     python bench/peers.py --json            # the results as JSON on stdout, not the table
     python bench/peers.py --json out.json   # the table on stdout, and the JSON in out.json
+    python bench/peers.py --no-save         # print only (else bench/results/peers.txt)
 
 It measures, in one process and on the same data, the systems a user would
 otherwise pick for "which stored 64-bit Simhash fingerprints are within Hamming
@@ -55,6 +56,7 @@ for _p in (str(ROOT), str(HERE)):  # `python bench/peers.py` from a checkout
         sys.path.insert(0, _p)
 
 import numpy as np  # noqa: E402
+from common import output_options, save_output  # noqa: E402
 from foundation import (  # noqa: E402
     NEWS,
     english_docs,
@@ -70,7 +72,7 @@ import simindex.query  # noqa: E402
 from simindex.index import SimIndex  # noqa: E402
 from simindex.tokenize import shingles, words  # noqa: E402
 
-K = 3  # the distance every method answers (simindex's default k)
+K = 3  # the distance every method answers (simindex's default k before k = 8)
 PLANTED = 0.01  # fraction of the N fingerprints that are planted near-duplicates
 FAISS_NHASH, FAISS_BITS = 4, 16  # IndexBinaryMultiHash(64, 4, 16): 4 tables of 16 bits
 PYBIND_BLOCKS = 4  # find_all(hashes, 4 blocks, 3 bits): simindex's own 4 x 16-bit layout
@@ -1311,6 +1313,7 @@ def main(argv=None) -> int:
         metavar="PATH",
         help="the results as JSON: on stdout instead of the table, or into PATH",
     )
+    output_options(ap)
     args = ap.parse_args(argv)
     quick = args.quick
     defaults = {
@@ -1339,7 +1342,12 @@ def main(argv=None) -> int:
         or min(args.repeat, args.build_repeat, args.pairs_repeat, args.doc_repeat) < 1
     ):
         ap.error("sizes >= 100, --queries >= 2 and repeats >= 1, please")
+    args.sizes = sizes
+    return save_output("peers", args, lambda: measure(args))
 
+
+def measure(args: argparse.Namespace) -> int:
+    quick, sizes = args.quick, args.sizes
     started = time.perf_counter()
     peers = Peers()
     if peers.faiss is not None and args.faiss_threads > 0:

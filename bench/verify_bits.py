@@ -4,6 +4,7 @@
     python bench/verify_bits.py           # both languages, quality.py's sizes: about 80 s, 2 cores
     python bench/verify_bits.py --quick   # 40 pairs of each kind: a smoke run (about 25 s)
     python bench/verify_bits.py --json    # the results as JSON on stdout instead of the tables
+    python bench/verify_bits.py --no-save # print only (else bench/results/verify_bits.txt)
 
 An index keeps a text's 64-bit Simhash and nothing else, so a verification
 stage that needs the texts (bench/quality.py's `default+verify` row: the exact
@@ -276,7 +277,12 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--no-natural", action="store_true", help="leave out the natural pairs")
+    quality.output_options(ap)
     args = ap.parse_args(argv)
+    return quality.save_output("verify_bits", args, lambda: measure(args))
+
+
+def measure(args: argparse.Namespace) -> int:
     n = args.n or (40 if args.quick else 500)
     n_random = args.random or (400 if args.quick else 10000)
     pool = args.pool or (300 if args.quick else 3000)

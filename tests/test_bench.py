@@ -2,7 +2,9 @@
 
 Slow, so it runs with ``pytest -m slow`` (as .ci/run does). bench/peers.py
 carries on without the peers it cannot import, so it runs without the
-optional extra too.
+optional extra too. These smoke runs never touch bench/results/ (they print
+JSON, are --quick, or say --no-save): every test checks that the results the
+docs cite are left as they were.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,16 @@ import pytest
 from .conftest import ROOT
 
 pytestmark = pytest.mark.slow
+
+RESULTS = ROOT / "bench" / "results"
+
+
+@pytest.fixture(autouse=True)
+def results_untouched() -> Iterator[None]:
+    """A smoke run must not overwrite the results of a full run."""
+    before = {p.name: p.read_bytes() for p in RESULTS.glob("*")}
+    yield
+    assert {p.name: p.read_bytes() for p in RESULTS.glob("*")} == before
 
 
 def run_script(*args: str) -> str:
@@ -50,7 +63,22 @@ def test_peers_benchmark_quick_run() -> None:
 
 
 def test_batch_benchmark_runs_and_is_exact() -> None:
-    assert "exact: yes" in run_script("bench/batch.py", "--n", "5000", "--queries", "600")
+    printed = run_script("bench/batch.py", "--n", "5000", "--queries", "600", "--no-save")
+    assert "exact: yes" in printed
+
+
+def test_a_script_writes_what_it_prints_under_a_header(tmp_path: Path) -> None:
+    """--out: the file holds the command, date, revision and machine, then
+    exactly what went to stdout."""
+    out = tmp_path / "batch.txt"
+    printed = run_script("bench/batch.py", "--n", "3000", "--queries", "300", "--out", str(out))
+    head, _, body = out.read_text(encoding="utf-8").partition("\n\n")
+    assert body == printed
+    lines = head.splitlines()
+    assert "python bench/batch.py --n 3000 --queries 300 --out" in lines[0]
+    assert lines[1].startswith("# date ") and " revision " in lines[1]
+    assert lines[2].startswith("# machine nproc ")
+    assert not list(tmp_path.glob(".*.partial"))
 
 
 def test_distance_benchmark_runs_and_is_exact() -> None:
