@@ -538,7 +538,8 @@ class SimIndex:
         so an import that stops half-way keeps the batches before it, and can
         be resumed with ``skip_existing=True``, which leaves keys that are
         already stored as they are. When a key comes twice, the later text
-        wins (the first, with skip_existing). Returns the number of pairs read.
+        wins (the first, with skip_existing). Returns the number of documents
+        written: every pair read, or with skip_existing only the new keys.
         """
         return self.add_fingerprints(
             ((key, self.fingerprint(text)) for key, text in items),
@@ -597,7 +598,7 @@ class SimIndex:
                     self._fresh_in(conn)  # a rebuild elsewhere may have changed the layout
                     counted = store.count_write(conn)
                     rows: list[tuple[int, int]] = []
-                    count = self._store.put_stream(
+                    count, stored = self._store.put_stream(
                         conn,
                         chunks(source, batch_size, keys),
                         keep=skip_existing,
@@ -613,7 +614,7 @@ class SimIndex:
                     self._applied(counted, applied)
             if count >= store.FAST_LOAD_MIN:
                 self._store.tidy_after_load()
-            written += count
+            written += stored
             if batch_size is None or count < batch_size:
                 return written
 

@@ -1105,20 +1105,21 @@ class Store:
         *,
         keep: bool,
         written: list[tuple[int, int]] | None = None,
-    ) -> bool:
+    ) -> int:
         """Insert rows. A key already stored gets the new fingerprint (the later
-        one wins), or, with keep, keeps its own.
+        one wins), or, with keep, keeps its own. Returns the rows written: with
+        keep, the new keys only (a key stored already, or earlier in the same
+        chunk, is left as it is and not counted).
 
         With ``written``, a few rows replacing on SQLite 3.35+ go one by one
         with RETURNING and their (id, signed fingerprint) are appended to it
-        (cheaper than reading them back); returns whether that was done."""
+        (cheaper than reading them back)."""
         rows = block_rows(keys, fingerprints, self.layout)
         if self.engine.dialect.name == "postgresql":
-            self._put_by_copy(conn, rows, keep=keep)
-            return False
+            return self._put_by_copy(conn, rows, keep=keep)
         if keep:
-            conn.exec_driver_sql(self._insert_new.text, self._insert_new.many(rows))
-            return False
+            done = conn.exec_driver_sql(self._insert_new.text, self._insert_new.many(rows))
+            return max(0, done.rowcount)
         if self._replace_by_delete:  # pragma: no cover - databases without ON CONFLICT
             conn.execute(self.delete_keys, {"keys": list(keys)})
         if (
@@ -1131,9 +1132,9 @@ class Store:
             for row in rows:
                 found = conn.exec_driver_sql(text, self._upsert.params(row)).one()
                 written.append((int(found[0]), int(found[1])))
-            return True
+            return len(rows)
         conn.exec_driver_sql(self._upsert.text, self._upsert.many(rows))
-        return False
+        return len(rows)
 
     def _temp_table(self, conn: Connection, name: str, columns: list[str]) -> None:
         """An empty temporary table of BIGINT columns (and key TEXT) for this transaction."""
@@ -1154,7 +1155,7 @@ class Store:
         finally:
             cursor.close()
 
-    def _put_by_copy(self, conn: Connection, rows: list[tuple[Any, ...]], *, keep: bool) -> None:
+    def _put_by_copy(self, conn: Connection, rows: list[tuple[Any, ...]], *, keep: bool) -> int:
         """PostgreSQL: COPY the rows into a temporary table, then one INSERT ...
         SELECT moves them in (per key, the first row with keep, else the last),
         in the order they came, so row ids keep "first added" meaningful."""
@@ -1173,10 +1174,11 @@ class Store:
         picked = load
         if len({r[0] for r in rows}) < len(rows):  # a key twice: keep one row of it
             picked = f"(SELECT DISTINCT ON (key) * FROM {load} ORDER BY key, seq {pick}) AS picked"
-        conn.exec_driver_sql(
+        done = conn.exec_driver_sql(
             f"INSERT INTO {schema.FINGERPRINT_TABLE} ({listed}) "
             f"SELECT {listed} FROM {picked} ORDER BY seq ON CONFLICT (key) {on_conflict}"
         )
+        return max(0, done.rowcount) if keep else len(rows)
 
     def join_lookup(self, conn: Connection, fingerprints: Sequence[int], k: int) -> list[Any]:
         """PostgreSQL: every (query number, key, signed fingerprint, distance)
@@ -1216,8 +1218,9 @@ class Store:
         *,
         keep: bool = False,
         returned: list[tuple[int, int]] | None = None,
-    ) -> int:
-        """Write chunks of (keys, fingerprints) in the caller's transaction.
+    ) -> tuple[int, int]:
+        """Write chunks of (keys, fingerprints) in the caller's transaction;
+        returns the rows read and the rows written (see put).
 
         A load larger than FAST_LOAD_MIN rows and than the table itself sets
         the lookup indexes aside while it writes and rebuilds them at the end
@@ -1228,23 +1231,23 @@ class Store:
         """
         existing: int | None = None
         set_aside = False
-        written = 0
+        read = written = 0
         for keys, fps in chunks:
-            if not set_aside and written + len(keys) > FAST_LOAD_MIN:
+            if not set_aside and read + len(keys) > FAST_LOAD_MIN:
                 if existing is None:
                     existing = self.size(conn)
-                if written + len(keys) > existing:
+                if read + len(keys) > existing:
                     for index in self.tables.lookups:
                         index.drop(conn)
                     set_aside = True
-            self.put(conn, keys, fps, keep=keep, written=returned)
-            written += len(keys)
+            written += self.put(conn, keys, fps, keep=keep, written=returned)
+            read += len(keys)
         if set_aside:
             for index in self.tables.lookups:
                 index.create(conn)
             if conn.dialect.name == "postgresql":  # fresh statistics, or the planner scans
                 conn.exec_driver_sql(f"ANALYZE {schema.FINGERPRINT_TABLE}")
-        return written
+        return read, written
 
     def tidy_after_load(self) -> None:
         """PostgreSQL, after a large load has committed: VACUUM, so that the

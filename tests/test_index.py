@@ -410,10 +410,17 @@ def test_batches_commit_on_their_own_and_an_import_resumes(location: str) -> Non
             index.add_fingerprints(failing(), batch_size=5)
         assert len(index) == 10  # two whole batches; the third never committed
         index.add_fingerprint("k0", 1)  # changed since: a resumed import keeps it
-        assert index.add_fingerprints(items, batch_size=5, skip_existing=True) == 25
+        # What was written is counted: the 15 keys not stored yet, not the 25 read.
+        assert index.add_fingerprints(items, batch_size=5, skip_existing=True) == 15
         assert dict(index.items()) == dict(items) | {"k0": 1}
-        assert index.add_fingerprints([("x", 1), ("x", 2)], skip_existing=True) == 2
+        assert index.add_fingerprints(items, batch_size=5, skip_existing=True) == 0
+        assert index.add_fingerprints(items, skip_existing=True) == 0
+        assert index.add_fingerprints([("x", 1), ("x", 2)], skip_existing=True) == 1
         assert index.get("x") == 1  # with skip_existing, the first wins
+        assert index.add_fingerprints([("x", 3), ("y", 4)]) == 2  # replaced and new: written
+        big = [(f"b{i}", i) for i in range(12_000)]  # past one chunk, and a bulk load
+        assert index.add_fingerprints(big[:7000], skip_existing=True) == 7000
+        assert index.add_fingerprints(big, skip_existing=True) == 5000
     with pytest.raises(InvalidArgumentError):
         SimIndex(":memory:").add_fingerprints([], batch_size=0)
 
