@@ -63,6 +63,23 @@ _APPLIED_MAX = 1 << 16
 _ADDED_MAX = 4096
 
 
+# stats() warns of a crowded bucket (one value of a lookup index's blocks):
+# one that holds at least 1% of the fingerprints and at least 10 of them (in
+# an index of a few hundred, one shared value is 1% by itself), or 10,000
+# whatever the share (a query that lands there reads that many rows); and in
+# either case 4 times what uniform fingerprints would put there.
+CROWDED_SHARE = 0.01
+CROWDED_MIN_ROWS = 10
+CROWDED_ROWS = 10_000
+
+
+def crowded(rows: int, count: int, expected: float) -> bool:
+    """Whether a bucket of `rows` (of `count`, `expected` if uniform) is crowded."""
+    if rows < 4 * expected:
+        return False
+    return rows >= CROWDED_ROWS or (rows >= CROWDED_MIN_ROWS and rows >= CROWDED_SHARE * count)
+
+
 class _Stamp:
     """What a held snapshot was read under (SQLite), and what has happened since:
     the read connection's data_version when last found current, the write
@@ -324,13 +341,11 @@ class SimIndex:
                     "expected": round(count / 2**bits, 3),
                 }
             )
-            # A bucket holding 1% of the index (and 100 rows), where uniform
-            # fingerprints would put a handful, means they are far from uniform.
-            if rows >= 100 and share >= 0.01:
+            if crowded(rows, count, count / 2**bits):
                 info["warnings"].append(
                     f"one value of index {j}'s blocks holds {rows} fingerprints ({share:.1%}): "
-                    f"low-entropy fingerprints (near-empty or templated texts?) make its "
-                    f"lookups slow"
+                    f"near-identical or templated texts share it, and every query that "
+                    f"lands there reads all {rows}"
                 )
         return info
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from sqlalchemy import Connection
 
 from simindex import SimIndex, StorageError, store
+from simindex.index import crowded
 
 from .test_cli import invoke, ok
 
@@ -94,6 +96,36 @@ def test_stats_warns_of_a_crowded_bucket(db_path: Path) -> None:
     assert info["largest_buckets"][0]["rows"] == 300 and info["warnings"]
     result = ok("stats", db_path)
     assert "Warning: one value" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("rows", "count", "expected", "warned"),
+    [
+        (25, 727, 0.0003, True),  # 3.4% of a small index: the case that went unsaid
+        (15, 727, 0.0003, True),  # 2.1%
+        (9, 727, 0.0003, False),  # 1.2%, but fewer than 10 rows
+        (5, 100, 0.0, False),  # 5% of a tiny index: a few shared values say little
+        (10, 1000, 0.0, True),  # 1%, 10 rows
+        (5_000, 500_000, 0.1, True),  # 1%
+        (9_999, 2_000_000, 0.5, False),  # 0.5%, under 10,000
+        (10_000, 20_000_000, 5.0, True),  # 0.05%, but a query there reads 10,000 rows
+        (20_000, 2_000_000_000, 15_000.0, False),  # what uniform fingerprints put there
+    ],
+)
+def test_crowded_bucket_rule(rows: int, count: int, expected: float, warned: bool) -> None:
+    assert crowded(rows, count, expected) is warned
+
+
+def test_stats_warns_of_a_crowded_bucket_in_a_small_index(db_path: Path) -> None:
+    with SimIndex(db_path) as index:
+        # 700 spread fingerprints and 20 (2.7%) sharing their top block
+        rng = random.Random(7)
+        index.add_fingerprints((f"r{i}", rng.getrandbits(64)) for i in range(700))
+        index.add_fingerprints((f"t{i}", 0xABCD_0000_0000_0000 | i) for i in range(20))
+        info = index.stats()
+    # They share two of the three blocks (the top one, and the zeros in the middle).
+    assert len(info["warnings"]) == 2
+    assert all("holds 20 fingerprints (2.8%)" in w for w in info["warnings"])
 
 
 def test_readonly_answers_queries_and_refuses_writes(filled_file: Path) -> None:
