@@ -10,6 +10,7 @@
 from simindex.blocks import BlockLayout
 from simindex.errors import (
     ConfigMismatchError,
+    DamagedIndexError,
     EmptyTextError,
     IndexVersionError,
     InvalidArgumentError,
@@ -50,6 +51,7 @@ __all__ = [
     "BlockLayout",
     "DEFAULT_CONFIG",
     "ConfigMismatchError",
+    "DamagedIndexError",
     "EmptyTextError",
     "FingerprintConfig",
     "FullScanWarning",

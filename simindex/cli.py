@@ -22,10 +22,16 @@ import typer
 
 from simindex import ingest, store
 from simindex.blocks import MAX_INDEX_K, BlockLayout, probe_radius
-from simindex.errors import EmptyTextError, InvalidArgumentError, NotAnIndexError, SimIndexError
+from simindex.errors import (
+    DamagedIndexError,
+    EmptyTextError,
+    InvalidArgumentError,
+    NotAnIndexError,
+    SimIndexError,
+)
 from simindex.explain import Explanation, explain
 from simindex.fingerprint import DEFAULT_CONFIG, WEIGHTINGS, FingerprintConfig, hamming, simhash
-from simindex.index import DEFAULT_K, FullScanWarning, SimIndex
+from simindex.index import DEFAULT_K, CheckReport, FullScanWarning, SimIndex
 from simindex.tokenize import CJK_MODES
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_ERROR = 0, 1, 2
@@ -683,8 +689,12 @@ def check(
     settings, and every block column with its fingerprint. Exits 0 when all
     is well, 1 when something is wrong (listed), 2 on error.
     """
-    with open_index(index, readonly=not repair) as ix:
-        report = ix.check(repair=repair)
+    try:
+        with open_index(index, readonly=not repair) as ix:
+            report = ix.check(repair=repair)
+        location = ix.location
+    except DamagedIndexError as exc:  # too damaged to open: that is what check reports
+        report, location = CheckReport(False, [str(exc)], []), str(exc.path)
     if as_json:
         emit_json(report._asdict())
     else:
@@ -693,7 +703,7 @@ def check(
         for line in report.problems:
             typer.echo(f"problem: {line}")
         if report.ok:
-            typer.echo(f"{ix.location}: ok")
+            typer.echo(f"{location}: ok")
     if not report.ok:
         raise typer.Exit(EXIT_NOT_FOUND)
 

@@ -29,3 +29,17 @@ class IndexVersionError(SimIndexError):
 
 class StorageError(SimIndexError):
     """The database could not be opened, read or written."""
+
+
+class DamagedIndexError(StorageError):
+    """SQLite reports the index file damaged (truncated, overwritten, or no
+    database at all past its header). ``path`` is the file. ``check`` reports
+    it as a problem; nothing can be repaired in place."""
+
+    def __init__(self, path: object, detail: str) -> None:
+        self.path = path
+        self.detail = detail
+        super().__init__(
+            f"{detail}: the file is damaged; restore it from a backup, or rebuild it from "
+            f"its texts into a new file (simindex add NEW.db SOURCES...)"
+        )

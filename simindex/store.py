@@ -52,6 +52,7 @@ from sqlalchemy.pool import StaticPool
 from simindex import schema
 from simindex.blocks import MAX_INDEX_K, BlockLayout, Probe, probes
 from simindex.errors import (
+    DamagedIndexError,
     IndexVersionError,
     InvalidArgumentError,
     NotAnIndexError,
@@ -249,7 +250,7 @@ def use_wal(engine: Engine, where: Location) -> None:
         finally:
             raw.close()
     except (SQLAlchemyError, sqlite3.Error) as exc:
-        raise StorageError(describe_db_error(where, exc)) from exc
+        raise db_error(where, exc) from exc
 
 
 def ensure_schema(engine: Engine, where: Location, *, create: bool) -> None:
@@ -359,6 +360,27 @@ def _is_busy(exc: BaseException) -> bool:
     return "locked" in text or "busy" in text or "lock timeout" in text
 
 
+# SQLite's primary result codes for a file that is damaged or is no database.
+_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
+
+
+def _is_damage(exc: BaseException) -> bool:
+    orig = getattr(exc, "orig", None) or exc
+    code = getattr(orig, "sqlite_errorcode", None)  # Python 3.11+
+    if code is not None:
+        return code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
+    text = str(orig).lower()  # pragma: no cover - Python 3.10 gives no code
+    return "malformed" in text or "not a database" in text
+
+
+def db_error(where: Location, exc: BaseException) -> StorageError:
+    """The StorageError for a database error: a DamagedIndexError where SQLite
+    says the file is damaged, else one line without the SQL or any password."""
+    if where.path is not None and _is_damage(exc):
+        return DamagedIndexError(where.path, describe_db_error(where, exc))
+    return StorageError(describe_db_error(where, exc))
+
+
 def describe_db_error(where: Location, exc: BaseException) -> str:
     """One line for a database error, without the SQL or any password."""
     orig = getattr(exc, "orig", None) or exc
@@ -376,9 +398,9 @@ def reading(engine: Engine, where: Location) -> Iterator[Connection]:
         with engine.connect() as conn, conn.begin():
             yield conn
     except SQLAlchemyError as exc:
-        raise StorageError(describe_db_error(where, exc)) from exc
+        raise db_error(where, exc) from exc
     except engine.dialect.loaded_dbapi.Error as exc:
-        raise StorageError(describe_db_error(where, exc)) from exc
+        raise db_error(where, exc) from exc
 
 
 # PostgreSQL: every write transaction holds this advisory lock (one per
@@ -418,7 +440,7 @@ def writing(
         except DBAPIError as exc:
             conn.close()
             if not _is_busy(exc):
-                raise StorageError(describe_db_error(where, exc)) from exc
+                raise db_error(where, exc) from exc
             if time.monotonic() >= deadline:
                 raise StorageError(
                     f"{where} is locked by another writer: gave up after {timeout:g} s"
@@ -441,11 +463,11 @@ def writing(
             ) from exc
         if "readonly" in str(exc.orig).lower():
             raise StorageError(f"{where} is read-only: nothing can be written to it") from exc
-        raise StorageError(describe_db_error(where, exc)) from exc
+        raise db_error(where, exc) from exc
     except SQLAlchemyError as exc:
-        raise StorageError(describe_db_error(where, exc)) from exc
+        raise db_error(where, exc) from exc
     except engine.dialect.loaded_dbapi.Error as exc:
-        raise StorageError(describe_db_error(where, exc)) from exc
+        raise db_error(where, exc) from exc
 
 
 # --- settings, creation and migration --------------------------------------
@@ -904,7 +926,7 @@ class Store:
                     autocommit=self.engine.dialect.name == "postgresql",
                 )
             except SQLAlchemyError as exc:
-                raise StorageError(describe_db_error(self.where, exc)) from exc
+                raise db_error(self.where, exc) from exc
             self._local.held = held
             with self._held_lock:
                 self._held.append(held)
@@ -924,7 +946,7 @@ class Store:
                 except Exception:  # noqa: BLE001 - the connection is gone: drop it
                     self._local.held = None
             if isinstance(exc, self.engine.dialect.loaded_dbapi.Error):
-                raise StorageError(describe_db_error(self.where, exc)) from exc
+                raise db_error(self.where, exc) from exc
             raise
         return rows
 
@@ -1259,7 +1281,7 @@ class Store:
         try:
             held.cursor.execute(f"VACUUM (ANALYZE) {schema.FINGERPRINT_TABLE}")
         except self.engine.dialect.loaded_dbapi.Error as exc:
-            raise StorageError(describe_db_error(self.where, exc)) from exc
+            raise db_error(self.where, exc) from exc
 
     def remove(self, conn: Connection, keys: Sequence[str]) -> int:
         removed = 0
@@ -1383,6 +1405,6 @@ def compact(engine: Engine, where: Location) -> None:
         cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         cursor.close()
     except sqlite3.Error as exc:
-        raise StorageError(describe_db_error(where, exc)) from exc
+        raise db_error(where, exc) from exc
     finally:
         raw.close()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Connection
 
-from simindex import SimIndex, StorageError, store
+from simindex import DamagedIndexError, SimIndex, StorageError, store
 from simindex.index import crowded
 
 from .test_cli import invoke, ok
@@ -154,3 +154,48 @@ def test_a_stuck_writer_makes_others_fail_after_the_timeout(filled: str) -> None
         engine.dispose()
     with SimIndex(filled) as index:
         assert "late" not in index
+
+
+@pytest.fixture
+def damaged(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
+    """An index file damaged as a user finds one: cut short, or pages overwritten."""
+    path = tmp_path / "damaged.db"
+    with SimIndex(path) as index:
+        index.add_fingerprints((f"k{i}", i * 0x9E37_79B9_7F4A_7C15 % 2**64) for i in range(20_000))
+    data = bytearray(path.read_bytes())
+    if request.param == "truncated":
+        data = data[: len(data) // 3]
+    elif request.param == "header only":
+        data = data[:4096]
+    else:  # pages in the middle overwritten
+        middle = len(data) // 2
+        data[middle : middle + 3 * 4096] = bytes(range(256)) * 48
+    path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.mark.parametrize("damaged", ["truncated", "header only", "overwritten"], indirect=True)
+def test_check_reports_a_damaged_file(damaged: Path) -> None:
+    before = damaged.read_bytes()
+    for repair in ([], ["--repair"]):
+        result = invoke("check", damaged, *repair)
+        assert result.exit_code == 1, result.output
+        assert "Traceback" not in result.output
+        assert "problem: " in result.stdout
+        assert "restore it from a backup, or rebuild it" in result.stdout or (
+            "integrity" in result.stdout or "malformed" in result.stdout
+        )
+        report = json.loads(invoke("check", damaged, *repair, "--json").stdout)
+        assert report["ok"] is False and report["problems"]
+    assert damaged.read_bytes() == before  # check --repair leaves a damaged file as it was
+
+
+@pytest.mark.parametrize("damaged", ["truncated", "header only"], indirect=True)
+def test_a_damaged_file_is_a_damaged_index_error(damaged: Path) -> None:
+    with pytest.raises(DamagedIndexError) as caught:
+        SimIndex(damaged)
+    assert caught.value.path == damaged and isinstance(caught.value, StorageError)
+    result = invoke("stats", damaged)
+    assert result.exit_code == 2
+    assert result.stderr.startswith("Error: ")
+    assert "damaged" in result.stderr and result.stderr.count("\n") == 1
