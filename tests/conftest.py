@@ -11,6 +11,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -98,3 +99,16 @@ def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SimIndex]:
         where = ":memory:" if request.param == "memory" else str(tmp_path / "index.db")
     with SimIndex(where) as ix:
         yield ix
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """One line per reason the skipped tests skipped, so a plain `pytest`
+    says why (e.g. how to run the PostgreSQL half), not only `s`."""
+    reasons: dict[str, int] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        reasons[reason] = reasons.get(reason, 0) + 1
+    for reason, count in sorted(reasons.items(), key=lambda r: -r[1]):
+        terminalreporter.write_line(f"{count} skipped: {reason}")

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import random
+import re
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -199,3 +203,15 @@ def test_a_damaged_file_is_a_damaged_index_error(damaged: Path) -> None:
     assert result.exit_code == 2
     assert result.stderr.startswith("Error: ")
     assert "damaged" in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_a_plain_pytest_says_why_tests_skipped(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SIMINDEX_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         "tests/test_postgres.py", "-k", "not slow"],
+        capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = r"^\d+ skipped: no PostgreSQL server: set SIMINDEX_TEST_POSTGRES_URL"
+    assert re.search(said, done.stdout, re.M), done.stdout
