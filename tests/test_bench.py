@@ -129,3 +129,24 @@ def test_quality_benchmark_quick_run() -> None:
     assert sum(p["kind"] == "nat+" and "debian-edu" in p["a"] for p in zh["natural"]["pairs"]) >= 5
     # The ceilings need nothing beyond simindex (the MinHash row needs datasketch).
     assert {"cosine (exact)", "jaccard (exact)"} <= set(zh["results"])
+
+
+def test_revisions_benchmark_compares_a_revision_with_the_working_tree() -> None:
+    """HEAD against the working tree: two worktrees, removed again."""
+    printed = run_script(
+        "bench/revisions.py",
+        "--base",
+        "HEAD",
+        "--n",
+        "2000",
+        "--queries",
+        "50",
+        "--repeats",
+        "1",
+        "--no-save",
+    )
+    assert "same answers: yes" in printed
+    trees = subprocess.run(
+        ["git", "worktree", "list"], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert "simindex-revisions-" not in trees.stdout

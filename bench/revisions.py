@@ -1,0 +1,651 @@
+"""Two revisions of simindex, the same workload, one run: medians and head/base.
+
+    python bench/revisions.py --base REV [--head REV|WORKTREE] [--n 1000000]
+                              [--queries 2000] [--repeats 3] [--stream 1000]
+    python bench/revisions.py --base HEAD~1 --n 100000   # a quick run (under half a minute)
+    python bench/revisions.py --base main --json         # JSON on stdout, no results file
+    python bench/revisions.py --base main --no-save      # print only (else
+                                                         # bench/results/revisions.txt)
+
+For a change that must keep simindex's speed (or better it). Each revision is
+checked out with `git worktree add --detach` in a temporary folder. The default
+head, WORKTREE, is this checkout's working tree as it is, uncommitted and
+untracked files included: HEAD checked out, then the changed files copied over
+it when the run starts, so edits made during the run do not leak into it. Every
+measurement runs in a child process with PYTHONPATH set to one tree, so each
+imports its own simindex with this interpreter's packages. Each child checks
+where simindex came from. The children take turns, one round of every workload
+each, base, head, base, head, ..., so the box's noise hits both alike. The trees
+are removed at the end, after an error or Ctrl-C too.
+
+The data comes from random.Random(--seed) and is written once, so both
+revisions get the same data. There are N random 64-bit fingerprints (about half
+with the top bit set), and every 100th is a planted near-duplicate of an
+earlier one at distance 1..8. There are Q queries, half planted (a stored
+fingerprint with 0..8 bits flipped) and half random. The stream is --stream
+new fingerprints, a quarter of them near stored ones. Per round and revision:
+
+  bulk add        add_fingerprints of all N into a new file (default k): fps/s
+  query           query() one at a time, after 200 untimed: p50 and p90 in us
+                  (k = 3 on an index made with k=3, the default k on the
+                  round's new file, from the database (hold=False), then held
+                  in memory (hold=True), whose first query is its own row)
+  query_many      one call over the Q queries on a newly opened index, with the
+                  default hold (default k) and on the k=3 index: q/s
+  duplicates()    on the k=3 index and on the default-k one: s
+  query then add  the stream, query() then add_fingerprint() each (default
+                  hold, the round's new file): mean us a document (p90 beside)
+
+The k=3 index is built once per revision and reused. The bulk-add file is new
+each round and is the one the default-k rows use. Each figure is the median
+over the rounds (over the queries within a round for p50/p90). `head/base` is
+in the row's unit; the column after it says which way is better. `spread` is
+the larger of the two revisions' (max - min) / median over the rounds, a
+measure of the noise. Each workload's answers are hashed: sorted match lists,
+pairs, or the keys and fingerprints stored. A row's last column (same
+answers) says yes when head's hash equals base's, and the last line says
+`same answers: yes` when every row does. If a row differs, or a revision's
+answers change from round to round, the exit status is 1 and no results file
+is written. A row a revision cannot run (no `hold=` before 2be8981, say)
+says so. Progress goes to stderr, the table to stdout and (see common.py)
+bench/results/revisions.txt. The default N=1,000,000 with three rounds should
+take a few minutes on a 2-core box, most of it in the six bulk adds and in
+duplicates() at k=8.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import inspect
+import json
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py, never simindex
+
+from common import ROOT, output_options, save_output  # noqa: E402
+
+FLIPS = 8  # planted near-duplicates and planted queries: up to this many bits flipped
+WARM = 200  # untimed queries before each single-query row
+
+# (name, label, unit, better): the rows, in the order printed. A {k} in a label
+# is replaced by the default k of the revisions.
+ROWS = [
+    ("bulk_add", "bulk add of N (add_fingerprints)", "fps/s", "higher"),
+    ("query_k3_db", "query, k=3, database (hold=False)", "us", "lower"),
+    ("query_kd_db", "query, k={k}, database (hold=False)", "us", "lower"),
+    ("hold_load", "query, k={k}, hold=True: first query (reads in)", "ms", "lower"),
+    ("query_kd_held", "query, k={k}, held (hold=True)", "us", "lower"),
+    ("query_many_kd", "query_many(Q), k={k}, default hold", "q/s", "higher"),
+    ("query_many_k3", "query_many(Q), k=3", "q/s", "higher"),
+    ("duplicates_k3", "duplicates(), k=3", "s", "lower"),
+    ("duplicates_kd", "duplicates(), k={k}", "s", "lower"),
+    ("stream", "query then add_fingerprint, mean a document", "us", "lower"),
+]
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def digest(value: object) -> str:
+    return hashlib.sha256(repr(value).encode()).hexdigest()[:16]
+
+
+# --- the child: one round of every workload, on the simindex on PYTHONPATH ---
+
+
+def matches_digest(results: Iterable[Iterable[Any]]) -> str:
+    return digest([sorted((m.key, m.distance) for m in found) for found in results])
+
+
+def child(spec_file: str) -> int:
+    spec = json.loads(Path(spec_file).read_text())
+    tree = Path(spec["tree"]).resolve()
+    import simindex
+    from simindex import SimIndex
+
+    where = Path(simindex.__file__).resolve()
+    if tree not in where.parents:
+        raise SystemExit(f"simindex was imported from {where}, not from {tree}")
+    params = inspect.signature(SimIndex).parameters
+    has_hold = "hold" in params
+    has_query_many = hasattr(SimIndex, "query_many")
+    has_duplicates = hasattr(SimIndex, "duplicates")
+    data = np.load(spec["data"])
+    fps = data["fps"].tolist()
+    queries = data["queries"].tolist()
+    stream = data["stream"].tolist()
+    items = [(f"k{i}", fp) for i, fp in enumerate(fps)]
+    work = Path(spec["work"])
+    rows: dict[str, dict[str, Any]] = {}
+    no_hold = "this revision has no hold= (its default is used)"
+
+    def opened(path: Path, hold: bool | None | str = "default", **kw: Any) -> Any:
+        if hold != "default" and has_hold:
+            kw["hold"] = hold
+        return SimIndex(path, **kw)
+
+    def single(index: Any, note: str = "") -> dict[str, Any]:
+        for q in queries[:WARM]:  # the page cache, the statements, in-memory tables
+            index.query(q)
+        times, found = [], []
+        clock = time.perf_counter
+        for q in queries:
+            start = clock()
+            got = index.query(q)
+            times.append(clock() - start)
+            found.append(got)
+        return {
+            "value": statistics.median(times) * 1e6,
+            "p90": percentile(times, 0.9) * 1e6,
+            "answers": matches_digest(found),
+            "note": note,
+        }
+
+    def unlink(path: Path) -> None:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+    # 1. bulk add into a new file (default k); the default-k rows use it after.
+    fresh = work / "round.db"
+    unlink(fresh)
+    index = SimIndex(fresh)
+    start = time.perf_counter()
+    index.add_fingerprints(items)
+    took = time.perf_counter() - start
+    default_k = index.k
+    layout = index.layout.describe() if hasattr(index.layout, "describe") else str(index.layout)
+    stored = sorted(index.items())
+    index.close()
+    rows["bulk_add"] = {"value": len(items) / took, "answers": digest(stored)}
+    del stored
+
+    # The k=3 index, built once per revision (untimed).
+    k3 = work / "k3.db"
+    if not k3.exists():
+        log(f"  building the k=3 index of {len(items):,} (once per revision, untimed)")
+        with SimIndex(k3, k=3) as index:
+            index.add_fingerprints(items)
+    with SimIndex(k3) as index:
+        k3_layout = (
+            index.layout.describe() if hasattr(index.layout, "describe") else str(index.layout)
+        )
+
+    # 2, 3. single queries from the database.
+    with opened(k3, hold=False) as index:
+        rows["query_k3_db"] = single(index, "" if has_hold else no_hold)
+    with opened(fresh, hold=False) as index:
+        rows["query_kd_db"] = single(index, "" if has_hold else no_hold)
+
+    # 4. held in memory; the first query reads the index in.
+    if has_hold:
+        with opened(fresh, hold=True) as index:
+            start = time.perf_counter()
+            first = index.query(queries[0])
+            rows["hold_load"] = {
+                "value": (time.perf_counter() - start) * 1e3,
+                "answers": matches_digest([first]),
+            }
+            rows["query_kd_held"] = single(index)
+    else:
+        rows["hold_load"] = rows["query_kd_held"] = {"value": None, "note": "no hold="}
+
+    # 5. query_many, one call on a newly opened index.
+    for name, path in (("query_many_kd", fresh), ("query_many_k3", k3)):
+        if not has_query_many:
+            rows[name] = {"value": None, "note": "no query_many"}
+            continue
+        with SimIndex(path) as index:
+            start = time.perf_counter()
+            found = index.query_many(queries)
+            took = time.perf_counter() - start
+        rows[name] = {"value": len(queries) / took, "answers": matches_digest(found)}
+
+    # 6. every pair within k.
+    for name, path in (("duplicates_k3", k3), ("duplicates_kd", fresh)):
+        if not has_duplicates:
+            rows[name] = {"value": None, "note": "no duplicates()"}
+            continue
+        with SimIndex(path) as index:
+            start = time.perf_counter()
+            pairs = index.duplicates()
+            took = time.perf_counter() - start
+        rows[name] = {
+            "value": took,
+            "answers": digest(sorted((*sorted((p.key_a, p.key_b)), p.distance) for p in pairs)),
+        }
+
+    # 7. query, then add, document by document (default hold).
+    with SimIndex(fresh) as index:
+        times, found = [], []
+        clock = time.perf_counter
+        for i, fp in enumerate(stream):
+            start = clock()
+            got = index.query(fp)
+            index.add_fingerprint(f"s{i}", fp)
+            times.append(clock() - start)
+            found.append(got)
+        size = len(index)
+    rows["stream"] = {
+        "value": statistics.fmean(times) * 1e6,
+        "p90": percentile(times, 0.9) * 1e6,
+        "answers": digest((matches_digest(found), size)),
+    }
+    unlink(fresh)
+
+    meta = {
+        "simindex": str(where),
+        "default_k": default_k,
+        "layout": layout,
+        "k3_layout": k3_layout,
+        "hold": has_hold,
+        "sqlite": sqlite3.sqlite_version,
+        "numpy": np.__version__,
+    }
+    Path(spec["out"]).write_text(json.dumps({"meta": meta, "rows": rows}))
+    return 0
+
+
+# --- the parent: trees, data, rounds, the table ---
+
+
+def git(*args: str, cwd: Path = ROOT) -> str:
+    """Run git; a held lock (someone else's commit) is retried a few times."""
+    for attempt in range(10):
+        out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+        if out.returncode == 0:
+            return out.stdout.strip()
+        if ".lock" not in out.stderr or attempt == 9:
+            raise RuntimeError(f"git {' '.join(args)}: {out.stderr.strip()}")
+        time.sleep(1)
+    raise AssertionError("unreachable")
+
+
+class Trees:
+    """The worktrees of a run, removed on exit whatever happens."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.paths: list[Path] = []
+
+    def add(self, name: str, rev: str, overlay: bool) -> Path:
+        path = self.folder / name
+        self.paths.append(path)
+        git("worktree", "add", "--detach", "--quiet", str(path), rev)
+        if overlay:  # the working tree as it is: changed and untracked files on top
+            changed = git("diff", "--name-only", "-z", "HEAD").split("\0")
+            untracked = git("ls-files", "--others", "--exclude-standard", "-z").split("\0")
+            for rel in filter(None, changed + untracked):
+                source, target = ROOT / rel, path / rel
+                if source.is_file():
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(source, target)
+                elif not source.exists():
+                    target.unlink(missing_ok=True)  # deleted in the working tree
+        return path
+
+    def remove(self) -> None:
+        for path in self.paths:
+            try:
+                git("worktree", "remove", "--force", str(path))
+            except RuntimeError as err:
+                log(f"warning: {err}")
+        self.paths = []
+        try:
+            git("worktree", "prune")
+        except RuntimeError as err:
+            log(f"warning: {err}")
+
+
+def flipped(fp: int, bits: int, rng: random.Random) -> int:
+    for bit in rng.sample(range(64), bits):
+        fp ^= 1 << bit
+    return fp
+
+
+def make_data(path: Path, args: argparse.Namespace) -> None:
+    rng = random.Random(args.seed)
+    fps: list[int] = []
+    for i in range(args.n):
+        if i >= 100 and i % 100 == 0:  # 1% planted, at distance 1..FLIPS
+            fps.append(flipped(fps[rng.randrange(i)], rng.randint(1, FLIPS), rng))
+        else:
+            fps.append(rng.getrandbits(64))
+    queries = [
+        flipped(fps[rng.randrange(args.n)], rng.randint(0, FLIPS), rng)
+        if i % 2 == 0
+        else rng.getrandbits(64)
+        for i in range(args.queries)
+    ]
+    stream = [
+        flipped(fps[rng.randrange(args.n)], rng.randint(1, FLIPS), rng)
+        if i % 4 == 0
+        else rng.getrandbits(64)
+        for i in range(args.stream)
+    ]
+    np.savez(
+        path,
+        fps=np.array(fps, dtype=np.uint64),
+        queries=np.array(queries, dtype=np.uint64),
+        stream=np.array(stream, dtype=np.uint64),
+    )
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+def versions() -> dict[str, str]:
+    found = {
+        "python": sys.version.split()[0],
+        "sqlite": sqlite3.sqlite_version,
+        "numpy": np.__version__,
+    }
+    try:
+        import sqlalchemy
+
+        found["sqlalchemy"] = sqlalchemy.__version__
+    except ImportError:
+        pass
+    return found
+
+
+def main() -> int:
+    if len(sys.argv) == 3 and sys.argv[1] == "--child":
+        try:
+            return child(sys.argv[2])
+        except KeyboardInterrupt:  # the parent says so
+            return 130
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--base", required=True, help="the revision compared against (git rev)")
+    ap.add_argument(
+        "--head",
+        default="WORKTREE",
+        help="the revision measured: a git rev, or WORKTREE (default): this checkout's "
+        "working tree, uncommitted changes included",
+    )
+    ap.add_argument("--n", type=int, default=1_000_000, help="fingerprints (default 1,000,000)")
+    ap.add_argument("--queries", type=int, default=2000, help="queries (default 2,000)")
+    ap.add_argument("--repeats", type=int, default=3, help="rounds per revision (default 3)")
+    ap.add_argument(
+        "--stream", type=int, default=1000, help="query-then-add documents (default 1,000)"
+    )
+    ap.add_argument("--seed", type=int, default=20240901)
+    ap.add_argument("--json", action="store_true", help="JSON on stdout instead of the table")
+    output_options(ap)
+    args = ap.parse_args()
+    if args.n < 1 or args.queries < 1 or args.repeats < 1 or args.stream < 1:
+        ap.error("--n, --queries, --repeats and --stream must be at least 1")
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)  # through the finally clauses that clean up
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        return save_output("revisions", args, lambda: measure(args))
+    except KeyboardInterrupt:
+        log("interrupted (the worktrees are removed)")
+        return 130
+    except RuntimeError as err:  # git, or a child that failed (its traceback is above)
+        log(f"Error: {err}")
+        return 1
+
+
+def resolve(rev: str) -> tuple[str, str]:
+    """(full sha, git describe) of a revision."""
+    try:
+        sha = git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+    except RuntimeError:
+        raise SystemExit(f"Error: {rev!r} is not a revision of {ROOT}") from None
+    return sha, git("describe", "--always", sha)
+
+
+def run_child(tree: Path, work: Path, data: Path, args: argparse.Namespace) -> dict[str, Any]:
+    spec, out = work / "spec.json", work / "out.json"
+    out.unlink(missing_ok=True)
+    spec.write_text(
+        json.dumps({"tree": str(tree), "work": str(work), "data": str(data), "out": str(out)})
+    )
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    proc = subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve()), "--child", str(spec)],
+        cwd=tree,
+        env=env,
+        stdout=sys.stderr,  # anything it prints is progress, not the table
+    )
+    try:
+        status = proc.wait()
+    finally:
+        if proc.poll() is None:  # interrupted: stop our child, by its pid
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    if status != 0:
+        raise RuntimeError(f"the child for {tree.name} exited with status {status}")
+    result: dict[str, Any] = json.loads(out.read_text())
+    return result
+
+
+def measure(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    try:
+        load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        load = "unknown"
+    date = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    base_sha, base_name = resolve(args.base)
+    if args.head == "WORKTREE":
+        head_sha = git("rev-parse", "HEAD")
+        dirty = git("describe", "--always", "--dirty")
+        changed = len(
+            [
+                line
+                for line in git("status", "--porcelain", "--untracked-files=all").splitlines()
+                if line
+            ]
+        )
+        head_name = f"{dirty} (working tree of {ROOT}, {changed} changed or untracked files)"
+    else:
+        head_sha, head_name = resolve(args.head)
+    sides = {"base": (base_sha, base_name), "head": (head_sha, head_name)}
+    results: dict[str, list[dict[str, Any]]] = {"base": [], "head": []}
+    folder = Path(tempfile.mkdtemp(prefix="simindex-revisions-"))
+    trees = Trees(folder)
+    try:
+        tree = {
+            "base": trees.add("base", base_sha, overlay=False),
+            "head": trees.add("head", head_sha, overlay=args.head == "WORKTREE"),
+        }
+        work = {side: folder / f"work-{side}" for side in sides}
+        for path in work.values():
+            path.mkdir()
+        data = folder / "data.npz"
+        log(f"data: {args.n:,} fingerprints, {args.queries:,} queries, {args.stream:,} stream")
+        make_data(data, args)
+        for r in range(args.repeats):
+            for side in ("base", "head"):
+                log(f"round {r + 1}/{args.repeats}: {side} ({sides[side][1]})")
+                t0 = time.monotonic()
+                results[side].append(run_child(tree[side], work[side], data, args))
+                log(f"  {time.monotonic() - t0:.1f} s")
+    finally:
+        trees.remove()
+        shutil.rmtree(folder, ignore_errors=True)
+    elapsed = time.monotonic() - started
+    return report(args, sides, results, date=date, load=load, elapsed=elapsed)
+
+
+def summarise(rounds: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    got = [r["rows"][name] for r in rounds]
+    values = [g["value"] for g in got if g.get("value") is not None]
+    p90s = [g["p90"] for g in got if g.get("p90") is not None]
+    answers = {g.get("answers") for g in got}
+    notes = sorted({g["note"] for g in got if g.get("note")})
+    median = statistics.median(values) if len(values) == len(got) else None
+    return {
+        "median": median,
+        "p90": statistics.median(p90s) if p90s and len(p90s) == len(got) else None,
+        "rounds": values,
+        "spread": (max(values) - min(values)) / median if median else None,
+        "answers": answers.pop() if len(answers) == 1 else "varies between rounds",
+        "note": "; ".join(notes),
+    }
+
+
+def fmt(value: float | None, unit: str) -> str:
+    """Three significant figures at least, thousands separated."""
+    if value is None:
+        return "-"
+    if value >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.3g}" if value >= 0.001 else f"{value:.2e}"
+
+
+def report(
+    args: argparse.Namespace,
+    sides: dict[str, tuple[str, str]],
+    results: dict[str, list[dict[str, Any]]],
+    *,
+    date: str,
+    load: str,
+    elapsed: float,
+) -> int:
+    meta = {side: results[side][0]["meta"] for side in sides}
+    kb, kh = meta["base"]["default_k"], meta["head"]["default_k"]
+    k_label = str(kb) if kb == kh else f"default (base {kb}, head {kh})"
+    rows = []
+    for name, label, unit, better in ROWS:
+        base, head = summarise(results["base"], name), summarise(results["head"], name)
+        ratio = (
+            head["median"] / base["median"]
+            if base["median"] and head["median"] is not None
+            else None
+        )
+        if base["median"] is None or head["median"] is None:
+            same = None
+        else:
+            same = base["answers"] == head["answers"] and "varies" not in str(base["answers"])
+        spreads = [s["spread"] for s in (base, head) if s["spread"] is not None]
+        rows.append(
+            {
+                "name": name,
+                "label": label.format(k=k_label),
+                "unit": unit,
+                "better": better,
+                "base": base,
+                "head": head,
+                "ratio": ratio,
+                "spread": max(spreads) if spreads and args.repeats > 1 else None,
+                "same_answers": same,
+            }
+        )
+    ok = all(r["same_answers"] is not False for r in rows)
+    info = {
+        "date": date,
+        "base": {"rev": sides["base"][0], "describe": sides["base"][1], **meta["base"]},
+        "head": {"rev": sides["head"][0], "describe": sides["head"][1], **meta["head"]},
+        "machine": {"nproc": os.cpu_count(), "cpu": cpu_model(), "load_at_start": load},
+        "versions": versions(),
+        "n": args.n,
+        "queries": args.queries,
+        "stream": args.stream,
+        "repeats": args.repeats,
+        "seed": args.seed,
+        "seconds": round(elapsed, 1),
+        "same_answers": ok,
+        "rows": rows,
+    }
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0 if ok else 1
+    v = info["versions"]
+    print("simindex revisions: the same workload on two revisions, in one run")
+    print(f"date {date}   nproc {os.cpu_count()}   {cpu_model()}   load at start {load}")
+    print(
+        f"Python {v['python']}   SQLite {v['sqlite']}   numpy {v['numpy']}"
+        + (f"   SQLAlchemy {v['sqlalchemy']}" if "sqlalchemy" in v else "")
+    )
+    for side in ("base", "head"):
+        m = meta[side]
+        print(
+            f"{side} {sides[side][1]}: default k={m['default_k']}, {m['layout']}; "
+            f"k=3: {m['k3_layout']}" + ("" if m["hold"] else "; no hold=")
+        )
+    print(
+        f"N={args.n:,} random fingerprints (1% planted at 1..{FLIPS} bits), Q={args.queries:,} "
+        f"queries (half planted, 0..{FLIPS} bits flipped), {args.stream:,} query-then-add "
+        f"documents; {args.repeats} round(s) per revision, base and head taking turns"
+    )
+    print()
+    width = max(len(r["label"]) for r in rows)
+    print(
+        f"{'workload':<{width}}  {'unit':<5} {'base':>10} {'head':>10} {'head/base':>9} "
+        f"{'better':<9} {'base p90':>9} {'head p90':>9} {'spread':>6}  same answers"
+    )
+    print("-" * (width + 92))
+    for r in rows:
+        base, head = r["base"], r["head"]
+        ratio = f"{r['ratio']:.3f}" if r["ratio"] is not None else "-"
+        spread = f"{r['spread']:.0%}" if r["spread"] is not None else "-"
+        same = {True: "yes", False: "no", None: "-"}[r["same_answers"]]
+        notes = "; ".join(
+            f"{side}: {s['note']}" for side, s in (("base", base), ("head", head)) if s["note"]
+        )
+        print(
+            f"{r['label']:<{width}}  {r['unit']:<5} {fmt(base['median'], r['unit']):>10} "
+            f"{fmt(head['median'], r['unit']):>10} {ratio:>9} "
+            f"{'<1' if r['better'] == 'lower' else '>1':<9} "
+            f"{fmt(base['p90'], r['unit']):>9} {fmt(head['p90'], r['unit']):>9} {spread:>6}  "
+            f"{same}" + (f"  ({notes})" if notes else "")
+        )
+    print()
+    print(
+        "head/base: head's median over base's, in the row's unit; better: which side of 1 "
+        "means head is faster (<1 for times, >1 for rates)."
+    )
+    print(
+        "p50 latencies (the query rows) and the mean (query then add); p90: over the queries "
+        "of a round, median over the rounds; spread: the larger (max-min)/median over the "
+        "rounds of the two revisions (noise)."
+    )
+    differ = [r["label"] for r in rows if r["same_answers"] is False]
+    if differ:
+        print(f"same answers: no ({len(differ)} rows differ: {'; '.join(differ)})")
+    else:
+        print("same answers: yes (every row: the same matches, pairs and rows on both)")
+    print(f"{elapsed:.0f} s for the whole run")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
