@@ -7,7 +7,6 @@
 ['doc-1']
 """
 
-from simindex.blocks import BlockLayout
 from simindex.errors import (
     ConfigMismatchError,
     DamagedIndexError,
@@ -18,33 +17,52 @@ from simindex.errors import (
     SimIndexError,
     StorageError,
 )
-from simindex.fingerprint import (
-    DEFAULT_CONFIG,
-    FingerprintConfig,
-    hamming,
-    simhash,
-    to_signed,
-    to_unsigned,
-)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from simindex.blocks import BlockLayout
+    from simindex.fingerprint import (
+        DEFAULT_CONFIG,
+        FingerprintConfig,
+        hamming,
+        simhash,
+        to_signed,
+        to_unsigned,
+    )
     from simindex.index import FullScanWarning, SimIndex
     from simindex.query import Match
 
+# Everything but the errors loads on first use: the database side (SQLAlchemy,
+# Alembic) never in processes that only fingerprint (ingest's workers), and
+# nothing heavy (numpy, xxhash) before the simindex command can catch Ctrl-C
+# (simindex/__main__.py).
+_LAZY = {
+    "BlockLayout": "simindex.blocks",
+    "DEFAULT_CONFIG": "simindex.fingerprint",
+    "FingerprintConfig": "simindex.fingerprint",
+    "hamming": "simindex.fingerprint",
+    "simhash": "simindex.fingerprint",
+    "to_signed": "simindex.fingerprint",
+    "to_unsigned": "simindex.fingerprint",
+    "SimIndex": "simindex.index",
+    "FullScanWarning": "simindex.index",
+    "Match": "simindex.query",
+}
+
 
 def __getattr__(name: str) -> object:
-    # The database side (SQLAlchemy, Alembic) loads on first use, so processes
-    # that only fingerprint (ingest's workers) never pay for it.
-    if name in ("SimIndex", "FullScanWarning"):
-        from simindex import index
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'simindex' has no attribute {name!r}")
+    from importlib import import_module
 
-        return getattr(index, name)
-    if name == "Match":
-        from simindex.query import Match
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # looked up once
+    return value
 
-        return Match
-    raise AttributeError(f"module 'simindex' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
 
 
 __all__ = [

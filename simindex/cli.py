@@ -2,7 +2,7 @@
 
 Data goes to stdout, progress and errors to stderr. Exit codes: 0 success;
 1 ``query`` found nothing (like grep) or ``check`` found a problem; 2 an
-error (one line ``Error: ...``).
+error (one line ``Error: ...``); 130 interrupted (Ctrl-C; one line too).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from simindex.index import DEFAULT_K, CheckReport, FullScanWarning, SimIndex
 from simindex.tokenize import CJK_MODES
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
 
 app = typer.Typer(
     name="simindex",
@@ -79,7 +80,7 @@ def reported(func: F) -> F:
             fail(f"cannot read or write{where}: {exc.strerror or exc}")
         except KeyboardInterrupt:
             typer.echo("Interrupted; nothing of the unfinished transaction was kept.", err=True)
-            raise typer.Exit(130) from None
+            raise typer.Exit(EXIT_INTERRUPTED) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -1161,16 +1162,20 @@ def _explanation_lines(e: Explanation) -> Iterator[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of the ``simindex`` command and of ``python cli.py``.
+    """Run the command (``python cli.py``; the ``simindex`` command runs it
+    through simindex.__main__, which also catches a Ctrl-C while this module
+    is still being imported).
 
     Usage mistakes (an unknown option, a missing argument) become one line
-    ``Error: ...`` and exit code 2, like every other error.
+    ``Error: ...`` and exit code 2, like every other error; Ctrl-C, one line
+    and exit code 130.
     """
     command = typer.main.get_command(app)
     try:
         code = command.main(args=argv, prog_name="simindex", standalone_mode=False)
     except KeyboardInterrupt:
-        sys.exit(130)
+        typer.echo("Interrupted.", err=True)
+        sys.exit(EXIT_INTERRUPTED)
     except Exception as exc:
         message = getattr(exc, "format_message", None)
         if not callable(message) or not isinstance(getattr(exc, "exit_code", None), int):
