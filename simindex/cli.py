@@ -55,8 +55,49 @@ class UserError(Exception):
 
 
 def fail(message: str) -> NoReturn:
-    typer.echo(f"Error: {message}", err=True)
+    _settle_stdout()
+    typer.echo(f"Error: {escaped(message, backslash=False)}", err=True)
     raise typer.Exit(EXIT_ERROR)
+
+
+def _settle_stdout() -> None:
+    """Flush what was printed before an error; if stdout cannot take it (a full
+    disk, a closed pipe), drop it, so that exiting does not fail a second time."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+# --- keys in text output ------------------------------------------------------
+
+# Control characters: C0, DEL and C1. A terminal acts on some of them (ESC
+# starts a colour or cursor sequence), so none is printed as it is.
+_CONTROLS = (*range(0x20), 0x7F, *range(0x80, 0xA0))
+_MESSAGE_ESCAPES = {c: f"\\x{c:02x}" for c in _CONTROLS} | {
+    ord("\t"): "\\t",
+    ord("\n"): "\\n",
+    ord("\r"): "\\r",
+    0: "\\0",
+}
+_FIELD_ESCAPES = _MESSAGE_ESCAPES | {ord("\\"): "\\\\"}
+
+
+def escaped(text: str, *, backslash: bool = True) -> str:
+    """A key (or any text) as one field of a tab-separated line, byte for byte.
+
+    Backslash, tab, newline, carriage return and NUL become \\\\, \\t, \\n, \\r
+    and \\0 (as in PostgreSQL's text COPY format); every other control
+    character (C0, DEL, C1: what a terminal may act on, ESC included) becomes
+    \\xNN, the character U+00NN. Nothing is dropped, so the field reads back
+    exactly. Every command that prints keys in text form prints them through
+    this (--json prints them as JSON strings). ``backslash=False``, for
+    messages: control characters only, so a message stays one line.
+    """
+    if text.isprintable() and (not backslash or "\\" not in text):
+        return text
+    return text.translate(_FIELD_ESCAPES if backslash else _MESSAGE_ESCAPES)
 
 
 def reported(func: F) -> F:
@@ -507,7 +548,7 @@ def query(
         emit_json({"fingerprint": fp, "k": used_k, "matches": [m._asdict() for m in matches]})
     else:
         for m in matches:
-            typer.echo(f"{m.distance}\t{m.key}")
+            typer.echo(f"{m.distance}\t{escaped(m.key)}")
     if not matches:
         raise typer.Exit(EXIT_NOT_FOUND)
 
@@ -774,7 +815,10 @@ def dedup(
 
     `simindex dedup INDEX` prints each near-duplicate pair: distance, key, key;
     with --clusters, one group a line: the canonical (first added) key, then
-    the others with their distance to it.
+    each other one as KEY:DISTANCE (its distance to the canonical one).
+    Fields are separated by tabs; in keys, tab, newline, CR, NUL and
+    backslash are written \\t \\n \\r \\0 \\\\ and other control
+    characters \\xNN (--json gives them as they are).
 
     `simindex dedup CORPUS... --out unique.jsonl` streams a corpus and writes
     only the documents that are not within k of an earlier kept one (and, with
@@ -818,15 +862,15 @@ def dedup(
                 )
             else:
                 for c in groups:
-                    others = " ".join(f"{key}:{d}" for key, d in c.members[1:])
-                    typer.echo(f"{c.canonical}\t{others}")
+                    members = (f"{escaped(key)}:{d}" for key, d in c.members[1:])
+                    typer.echo("\t".join((escaped(c.canonical), *members)))
             return
         pairs = ix.duplicates(k)
     if as_json:
         emit_json({"k": used_k, "pairs": [p._asdict() for p in pairs]})
     else:
         for p in pairs:
-            typer.echo(f"{p.distance}\t{p.key_a}\t{p.key_b}")
+            typer.echo(f"{p.distance}\t{escaped(p.key_a)}\t{escaped(p.key_b)}")
 
 
 def _dedup_corpus(

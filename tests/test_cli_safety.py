@@ -13,11 +13,12 @@ import signal
 import subprocess
 import sys
 import time
+import unicodedata
 from pathlib import Path
 
 import pytest
 
-from .test_cli import ROOT, T1, T2, T3, T4
+from .test_cli import ROOT, T1, T2, T3, T4, contents, error, ok
 
 TEXTS = [T1, T2, T3, T4]
 
@@ -36,6 +37,125 @@ def write_corpus(path: Path, n: int = 4, broken_at: int | None = None) -> bytes:
 
 def listing(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir())
+
+
+# --- 6. keys in tab-separated output ------------------------------------------
+
+ODD_KEYS = [
+    "plain",
+    "with space",
+    "tab\there",
+    "new\nline",
+    "carriage\rreturn",
+    "nul\x00here",
+    "back\\slash",
+    "ansi \x1b[31mred\x1b[0m",
+    "bell\x07 del\x7f c1\x85",
+    "colon:7",
+    "中文 key",
+]
+
+
+def unescape(field: str) -> str:
+    """Read a field of the CLI's tab-separated output back (the test's own reader)."""
+    out, i = [], 0
+    simple = {"t": "\t", "n": "\n", "r": "\r", "0": "\x00", "\\": "\\"}
+    while i < len(field):
+        c = field[i]
+        if c != "\\":
+            out.append(c)
+            i += 1
+        elif field[i + 1] in simple:
+            out.append(simple[field[i + 1]])
+            i += 2
+        else:
+            assert field[i + 1] == "x", field
+            out.append(chr(int(field[i + 2 : i + 4], 16)))
+            i += 4
+    return "".join(out)
+
+
+def test_escaped_writes_every_control_character_visibly_and_reads_back() -> None:
+    from simindex.cli import escaped
+
+    assert escaped("plain key/with:colons.txt") == "plain key/with:colons.txt"
+    assert escaped("a\tb\nc\rd\x00e\\f") == "a\\tb\\nc\\rd\\0e\\\\f"
+    assert escaped("\x1b[31m\x07\x7f\x85\x9f") == "\\x1b[31m\\x07\\x7f\\x85\\x9f"
+    assert escaped("中文 \u00a0é") == "中文 \u00a0é"
+    every = "".join(map(chr, range(0x250))) + "\\x41"
+    shown = escaped(every)
+    assert unescape(shown) == every
+    assert not any(unicodedata.category(ch) == "Cc" for ch in shown)
+    assert escaped("C:\\x\n", backslash=False) == "C:\\x\\n"  # messages: controls only
+
+
+@pytest.fixture
+def odd(tmp_path: Path) -> Path:
+    """An index of ODD_KEYS, all near-duplicates of T1."""
+    docs = tmp_path / "odd.jsonl"
+    lines = [json.dumps({"id": key, "text": T1 + " " * i + "!"}) for i, key in enumerate(ODD_KEYS)]
+    docs.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    index = tmp_path / "odd.db"
+    ok("add", index, docs, "--quiet")
+    assert set(contents(index)) == set(ODD_KEYS)
+    return index
+
+
+def _lines(stdout: str, fields: int | None) -> list[list[str]]:
+    assert stdout.endswith("\n")
+    assert "\x1b" not in stdout and "\r" not in stdout and "\x00" not in stdout
+    assert all(unicodedata.category(ch) != "Cc" or ch in "\t\n" for ch in stdout)
+    rows = [line.split("\t") for line in stdout[:-1].split("\n")]
+    if fields is not None:
+        assert all(len(row) == fields for row in rows), rows
+    return rows
+
+
+def test_query_prints_every_key_escaped_one_line_each(odd: Path) -> None:
+    rows = _lines(ok("query", odd, T1).stdout, 2)
+    assert sorted(unescape(key) for _, key in rows) == sorted(ODD_KEYS)
+    matches = json.loads(ok("query", odd, T1, "--json").stdout)["matches"]
+    assert sorted(m["key"] for m in matches) == sorted(ODD_KEYS)  # JSON: the keys as they are
+
+
+def test_dedup_pairs_print_every_key_escaped(odd: Path) -> None:
+    rows = _lines(ok("dedup", odd).stdout, 3)
+    pairs = json.loads(ok("dedup", odd, "--json").stdout)["pairs"]
+    assert len(pairs) == len(rows) == len(ODD_KEYS) * (len(ODD_KEYS) - 1) // 2
+    got = [(int(d), unescape(a), unescape(b)) for d, a, b in rows]
+    assert got == [(p["distance"], p["key_a"], p["key_b"]) for p in pairs]
+
+
+def test_dedup_clusters_separate_members_with_tabs(odd: Path) -> None:
+    rows = _lines(ok("dedup", odd, "--clusters").stdout, None)
+    clusters = json.loads(ok("dedup", odd, "--clusters", "--json").stdout)["clusters"]
+    assert len(rows) == len(clusters) == 1
+    canonical, *members = rows[0]
+    parsed = [(unescape(key), int(d)) for key, _, d in (m.rpartition(":") for m in members)]
+    assert unescape(canonical) == clusters[0]["canonical"]
+    assert [[unescape(canonical), 0], *map(list, parsed)] == clusters[0]["members"]
+    assert sorted(k for k, _ in parsed) == sorted(set(ODD_KEYS) - {unescape(canonical)})
+
+
+def test_keys_are_escaped_through_a_pipe_too(odd: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONIOENCODING"] = "utf-8"
+    done = subprocess.run(
+        [sys.executable, "cli.py", "query", str(odd), T1],
+        cwd=ROOT,
+        capture_output=True,
+        timeout=60,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.decode("utf-8")
+    assert "\\x1b[31mred\\x1b[0m" in out  # not stripped, not raw
+    assert sorted(unescape(line.split("\t", 1)[1]) for line in out.splitlines()) == sorted(ODD_KEYS)
+
+
+def test_an_error_naming_an_odd_key_stays_one_line(tmp_path: Path) -> None:
+    message = error("add", tmp_path / "ix.db", "--text", "...", "--key", "bad\nkey\x1b[2J")
+    assert "bad\\nkey\\x1b[2J" in message
 
 
 # --- 9. Ctrl-C ------------------------------------------------------------------
