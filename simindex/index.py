@@ -9,6 +9,7 @@ import threading
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from itertools import islice
 from types import TracebackType
 from typing import Any, NamedTuple
@@ -16,7 +17,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from sqlalchemy import URL, Connection
 
-from simindex import store
+from simindex import accelerator, store
+from simindex.accelerator import Accelerator, Stamp
 from simindex.blocks import MAX_INDEX_K, BlockLayout, check_k, lookup_cost, probe_radius
 from simindex.errors import (
     ConfigMismatchError,
@@ -46,23 +48,7 @@ from simindex.query import (
 
 DEFAULT_K = 8
 _BATCH = 5000  # rows per write in add_many / add_fingerprints
-# Holding the fingerprints in memory (see SimIndex._spent): reading and sorting
-# them costs about this much a row (at 1M: 0.6 s to read, 0.3 s to sort).
-_HOLD_S_PER_ROW = 1e-6
-_HOLD_FIRST_S = 0.05  # the database time before the index's size is first asked
-_HOLD_MAX_ROWS = 20_000_000  # bigger indexes stay in the database (memory: ~70 bytes a row)
-_HOLD_MAX_FACTOR = 16.0  # how far writes that come often push the next read back
 _ONE_BY_ONE = 16  # batches up to this size are matched query by query in memory
-# Rows this thread writes are applied to its snapshot (Snapshot.add), in
-# writes of up to _APPLIED_MAX rows (a larger one lets the snapshot go), and
-# compared one by one up to _ADDED_MAX of them (or a 64th of the snapshot, to
-# 65,536; ~3 ns a row, so 44 us a query at 15,000); past that they are merged
-# into its tables (Snapshot.merged and the tables' sort: 0.44 s at a million,
-# one-off timing). A 64th is about where the two costs balance.
-_APPLIED_MAX = 1 << 16
-_ADDED_MAX = 4096
-
-
 # stats() warns of a crowded bucket (one value of a lookup index's blocks):
 # one that holds at least 1% of the fingerprints and at least 10 of them (in
 # an index of a few hundred, one shared value is 1% by itself), or 10,000
@@ -80,18 +66,15 @@ def crowded(rows: int, count: int, expected: float) -> bool:
     return rows >= CROWDED_ROWS or (rows >= CROWDED_MIN_ROWS and rows >= CROWDED_SHARE * count)
 
 
-class _Stamp:
-    """What a held snapshot was read under (SQLite), and what has happened since:
-    the read connection's data_version when last found current, the write
-    transactions counted (store.count_write), and whether this thread's own
-    writes were applied since that data_version (they move it too)."""
+@dataclass
+class _Write:
+    """One write transaction of a SimIndex (see SimIndex._writing): its
+    connection, and the rows it wrote for a held snapshot ((id, signed
+    fingerprint) of every key written; None: not known, which lets it go)."""
 
-    __slots__ = ("data_version", "writes", "own")
-
-    def __init__(self, data_version: int, writes: int) -> None:
-        self.data_version = data_version
-        self.writes = writes
-        self.own = False
+    conn: Connection
+    rows: list[tuple[int, int]] | None = None
+    writes: int | None = None  # the write transactions counted, this one included
 
 
 class CheckReport(NamedTuple):
@@ -225,7 +208,7 @@ class SimIndex:
         except BaseException:
             self._engine.dispose()
             raise
-        self._hold = hold
+        self._accel = Accelerator(hold)  # shared by this object's threads
         self._adopt(settings, None)
         self._store.valid_for = self._store.schema_version()
 
@@ -320,8 +303,7 @@ class SimIndex:
             "schema_revision": store.HEAD,
             "created_by": self._settings.created_by,
         }
-        held = getattr(self._local, "snapshot", None)  # this thread's (see query)
-        info["held_in_memory_bytes"] = 0 if held is None else held.nbytes
+        info["held_in_memory_bytes"] = self._accel.nbytes  # (see query)
         if self._where.path is not None:
             size = self._file_bytes()
             info["file_bytes"] = size
@@ -376,11 +358,8 @@ class SimIndex:
                 f"fingerprint (ids {shown})"
             )
         if repair and (bad or any("index" in p and "missing" in p for p in problems)):
-            with (
-                self._lock,
-                store.writing(self._engine, self._where, timeout=self._timeout) as conn,
-            ):
-                store.count_write(conn)
+            with self._writing() as write:  # rows not listed: a held snapshot goes
+                conn = write.conn
                 if bad:
                     self._store.repair_blocks(conn, bad)
                     repaired.append(f"recomputed the block columns of {len(bad)} rows")
@@ -451,11 +430,29 @@ class SimIndex:
         fresh = store.Store(self._engine, self._where, settings.layout)
         fresh.valid_for = cookie
         self._state = (settings, fresh)
-        self._local = threading.local()  # each thread's batch snapshot
+        self._accel.drop()  # held under the old layout
 
     def _fresh_in(self, conn: Connection) -> None:
         """Inside a write transaction: make sure the settings are the file's."""
         self._changed(store.schema_version(conn))
+
+    @contextlib.contextmanager
+    def _writing(self, *, alone: bool = False, fresh: bool = True) -> Iterator[_Write]:
+        """Every write transaction of this index goes through here: it holds the
+        write lock from its start (``alone``: on PostgreSQL, no other writer
+        either), adopts a rebuild made elsewhere first (``fresh``), counts the
+        write as its last statement (SQLite; see store.count_write), and once
+        it has committed tells the accelerator what it wrote (``rows``)."""
+        with self._lock:
+            with store.writing(
+                self._engine, self._where, timeout=self._timeout, alone=alone
+            ) as conn:
+                if fresh:
+                    self._fresh_in(conn)  # a rebuild elsewhere may have changed the layout
+                write = _Write(conn)
+                yield write
+                write.writes = store.count_write(conn)
+            self._accel.committed(write.writes, write.rows)
 
     def rebuild(
         self,
@@ -508,17 +505,16 @@ class SimIndex:
             # One transaction: readers go on seeing the old index until it
             # commits; writers wait for it (up to their timeout); a failure
             # rolls everything back, staging table included.
-            with store.writing(
-                self._engine, self._where, timeout=self._timeout, alone=True
-            ) as conn:
+            with self._writing(alone=True, fresh=False) as write:
+                conn = write.conn
                 if fingerprints is not None:
                     store.start_staging(conn)
                     items = iter(fingerprints)
                     while batch := list(islice(items, batch_size)):
                         keys, fps = _checked([key for key, _ in batch], [fp for _, fp in batch])
                         store.stage(conn, keys, fps)
+                # (swap_in rewrites simindex_meta: the count restarts with this write)
                 rows = store.swap_in(conn, settings, from_staging=fingerprints is not None)
-                store.count_write(conn)  # (swap_in rewrote simindex_meta: the count restarts)
             self._adopt(settings, None)
             self._store.valid_for = self._store.schema_version()
         return rows
@@ -591,42 +587,37 @@ class SimIndex:
                 fps.append(fingerprint)
                 if len(keys) >= chunk_size or taken == limit:
                     yield _checked(keys, fps)
-                    if listed is not None and len(listed) <= _APPLIED_MAX:  # bounded
+                    if listed is not None and len(listed) <= accelerator.APPLIED_MAX:  # bounded
                         listed += keys
                     keys, fps = [], []
                     if taken == limit:
                         return
             if keys:
                 yield _checked(keys, fps)
-                if listed is not None and len(listed) <= _APPLIED_MAX:
+                if listed is not None and len(listed) <= accelerator.APPLIED_MAX:
                     listed += keys
 
         source = iter(items)
         written = 0
         while True:
-            # The keys written, for this thread's snapshot (see _applied; SQLite).
-            held = getattr(self._local, "snapshot", None) is not None
-            held = held and self._engine.dialect.name == "sqlite"
+            # The keys written, for a held snapshot (see Accelerator.committed).
+            held = self._accel.wants_rows
             keys: list[str] | None = [] if held else None
-            with self._lock:
-                with store.writing(self._engine, self._where, timeout=self._timeout) as conn:
-                    self._fresh_in(conn)  # a rebuild elsewhere may have changed the layout
-                    counted = store.count_write(conn)
-                    rows: list[tuple[int, int]] = []
-                    count, stored = self._store.put_stream(
-                        conn,
-                        chunks(source, batch_size, keys),
-                        keep=skip_existing,
-                        returned=rows if held else None,
-                    )
-                    applied: list[tuple[int, int]] | None = rows
-                    if keys is not None and len(rows) != count:  # put returned not all: read
-                        if len(keys) > _APPLIED_MAX:
-                            applied = None  # too many to apply: the snapshot goes
-                        else:
-                            applied = self._store.rows_by_key(conn, keys)
-                if held:
-                    self._applied(counted, applied)
+            with self._writing() as write:
+                rows: list[tuple[int, int]] = []
+                count, stored = self._store.put_stream(
+                    write.conn,
+                    chunks(source, batch_size, keys),
+                    keep=skip_existing,
+                    returned=rows if held else None,
+                )
+                if keys is not None:
+                    if len(rows) == count:  # put returned every row it wrote
+                        write.rows = rows
+                    elif (
+                        len(keys) <= accelerator.APPLIED_MAX
+                    ):  # else too many to apply: the snapshot goes
+                        write.rows = self._store.rows_by_key(write.conn, keys)
             if count >= store.FAST_LOAD_MIN:
                 self._store.tidy_after_load()
             written += stored
@@ -640,14 +631,10 @@ class SimIndex:
     def remove_many(self, keys: Iterable[str]) -> int:
         """Remove keys in one transaction; returns how many were there."""
         unique = list(dict.fromkeys(_check_key(k) for k in keys))
-        with self._lock:
-            with store.writing(self._engine, self._where, timeout=self._timeout) as conn:
-                self._fresh_in(conn)
-                counted = store.count_write(conn)
-                removed = self._store.remove(conn, unique)
-            # Removed rows stay in the snapshot: their ids find no row any more.
-            self._applied(counted, [])
-            return removed
+        with self._writing() as write:
+            removed = self._store.remove(write.conn, unique)
+            write.rows = []  # removed rows stay in a held snapshot: their ids find no row
+        return removed
 
     # --- reading ----------------------------------------------------------
 
@@ -784,7 +771,7 @@ class SimIndex:
             # says (~40 us at k=3, ~1 ms probed at k=8, at 1M); in memory,
             # reading the index costs ~0.5 us a row once (then it is kept
             # while the index does not change) and a few us a query.
-            cached = getattr(self._local, "snapshot", None)
+            cached = self._accel.snapshot
             probed = distance > settings.layout.k  # (see query)
             held = self._held(distance) if probed and self._state[1] is used else None
             by_lookup = distance <= settings.layout.k or used.can_probe(distance)
@@ -831,121 +818,45 @@ class SimIndex:
         return [r[:limit] for r in results] if limit is not None else results
 
     def _held(self, k: int) -> Snapshot | None:
-        """This thread's snapshot, if it is still what the index holds (no
-        write since it was read but this thread's own, applied: see _current)
-        and answers k; else None (and a stale one is let go)."""
-        snapshot: Snapshot | None = getattr(self._local, "snapshot", None)
-        if snapshot is None or k > MAX_INDEX_K:
+        """The held snapshot, if it is still what the index holds (no write
+        since it was read but this object's own, applied) and answers k; else
+        None (and a stale one is let go: see Accelerator.current)."""
+        if k > MAX_INDEX_K or self._accel.snapshot is None:
             return None
         versions = self._store.versions()  # one read for all three
         if versions is None:
             return None
-        if self._changed(versions[1]):  # a rebuild elsewhere: settings adopted, snapshots gone
+        if self._changed(versions[1]):  # a rebuild elsewhere: settings adopted, snapshot gone
             return None
-        local = self._local
-        if not self._current(snapshot, versions):
-            local.snapshot = None
-            # Did it pay? If the queries it answered would have cost less in the
-            # database than reading it did, wait twice as long before the next
-            # (writes come often here); if it paid, half as long (to 1x).
-            saved = getattr(local, "served", 0) * getattr(local, "per_query", 0.0)
-            factor = getattr(local, "factor", 1.0)
-            paid = saved >= getattr(local, "load_seconds", 0.0)
-            local.factor = max(1.0, factor / 2) if paid else min(_HOLD_MAX_FACTOR, factor * 2)
-            return None
-        local.served = getattr(local, "served", 0) + 1
-        return snapshot
+        return self._accel.current(versions)
 
     def _spent(self, seconds: float) -> None:
-        """Count the time this thread's queries spend in the database; once it
-        reaches what reading the index into memory would cost, read it (ski
-        rental: queries then cost at most about twice what the better of the
-        two ways would have, whatever the mix of reads and writes). The
-        snapshot is kept, with this thread's writes applied (_applied), until
-        anyone else writes; then queries go back to the
-        database until they have spent that much again, times a factor that
-        doubles each time a snapshot is let go before it paid for itself (up
-        to 16) and halves when one did (see _held). SQLite only (other
-        databases give no cheap way to know nothing changed)."""
-        if self._hold is False:
-            return
-        local = self._local
-        local.spent = getattr(local, "spent", 0.0) + seconds
-        local.queries = getattr(local, "queries", 0) + 1
-        if self._hold is None and local.spent < getattr(local, "rent", _HOLD_FIRST_S):
+        """A probed query spent `seconds` in the database: charge the
+        accelerator, and read the index into memory when it says so (SQLite
+        only: other databases give no cheap way to know nothing changed)."""
+        if not self._accel.charge(seconds, self._store.estimated_size):
             return
         if self._engine.dialect.name != "sqlite":  # no data_version: never held
-            local.rent = float("inf")
+            self._accel.never()
             return
-        size = self._store.estimated_size()
-        factor = getattr(local, "factor", 1.0)
-        local.rent = size * _HOLD_S_PER_ROW * factor if size <= _HOLD_MAX_ROWS else float("inf")
-        if self._hold or local.spent >= local.rent:
-            local.per_query = local.spent / local.queries  # what the database costs a query
-            started = time.perf_counter()
-            self._snapshot()
-            local.load_seconds = time.perf_counter() - started
-            local.spent, local.queries, local.served = 0.0, 0, 0
+        started = time.perf_counter()
+        try:
+            snapshot, stamp = self._read_snapshot()
+        except BaseException:
+            self._accel.failed()
+            raise
+        self._accel.install(snapshot, stamp, time.perf_counter() - started)
 
-    @staticmethod
-    def _current(snapshot: Snapshot, versions: tuple[int, int, int]) -> bool:
-        """Whether a held snapshot (with the rows this thread wrote since,
-        see _applied) is still what the index holds, by one read of
-        (data_version, schema cookie, writes counted): no write counted but
-        this thread's own, and no commit at all unless this thread wrote.
-        (A writer that does not count its writes, older than this simindex
-        or not simindex at all, goes unseen only if it commits between this
-        thread's own writes and its next query.)"""
-        stamp = snapshot.version
-        if not isinstance(stamp, _Stamp):
-            return False
-        data_version, _cookie, writes = versions
-        if writes != stamp.writes:
-            return False
-        if data_version != stamp.data_version:
-            if not stamp.own:
-                return False
-            stamp.data_version, stamp.own = data_version, False
-        return True
-
-    def _applied(self, writes: int | None, rows: list[tuple[int, int]] | None) -> None:
-        """After a write transaction of this thread has committed (counted as
-        `writes`): bring its held snapshot up to date with the rows it wrote
-        (`rows`: (id, signed fingerprint) of every key it wrote, None when
-        there were too many to list), or let the snapshot go."""
-        snapshot: Snapshot | None = getattr(self._local, "snapshot", None)
-        if snapshot is None:
-            return
-        stamp = snapshot.version
-        if (
-            not isinstance(stamp, _Stamp)
-            or writes is None
-            or rows is None
-            or stamp.writes != writes - 1
-        ):
-            self._local.snapshot = None  # someone else wrote too, or too much was written
-            return
-        if rows:
-            snapshot.add([i for i, _ in rows], [to_unsigned(f) for _, f in rows])
-            if len(snapshot.added_ids) > max(_ADDED_MAX, min(len(snapshot.ids) // 64, 1 << 16)):
-                snapshot = self._local.snapshot = snapshot.merged()
-        stamp.writes, stamp.own = writes, True
-
-    def _snapshot(self) -> Snapshot:
-        """The index's fingerprints in memory, reread when anyone but this
-        thread has written since they were read (see _current)."""
+    def _read_snapshot(self) -> tuple[Snapshot, Stamp | None]:
+        """The index's fingerprints, read in one snapshot, and the stamp they
+        were read under (None where nothing can tell that they are current)."""
         self._refresh()
-        snapshot: Snapshot | None = getattr(self._local, "snapshot", None)
         versions = self._store.versions()  # before the read: a write between shows later
-        if snapshot is not None and versions is not None and self._current(snapshot, versions):
-            return snapshot
         with store.reading(self._engine, self._where) as conn:
             ids, fps = self._store.load(conn)
             writes = store.writes_counted(conn)
-        # Elsewhere nothing tells whether it is still current: reread each time.
-        stamp = None if versions is None or writes is None else _Stamp(versions[0], writes)
-        snapshot = self._local.snapshot = Snapshot(ids, fps, stamp)
-        return snapshot
+        stamp = None if versions is None or writes is None else Stamp(versions[0], writes)
+        return Snapshot(ids, fps, None), stamp
 
     def _match_on_server(
         self, used: store.Store, fps: Sequence[int], k: int
@@ -969,11 +880,19 @@ class SimIndex:
     def _match_in_memory(
         self, fps: Sequence[int], k: int, snapshot: Snapshot | None = None
     ) -> list[list[Match]]:
-        snapshot = self._snapshot() if snapshot is None else snapshot
-        if len(fps) * len(snapshot.added_ids) > 64 * _ADDED_MAX:  # a batch: merge them first
-            snapshot = snapshot.merged()
-            if getattr(self._local, "snapshot", None) is not None:
-                self._local.snapshot = snapshot
+        if snapshot is None:  # a batch: the held snapshot if current, else read one
+            snapshot = self._held(k)
+            if snapshot is None:
+                started = time.perf_counter()
+                snapshot, stamp = self._read_snapshot()
+                # Kept for later queries, unless hold=False (then it serves this batch only).
+                self._accel.install(snapshot, stamp, time.perf_counter() - started)
+        if (
+            len(fps) * len(snapshot.added_ids) > 64 * accelerator.ADDED_MAX
+        ):  # a batch: merge them first
+            merged = snapshot.merged()
+            self._accel.replace(snapshot, merged)
+            snapshot = merged
         queries = np.array(fps, dtype=np.uint64)
         if len(fps) <= _ONE_BY_ONE:
             found = [snapshot.near(fp, k) for fp in fps]

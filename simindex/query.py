@@ -456,7 +456,10 @@ class Snapshot:
 
     Rows written since (by the holder, which knows them: see add) are kept
     apart, ``added_ids`` / ``added_fps``, and compared one by one (added_within)
-    until there are many of them (merged)."""
+    until there are many of them (merged). Threads may share a snapshot: the
+    two added arrays are replaced together, in one assignment, so a reader
+    always sees a pair that belongs together, and tables built on first use
+    by two threads at once are built twice, never half."""
 
     def __init__(self, ids: np.ndarray, fps: np.ndarray, version: object) -> None:
         self.ids = ids
@@ -464,38 +467,50 @@ class Snapshot:
         self.version = version  # what the index looked like; compared by the caller
         self._tables: dict[int, tuple[Plan, list[_Table]]] = {}
         self._probed: dict[int, list[_Probed] | None] = {}
-        self.added_ids = np.zeros(0, np.int64)
-        self.added_fps = np.zeros(0, np.uint64)
+        self._added = (np.zeros(0, np.int64), np.zeros(0, np.uint64))
+
+    @property
+    def added_ids(self) -> np.ndarray:
+        return self._added[0]
+
+    @property
+    def added_fps(self) -> np.ndarray:
+        return self._added[1]
 
     def add(self, ids: Sequence[int], fps: Sequence[int]) -> None:
         """Rows written since it was read: (id, unsigned fingerprint). A row
         written again is found by both entries; the caller rechecks each
         candidate's stored fingerprint, so the older one finds nothing."""
-        self.added_ids = np.concatenate([self.added_ids, np.array(ids, dtype=np.int64)])
-        self.added_fps = np.concatenate([self.added_fps, np.array(fps, dtype=np.uint64)])
+        added_ids, added_fps = self._added
+        self._added = (
+            np.concatenate([added_ids, np.array(ids, dtype=np.int64)]),
+            np.concatenate([added_fps, np.array(fps, dtype=np.uint64)]),
+        )
 
     def merged(self) -> Snapshot:
         """The same rows with the added ones among the others (tables rebuilt
         on first use): the ids added replace the held rows of those ids."""
-        keep = ~np.isin(self.ids, self.added_ids)
+        added_ids, added_fps = self._added
+        keep = ~np.isin(self.ids, added_ids)
         # The last entry of an id added twice is its newest fingerprint.
-        last = len(self.added_ids) - 1 - np.unique(self.added_ids[::-1], return_index=True)[1]
-        ids = np.concatenate([self.ids[keep], self.added_ids[last]])
-        fps = np.concatenate([self.fps[keep], self.added_fps[last]])
+        last = len(added_ids) - 1 - np.unique(added_ids[::-1], return_index=True)[1]
+        ids = np.concatenate([self.ids[keep], added_ids[last]])
+        fps = np.concatenate([self.fps[keep], added_fps[last]])
         return Snapshot(ids, fps, self.version)
 
     def added_within(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(query position, id) of every added row within distance k of each
         unsigned fingerprint: compared one by one (in chunks bounding memory)."""
         out_q, out_ids = [], []
-        if self.added_ids.size:
-            per = max(1, _ADDED_COMPARED // len(self.added_ids))
+        added_ids, added_fps = self._added
+        if added_ids.size:
+            per = max(1, _ADDED_COMPARED // len(added_ids))
             for start in range(0, len(queries), per):
                 chunk = queries[start : start + per]
-                near = np.bitwise_count(chunk[:, None] ^ self.added_fps[None, :]) <= k
+                near = np.bitwise_count(chunk[:, None] ^ added_fps[None, :]) <= k
                 q, a = np.nonzero(near)
                 out_q.append(q + start)
-                out_ids.append(self.added_ids[a])
+                out_ids.append(added_ids[a])
         if not out_q:
             empty = np.zeros(0, np.int64)
             return empty, empty
@@ -504,7 +519,7 @@ class Snapshot:
     @property
     def nbytes(self) -> int:
         """The memory its arrays take, the tables built so far included."""
-        arrays = [self.ids, self.fps, self.added_ids, self.added_fps]
+        arrays = [self.ids, self.fps, *self._added]
         for _plan, tables in self._tables.values():
             arrays += [a for _mask, keys, order, _flips in tables for a in (keys, order)]
         for probed in self._probed.values():

@@ -893,6 +893,8 @@ class Store:
         self._autocommit = dialect.name in ("sqlite", "postgresql")
         self._held: list[_Held] = []
         self._held_lock = threading.Lock()
+        self._versions_conn: _Held | None = None  # see versions
+        self._versions_lock = threading.Lock()
         # The schema cookie under which this layout is the file's (SQLite):
         # a lookup that ran under another cookie may have used a new layout.
         self.valid_for: int | None = None
@@ -1056,12 +1058,25 @@ class Store:
 
     def versions(self) -> tuple[int, int, int] | None:
         """(data_version, schema cookie, write transactions counted) in one
-        read on this thread's connection (data_version changes when another
-        connection commits; see schema_version and count_write), or None
-        where the database has no data_version."""
+        read, or None where the database has no data_version. data_version
+        changes when a connection other than the one reading it commits, so
+        its values are comparable only on one connection: every thread reads
+        it on the same one (the accelerator's snapshot is shared by them)."""
         if self.engine.dialect.name != "sqlite":
             return None
-        row = self._read(_SQLITE_VERSIONS_SQL, ())[0]
+        with self._versions_lock:
+            held = self._versions_conn
+            if held is None or held.pid != os.getpid():
+                try:
+                    held = self._versions_conn = _Held(self.engine.raw_connection())
+                except SQLAlchemyError as exc:
+                    raise db_error(self.where, exc) from exc
+                with self._held_lock:
+                    self._held.append(held)
+            try:
+                row = held.cursor.execute(_SQLITE_VERSIONS_SQL, ()).fetchone()
+            except self.engine.dialect.loaded_dbapi.Error as exc:
+                raise db_error(self.where, exc) from exc
         return int(row[0]), int(row[1]), int(row[2])
 
     def schema_version(self) -> int:

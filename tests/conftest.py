@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from simindex import SimIndex
-from simindex import index as index_module
+from simindex import SimIndex, accelerator
 
 ROOT = Path(__file__).resolve().parent.parent
 POSTGRES_URL = os.environ.get("SIMINDEX_TEST_POSTGRES_URL", "")
@@ -55,15 +54,15 @@ def pg_url() -> Iterator[str]:
 def database_lookups(monkeypatch: pytest.MonkeyPatch) -> None:
     """Queries go to the database, as documented, however long a test runs:
     an index holds its fingerprints in memory only where a test asks with
-    `hold` (see SimIndex._spent)."""
-    monkeypatch.setattr(index_module, "_HOLD_FIRST_S", float("inf"))
+    `hold` (see simindex.accelerator)."""
+    monkeypatch.setattr(accelerator, "HOLD_FIRST_S", float("inf"))
 
 
 @pytest.fixture
 def hold(monkeypatch: pytest.MonkeyPatch) -> None:
     """Indexes hold their fingerprints in memory from their first database query."""
-    monkeypatch.setattr(index_module, "_HOLD_FIRST_S", 0.0)
-    monkeypatch.setattr(index_module, "_HOLD_S_PER_ROW", 0.0)
+    monkeypatch.setattr(accelerator, "HOLD_FIRST_S", 0.0)
+    monkeypatch.setattr(accelerator, "HOLD_S_PER_ROW", 0.0)
 
 
 @pytest.fixture

@@ -389,7 +389,7 @@ class Reader:
             for (q, source), matches in zip(queries, results, strict=True):
                 self._check(q, source, matches, self.k, limit, f"query_many[{n}]({q:#x})")
             self.done["query_many_large" if big else "query_many_small"] += 1
-            if big and getattr(getattr(ix, "_local", None), "snapshot", None) is not None:
+            if big and ix.stats()["held_in_memory_bytes"] > 0:
                 self.in_memory += 1  # diagnostics only: it reads an internal name
         elif r < 0.76:
             if self.rng.random() < 0.5:

@@ -27,11 +27,11 @@ from simindex import (
     InvalidArgumentError,
     Match,
     SimIndex,
+    accelerator,
     hamming,
     simhash,
     store,
 )
-from simindex import index as index_module
 
 FP = st.integers(0, 2**64 - 1)
 
@@ -75,8 +75,8 @@ def holding(held: bool) -> Iterator[None]:
     """Indexes made inside hold their fingerprints in memory from their first
     database query (held=True; see SimIndex._spent), or never (False)."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(index_module, "_HOLD_FIRST_S", 0.0 if held else float("inf"))
-        mp.setattr(index_module, "_HOLD_S_PER_ROW", 0.0)
+        mp.setattr(accelerator, "HOLD_FIRST_S", 0.0 if held else float("inf"))
+        mp.setattr(accelerator, "HOLD_S_PER_ROW", 0.0)
         yield
 
 
@@ -102,12 +102,12 @@ def test_query_equals_brute_force(
             # Larger than the index's k: still exact, by probing or a full scan (which warns).
             # (Once the index holds its fingerprints in memory, nothing is scanned.)
             for k in (index_k + 2, index_k + 9):
-                in_memory = getattr(index._local, "snapshot", None) is not None
+                in_memory = index._accel.snapshot is not None
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
                     assert index.query(query, k=k) == brute_force(stored, query, k)
                 assert bool(caught) == (not index._store.can_probe(k) and not in_memory)
-        assert (getattr(index._local, "snapshot", None) is not None) == held
+        assert (index._accel.snapshot is not None) == held
 
 
 def test_query_equals_brute_force_on_a_larger_random_set(file_index: SimIndex) -> None:
@@ -455,7 +455,7 @@ def test_a_k_above_the_index_probes_and_equals_brute_force(
                 warnings.simplefilter("always")
                 for q in queries:
                     assert index.query(q, k=k) == brute_force(stored, q, k), (k, q)
-            in_memory = getattr(index._local, "snapshot", None) is not None
+            in_memory = index._accel.snapshot is not None
             assert in_memory == (held and not location.startswith("postgresql"))
             # A warning only for a full scan (none from memory).
             assert bool(caught) == (not probed and not in_memory), k
@@ -730,17 +730,17 @@ def test_a_held_snapshot_answers_as_brute_force_and_sees_every_write(
     with SimIndex(location, k=3) as index, SimIndex(location) as other:
         index.add_fingerprints(stored.items())
         index.query(queries[0], k=8)  # a probed query's time spent: it reads them all
-        held = getattr(index._local, "snapshot", None)
+        held = index._accel.snapshot
         assert (held is not None) == sqlite
         assert (index.stats()["held_in_memory_bytes"] >= 16 * len(stored)) == sqlite
         check(index)
-        assert getattr(index._local, "snapshot", None) is held  # still the same one
+        assert index._accel.snapshot is held  # still the same one
         index.remove("k0")  # through this object
         del stored["k0"]
         index.add_fingerprint("k1", queries[2] ^ 3)  # a replaced fingerprint
         stored["k1"] = queries[2] ^ 3
         check(index)
-        assert getattr(index._local, "snapshot", None) is held  # the writes were applied
+        assert index._accel.snapshot is held  # the writes were applied
         other.add_fingerprint("new", queries[3] ^ 1)  # through another connection
         stored["new"] = queries[3] ^ 1
         other.remove("k2")
@@ -760,7 +760,7 @@ def test_hold_says_when_queries_come_from_memory(db_path: Path) -> None:
         with SimIndex(db_path, hold=hold) as index:
             for _ in range(3):
                 assert index.query(q) == brute_force(stored, q, index.k)
-            assert (getattr(index._local, "snapshot", None) is not None) == held, hold
+            assert (index._accel.snapshot is not None) == held, hold
     with pytest.raises(InvalidArgumentError, match="hold"):
         SimIndex(db_path, hold="yes")  # type: ignore[arg-type]
 
@@ -783,14 +783,14 @@ def test_writes_that_come_often_push_the_next_read_back(db_path: Path, hold: Non
             stored[f"new{i}"] = q ^ 1
             q = rng.getrandbits(64)
             assert index.query(q, k=8) == brute_force(stored, q, 8)
-            factors.append(index._local.factor)
+            factors.append(index._accel.account.factor)
         assert factors == [2.0, 4.0, 8.0, 16.0, 16.0, 16.0]
         for _ in range(50):  # queries with no write between: it pays, and the factor falls
             assert index.query(q, k=8) == brute_force(stored, q, 8)
         other.add_fingerprint("last", q ^ 3)
         stored["last"] = q ^ 3
         assert index.query(q, k=8) == brute_force(stored, q, 8)
-        assert index._local.factor == 8.0
+        assert index._accel.account.factor == 8.0
 
 
 @pytest.mark.parametrize("where", ["memory", "file"])
@@ -811,8 +811,8 @@ def test_own_writes_keep_the_snapshot_exact(
     (added rows compared one by one, then merged): every answer equals brute
     force, and the index is never read again (unless a write was too large
     to apply)."""
-    monkeypatch.setattr(index_module, "_ADDED_MAX", added_max)
-    monkeypatch.setattr(index_module, "_APPLIED_MAX", applied_max)
+    monkeypatch.setattr(accelerator, "ADDED_MAX", added_max)
+    monkeypatch.setattr(accelerator, "APPLIED_MAX", applied_max)
     if applied_max == 2:  # rows read back after the write, not returned by it (see Store.put)
         monkeypatch.setattr(store, "_RETURNED_ROWS", 0)
     loads = []
@@ -876,7 +876,7 @@ def held_near(index: SimIndex, seed: int, n: int) -> tuple[dict[str, int], int]:
     index.add_fingerprints(stored.items())
     q = stored["k5"] ^ 0b11
     assert index.query(q, k=8) == brute_force(stored, q, 8)
-    assert getattr(index._local, "snapshot", None) is not None
+    assert index._accel.snapshot is not None
     return stored, q
 
 
@@ -885,20 +885,20 @@ def test_writes_elsewhere_are_seen_even_without_counting(db_path: Path, hold: No
     object (counted), or through plain SQL (not counted: data_version)."""
     with SimIndex(db_path, k=3) as index, SimIndex(db_path) as other:
         stored, q = held_near(index, 4, 300)
-        held = index._local.snapshot
+        held = index._accel.snapshot
         other.add_fingerprint("near", q ^ 1)
         stored["near"] = q ^ 1
         assert index.query(q, k=8) == brute_force(stored, q, 8)
-        assert index._local.snapshot is not held
+        assert index._accel.snapshot is not held
         index.add_fingerprint("mine", q ^ 2)  # applied: the snapshot stays
         stored["mine"] = q ^ 2
         assert index.query(q, k=8) == brute_force(stored, q, 8)
-        held = index._local.snapshot
+        held = index._accel.snapshot
         with sqlite3.connect(db_path) as raw:  # not simindex: nothing counted
             raw.execute("DELETE FROM simindex_fingerprints WHERE key = 'k5'")
         del stored["k5"]
         assert index.query(q, k=8) == brute_force(stored, q, 8)
-        assert index._local.snapshot is not held
+        assert index._accel.snapshot is not held
 
 
 def test_a_write_in_another_thread_lets_this_threads_snapshot_go(db_path: Path, hold: None) -> None:
@@ -918,9 +918,9 @@ def test_writes_are_counted_without_returning_too(
     monkeypatch.setattr(store.sqlite3, "sqlite_version_info", (3, 34, 1))
     with SimIndex(db_path, k=3) as index:
         stored, q = held_near(index, 8, 200)
-        held = index._local.snapshot
+        held = index._accel.snapshot
         for i in range(3):
             index.add_fingerprint(f"n{i}", q ^ (1 << i))
             stored[f"n{i}"] = q ^ (1 << i)
             assert index.query(q, k=8) == brute_force(stored, q, 8)
-        assert index._local.snapshot is held and held.version.writes == 4
+        assert index._accel.snapshot is held and index._accel.stamp.writes == 4

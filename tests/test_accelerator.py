@@ -1,0 +1,198 @@
+"""The accelerator: when it reads an index into memory, when it lets it go, and
+what it does with the owner's writes (unit tests, no database; seconds are
+made up) -- then the contract as a SimIndex keeps it: hold=False holds nothing
+after any mix of calls, and the threads of a process share one copy."""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from simindex import SimIndex, accelerator, store
+from simindex.accelerator import Accelerator, Stamp
+from simindex.query import Snapshot
+
+from .test_index import brute_force, flip
+
+
+@pytest.fixture(autouse=True)
+def real_rent(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    """The unit tests below use the real rent (the suite's autouse fixture sets
+    an infinite first rent, so that other tests ask the database)."""
+    if "db_path" not in request.fixturenames:
+        monkeypatch.setattr(accelerator, "HOLD_FIRST_S", 0.05)
+        monkeypatch.setattr(accelerator, "HOLD_S_PER_ROW", 1e-6)
+
+
+def charged(accel: Accelerator, seconds: float, rows: int, most: int = 100_000) -> int:
+    """Charge until the accelerator says read; returns how many charges it took."""
+    for n in range(1, most + 1):
+        if accel.charge(seconds, size(rows)):
+            return n
+    raise AssertionError(f"no read after {most} charges")
+
+
+def snapshot(n: int = 1000) -> Snapshot:
+    rng = np.random.default_rng(1)
+    return Snapshot(np.arange(n, dtype=np.int64), rng.integers(0, 2**63, n, np.uint64), None)
+
+
+def size(rows: int = 1_000_000) -> Callable[[], int]:
+    return lambda: rows
+
+
+# --- when it reads: ski rental ---------------------------------------------------
+
+
+def test_it_reads_once_the_database_time_reaches_the_reading_cost() -> None:
+    accel = Accelerator()
+    # Before HOLD_FIRST_S (50 ms) has been spent, the index's size is not even asked.
+    asked = []
+    assert not accel.charge(0.03, lambda: asked.append(1) or 1_000_000)
+    assert asked == []
+    # 1M rows cost ~1 s to read: queries of 1 ms each pay for it after ~1,000.
+    assert 0.03 + 0.001 * charged(accel, 0.001, 1_000_000) == pytest.approx(1.0, abs=0.002)
+    accel.install(snapshot(), Stamp(1, 0), load_seconds=0.9)
+    assert accel.snapshot is not None and accel.account.spent == 0.0
+
+
+def test_hold_true_reads_at_the_first_probed_query_and_false_never() -> None:
+    assert Accelerator(hold=True).charge(1e-6, size())
+    never = Accelerator(hold=False)
+    assert not any(never.charge(10.0, size()) for _ in range(10))
+    never.install(snapshot(), Stamp(1, 0), 0.1)  # a batch's read: not kept either
+    assert never.snapshot is None and never.nbytes == 0
+
+
+def test_too_large_an_index_is_never_held() -> None:
+    accel = Accelerator()
+    assert not any(accel.charge(10.0, size(accelerator.HOLD_MAX_ROWS + 1)) for _ in range(5))
+
+
+# --- when it lets go -------------------------------------------------------------
+
+
+def test_it_is_current_until_someone_else_writes() -> None:
+    accel = Accelerator(hold=True)
+    held = snapshot()
+    accel.install(held, Stamp(data_version=5, writes=10), 0.5)
+    assert accel.current((5, 77, 10)) is held  # nothing happened
+    assert accel.current((6, 77, 10)) is None  # a commit by another connection
+    assert accel.snapshot is None
+    accel.install(held, Stamp(5, 10), 0.5)
+    assert accel.current((5, 77, 11)) is None  # a counted write by anyone else
+    assert accel.current(None) is None
+
+
+def test_own_writes_are_applied_and_keep_it_current() -> None:
+    accel = Accelerator(hold=True)
+    held = snapshot(100)
+    accel.install(held, Stamp(5, 10), 0.5)
+    accel.committed(11, [(500, -1), (7, 3)])  # the next count: ours alone
+    assert accel.snapshot is held and list(held.added_ids) == [500, 7]
+    assert held.added_fps[0] == 2**64 - 1  # stored signed, held unsigned
+    assert accel.current((9, 77, 11)) is held  # data_version moved by our own commit
+    assert accel.current((10, 77, 11)) is None  # and then by someone else's
+    accel.install(held, Stamp(5, 10), 0.5)
+    accel.committed(12, [])  # a count skipped: someone else wrote in between
+    assert accel.snapshot is None
+    accel.install(held, Stamp(5, 10), 0.5)
+    accel.committed(11, None)  # rows not known
+    assert accel.snapshot is None
+
+
+def test_many_own_rows_are_merged() -> None:
+    accel = Accelerator(hold=True)
+    accel.install(snapshot(100), Stamp(1, 0), 0.1)
+    for writes in range(1, 4):
+        rows = [(10_000 * writes + i, i) for i in range(accelerator.ADDED_MAX // 2 + 1)]
+        accel.committed(writes, rows)
+    merged = accel.snapshot
+    assert merged is not None and merged.added_ids.size < accelerator.ADDED_MAX
+    assert len(merged.ids) + merged.added_ids.size == 100 + 3 * (accelerator.ADDED_MAX // 2 + 1)
+
+
+def test_a_snapshot_that_did_not_pay_doubles_the_next_rent() -> None:
+    accel = Accelerator()
+    factors = []
+    for _ in range(6):  # read, then let go before it served a query
+        charged(accel, 0.01, 10_000)
+        accel.install(snapshot(), Stamp(1, 0), load_seconds=0.01)
+        assert accel.current((2, 0, 0)) is None
+        factors.append(accel.account.factor)
+    assert factors == [2.0, 4.0, 8.0, 16.0, 16.0, 16.0]
+    charged(accel, 0.01, 10_000)
+    accel.install(snapshot(), Stamp(1, 0), load_seconds=0.01)
+    for _ in range(10):  # it served ten queries of 10 ms: it paid
+        assert accel.current((1, 0, 0)) is not None
+    assert accel.current((2, 0, 0)) is None
+    assert accel.account.factor == 8.0
+
+
+# --- the contract, through SimIndex ----------------------------------------------
+
+
+def test_hold_false_holds_nothing_after_any_mix_of_calls(db_path: Path, hold: None) -> None:
+    """hold=False: no call leaves anything in memory (stats says 0 bytes), and
+    every query sees a write made elsewhere at once."""
+    rng = random.Random(11)
+    stored = {f"k{i}": rng.getrandbits(64) for i in range(3000)}
+    with SimIndex(db_path, hold=False) as index, SimIndex(db_path) as other:
+        index.add_fingerprints(stored.items())
+        queries = [flip(stored[f"k{i}"], i % 7, rng) for i in range(40)]
+        for step, q in enumerate(queries):
+            assert index.query(q) == brute_force(stored, q, index.k)  # probed: k = 8
+            if step % 10 == 0:
+                batch = queries[:8] * 40  # large beside the index: matched in memory, not kept
+                assert index.query_many(batch, k=8) == [brute_force(stored, x, 8) for x in batch]
+                assert len(index.duplicates(3)) >= 0
+                index.add_fingerprint(f"mine{step}", q ^ 1)
+                stored[f"mine{step}"] = q ^ 1
+                other.add_fingerprint(f"theirs{step}", q ^ 2)
+                stored[f"theirs{step}"] = q ^ 2
+            assert index.stats()["held_in_memory_bytes"] == 0
+            assert index._accel.snapshot is None
+
+
+def test_threads_share_one_copy(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Eight threads asking probed queries with hold=True read the index once
+    and hold one copy; a write in one of them is applied for all."""
+    loads = []
+    original = store.Store.load
+    monkeypatch.setattr(
+        store.Store, "load", lambda self, conn: loads.append(1) or original(self, conn)
+    )
+    rng = random.Random(12)
+    stored = {f"k{i}": rng.getrandbits(64) for i in range(2000)}
+    with SimIndex(db_path, hold=True) as index:
+        index.add_fingerprints(stored.items())
+        queries = [flip(stored[f"k{i}"], i % 6, rng) for i in range(64)]
+        failures: list[str] = []
+        start = threading.Barrier(8)
+
+        def work(part: int) -> None:
+            start.wait()
+            for q in queries[part::8]:
+                if index.query(q) != brute_force(stored, q, 8):
+                    failures.append(f"thread {part}: {q:#x}")
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert failures == []
+        assert len(loads) == 1
+        held = index._accel.snapshot
+        assert held is not None and index.stats()["held_in_memory_bytes"] == held.nbytes
+        writer = threading.Thread(target=index.add_fingerprint, args=("new", queries[0] ^ 1))
+        writer.start()
+        writer.join()
+        stored["new"] = queries[0] ^ 1
+        assert index.query(queries[0]) == brute_force(stored, queries[0], 8)
+        assert index._accel.snapshot is held and len(loads) == 1  # applied, not reread
