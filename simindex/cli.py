@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import IO, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
@@ -177,12 +177,19 @@ CjkOpt = Annotated[
         f"{DEFAULT_CONFIG.cjk}: characters and character bigrams; words: jieba words).",
     ),
 ]
+# How a document read from a file is keyed, said once for add, rebuild and dedup.
+KEYS_HELP = (
+    "A file given by name is one document keyed by its path as given; a file found in a "
+    "folder by the path that opens it: the folder as given, then its path inside it "
+    "(docs -> docs/a/b.txt, /srv/docs/ -> /srv/docs/a/b.txt). Hidden files are skipped."
+)
 FormatOpt = Annotated[
     str,
     typer.Option(
         "--format",
         help="auto, text (a file is a document), lines (a line is a document, keyed "
-        "FILE:LINE), jsonl or csv. auto: .jsonl/.ndjson, .csv by name, else text.",
+        "FILE:LINE, FILE the file's key as in text), jsonl or csv. auto: .jsonl/.ndjson, "
+        ".csv by name, else text.",
     ),
 ]
 KeyFieldOpt = Annotated[
@@ -312,6 +319,228 @@ def _fingerprinted(
             )
 
 
+# --- the files a command reads and writes ------------------------------------
+#
+# A command never writes a file it reads: an output (dedup --out, --report)
+# that is one of the inputs, lies inside an input folder, is the file standard
+# input reads, is an index, or is the other output is refused before anything
+# is read; an index is never read as a document (given by name it is refused,
+# met in a folder it is skipped). "The same file" is the same resolved path
+# or, where both exist, the same st_dev and st_ino (hard links).
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether two paths name one file: through symbolic or hard links too."""
+    first, second = ingest.identity(a), ingest.identity(b)
+    if first is not None and first == second:
+        return True
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _inside(path: str, folder: str) -> bool:
+    """Whether a path is in a folder or under it (symbolic links resolved)."""
+    real, top = os.path.realpath(path), os.path.realpath(folder)
+    try:
+        return os.path.commonpath([real, top]) == top
+    except ValueError:  # different drives
+        return False
+
+
+def _is_stdin(path: str) -> bool:
+    """Whether standard input is the file a path names (a redirection from it)."""
+    try:
+        st = os.fstat(sys.stdin.fileno())
+    except (AttributeError, OSError, ValueError):  # no file behind it (a test's stream)
+        return False
+    return (st.st_dev, st.st_ino) == ingest.identity(path)
+
+
+def _index_files(index: str) -> list[str]:
+    """A SQLite index's file and the files SQLite keeps beside it; [] for others."""
+    path = store.locate(index).path
+    if path is None:
+        return []
+    return [str(path), *(f"{path}{suffix}" for suffix in ("-wal", "-shm", "-journal"))]
+
+
+def _check_sources(index: str, paths: list[str]) -> list[str]:
+    """Refuse a source that is the index (or its -wal, -shm, -journal); the
+    index's files, for read_docs to skip where they are met in a folder."""
+    own = _index_files(index)
+    for source in paths:
+        if source == ingest.STDIN:
+            if any(_is_stdin(f) for f in own):
+                raise UserError("standard input reads the index itself; it cannot be a document")
+        elif not os.path.isdir(source) and any(_same_file(source, f) for f in own):
+            raise UserError(f"{source} is the index (or one of its files); it cannot be a document")
+    return own
+
+
+def _partial_name(path: str) -> str:
+    final = Path(path)
+    return str(final.with_name(f".{final.name}.partial"))
+
+
+def _check_outputs(outputs: list[tuple[str, str | None]], sources: list[str]) -> list[str]:
+    """Refuse, before anything is read, outputs ((option, path), '-' for
+    stdout) that would write over an input, an index or each other. Returns
+    the output files (and their .partial files), for read_docs to skip."""
+    files: list[tuple[str, str]] = []
+    for option, path in outputs:
+        if path is None:
+            continue
+        if path == "-":
+            if any(p == "-" for _, p in files):
+                raise UserError("--out and --report cannot both be '-' (standard output)")
+            files.append((option, path))
+            continue
+        final = Path(path)
+        if final.is_dir():
+            raise UserError(f"{option} {path} is a folder; give a file name")
+        if not final.parent.is_dir():
+            there = "is not a folder" if final.parent.exists() else "does not exist"
+            raise UserError(f"cannot write {path}: its folder {final.parent} {there}")
+        if _is_sqlite(final):
+            raise UserError(f"{option} {path} is a SQLite database (an index?); it is left alone")
+        for source in sources:
+            if source == ingest.STDIN:
+                if _is_stdin(path):
+                    raise UserError(f"{option} {path} is the file standard input reads")
+            elif os.path.isdir(source):
+                if _inside(path, source):
+                    raise UserError(
+                        f"{option} {path} is inside the input folder {source}: it would be "
+                        f"read as input; write it elsewhere"
+                    )
+            elif _same_file(path, source):
+                raise UserError(f"{option} {path} is also an input ({source}); write it elsewhere")
+        for other_option, other in files:
+            if other != "-" and any(
+                _same_file(a, b)
+                for a in (path, _partial_name(path))
+                for b in (other, _partial_name(other))
+            ):
+                raise UserError(
+                    f"{other_option} {other} and {option} {path} are the same file; give two"
+                )
+        files.append((option, path))
+    return [name for _, p in files if p != "-" for name in (p, _partial_name(p))]
+
+
+def _is_sqlite(path: Path) -> bool:
+    try:
+        with path.open("rb") as f:
+            return f.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
+class _Skipped:
+    """The command's own files skipped in folders, told once on stderr at the end."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.paths: list[str] = []
+
+    def __call__(self, path: str) -> None:
+        self.paths.append(path)
+
+    def tell(self) -> None:
+        if self.paths:
+            shown = ", ".join(escaped(p, backslash=False) for p in self.paths)
+            typer.echo(f"Note: skipped {self.what} found in the folders given: {shown}", err=True)
+
+
+class _Writer:
+    """A text stream of an output: a write that fails names the output."""
+
+    def __init__(self, stream: IO[str], name: str) -> None:
+        self.stream = stream
+        self.name = name
+
+    def write(self, text: str) -> None:
+        try:
+            self.stream.write(text)
+        except OSError as exc:
+            if self.stream is sys.stdout:
+                raise
+            raise UserError(f"cannot write {self.name}: {exc.strerror or exc}") from exc
+
+
+class _Outputs:
+    """The files a command writes, each written beside its final name as
+    .NAME.partial and renamed into place only when all of them are complete.
+
+    A run that fails in any way (an error, a full disk, Ctrl-C) removes every
+    .partial and leaves the final names as they were. If a rename fails at
+    the very end, the outputs already renamed are removed too: a failed run
+    leaves no output behind (a file the run had replaced is gone then).
+    """
+
+    def __init__(self) -> None:
+        self._files: list[tuple[Path, Path, IO[str]]] = []
+
+    def open(self, path: str | None) -> _Writer | None:
+        if path is None:
+            return None
+        if path == "-":
+            return _Writer(sys.stdout, "standard output")
+        final = Path(path)
+        partial = Path(_partial_name(path))
+        try:
+            stream = open(partial, "w", encoding="utf-8")  # noqa: SIM115 (closed in commit/discard)
+        except OSError as exc:
+            raise UserError(f"cannot write {path}: {exc.strerror or exc}") from exc
+        self._files.append((final, partial, stream))
+        return _Writer(stream, path)
+
+    def commit(self) -> None:
+        try:
+            sys.stdout.flush()  # what went to stdout ('-') fails here, if it fails
+            for final, _, stream in self._files:
+                try:
+                    stream.close()  # flushes: a full disk may show only here
+                except OSError as exc:
+                    raise UserError(f"cannot write {final}: {exc.strerror or exc}") from exc
+        except BaseException:
+            self.discard()
+            raise
+        renamed: list[Path] = []
+        try:
+            for final, partial, _ in self._files:
+                os.replace(partial, final)
+                renamed.append(final)
+        except BaseException as exc:
+            for done in renamed:
+                with contextlib.suppress(OSError):
+                    done.unlink()
+            self.discard()
+            if isinstance(exc, OSError):
+                raise UserError(f"cannot write {final}: {exc.strerror or exc}") from exc
+            raise
+        self._files.clear()
+
+    def discard(self) -> None:
+        for _, partial, stream in self._files:
+            with contextlib.suppress(OSError):
+                stream.close()
+            with contextlib.suppress(OSError):
+                partial.unlink(missing_ok=True)
+        self._files.clear()
+
+
+@contextlib.contextmanager
+def _outputs() -> Iterator[_Outputs]:
+    """Outputs committed together when the block ends, discarded if it raises."""
+    outputs = _Outputs()
+    try:
+        yield outputs
+    except BaseException:
+        outputs.discard()
+        raise
+    outputs.commit()
+
+
 # --- commands ----------------------------------------------------------------
 
 
@@ -355,8 +584,10 @@ def add(
     inputs: Annotated[
         list[str] | None,
         typer.Argument(
-            help="Files to add ('-' for stdin). A text file is one document keyed by "
-            "its path; .jsonl/.ndjson files hold one JSON object per line."
+            help="Files and folders to add ('-' for stdin). "
+            + KEYS_HELP
+            + " .jsonl/.ndjson files hold one JSON object per line, .csv files a record a "
+            "row (keyed by --key-field). The index's own files are skipped in folders."
         ),
     ] = None,
     text: Annotated[
@@ -412,6 +643,8 @@ def add(
         raise UserError("give the document read from standard input a key with --key")
     config = config_from(ngram, weighting, keep_stopwords, cjk)
     # Check the sources before the index is created or locked.
+    own = _check_sources(index, paths)
+    own_skipped = _Skipped("the index's own files")
     docs: list[Iterable[ingest.Doc]] = []
     if text is not None:
         assert key is not None
@@ -420,10 +653,17 @@ def add(
         stdin_key = key if text is None else None
         docs.append(
             ingest.read_docs(
-                paths, fmt=fmt, key_field=key_field, text_field=text_field, stdin_key=stdin_key
+                paths,
+                fmt=fmt,
+                key_field=key_field,
+                text_field=text_field,
+                stdin_key=stdin_key,
+                folder_keys="path",
+                skip=own,
+                on_skip=own_skipped,
             )
         )
-    total = ingest.source_size(paths) or None
+    total = ingest.source_size(paths, skip=own) or None
     skipped: list[str] = []
     new_file = _new_index_file(index)
     try:
@@ -446,6 +686,7 @@ def add(
             ):
                 leftover.unlink(missing_ok=True)
         raise
+    own_skipped.tell()
     if as_json:
         emit_json({"index": location, "added": added, "skipped": skipped, "count": count})
     else:
@@ -647,7 +888,7 @@ def rebuild(
         list[str] | None,
         typer.Argument(
             help="The texts to rebuild from (files, folders, JSON Lines, CSV, '-'); "
-            "without them, the stored fingerprints are laid out anew."
+            "without them, the stored fingerprints are laid out anew. " + KEYS_HELP
         ),
     ] = None,
     k: Annotated[int | None, typer.Option("--k", "-k", help="A new k (0-15).")] = None,
@@ -676,8 +917,18 @@ def rebuild(
     """
     config = config_from(ngram, weighting, keep_stopwords, cjk)
     paths = list(sources or [])
+    own = _check_sources(index, paths)
+    own_skipped = _Skipped("the index's own files")
     docs = (
-        ingest.read_docs(paths, fmt=fmt, key_field=key_field, text_field=text_field)
+        ingest.read_docs(
+            paths,
+            fmt=fmt,
+            key_field=key_field,
+            text_field=text_field,
+            folder_keys="path",
+            skip=own,
+            on_skip=own_skipped,
+        )
         if paths
         else None
     )
@@ -688,7 +939,7 @@ def rebuild(
             rows = ix.rebuild(k=k, blocks=blocks)
         else:
             wanted = config or ix.config
-            total = ingest.source_size(paths) or None
+            total = ingest.source_size(paths, skip=own) or None
             skipped: list[str] = []
             with _progress(total, quiet) as bar:
                 task = bar.add_task("rebuilding", total=total, docs=0)
@@ -702,6 +953,7 @@ def rebuild(
             "blocks": list(ix.layout.widths),
             "fingerprint": json.loads(ix.config.to_json()),
         }
+    own_skipped.tell()
     if as_json:
         emit_json(summary)
     else:
@@ -768,7 +1020,8 @@ def dedup(
     sources: Annotated[
         list[str],
         typer.Argument(
-            help="An index; or, with --out, a corpus: files, folders, JSON Lines, CSV, '-'."
+            help="An index; or, with --out, a corpus: files, folders, JSON Lines, CSV, '-'. "
+            + KEYS_HELP
         ),
     ],
     k: Annotated[
@@ -791,7 +1044,8 @@ def dedup(
             "--out",
             "-o",
             help="Corpus mode: write the documents that are not near-duplicates of an "
-            "earlier one to this JSON Lines file ('-' for stdout).",
+            "earlier one to this JSON Lines file ('-' for stdout); never one of the inputs "
+            "or inside an input folder.",
         ),
     ] = None,
     report: Annotated[
@@ -889,50 +1143,59 @@ def _dedup_corpus(
     """Stream a corpus; keep each document unless it is near an earlier kept one."""
     from simindex.query import Seen
 
-    for path in (out, report):
-        if path not in (None, "-") and not Path(path).parent.is_dir():
-            raise UserError(f"cannot write {path}: its folder does not exist")
     if "-" in sources and fmt in ("auto", "text"):
         raise UserError("read a corpus from stdin with --format lines, jsonl or csv")
-    docs = ingest.read_docs(sources, fmt=fmt, key_field=key_field, text_field=text_field)
+    ingest.check_paths(sources)
+    own = _check_outputs([("--out", out), ("--report", report)], sources)
+    own_skipped = _Skipped("this command's own output files")
+    docs = ingest.read_docs(
+        sources,
+        fmt=fmt,
+        key_field=key_field,
+        text_field=text_field,
+        folder_keys="path",
+        skip=own,
+        on_skip=own_skipped,
+    )
     seen = Seen(DEFAULT_K if k is None else k)
     kept_keys: list[str] = []
     counts = {"read": 0, "kept": 0, "dropped": 0, "no_words": 0}
-    total = ingest.source_size(sources) or None
-    with (
-        _output(out) as unique,
-        _output(report) as dropped,
-        _progress(total, quiet or out == "-") as bar,
-    ):
-        task = bar.add_task("dedup", total=total, docs=0)
-        stream = ingest.fingerprint_docs(docs, config or DEFAULT_CONFIG, workers=workers)
-        for doc, fp in stream:
-            counts["read"] += 1
-            bar.update(task, advance=doc.size, docs=counts["read"])
-            if fp is None:
-                counts["no_words"] += 1
-                if dropped is not None:
-                    dropped.write(_json_line({"id": doc.key, "reason": "no words"}))
-                continue
-            nearest = seen.nearest(fp)
-            if nearest is None:
-                seen.add(fp)
-                kept_keys.append(doc.key)
-                counts["kept"] += 1
-                unique.write(_json_line({key_field: doc.key, text_field: doc.text}))
-            else:
-                counts["dropped"] += 1
-                if dropped is not None:
-                    position, distance = nearest
-                    dropped.write(
-                        _json_line(
-                            {
-                                "id": doc.key,
-                                "duplicate_of": kept_keys[position],
-                                "distance": distance,
-                            }
+    total = ingest.source_size(sources, skip=own) or None
+    with _outputs() as outputs:
+        unique = outputs.open(out)
+        dropped = outputs.open(report)
+        assert unique is not None
+        with _progress(total, quiet or out == "-") as bar:
+            task = bar.add_task("dedup", total=total, docs=0)
+            stream = ingest.fingerprint_docs(docs, config or DEFAULT_CONFIG, workers=workers)
+            for doc, fp in stream:
+                counts["read"] += 1
+                bar.update(task, advance=doc.size, docs=counts["read"])
+                if fp is None:
+                    counts["no_words"] += 1
+                    if dropped is not None:
+                        dropped.write(_json_line({"id": doc.key, "reason": "no words"}))
+                    continue
+                nearest = seen.nearest(fp)
+                if nearest is None:
+                    seen.add(fp)
+                    kept_keys.append(doc.key)
+                    counts["kept"] += 1
+                    unique.write(_json_line({key_field: doc.key, text_field: doc.text}))
+                else:
+                    counts["dropped"] += 1
+                    if dropped is not None:
+                        position, distance = nearest
+                        dropped.write(
+                            _json_line(
+                                {
+                                    "id": doc.key,
+                                    "duplicate_of": kept_keys[position],
+                                    "distance": distance,
+                                }
+                            )
                         )
-                    )
+    own_skipped.tell()
     summary = counts | {"k": seen.k}
     if as_json:
         typer.echo(json.dumps(summary), err=out == "-")
@@ -953,32 +1216,6 @@ def _json_line(value: Any) -> str:
     except UnicodeEncodeError:
         line = json.dumps(value)
     return line + "\n"
-
-
-@contextlib.contextmanager
-def _output(path: str | None) -> Iterator[Any]:
-    """A text stream to write JSON Lines to: stdout for '-', None for no path.
-
-    A file is written beside its final name and renamed into place at the end,
-    so a failed run never leaves a half-written file under that name.
-    """
-    if path is None:
-        yield None
-        return
-    if path == "-":
-        yield sys.stdout
-        sys.stdout.flush()
-        return
-    final = Path(path)
-    partial = final.with_name(f".{final.name}.partial")
-    with partial.open("w", encoding="utf-8") as f:
-        try:
-            yield f
-        except BaseException:
-            f.close()
-            partial.unlink(missing_ok=True)
-            raise
-    partial.replace(final)
 
 
 @app.command()

@@ -36,7 +36,7 @@ import signal
 import sys
 import traceback
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import BinaryIO, NamedTuple
@@ -45,6 +45,7 @@ from simindex.errors import EmptyTextError, InvalidArgumentError, SimIndexError
 from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig, simhash
 
 FORMATS = ("auto", "text", "lines", "jsonl", "csv")
+FOLDER_KEYS = ("parent", "path")  # how read_docs keys a file found in a folder
 STDIN = "-"
 _STDIN_NAME = "stdin"
 _MAX_CHUNK_CHARS = 1 << 20  # a chunk also ends at this many characters: big documents
@@ -87,6 +88,9 @@ def read_docs(
     key_field: str = "id",
     text_field: str = "text",
     stdin_key: str | None = None,
+    folder_keys: str = "parent",
+    skip: Collection[str] = (),
+    on_skip: Callable[[str], None] | None = None,
 ) -> Iterator[Doc]:
     """The documents of files, folders and stdin ('-'), one at a time, in order.
 
@@ -96,9 +100,18 @@ def read_docs(
     header row, then a record per document; fields may hold newlines) or
     "auto": .jsonl/.ndjson files are JSON Lines, .csv files CSV, others text.
     A folder is read recursively, hidden files and folders skipped, names
-    sorted; each file is one document keyed by its path from the folder's
-    parent ("corpus/a/b.txt"), or with an explicit line format, read in it.
-    The text read from stdin in text form is keyed ``stdin_key``.
+    sorted; each file is one document, or with an explicit line format, read
+    in it. ``folder_keys`` says how such a file is named (its key, and its
+    name in "lines" keys and in messages): "parent", its path from the
+    folder's parent ("corpus/a/b.txt" for "data/corpus"); "path", the path
+    that opens it: the folder as given joined with the path inside it
+    ("data/corpus/a/b.txt"), as a file given directly is keyed by its path as
+    given. The text read from stdin in text form is keyed ``stdin_key``.
+
+    ``skip``: files not to read when met in a folder, compared by identity
+    (st_dev and st_ino, so links to them are skipped too), such as the index
+    being added to and its -wal and -shm files; ``on_skip`` is called with
+    the path of each one skipped. Files given directly are not compared.
 
     Arguments are checked now; the files are read as the result is iterated.
     Errors in a source (invalid UTF-8, a broken JSON line) raise SourceError
@@ -106,43 +119,59 @@ def read_docs(
     """
     if fmt not in FORMATS:
         raise InvalidArgumentError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    if folder_keys not in FOLDER_KEYS:
+        raise InvalidArgumentError(
+            f"folder_keys must be one of {', '.join(FOLDER_KEYS)}, not {folder_keys!r}"
+        )
     paths = _as_paths(paths)
     check_paths(paths)
     if STDIN in paths and fmt in ("auto", "text") and not stdin_key:
         raise InvalidArgumentError("the document read from standard input needs a key")
-    return _read_all(paths, fmt, key_field, text_field, stdin_key or "")
+    walk = _Walk(folder_keys, _as_paths(skip), on_skip)
+    return _read_all(paths, fmt, key_field, text_field, stdin_key or "", walk)
 
 
-def source_size(paths: Sequence[str]) -> int:
+def source_size(paths: Sequence[str], *, skip: Collection[str] = ()) -> int:
     """Bytes the sources hold (files, and folders' files as read_docs reads them).
 
     The total of the ``size`` of the documents read from them, for a progress
-    bar; stdin and pipes count 0.
+    bar; stdin and pipes count 0. ``skip`` as for read_docs.
     """
     total = 0
+    walk = _Walk("parent", _as_paths(skip), None)
     for path in _as_paths(paths):
         if path == STDIN:
             continue
         if os.path.isdir(path):
-            total += sum(os.path.getsize(file) for file, _ in _walk(path))
+            total += sum(os.path.getsize(file) for file, _ in walk(path))
         elif os.path.isfile(path):
             total += os.path.getsize(path)
     return total
 
 
-def _as_paths(paths: Sequence[str]) -> list[str]:
+def identity(path: str) -> tuple[int, int] | None:
+    """The (st_dev, st_ino) of the file a path names (links followed), or None
+    if there is none (or it cannot be looked at)."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _as_paths(paths: Iterable[str]) -> list[str]:
     if isinstance(paths, (str, bytes)):
         raise InvalidArgumentError("paths is a list of paths, not one string")
     return [os.fspath(p) for p in paths]
 
 
 def _read_all(
-    paths: list[str], fmt: str, key_field: str, text_field: str, stdin_key: str
+    paths: list[str], fmt: str, key_field: str, text_field: str, stdin_key: str, walk: _Walk
 ) -> Iterator[Doc]:
     for path in paths:
         if path != STDIN and os.path.isdir(path):
             kind = "text" if fmt == "auto" else fmt
-            for file, name in _walk(path):
+            for file, name in walk(path):
                 yield from _read_source(file, name, kind, key_field, text_field, name)
         else:
             kind = fmt if fmt != "auto" else _kind_of(path)
@@ -173,31 +202,49 @@ def _read_source(
         yield from _csv_docs(path, name, key_field, text_field)
 
 
-def _walk(folder: str) -> Iterator[tuple[str, str]]:
-    """(path to open, key) of each regular, non-hidden file under a folder.
+class _Walk:
+    """Lists the files of folders for read_docs: (path to open, name) of each
+    regular, non-hidden file under a folder, not one of ``skip``.
 
-    Depth first, names sorted in each folder; the key is the path from the
-    folder's parent, with '/'. Symbolic links to files are read; links to
-    folders are not followed (no loops). Memory: one folder listing a level.
+    Depth first, names sorted in each folder. The name is the path from the
+    folder's parent, with '/' ("parent"), or the path that opens it ("path").
+    Symbolic links to files are read; links to folders are not followed (no
+    loops). Memory: one folder listing a level. The files to skip are looked
+    at again for each folder listed (an index's -wal appears when it is
+    opened), and a file is compared with them only when there are some.
     """
-    top = os.path.basename(os.path.normpath(folder))
-    if top in ("", ".", ".."):
-        top = os.path.basename(os.path.abspath(folder))
 
-    def visit(directory: str, prefix: str) -> Iterator[tuple[str, str]]:
+    def __init__(self, keys: str, skip: list[str], on_skip: Callable[[str], None] | None) -> None:
+        self.keys = keys
+        self.skip = skip
+        self.on_skip = on_skip
+
+    def __call__(self, folder: str) -> Iterator[tuple[str, str]]:
+        if self.keys == "path":
+            return self._visit(folder, None)
+        top = os.path.basename(os.path.normpath(folder))
+        if top in ("", ".", ".."):
+            top = os.path.basename(os.path.abspath(folder))
+        return self._visit(folder, f"{top}/" if top else "")
+
+    def _visit(self, directory: str, prefix: str | None) -> Iterator[tuple[str, str]]:
         try:
             with os.scandir(directory) as scan:
                 entries = sorted((e for e in scan if not e.name.startswith(".")), key=_name)
         except OSError as exc:
             raise SourceError(f"cannot read folder {directory}: {exc.strerror or exc}") from exc
+        skipped = {i for i in map(identity, self.skip) if i is not None}
         for entry in entries:
-            key = f"{prefix}{entry.name}"
+            # entry.path is the folder as given joined with the name: the path that opens it
+            key = entry.path if prefix is None else f"{prefix}{entry.name}"
             if entry.is_dir(follow_symlinks=False):
-                yield from visit(entry.path, key + "/")
+                yield from self._visit(entry.path, None if prefix is None else key + "/")
             elif entry.is_file():
+                if skipped and identity(entry.path) in skipped:
+                    if self.on_skip is not None:
+                        self.on_skip(entry.path)
+                    continue
                 yield entry.path, key
-
-    yield from visit(folder, f"{top}/" if top else "")
 
 
 def _name(entry: os.DirEntry[str]) -> str:
@@ -563,11 +610,13 @@ def _parallel(
 
 
 __all__ = [
+    "FOLDER_KEYS",
     "FORMATS",
     "Doc",
     "SourceError",
     "check_paths",
     "fingerprint_docs",
+    "identity",
     "read_docs",
     "source_size",
     "usable_cpus",

@@ -7,6 +7,7 @@ an index inside the folder being added.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -15,10 +16,14 @@ import sys
 import time
 import unicodedata
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from .test_cli import ROOT, T1, T2, T3, T4, contents, error, ok
+from simindex import SimIndex, hamming, ingest, simhash
+from simindex import cli as cli_module
+
+from .test_cli import ROOT, T1, T2, T3, T4, contents, describe, error, invoke, ok
 
 TEXTS = [T1, T2, T3, T4]
 
@@ -37,6 +42,294 @@ def write_corpus(path: Path, n: int = 4, broken_at: int | None = None) -> bytes:
 
 def listing(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir())
+
+
+# --- 1. an output is never one of the inputs ---------------------------------
+
+
+def _same_file_as(tmp_path: Path, target: Path, how: str) -> str:
+    """A path naming `target` in another way."""
+    if how == "as given":
+        return target.name
+    if how == "./":
+        return f"./{target.name}"
+    if how == "absolute":
+        return str(target)
+    if how == "through ..":
+        (tmp_path / "sub").mkdir(exist_ok=True)
+        return f"sub/../{target.name}"
+    if how == "symlink":
+        (tmp_path / "link.jsonl").symlink_to(target)
+        return "link.jsonl"
+    assert how == "hard link"
+    os.link(target, tmp_path / "hard.jsonl")
+    return "hard.jsonl"
+
+
+SPELLINGS = ["as given", "./", "absolute", "through ..", "symlink", "hard link"]
+
+
+@pytest.mark.parametrize("how", SPELLINGS)
+@pytest.mark.parametrize("option", ["--out", "--report"])
+def test_dedup_refuses_an_output_that_is_an_input_before_reading_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str, option: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    corpus = tmp_path / "X.jsonl"
+    before = write_corpus(corpus, broken_at=3)  # refused before line 3 is ever read
+    target = _same_file_as(tmp_path, corpus, how)
+    others = listing(tmp_path)
+    args = ["--out", target] if option == "--out" else ["--out", "u.jsonl", "--report", target]
+    message = error("dedup", "X.jsonl", *args, contains=("also an input", option))
+    assert "line 3" not in message
+    assert corpus.read_bytes() == before
+    assert listing(tmp_path) == others  # no u.jsonl, no .partial
+
+
+def test_dedup_refuses_an_output_inside_an_input_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "corpus" / "sub").mkdir(parents=True)
+    (tmp_path / "corpus" / "a.txt").write_text(T1, encoding="utf-8")
+    (tmp_path / "alias").symlink_to(tmp_path / "corpus")
+    for source, out in [
+        ("corpus", "corpus/unique.jsonl"),
+        ("corpus/", "corpus/sub/unique.jsonl"),
+        ("alias", "corpus/unique.jsonl"),  # the folder through a link
+        ("corpus", "alias/unique.jsonl"),  # the output through a link
+        (str(tmp_path / "corpus"), "./corpus/unique.jsonl"),
+    ]:
+        error("dedup", source, "--out", out, contains=("inside the input folder",))
+        error("dedup", source, "--out", "u.jsonl", "--report", out, contains=("--report",))
+    assert listing(tmp_path / "corpus") == ["a.txt", "sub"]
+    assert listing(tmp_path / "corpus" / "sub") == []
+    assert listing(tmp_path) == ["alias", "corpus"]
+    # Beside the folder is fine.
+    ok("dedup", "corpus", "--out", "unique.jsonl", "--quiet")
+    assert json.loads((tmp_path / "unique.jsonl").read_text(encoding="utf-8"))["id"] == str(
+        Path("corpus") / "a.txt"
+    )
+
+
+def test_dedup_refuses_to_write_over_an_index(tmp_path: Path) -> None:
+    corpus, index = tmp_path / "X.jsonl", tmp_path / "ix.db"
+    write_corpus(corpus)
+    ok("add", index, "--text", T1, "--key", "a")
+    before = index.read_bytes()
+    error("dedup", corpus, "--out", index, contains=("SQLite database",))
+    error("dedup", corpus, "--out", tmp_path / "u.jsonl", "--report", index, contains=("SQLite",))
+    assert index.read_bytes() == before and contents(index) == {"a": simhash(T1)}
+
+
+def test_dedup_refuses_an_output_that_standard_input_reads(tmp_path: Path) -> None:
+    corpus = tmp_path / "X.jsonl"
+    before = write_corpus(corpus)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    with corpus.open("rb") as stdin:
+        done = subprocess.run(
+            [sys.executable, "cli.py", "dedup", "-", "--format", "jsonl", "--out", str(corpus)],
+            cwd=ROOT,
+            stdin=stdin,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+        )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("Error: ") and done.stderr.count("\n") == 1
+    assert "standard input" in done.stderr
+    assert corpus.read_bytes() == before
+
+
+def test_dedup_refuses_a_folder_or_a_path_under_a_file_as_output(tmp_path: Path) -> None:
+    corpus = tmp_path / "X.jsonl"
+    write_corpus(corpus)
+    (tmp_path / "folder").mkdir()
+    error("dedup", corpus, "--out", tmp_path / "folder", contains=("is a folder",))
+    error("dedup", corpus, "--out", corpus / "u.jsonl", contains=("is not a folder",))
+    error("dedup", corpus, "--out", tmp_path / "no" / "u.jsonl", contains=("does not exist",))
+    assert listing(tmp_path) == ["X.jsonl", "folder"]
+
+
+@pytest.mark.parametrize("command", ["add", "rebuild"])
+@pytest.mark.parametrize("how", ["as given", "absolute", "symlink", "hard link"])
+def test_the_index_is_never_read_as_one_of_its_own_documents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, how: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    index = tmp_path / "ix.db"
+    ok("add", index, "--text", T1, "--key", "a")
+    before = contents(index)
+    source = _same_file_as(tmp_path, index, how)
+    error(command, "ix.db", source, contains=("is the index",))
+    error(command, "ix.db", str(index) + "-wal", contains=("is the index",))
+    assert contents(index) == before
+
+
+# --- 2. a failed run leaves no output behind ----------------------------------
+
+
+@pytest.mark.parametrize("how", SPELLINGS[:-1])
+def test_out_and_report_naming_one_file_are_refused_up_front(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_corpus(tmp_path / "X.jsonl")
+    previous = tmp_path / "F.jsonl"
+    previous.write_text("an earlier run's output\n", encoding="utf-8")
+    same = _same_file_as(tmp_path, previous, how)
+    others = listing(tmp_path)
+    error("dedup", "X.jsonl", "--out", "F.jsonl", "--report", same, contains=("same file",))
+    assert listing(tmp_path) == others
+    assert previous.read_text(encoding="utf-8") == "an earlier run's output\n"
+
+
+def test_out_and_report_through_a_hard_link_and_both_on_stdout_are_refused(
+    tmp_path: Path,
+) -> None:
+    corpus, out = tmp_path / "X.jsonl", tmp_path / "F.jsonl"
+    write_corpus(corpus)
+    out.write_text("old\n", encoding="utf-8")
+    os.link(out, tmp_path / "G.jsonl")
+    error("dedup", corpus, "--out", out, "--report", tmp_path / "G.jsonl", contains=("same",))
+    error("dedup", corpus, "--out", "-", "--report", "-", contains=("both be '-'",))
+    # An output whose .partial would be the other output.
+    error("dedup", corpus, "--out", out, "--report", tmp_path / ".F.jsonl.partial")
+    assert listing(tmp_path) == ["F.jsonl", "G.jsonl", "X.jsonl"]
+
+
+class _Full:
+    """A file that takes `room` writes, then fails as a full disk does."""
+
+    def __init__(self, real: Any, room: int, at_close: bool) -> None:
+        self.real, self.room, self.at_close = real, room, at_close
+
+    def write(self, text: str) -> int:
+        if self.room <= 0 and not self.at_close:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self.room -= 1
+        return int(self.real.write(text))
+
+    def close(self) -> None:
+        self.real.close()
+        if self.at_close:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def _failing_open(name: str, fail: Any) -> Any:
+    """An open() for simindex.cli whose file named .NAME.partial fails by `fail`."""
+
+    def fake_open(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if Path(path).name == f".{name}.partial":
+            return fail(path, *args, **kwargs)
+        return open(path, *args, **kwargs)
+
+    return fake_open
+
+
+def _full(room: int, at_close: bool = False) -> Any:
+    return lambda path, *a, **k: _Full(open(path, *a, **k), room, at_close)
+
+
+def _forbidden(path: Any, *args: Any, **kwargs: Any) -> Any:
+    raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+
+
+FAILURES = {
+    "bad line midway": None,
+    "out: disk full": ("u.jsonl", _full(2)),
+    "report: disk full": ("r.jsonl", _full(1)),
+    "out: disk full at close": ("u.jsonl", _full(10**6, at_close=True)),
+    "report: disk full at close": ("r.jsonl", _full(10**6, at_close=True)),
+    "out: folder not writable": ("u.jsonl", _forbidden),
+    "report: folder not writable": ("r.jsonl", _forbidden),
+}
+
+
+@pytest.mark.parametrize("failure", sorted(FAILURES))
+def test_a_failed_dedup_leaves_neither_output_nor_partial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: str
+) -> None:
+    corpus = tmp_path / "X.jsonl"
+    how = FAILURES[failure]
+    write_corpus(corpus, broken_at=6 if how is None else None)
+    if how is not None:
+        monkeypatch.setattr(cli_module, "open", _failing_open(*how), raising=False)
+    out, report = tmp_path / "u.jsonl", tmp_path / "r.jsonl"
+    args = ["dedup", corpus, "--out", out, "--report", report, "--workers", "1"]
+    message = error(*args)
+    assert ("line 6" if how is None else how[0]) in message, message
+    assert listing(tmp_path) == ["X.jsonl"]
+    # Outputs an earlier run left are left as they were.
+    out.write_text("earlier\n", encoding="utf-8")
+    report.write_text("earlier report\n", encoding="utf-8")
+    error(*args)
+    assert listing(tmp_path) == ["X.jsonl", "r.jsonl", "u.jsonl"]
+    assert out.read_text(encoding="utf-8") == "earlier\n"
+    assert report.read_text(encoding="utf-8") == "earlier report\n"
+
+
+def test_when_the_second_rename_fails_the_first_output_goes_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    corpus = tmp_path / "X.jsonl"
+    write_corpus(corpus)
+    real_replace = os.replace
+    calls: list[str] = []
+
+    def replace(src: Any, dst: Any) -> None:
+        calls.append(Path(dst).name)
+        if len(calls) == 2:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(cli_module.os, "replace", replace)
+    error("dedup", corpus, "--out", tmp_path / "u.jsonl", "--report", tmp_path / "r.jsonl")
+    monkeypatch.undo()
+    assert calls == ["u.jsonl", "r.jsonl"]
+    assert listing(tmp_path) == ["X.jsonl"]
+
+
+def test_an_interrupted_dedup_leaves_no_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    corpus = tmp_path / "X.jsonl"
+    write_corpus(corpus)
+    real = ingest.fingerprint_docs
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        for n, item in enumerate(real(*args, **kwargs)):
+            if n == 3:
+                raise KeyboardInterrupt
+            yield item
+
+    monkeypatch.setattr(ingest, "fingerprint_docs", interrupted)
+    result = invoke("dedup", corpus, "--out", tmp_path / "u.jsonl", "--report", tmp_path / "r")
+    assert result.exit_code == 130, describe(result)
+    assert len(result.stderr.splitlines()) == 1 and "Interrupted" in result.stderr
+    assert listing(tmp_path) == ["X.jsonl"]
+
+
+def test_dedup_to_a_full_stdout_fails_cleanly(tmp_path: Path) -> None:
+    corpus = tmp_path / "X.jsonl"
+    write_corpus(corpus, n=400)  # more than a buffer of output
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    report = tmp_path / "r.jsonl"
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "cli.py", "dedup", str(corpus), "--out", "-", "--report", str(report)],
+            cwd=ROOT,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            env=env,
+        )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("Error: ") and done.stderr.count("\n") == 1, done.stderr
+    assert "No space left" in done.stderr
+    assert listing(tmp_path) == ["X.jsonl"]
 
 
 # --- 6. keys in tab-separated output ------------------------------------------
@@ -230,3 +523,109 @@ def test_ctrl_c_at_any_moment_is_one_line_and_exit_130(tmp_path: Path, delay: fl
     assert len(shown.splitlines()) == 1 and shown.startswith("Interrupted"), shown
     assert out == b""
     assert not index.exists()  # the new index the add had created is gone too
+
+
+# --- 12. how a file is keyed --------------------------------------------------------
+
+
+def test_a_file_is_keyed_by_the_path_that_opens_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data" / "corpus" / "sub").mkdir(parents=True)
+    (tmp_path / "data" / "corpus" / "a.txt").write_text(T1, encoding="utf-8")
+    (tmp_path / "data" / "corpus" / "sub" / "b.txt").write_text(T2, encoding="utf-8")
+    absolute = str(tmp_path / "data" / "corpus")
+    for given, keys in [
+        ("data/corpus", ["data/corpus/a.txt", "data/corpus/sub/b.txt"]),
+        ("data/corpus/", ["data/corpus/a.txt", "data/corpus/sub/b.txt"]),
+        ("./data/corpus", ["./data/corpus/a.txt", "./data/corpus/sub/b.txt"]),
+        (absolute, [f"{absolute}/a.txt", f"{absolute}/sub/b.txt"]),
+    ]:
+        index = tmp_path / "ix.db"
+        ok("add", index, given, "--quiet")
+        assert sorted(contents(index)) == keys, given
+        for key in keys:  # each key opens its file
+            assert simhash(Path(key).read_text(encoding="utf-8")) == contents(index)[key]
+        index.unlink()
+    # The same file given by name or found in its folder: one key, one document.
+    ok("add", "ix.db", "data/corpus/a.txt")
+    ok("add", "ix.db", "data/corpus", "--quiet")
+    assert sorted(contents(tmp_path / "ix.db")) == ["data/corpus/a.txt", "data/corpus/sub/b.txt"]
+    # In a line format, FILE in FILE:LINE is that path too.
+    ok("add", "lines.db", "data/corpus", "--format", "lines", "--quiet")
+    assert sorted(contents(tmp_path / "lines.db")) == [
+        "data/corpus/a.txt:1",
+        "data/corpus/sub/b.txt:1",
+    ]
+    monkeypatch.chdir(tmp_path / "data" / "corpus")
+    ok("add", "../../dot.db", ".", "--quiet")
+    assert sorted(contents(tmp_path / "dot.db")) == ["./a.txt", "./sub/b.txt"]
+
+
+def test_dedup_and_rebuild_key_folder_files_the_same_way(tmp_path: Path) -> None:
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "a.txt").write_text(T1, encoding="utf-8")
+    (folder / "b.txt").write_text(T1 + "!", encoding="utf-8")
+    out, report = tmp_path / "u.jsonl", tmp_path / "r.jsonl"
+    ok("dedup", folder, "--out", out, "--report", report, "--quiet")
+    assert json.loads(out.read_text(encoding="utf-8"))["id"] == f"{folder}/a.txt"
+    assert json.loads(report.read_text(encoding="utf-8")) == {
+        "id": f"{folder}/b.txt",
+        "duplicate_of": f"{folder}/a.txt",
+        "distance": hamming(simhash(T1), simhash(T1 + "!")),
+    }
+    index = tmp_path / "ix.db"
+    ok("add", index, "--text", T2, "--key", "other")
+    ok("rebuild", index, folder, "--quiet")
+    assert sorted(contents(index)) == [f"{folder}/a.txt", f"{folder}/b.txt"]
+
+
+@pytest.mark.parametrize("command", ["add", "rebuild", "dedup"])
+def test_the_help_says_what_the_key_is(command: str) -> None:
+    shown = " ".join(ok(command, "--help").stdout.replace("│", " ").split())  # unboxed
+    assert "keyed by its path as given" in shown
+    assert "the path that opens it" in shown
+
+
+# --- 15. an index inside the folder being added ----------------------------------------
+
+
+def test_adding_the_folder_that_holds_the_index_skips_the_index(tmp_path: Path) -> None:
+    folder = tmp_path / "dir"
+    folder.mkdir()
+    (folder / "a.txt").write_text(T1, encoding="utf-8")
+    (folder / "b.txt").write_text(T2, encoding="utf-8")
+    index = folder / "idx.db"
+    result = ok("add", index, folder)  # a new index, inside the folder
+    assert sorted(contents(index)) == [f"{folder}/a.txt", f"{folder}/b.txt"]
+    notes = [line for line in result.stderr.splitlines() if line.startswith("Note:")]
+    assert len(notes) == 1 and str(index) in notes[0], result.stderr
+    # Again, with the index existing, a link to it and a hard link of it beside it.
+    (folder / "link.db").symlink_to(index)
+    os.link(index, folder / "hard.db")
+    result = ok("add", index, folder, "--json")
+    assert json.loads(result.stdout)["count"] == 2
+    notes = [line for line in result.stderr.splitlines() if line.startswith("Note:")]
+    assert len(notes) == 1 and "link.db" in notes[0] and "hard.db" in notes[0]
+    (folder / "c.txt").write_text(T3, encoding="utf-8")
+    ok("rebuild", index, folder)
+    assert sorted(contents(index)) == [f"{folder}/{n}.txt" for n in "abc"]
+
+
+def test_the_index_s_files_in_a_folder_are_found_by_identity(tmp_path: Path) -> None:
+    folder = tmp_path / "dir"
+    folder.mkdir()
+    (folder / "a.txt").write_text(T1, encoding="utf-8")
+    index = folder / "idx.db"
+    with SimIndex(index) as ix:
+        ix.add("held", T4)  # open: its -wal and -shm are there while it is
+        skipped: list[str] = []
+        own = [str(index), f"{index}-wal", f"{index}-shm", f"{index}-journal"]
+        docs = ingest.read_docs([str(folder)], folder_keys="path", skip=own, on_skip=skipped.append)
+        assert [d.key for d in docs] == [f"{folder}/a.txt"]
+        assert sorted(Path(p).name for p in skipped) == sorted(
+            p.name for p in folder.iterdir() if p.name.startswith("idx.db")
+        )
+        assert len(skipped) >= 1
