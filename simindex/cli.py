@@ -198,9 +198,15 @@ KeyFieldOpt = Annotated[
 TextFieldOpt = Annotated[
     str, typer.Option("--text-field", help="JSON Lines field (CSV column) of the text.")
 ]
+WORKERS_PER_CPU = 4  # --workers above this many a usable CPU is capped (with a warning)
 WorkersOpt = Annotated[
     int | None,
-    typer.Option("--workers", "-w", help="Processes that fingerprint (default: the CPUs)."),
+    typer.Option(
+        "--workers",
+        "-w",
+        help="Processes that fingerprint (default: the CPUs this process may use; at least "
+        f"1, at most {WORKERS_PER_CPU} a CPU: more is capped, with a warning).",
+    ),
 ]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 
@@ -268,25 +274,66 @@ def read_text_file(path: str) -> str:
         raise UserError(f"{name} is not valid UTF-8 (byte {exc.start})") from exc
 
 
+def workers_option(workers: int | None) -> int | None:
+    """--workers checked: at least 1, and capped at WORKERS_PER_CPU a usable CPU
+    (fingerprinting is CPU-bound: more processes only cost memory and start-up)."""
+    if workers is None:
+        return None
+    if workers < 1:
+        raise UserError(f"--workers must be at least 1, not {workers}")
+    cpus = ingest.usable_cpus()
+    cap = WORKERS_PER_CPU * cpus
+    if workers > cap:
+        typer.echo(
+            f"Warning: --workers {workers} is more than {WORKERS_PER_CPU} a CPU "
+            f"({cpus} CPU{'s' * (cpus != 1)} here); using {cap}",
+            err=True,
+        )
+        return cap
+    return workers
+
+
+SETTLE_S = 1.0  # the progress bar shows a rate and time left only after this long
+
+
+@functools.cache
+def _settled_columns() -> tuple[type[Any], type[Any]]:
+    """The rate and time-left columns of the progress bar, which show nothing
+    until SETTLE_S has passed: a rate measured over the first few
+    milliseconds means nothing (the first frame of an add once showed
+    6.5 GB/s). Made on first use, so rich loads only when a bar is drawn."""
+    from rich.progress import Task, TimeRemainingColumn, TransferSpeedColumn
+    from rich.text import Text
+
+    def settled(task: Task) -> bool:
+        return task.elapsed is not None and task.elapsed >= SETTLE_S
+
+    class Rate(TransferSpeedColumn):
+        def render(self, task: Task) -> Text:
+            return super().render(task) if settled(task) else Text("")
+
+    class TimeLeft(TimeRemainingColumn):
+        def render(self, task: Task) -> Text:
+            if settled(task):
+                return super().render(task)
+            return Text("-:--:--", style="progress.remaining")
+
+    return Rate, TimeLeft
+
+
 def _progress(total: int | None, quiet: bool) -> Any:
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        DownloadColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-        TransferSpeedColumn,
-    )
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
 
+    rate, time_left = _settled_columns()
     console = Console(stderr=True)
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         DownloadColumn(),
-        TransferSpeedColumn(),
+        rate(),
         TextColumn("{task.fields[docs]:,} docs"),
-        TimeRemainingColumn(),
+        time_left(),
         console=console,
         disable=quiet or not console.is_terminal,
         transient=True,
@@ -642,6 +689,7 @@ def add(
     if "-" in paths and fmt in ("auto", "text") and text is None and not key:
         raise UserError("give the document read from standard input a key with --key")
     config = config_from(ngram, weighting, keep_stopwords, cjk)
+    workers = workers_option(workers)
     # Check the sources before the index is created or locked.
     own = _check_sources(index, paths)
     own_skipped = _Skipped("the index's own files")
@@ -704,12 +752,14 @@ def _new_index_file(index: str) -> Path | None:
     return None if path.exists() else path
 
 
-def _parse_fingerprint(value: str) -> int:
+def _parse_fingerprint(value: str, hint: str = "") -> int:
     text = value.strip().lower()
     try:
         number = int(text[2:], 16) if text.startswith("0x") else int(text, 10)
     except ValueError:
-        raise UserError(f"not a fingerprint: {value!r} (give a decimal or 0x-hex number)") from None
+        raise UserError(
+            f"not a fingerprint: {value!r} (give a decimal or 0x-hex number){hint}"
+        ) from None
     if not 0 <= number < 1 << 64:
         raise UserError(f"a fingerprint is in [0, 2**64), not {value}")
     return number
@@ -916,6 +966,7 @@ def rebuild(
     timeout). If the rebuild fails, the old index is left as it was.
     """
     config = config_from(ngram, weighting, keep_stopwords, cjk)
+    workers = workers_option(workers)
     paths = list(sources or [])
     own = _check_sources(index, paths)
     own_skipped = _Skipped("the index's own files")
@@ -1081,6 +1132,7 @@ def dedup(
     """
     if k is not None and not 0 <= k <= 15:
         raise UserError(f"--k must be from 0 to 15, not {k}")
+    workers = workers_option(workers)
     if out is not None:
         _dedup_corpus(
             sources,
@@ -1274,13 +1326,44 @@ def advise(
     typer.echo(f"create it with: simindex init INDEX --k {k} --blocks {best.blocks}")
 
 
+# fingerprint, distance and explain take their inputs as arguments, and the
+# same two flags say what the arguments are: --text (texts) or --file (files,
+# '-' for stdin). Without them each takes what it is most used with:
+# fingerprint a text (like query), distance fingerprints, explain files.
+def _text_flag(words: str) -> Any:
+    return typer.Option("--text", "-t", help=words, show_default=False)
+
+
+def _file_flag(words: str) -> Any:
+    return typer.Option("--file", "-f", help=words, show_default=False)
+
+
+def _inputs_kind(as_text: bool, as_file: bool, default: str) -> str:
+    if as_text and as_file:
+        raise UserError("give --text or --file, not both")
+    return "text" if as_text else "file" if as_file else default
+
+
+def _read_input(value: str, kind: str, hint: str = "") -> str:
+    """An argument as a text: itself, or the file it names."""
+    if kind == "text":
+        return value
+    if value != "-" and not os.path.lexists(value):
+        raise UserError(f"no such file: {value}{hint}")
+    return read_text_file(value)
+
+
 @app.command("fingerprint")
 @reported
 def fingerprint_cmd(
-    text: Annotated[str | None, typer.Argument(help="The text.")] = None,
-    file: Annotated[
-        str | None, typer.Option("--file", "-f", help="Read the text from a file ('-' for stdin).")
+    value: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="TEXT", help="The text; with --file, a file to read ('-' for stdin)."
+        ),
     ] = None,
+    as_text: Annotated[bool, _text_flag("TEXT is a text (the default).")] = False,
+    as_file: Annotated[bool, _file_flag("TEXT is a file to read ('-' for stdin).")] = False,
     index: Annotated[
         str | None,
         typer.Option("--index", "-i", help="Use this index's fingerprint configuration."),
@@ -1291,40 +1374,55 @@ def fingerprint_cmd(
     cjk: CjkOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Print a text's 64-bit fingerprint (decimal, and 0x-hex with --json)."""
-    what = _query_input(text, file, None)
-    assert isinstance(what, str)
+    """Print a text's 64-bit fingerprint (decimal, and 0x-hex with --json).
+
+    simindex fingerprint TEXT, or --text TEXT, or --file FILE ('-' for stdin).
+    """
+    kind = _inputs_kind(as_text, as_file, "text")
+    if value is None:
+        raise UserError("give the text to fingerprint, or --file FILE ('-' for stdin)")
+    if kind == "text" and not as_text and os.path.isfile(value):
+        typer.echo(
+            f"Warning: fingerprinting the text {value!r}, not the file of that name "
+            "(give --file to read it)",
+            err=True,
+        )
+    what = _read_input(value, kind)
     config = config_from(ngram, weighting, keep_stopwords, cjk)
     if index is not None:
         with open_index(index, config=config) as ix:
-            value = ix.fingerprint(what)
+            fp = ix.fingerprint(what)
     else:
-        value = simhash(what, config or DEFAULT_CONFIG)
+        fp = simhash(what, config or DEFAULT_CONFIG)
     if as_json:
-        emit_json({"fingerprint": value, "hex": f"0x{value:016x}"})
+        emit_json({"fingerprint": fp, "hex": f"0x{fp:016x}"})
     else:
-        typer.echo(str(value))
+        typer.echo(str(fp))
 
 
 @app.command()
 @reported
 def distance(
     a: Annotated[
-        str, typer.Argument(help="A fingerprint (or a text with --text, a file with --file).")
+        str,
+        typer.Argument(
+            help="A fingerprint (decimal or 0x-hex); a text with --text, a file with --file."
+        ),
     ],
     b: Annotated[str, typer.Argument(help="Another one.")],
-    as_text: Annotated[bool, typer.Option("--text", help="A and B are texts.")] = False,
-    as_file: Annotated[bool, typer.Option("--file", help="A and B are files.")] = False,
+    as_text: Annotated[bool, _text_flag("A and B are texts.")] = False,
+    as_file: Annotated[bool, _file_flag("A and B are files (one may be '-', stdin).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Print the Hamming distance between two fingerprints, texts or files."""
-    if as_text and as_file:
-        raise UserError("give --text or --file, not both")
-    if as_text or as_file:
-        texts = [read_text_file(x) if as_file else x for x in (a, b)]
-        fa, fb = (simhash(t) for t in texts)
+    """Print the Hamming distance between two fingerprints, texts (--text) or files (--file)."""
+    kind = _inputs_kind(as_text, as_file, "fingerprint")
+    if kind == "fingerprint":
+        hint = " (or give --text or --file to compare texts or files)"
+        fa, fb = (_parse_fingerprint(x, hint) for x in (a, b))
     else:
-        fa, fb = _parse_fingerprint(a), _parse_fingerprint(b)
+        if kind == "file" and a == "-" and b == "-":
+            raise UserError("only one of A and B can be '-' (standard input)")
+        fa, fb = (simhash(_read_input(x, kind)) for x in (a, b))
     d = hamming(fa, fb)
     if as_json:
         emit_json({"distance": d, "a": fa, "b": fb})
@@ -1335,9 +1433,12 @@ def distance(
 @app.command("explain")
 @reported
 def explain_cmd(
-    a: Annotated[str, typer.Argument(help="A file ('-' for stdin), or a text with --text.")],
+    a: Annotated[str, typer.Argument(help="A file ('-' for stdin); a text with --text.")],
     b: Annotated[str, typer.Argument(help="Another one.")],
-    as_text: Annotated[bool, typer.Option("--text", help="A and B are texts, not files.")] = False,
+    as_text: Annotated[bool, _text_flag("A and B are texts.")] = False,
+    as_file: Annotated[
+        bool, _file_flag("A and B are files (the default; one may be '-', stdin).")
+    ] = False,
     index: Annotated[
         str | None,
         typer.Option(
@@ -1365,7 +1466,7 @@ def explain_cmd(
     cjk: CjkOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Explain why two texts are, or are not, near-duplicates.
+    """Explain why two files (or texts, with --text) are, or are not, near-duplicates.
 
     Prints the distance beside k, which blocks of the layout agree, which of
     its lookup indexes ("tables") would find one text from the other, the
@@ -1384,9 +1485,11 @@ def explain_cmd(
         raise UserError(
             f"without --index, --k goes up to {MAX_INDEX_K} (a layout's limit), not {k}"
         )
-    if not as_text and a == "-" and b == "-":
+    kind = _inputs_kind(as_text, as_file, "file")
+    if kind == "file" and a == "-" and b == "-":
         raise UserError("only one of A and B can be '-' (standard input)")
-    texts = (a, b) if as_text else (read_text_file(a), read_text_file(b))
+    hint = " (give --text to explain two texts)"
+    texts = (_read_input(a, kind, hint), _read_input(b, kind, hint))
     config = config_from(ngram, weighting, keep_stopwords, cjk)
     if index is not None:
         with open_index(index, readonly=True, config=config) as ix:

@@ -525,6 +525,83 @@ def test_ctrl_c_at_any_moment_is_one_line_and_exit_130(tmp_path: Path, delay: fl
     assert not index.exists()  # the new index the add had created is gone too
 
 
+# --- 10. --workers ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["0", "-1"])
+@pytest.mark.parametrize("command", ["add", "rebuild", "dedup"])
+def test_workers_below_one_are_refused(tmp_path: Path, command: str, value: str) -> None:
+    corpus = tmp_path / "X.jsonl"
+    write_corpus(corpus)
+    index = tmp_path / "ix.db"
+    if command == "rebuild":
+        ok("add", index, corpus)
+    args = {
+        "add": ["add", index, corpus],
+        "rebuild": ["rebuild", index, corpus],
+        "dedup": ["dedup", corpus, "--out", tmp_path / "u.jsonl"],
+    }[command]
+    error(*args, "--workers", value, contains=("--workers must be at least 1",))
+    assert not (tmp_path / "u.jsonl").exists()
+    assert index.exists() == (command == "rebuild")
+
+
+@pytest.mark.parametrize("command", ["add", "rebuild", "dedup"])
+def test_too_many_workers_are_capped_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    corpus = tmp_path / "X.jsonl"
+    write_corpus(corpus)
+    index = tmp_path / "ix.db"
+    if command == "rebuild":
+        ok("add", index, corpus)
+    used: list[int | None] = []
+    real = ingest.fingerprint_docs
+
+    def spy(*args: Any, workers: int | None = None, **kwargs: Any) -> Any:
+        used.append(workers)
+        return real(*args, workers=workers, **kwargs)
+
+    monkeypatch.setattr(ingest, "fingerprint_docs", spy)
+    monkeypatch.setattr(ingest, "usable_cpus", lambda: 2)
+    args = {
+        "add": ["add", index, corpus],
+        "rebuild": ["rebuild", index, corpus],
+        "dedup": ["dedup", corpus, "--out", tmp_path / "u.jsonl"],
+    }[command]
+    result = ok(*args, "--workers", "1000")
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("Warning:")]
+    assert warnings == ["Warning: --workers 1000 is more than 4 a CPU (2 CPUs here); using 8"]
+    assert used == [8]
+    used.clear()
+    result = ok(*args, "--workers", "8")
+    assert "Warning" not in result.stderr and used == [8]
+
+
+# --- 11. the progress bar's rate ---------------------------------------------------
+
+
+def test_the_rate_and_time_left_show_only_after_a_second() -> None:
+    from rich.progress import Progress
+
+    from simindex.cli import SETTLE_S, _settled_columns
+
+    now = [100.0]
+    rate_column, left_column = (c() for c in _settled_columns())
+    with Progress(get_time=lambda: now[0], disable=True) as progress:
+        task_id = progress.add_task("adding", total=10**9)
+        task = progress.tasks[0]
+        now[0] += 0.001
+        progress.update(task_id, advance=6_500_000)  # 6.5 GB/s over the first millisecond
+        assert str(rate_column.render(task)) == ""
+        assert str(left_column.render(task)) == "-:--:--"
+        now[0] += SETTLE_S
+        progress.update(task_id, advance=1_000_000)
+        assert str(rate_column.render(task)).endswith("/s")
+        assert str(rate_column.render(task)) != ""
+        assert str(left_column.render(task)) not in ("", "-:--:--")
+
+
 # --- 12. how a file is keyed --------------------------------------------------------
 
 
@@ -587,6 +664,51 @@ def test_the_help_says_what_the_key_is(command: str) -> None:
     shown = " ".join(ok(command, "--help").stdout.replace("│", " ").split())  # unboxed
     assert "keyed by its path as given" in shown
     assert "the path that opens it" in shown
+
+
+# --- 13. fingerprint, distance and explain: one convention ---------------------------
+
+
+def test_fingerprint_takes_text_and_file_flags_like_distance_and_explain(tmp_path: Path) -> None:
+    path = tmp_path / "a.txt"
+    path.write_text(T2, encoding="utf-8")
+    want = str(simhash(T1))
+    for args in (["--text", T1], ["-t", T1], [T1, "--text"], [T1]):
+        assert ok("fingerprint", *args).stdout.strip() == want, args
+    for args in (["--file", path], ["-f", path], [path, "--file"]):
+        assert ok("fingerprint", *args).stdout.strip() == str(simhash(T2)), args
+    assert ok("fingerprint", "--file", "-", input=T3).stdout.strip() == str(simhash(T3))
+
+
+def test_distance_and_explain_take_the_same_flags(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text(T1, encoding="utf-8")
+    b.write_text(T1 + " again", encoding="utf-8")
+    want = hamming(simhash(T1), simhash(T1 + " again"))
+    for args in (["--text", T1, T1 + " again"], ["-t", T1, T1 + " again"]):
+        assert ok("distance", *args).stdout.strip() == str(want)
+        assert json.loads(ok("explain", *args, "--json").stdout)["distance"] == want
+    for args in (["--file", a, b], ["-f", a, b], [a, b, "--file"]):
+        assert ok("distance", *args).stdout.strip() == str(want)
+        assert json.loads(ok("explain", *args, "--json").stdout)["distance"] == want
+    assert json.loads(ok("explain", a, b, "--json").stdout)["distance"] == want  # default: files
+    assert ok("distance", str(simhash(T1)), hex(simhash(T1))).stdout.strip() == "0"
+
+
+def test_the_convention_s_errors_say_what_to_do(tmp_path: Path) -> None:
+    path = tmp_path / "a.txt"
+    path.write_text(T1, encoding="utf-8")
+    for command in (["fingerprint", "x"], ["distance", "x", "y"], ["explain", "x", "y"]):
+        error(*command, "--text", "--file", contains=("not both",))
+    error("fingerprint", contains=("give the text to fingerprint",))
+    error("fingerprint", "--file", tmp_path / "nope.txt", contains=("no such file",))
+    error("explain", tmp_path / "nope.txt", path, contains=("no such file", "--text"))
+    error("distance", "hello", "world", contains=("not a fingerprint", "--text"))
+    error("distance", "--file", "-", "-", contains=("only one",))
+    # A text that names a file is fingerprinted as a text, with a word about --file.
+    result = ok("fingerprint", path)
+    assert result.stdout.strip() == str(simhash(str(path)))
+    assert result.stderr.startswith("Warning: ") and "--file" in result.stderr
 
 
 # --- 15. an index inside the folder being added ----------------------------------------
