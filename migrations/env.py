@@ -1,6 +1,6 @@
 """Alembic environment for simindex.
 
-simindex runs the migrations itself (simindex.store.upgrade) and hands in an
+simindex runs the migrations itself (simindex.storage.upgrade) and hands in an
 open connection through ``config.attributes["connection"]``, inside a
 transaction of its own: the upgrade and the index's settings commit together.
 

@@ -9,7 +9,6 @@ import threading
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from itertools import islice
 from types import TracebackType
 from typing import Any, NamedTuple
@@ -17,7 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from sqlalchemy import URL, Connection
 
-from simindex import accelerator, store
+from simindex import accelerator, storage
 from simindex.accelerator import Accelerator, Stamp
 from simindex.blocks import MAX_INDEX_K, BlockLayout, check_k, lookup_cost, probe_radius
 from simindex.errors import (
@@ -64,17 +63,6 @@ def crowded(rows: int, count: int, expected: float) -> bool:
     if rows < 4 * expected:
         return False
     return rows >= CROWDED_ROWS or (rows >= CROWDED_MIN_ROWS and rows >= CROWDED_SHARE * count)
-
-
-@dataclass
-class _Write:
-    """One write transaction of a SimIndex (see SimIndex._writing): its
-    connection, and the rows it wrote for a held snapshot ((id, signed
-    fingerprint) of every key written; None: not known, which lets it go)."""
-
-    conn: Connection
-    rows: list[tuple[int, int]] | None = None
-    writes: int | None = None  # the write transactions counted, this one included
 
 
 class CheckReport(NamedTuple):
@@ -176,7 +164,7 @@ class SimIndex:
         config: FingerprintConfig | Mapping[str, Any] | None = None,
         create: bool = True,
         readonly: bool = False,
-        timeout: float = store.BUSY_TIMEOUT_S,
+        timeout: float = storage.BUSY_TIMEOUT_S,
         hold: bool | None = None,
     ) -> None:
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
@@ -189,24 +177,24 @@ class SimIndex:
         if k is not None or blocks is not None:  # validate before anything is opened
             wanted_layout = BlockLayout.for_k(DEFAULT_K if k is None else k, blocks)
         wanted = _as_config(config)
-        self._where = store.locate(location)
-        store.check_file(self._where, create=create and not readonly)
+        self._where = storage.locate(location)
+        storage.check_file(self._where, create=create and not readonly)
         # A file or folder this process may not write: read-only, by itself.
-        access = store.file_access(self._where)
+        access = storage.file_access(self._where)
         self.readonly = readonly = self.readonly or access.readonly
-        self._engine = store.make_engine(
+        self._backend = storage.open_backend(
             self._where, timeout=self._timeout, readonly=readonly, immutable=access.immutable
         )
         # An in-memory database is one connection: its users take turns.
         self._lock: Any = (
-            threading.RLock() if self._where.path is None else contextlib.nullcontext()
+            threading.RLock() if self._backend.shared_connection else contextlib.nullcontext()
         )
         try:
             settings = self._open(k, blocks, wanted_layout, wanted, create=create and not readonly)
             if not readonly:
-                store.use_wal(self._engine, self._where)
+                self._backend.use_wal()
         except BaseException:
-            self._engine.dispose()
+            self._backend.dispose()
             raise
         self._accel = Accelerator(hold)  # shared by this object's threads
         self._adopt(settings, None)
@@ -220,28 +208,26 @@ class SimIndex:
         wanted: FingerprintConfig | None,
         *,
         create: bool,
-    ) -> store.Settings:
-        store.ensure_schema(self._engine, self._where, create=create)
-        with store.reading(self._engine, self._where) as conn:
-            found = store.read_settings(conn, self._where)
-        if found is None or found[1] != store.HEAD:
-            with store.writing(
-                self._engine, self._where, timeout=self._timeout, alone=True
-            ) as conn:
-                found = store.read_settings(conn, self._where)  # again, under the lock
+    ) -> storage.Settings:
+        self._backend.ensure_schema(create=create)
+        with self._backend.reading() as conn:
+            found = storage.read_settings(conn, self._where)
+        if found is None or found[1] != storage.HEAD:
+            with self._backend.writing(alone=True) as conn:
+                found = storage.read_settings(conn, self._where)  # again, under the lock
                 if found is None:
                     if not create:
                         raise NotAnIndexError(f"no index at {self._where}")
-                    settings = store.Settings(
+                    settings = storage.Settings(
                         layout=layout or BlockLayout.for_k(DEFAULT_K),
                         config=wanted or DEFAULT_CONFIG,
-                        created_by=f"simindex {store.package_version()}",
+                        created_by=f"simindex {storage.package_version()}",
                         distance=DEFAULT_K if k is None else k,
                     )
-                    store.create(conn, settings)
+                    storage.create(conn, settings)
                     return settings
-                if found[1] != store.HEAD:
-                    store.upgrade(conn, found[0].layout)
+                if found[1] != storage.HEAD:
+                    storage.upgrade(conn, found[0].layout)
         settings = found[0]
         if k is not None and k != settings.k:
             raise ConfigMismatchError(
@@ -300,7 +286,7 @@ class SimIndex:
             "probe_radius": probe_radius(self.layout, self.k) if self.k > self.layout.k else 0,
             "fingerprint": json.loads(self.config.to_json()),
             "format": self._settings.format,
-            "schema_revision": store.HEAD,
+            "schema_revision": storage.HEAD,
             "created_by": self._settings.created_by,
         }
         info["held_in_memory_bytes"] = self._accel.nbytes  # (see query)
@@ -308,7 +294,7 @@ class SimIndex:
             size = self._file_bytes()
             info["file_bytes"] = size
             info["bytes_per_fingerprint"] = round(size / count, 1) if count else None
-        with self._lock, store.reading(self._engine, self._where) as conn:
+        with self._lock, self._backend.reading() as conn:
             buckets = self._store.largest_buckets(conn)
         info["largest_buckets"] = []
         info["warnings"] = []
@@ -340,10 +326,10 @@ class SimIndex:
         repaired: list[str] = []
         try:
             self._refresh()
-            with self._lock, store.reading(self._engine, self._where) as conn:
+            with self._lock, self._backend.reading() as conn:
                 problems += self._store.integrity(conn)
-                found = store.read_settings(conn, self._where)
-                if found is None or found[0] != self._settings or found[1] != store.HEAD:
+                found = storage.read_settings(conn, self._where)
+                if found is None or found[0] != self._settings or found[1] != storage.HEAD:
                     problems.append(
                         "the stored settings or schema revision changed under this index"
                     )
@@ -375,7 +361,8 @@ class SimIndex:
         before = self._file_bytes()
         with self._lock:
             self._store.close()  # no connection may read while the file is rewritten
-            store.compact(self._engine, self._where)
+            self._backend.compact()
+            self._accel.drop()
         return {"before": before, "after": self._file_bytes()}
 
     def _file_bytes(self) -> int:
@@ -393,23 +380,23 @@ class SimIndex:
     # --- noticing a rebuild made elsewhere ----------------------------------
 
     @property
-    def _settings(self) -> store.Settings:
+    def _settings(self) -> storage.Settings:
         return self._state[0]
 
     @property
-    def _store(self) -> store.Store:
+    def _store(self) -> storage.Store:
         return self._state[1]
 
-    def _changed(self, version: int | None, used: store.Store | None = None) -> bool:
+    def _changed(self, version: int | None, used: storage.Store | None = None) -> bool:
         """After a read under schema cookie `version` through the Store `used`
         (default: the current one): adopt the file's settings if a rebuild
         elsewhere changed them. True if the read must be done again."""
         used = used or self._store
         if version is None or version == used.valid_for:
             return False
-        with store.reading(self._engine, self._where) as conn:
-            found = store.read_settings(conn, self._where)
-            cookie = store.schema_version(conn)
+        with self._backend.reading() as conn:
+            found = storage.read_settings(conn, self._where)
+            cookie = self._backend.schema_version(conn)
         if found is None:
             raise NotAnIndexError(f"{self._where} is no longer an index")
         settings, current = self._state
@@ -423,35 +410,31 @@ class SimIndex:
         """Adopt the file's settings if a rebuild elsewhere changed them."""
         return self._changed(self._store.schema_version())
 
-    def _adopt(self, settings: store.Settings, cookie: int | None) -> None:
+    def _adopt(self, settings: storage.Settings, cookie: int | None) -> None:
         # One assignment, so a thread reads a settings and Store that belong
         # together. The old Store is not closed here: another thread may be
         # reading through it this moment; its connections close when it goes.
-        fresh = store.Store(self._engine, self._where, settings.layout)
+        fresh = storage.Store(self._backend, settings.layout)
         fresh.valid_for = cookie
         self._state = (settings, fresh)
         self._accel.drop()  # held under the old layout
 
     def _fresh_in(self, conn: Connection) -> None:
         """Inside a write transaction: make sure the settings are the file's."""
-        self._changed(store.schema_version(conn))
+        self._changed(self._backend.schema_version(conn))
 
     @contextlib.contextmanager
-    def _writing(self, *, alone: bool = False, fresh: bool = True) -> Iterator[_Write]:
+    def _writing(self, *, alone: bool = False, fresh: bool = True) -> Iterator[storage.Write]:
         """Every write transaction of this index goes through here: it holds the
         write lock from its start (``alone``: on PostgreSQL, no other writer
         either), adopts a rebuild made elsewhere first (``fresh``), counts the
-        write as its last statement (SQLite; see store.count_write), and once
-        it has committed tells the accelerator what it wrote (``rows``)."""
+        write as its last statement (SQLite; see storage.Backend.write), and
+        once it has committed tells the accelerator what it wrote (``rows``)."""
         with self._lock:
-            with store.writing(
-                self._engine, self._where, timeout=self._timeout, alone=alone
-            ) as conn:
+            with self._backend.write(alone=alone) as write:
                 if fresh:
-                    self._fresh_in(conn)  # a rebuild elsewhere may have changed the layout
-                write = _Write(conn)
+                    self._fresh_in(write.conn)  # a rebuild elsewhere may have changed the layout
                 yield write
-                write.writes = store.count_write(conn)
             self._accel.committed(write.writes, write.rows)
 
     def rebuild(
@@ -495,7 +478,7 @@ class SimIndex:
             raise InvalidArgumentError(f"batch_size must be at least 1, not {batch_size!r}")
         if source is not None:
             fingerprints = ((key, simhash(text, wanted)) for key, text in source)
-        settings = store.Settings(
+        settings = storage.Settings(
             layout=layout,
             config=wanted,
             created_by=self._settings.created_by,
@@ -508,13 +491,13 @@ class SimIndex:
             with self._writing(alone=True, fresh=False) as write:
                 conn = write.conn
                 if fingerprints is not None:
-                    store.start_staging(conn)
+                    storage.start_staging(conn)
                     items = iter(fingerprints)
                     while batch := list(islice(items, batch_size)):
                         keys, fps = _checked([key for key, _ in batch], [fp for _, fp in batch])
-                        store.stage(conn, keys, fps)
+                        storage.stage(conn, keys, fps)
                 # (swap_in rewrites simindex_meta: the count restarts with this write)
-                rows = store.swap_in(conn, settings, from_staging=fingerprints is not None)
+                rows = storage.swap_in(conn, settings, from_staging=fingerprints is not None)
             self._adopt(settings, None)
             self._store.valid_for = self._store.schema_version()
         return rows
@@ -618,7 +601,7 @@ class SimIndex:
                         len(keys) <= accelerator.APPLIED_MAX
                     ):  # else too many to apply: the snapshot goes
                         write.rows = self._store.rows_by_key(write.conn, keys)
-            if count >= store.FAST_LOAD_MIN:
+            if count >= storage.FAST_LOAD_MIN:
                 self._store.tidy_after_load()
             written += stored
             if batch_size is None or count < batch_size:
@@ -649,12 +632,12 @@ class SimIndex:
         return isinstance(key, str) and bool(key) and self.get(key) is not None
 
     def __len__(self) -> int:
-        with self._lock, store.reading(self._engine, self._where) as conn:
+        with self._lock, self._backend.reading() as conn:
             return self._store.size(conn)
 
     def items(self) -> Iterator[tuple[str, int]]:
         """Every (key, fingerprint), in no particular order, read in one snapshot."""
-        with self._lock, store.reading(self._engine, self._where) as conn:
+        with self._lock, self._backend.reading() as conn:
             rows = [(key, value) for _, key, value in self._store.everything(conn)]
         for key, value in rows:
             yield key, value & ((1 << 64) - 1)
@@ -717,13 +700,13 @@ class SimIndex:
                     stacklevel=2,
                 )
                 started = time.perf_counter()
-                with store.reading(self._engine, self._where) as conn:
+                with self._backend.reading() as conn:
                     matches = within(self._store.everything(conn), fingerprint, distance)
                 self._spent(time.perf_counter() - started)
         return matches[:limit] if limit is not None else matches
 
     @staticmethod
-    def _lookup(used: store.Store, fingerprint: int, k: int) -> tuple[list[Match], int | None]:
+    def _lookup(used: storage.Store, fingerprint: int, k: int) -> tuple[list[Match], int | None]:
         """The matches through the block indexes of `used`, and the schema
         cookie they were read under (see Store.lookup)."""
         if k <= used.layout.k and used.matches_on_server:
@@ -777,9 +760,7 @@ class SimIndex:
             by_lookup = distance <= settings.layout.k or used.can_probe(distance)
             # PostgreSQL: a batch is one join on the server (no snapshot to keep).
             on_server = (
-                self._engine.dialect.name == "postgresql"
-                and distance <= settings.layout.k
-                and len(fps) >= 256
+                self._backend.caps.server_join and distance <= settings.layout.k and len(fps) >= 256
             )
             in_memory = not by_lookup
             if by_lookup and not on_server and len(fps) >= 256:
@@ -836,7 +817,7 @@ class SimIndex:
         only: other databases give no cheap way to know nothing changed)."""
         if not self._accel.charge(seconds, self._store.estimated_size):
             return
-        if self._engine.dialect.name != "sqlite":  # no data_version: never held
+        if not self._backend.caps.can_hold:  # no data_version: never held
             self._accel.never()
             return
         started = time.perf_counter()
@@ -852,20 +833,20 @@ class SimIndex:
         were read under (None where nothing can tell that they are current)."""
         self._refresh()
         versions = self._store.versions()  # before the read: a write between shows later
-        with store.reading(self._engine, self._where) as conn:
+        with self._backend.reading() as conn:
             ids, fps = self._store.load(conn)
-            writes = store.writes_counted(conn)
+            writes = self._backend.writes_counted(conn)
         stamp = None if versions is None or writes is None else Stamp(versions[0], writes)
         return Snapshot(ids, fps, None), stamp
 
     def _match_on_server(
-        self, used: store.Store, fps: Sequence[int], k: int
+        self, used: storage.Store, fps: Sequence[int], k: int
     ) -> list[list[Match]] | None:
         """PostgreSQL: the batch joined with the index by the server, in one
         snapshot; None if a rebuild elsewhere changed the layout meanwhile."""
-        with store.reading(self._engine, self._where) as conn:
-            store.no_rebuild_meanwhile(conn)  # waits for one that is running
-            version = store.schema_version(conn)
+        with self._backend.reading() as conn:
+            self._backend.no_rebuild_meanwhile(conn)  # waits for one that is running
+            version = self._backend.schema_version(conn)
             rows = [] if version != used.valid_for else used.join_lookup(conn, fps, k)
         if version != used.valid_for:
             self._changed(version, used)
@@ -928,7 +909,7 @@ class SimIndex:
     def _pairs(self, k: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]:
         """Positions (in id order) of every pair within k, their distances, and keys."""
         distance = self.k if k is None else check_k(k, limit=MAX_INDEX_K)
-        with self._lock, store.reading(self._engine, self._where) as conn:
+        with self._lock, self._backend.reading() as conn:
             ids, fps = self._store.load(conn)
             order = np.argsort(ids, kind="stable")
             ids, fps = ids[order], fps[order]
@@ -979,7 +960,7 @@ class SimIndex:
     def close(self) -> None:
         """Release the database connections. The index stays on disk."""
         self._store.close()
-        self._engine.dispose()
+        self._backend.dispose()
 
     def __enter__(self) -> SimIndex:
         return self

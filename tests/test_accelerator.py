@@ -13,9 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simindex import SimIndex, accelerator, store
+from simindex import SimIndex, accelerator
 from simindex.accelerator import Accelerator, Stamp
 from simindex.query import Snapshot
+from simindex.storage import store
 
 from .test_index import brute_force, flip
 

@@ -387,7 +387,7 @@ def limit_pages(ix: SimIndex, pages: int) -> None:
     def on_checkout(dbapi_connection: sqlite3.Connection, _record: object, _proxy: object) -> None:
         dbapi_connection.execute(f"PRAGMA max_page_count = {pages}")
 
-    event.listen(ix._engine, "checkout", on_checkout)
+    event.listen(ix._backend.engine, "checkout", on_checkout)
 
 
 def docs_of(corpus: Corpus, start: int, stop: int) -> list[tuple[str, str]]:

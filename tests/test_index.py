@@ -30,8 +30,8 @@ from simindex import (
     accelerator,
     hamming,
     simhash,
-    store,
 )
+from simindex.storage import dialects, store
 
 FP = st.integers(0, 2**64 - 1)
 
@@ -242,7 +242,7 @@ def test_sqlite_file_uses_wal_and_a_busy_timeout(file_index: SimIndex, db_path: 
     con = sqlite3.connect(db_path)
     assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     con.close()
-    engine = file_index._engine
+    engine = file_index._backend.engine
     with engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30000
         assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL
@@ -276,8 +276,17 @@ def test_one_index_shared_between_threads(index: SimIndex) -> None:
     assert len(index) == 200
 
 
+@pytest.mark.parametrize(
+    "url", ["mysql://user:secret@db.example/x", "oracle://db.example/x", "duckdb:///x.db"]
+)
+def test_other_databases_are_refused_clearly(url: str) -> None:
+    with pytest.raises(InvalidArgumentError, match="SQLite or PostgreSQL") as caught:
+        SimIndex(url)
+    assert "secret" not in str(caught.value)
+
+
 def test_repr_and_location_hide_passwords() -> None:
-    from simindex.store import locate
+    from simindex.storage import locate
 
     where = locate("postgresql+psycopg://user:secret@db.example/simindex")
     assert "secret" not in str(where)
@@ -915,7 +924,7 @@ def test_writes_are_counted_without_returning_too(
     db_path: Path, hold: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """SQLite before 3.35 (no RETURNING) counts a write in two statements."""
-    monkeypatch.setattr(store.sqlite3, "sqlite_version_info", (3, 34, 1))
+    monkeypatch.setattr(dialects.sqlite3, "sqlite_version_info", (3, 34, 1))
     with SimIndex(db_path, k=3) as index:
         stored, q = held_near(index, 8, 200)
         held = index._accel.snapshot

@@ -47,7 +47,7 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path: Path) -> None:
         [
             str(bin_dir / "python"),
             "-c",
-            "from simindex import store; print(store.migrations_dir())",
+            "from simindex import storage; print(storage.migrations_dir())",
         ],
         work,
     )

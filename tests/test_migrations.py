@@ -20,7 +20,7 @@ from simindex import (
     SimIndex,
     StorageError,
     schema,
-    store,
+    storage,
 )
 
 
@@ -30,15 +30,15 @@ def digest(path: Path) -> str:
 
 def script_directory() -> ScriptDirectory:
     config = Config()
-    config.set_main_option("script_location", str(store.migrations_dir()))
+    config.set_main_option("script_location", str(storage.migrations_dir()))
     return ScriptDirectory.from_config(config)
 
 
 def test_known_revisions_are_the_scripts() -> None:
     scripts = script_directory()
     chain = [r.revision for r in reversed(list(scripts.walk_revisions()))]
-    assert tuple(chain) == store.REVISIONS
-    assert scripts.get_current_head() == store.HEAD
+    assert tuple(chain) == storage.REVISIONS
+    assert scripts.get_current_head() == storage.HEAD
 
 
 @pytest.mark.parametrize(("k", "blocks"), [(0, None), (3, None), (7, None), (3, 5)])
@@ -50,7 +50,7 @@ def test_empty_to_head_matches_the_described_schema(
     engine = create_engine(f"sqlite:///{path}")
     with engine.connect() as conn:
         context = MigrationContext.configure(conn, opts={"version_table": schema.VERSION_TABLE})
-        assert context.get_current_revision() == store.HEAD
+        assert context.get_current_revision() == storage.HEAD
         diff = compare_metadata(context, schema.build(BlockLayout.for_k(k, blocks)).metadata)
     engine.dispose()
     assert diff == []
@@ -95,7 +95,7 @@ def test_an_index_from_a_newer_simindex_is_refused_naming_both_versions(tmp_path
         SimIndex(path)
     message = str(caught.value)
     assert "simindex 9.0.0" in message and "format 9" in message
-    assert f"format {store.FORMAT_VERSION}" in message and "0099" in message
+    assert f"format {storage.FORMAT_VERSION}" in message and "0099" in message
     assert digest(path) == before
 
 
@@ -124,4 +124,4 @@ def test_an_unreachable_database_is_one_clear_error_without_the_password() -> No
 
 
 def test_the_migrations_ship_beside_the_package() -> None:
-    assert (store.migrations_dir() / "versions" / "0001_create_index.py").is_file()
+    assert (storage.migrations_dir() / "versions" / "0001_create_index.py").is_file()

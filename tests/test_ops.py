@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Connection
 
-from simindex import DamagedIndexError, SimIndex, StorageError, store
+from simindex import DamagedIndexError, SimIndex, StorageError, storage
 from simindex.index import crowded
 
 from .test_cli import invoke, ok
@@ -44,12 +44,12 @@ def filled_file(db_path: Path) -> Path:
 @contextlib.contextmanager
 def raw(location: str) -> Iterator[Connection]:
     """A transaction on the index's database, outside simindex."""
-    engine = store.make_engine(store.locate(location))
+    backend = storage.open_backend(storage.locate(location))
     try:
-        with engine.begin() as conn:
+        with backend.engine.begin() as conn:
             yield conn
     finally:
-        engine.dispose()
+        backend.dispose()
 
 
 def test_a_healthy_index_checks_ok(filled: str) -> None:
@@ -144,18 +144,17 @@ def test_readonly_answers_queries_and_refuses_writes(filled_file: Path) -> None:
 
 
 def test_a_stuck_writer_makes_others_fail_after_the_timeout(filled: str) -> None:
-    where = store.locate(filled)
-    engine = store.make_engine(where)
+    backend = storage.open_backend(storage.locate(filled))
     try:
         # A transaction holding the write lock (on PostgreSQL: the lock a rebuild takes).
-        with store.writing(engine, where, alone=True), SimIndex(filled, timeout=0.3) as index:
+        with backend.writing(alone=True), SimIndex(filled, timeout=0.3) as index:
             started = time.monotonic()
             with pytest.raises(StorageError, match="locked by another writer"):
                 index.add_fingerprint("late", 1)
             assert 0.25 <= time.monotonic() - started < 5
             assert index.query(0)[0].key == "k0"  # reading does not wait
     finally:
-        engine.dispose()
+        backend.dispose()
     with SimIndex(filled) as index:
         assert "late" not in index
 

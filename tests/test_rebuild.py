@@ -19,7 +19,7 @@ from simindex import (
     SimIndex,
     schema,
     simhash,
-    store,
+    storage,
 )
 
 from .test_index import brute_force
@@ -31,7 +31,7 @@ TEXTS = [
 
 
 def tables(location: str) -> set[str]:
-    engine = store.make_engine(store.locate(location))
+    engine = storage.open_backend(storage.locate(location)).engine
     try:
         with engine.connect() as conn:
             return set(inspect(conn).get_table_names())
@@ -55,7 +55,7 @@ def test_relayout_keeps_every_fingerprint_and_answers_exactly(location: str) -> 
         assert index.rebuild(k=2) == 3000 and index.k == 2 and len(index.layout.tables) == 3
     with SimIndex(location) as index:  # the new layout is what the file says now
         assert index.k == 2 and index.check().ok
-    engine = store.make_engine(store.locate(location))
+    engine = storage.open_backend(storage.locate(location)).engine
     with engine.connect() as conn:
         context = MigrationContext.configure(conn, opts={"version_table": schema.VERSION_TABLE})
         assert compare_metadata(context, schema.build(index.layout).metadata) == []

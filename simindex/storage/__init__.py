@@ -1,0 +1,80 @@
+"""Where an index's fingerprints live: SQLite or PostgreSQL, behind one interface.
+
+The rest of simindex sees only what this package exports: ``open_backend``
+gives a ``Backend`` (engine, transactions, error translation, capabilities)
+for a location, and ``Store`` the statements on an index's tables. Every
+difference between the databases lives in ``dialects``; nothing outside this
+package asks which database it is talking to.
+
+    location.py   where an index is (path, :memory:, URL) and what a file allows
+    dialects.py   SQLite and PostgreSQL: engines, capabilities, the SQL that differs
+    backend.py    one index's database: read and write transactions, errors
+    migrate.py    the stored settings; Alembic upgrades
+    rebuild.py    a rebuild's staging table and swap, in one transaction
+    store.py      the fingerprint table: lookups, loads, writes, upkeep
+"""
+
+from simindex.storage.backend import Backend, Write, db_error
+from simindex.storage.dialects import BUSY_TIMEOUT_S, Capabilities
+from simindex.storage.location import (
+    FileAccess,
+    Location,
+    check_file,
+    file_access,
+    locate,
+)
+from simindex.storage.migrate import (
+    FORMAT_VERSION,
+    HEAD,
+    REVISIONS,
+    Settings,
+    create,
+    migrations_dir,
+    package_version,
+    read_settings,
+    upgrade,
+    write_settings,
+)
+from simindex.storage.rebuild import stage, start_staging, swap_in
+from simindex.storage.store import FAST_LOAD_MIN, Store
+
+
+def open_backend(
+    where: Location,
+    *,
+    timeout: float = BUSY_TIMEOUT_S,
+    readonly: bool = False,
+    immutable: bool = False,
+) -> Backend:
+    """The backend of an index at `where` (a connection is made only when used)."""
+    return Backend(where, timeout=timeout, readonly=readonly, immutable=immutable)
+
+
+__all__ = [
+    "BUSY_TIMEOUT_S",
+    "FAST_LOAD_MIN",
+    "FORMAT_VERSION",
+    "HEAD",
+    "REVISIONS",
+    "Backend",
+    "Capabilities",
+    "FileAccess",
+    "Location",
+    "Settings",
+    "Store",
+    "Write",
+    "check_file",
+    "create",
+    "db_error",
+    "file_access",
+    "locate",
+    "migrations_dir",
+    "open_backend",
+    "package_version",
+    "read_settings",
+    "stage",
+    "start_staging",
+    "swap_in",
+    "upgrade",
+    "write_settings",
+]

@@ -1,0 +1,334 @@
+"""SQLite and PostgreSQL: every difference between the two lives here.
+
+A ``Dialect`` makes its engine (with its pragmas or session settings), says
+what the database can do (``Capabilities``, detected once per index and kept),
+and gives the few statements that differ: how a rebuild elsewhere is noticed
+(SQLite's schema cookie, PostgreSQL's generation row), how writes are
+counted for a held snapshot (SQLite), how writers keep out of a rebuild's
+way (PostgreSQL's advisory locks), the integrity check and compaction
+(SQLite). Everything else is portable SQLAlchemy Core, in store.py.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.pool import StaticPool
+
+from simindex import schema
+from simindex.storage.location import Location
+
+BUSY_TIMEOUT_S = 30.0
+MMAP_BYTES = 1 << 40  # address space, not memory (SQLite caps it at its build limit, ~2 GB)
+WRITE_OPTION = "simindex_write"  # execution option of a write transaction's connection
+
+# What a lookup reads beside its rows to notice a rebuild made elsewhere:
+# SQLite's schema cookie (changes with every change of the schema), or on
+# PostgreSQL the generation a rebuild counts up in simindex_meta.
+GENERATION = (
+    f"CAST(COALESCE((SELECT value FROM {schema.META_TABLE} WHERE name = 'generation'), '0') "
+    "AS BIGINT)"
+)
+SQLITE_COOKIE_SQL = "SELECT schema_version FROM pragma_schema_version"
+GENERATION_SQL = f"SELECT {GENERATION}"
+# SQLite: the write transactions of simindex counted in simindex_meta (the
+# row is made by the first one), so that a holder of fingerprints in memory
+# can tell its own writes (which it applies) from anyone else's.
+_CHANGES = f"(SELECT CAST(value AS INTEGER) FROM {schema.META_TABLE} WHERE name = 'changes')"
+_COUNT_WRITE_SQL = (
+    f"INSERT INTO {schema.META_TABLE} (name, value) VALUES ('changes', '1') "
+    "ON CONFLICT (name) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"
+)
+SQLITE_VERSIONS_SQL = (
+    "SELECT (SELECT data_version FROM pragma_data_version), "
+    f"(SELECT schema_version FROM pragma_schema_version), COALESCE({_CHANGES}, 0)"
+)
+# PostgreSQL: every write transaction holds this advisory lock (one per
+# schema), shared; creating, upgrading or rebuilding an index holds it alone.
+# So a write never runs against a layout a rebuild is replacing meanwhile.
+_ADVISORY_KEY = "hashtext('simindex:' || COALESCE(current_schema(), ''))"
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What the database of one index can do, detected once when it is opened."""
+
+    can_hold: bool  # data_version: a snapshot held in memory can tell it is current
+    returning: bool  # INSERT ... RETURNING (SQLite 3.35+)
+    server_join: bool  # a batch of queries joined with the index on the server
+    bulk_copy: bool  # rows loaded with COPY through a temporary table
+    read_autocommit: bool  # a kept read connection is put in autocommit (psycopg)
+    server_bit_count: bool  # bit_count(bit) on the server (PostgreSQL 14+)
+    vacuum_after_load: bool  # a large load is followed by VACUUM (PostgreSQL)
+
+
+class Dialect:
+    """The database-specific part of storage: one instance per kind."""
+
+    name = ""
+    schema_cookie = False  # a rebuild shows in the schema cookie (else a generation row)
+    renames_constraints = True  # a table taking another's place renames its constraints
+
+    def make_engine(
+        self, where: Location, *, timeout: float, readonly: bool, immutable: bool
+    ) -> Engine:
+        raise NotImplementedError
+
+    def capabilities(self, engine: Engine) -> Capabilities:
+        raise NotImplementedError
+
+    @property
+    def generation_sql(self) -> str:
+        """One row, one column: the number that changes with every rebuild."""
+        return GENERATION_SQL
+
+    def begin_write(self, conn: Connection, *, alone: bool) -> None:
+        """First statement of a write transaction (nothing, or a lock)."""
+
+    def no_rebuild_meanwhile(self, conn: Connection) -> None:
+        """Hold off creation, upgrades and rebuilds until the transaction ends."""
+
+    def count_write(self, conn: Connection, caps: Capabilities) -> int | None:
+        """Inside a write transaction: count it (see SQLITE); None where not counted."""
+        return None
+
+    def writes_counted(self, conn: Connection) -> int | None:
+        return None
+
+    def integrity(self, conn: Connection) -> list[str]:
+        """What the database's own integrity check finds wrong (nothing: [])."""
+        return []
+
+    def use_wal(self, engine: Engine, where: Location) -> None:
+        """Switch a file to write-ahead logging (SQLite files only)."""
+
+    def compact(self, engine: Engine) -> None:
+        """Reclaim free space (SQLite's VACUUM; nothing elsewhere)."""
+
+    def tidy_after_load(self, cursor: Any) -> None:
+        """After a large load has committed, on an autocommit cursor."""
+
+    def took_over(self, conn: Connection, old_name: str, name: str) -> None:
+        """A table built as `old_name` has just been renamed `name` (a rebuild)."""
+
+    def analyze(self, conn: Connection) -> None:
+        """Fresh planner statistics after a rebuild or a large load."""
+
+    def insert(self, table: Any) -> Any:
+        """An INSERT of this dialect, with ON CONFLICT."""
+        raise NotImplementedError
+
+
+class _Sqlite(Dialect):
+    name = "sqlite"
+    schema_cookie = True
+    renames_constraints = False  # SQLite lets two tables' constraints share a name
+
+    def make_engine(
+        self, where: Location, *, timeout: float, readonly: bool, immutable: bool
+    ) -> Engine:
+        url = where.url
+        if where.path is None:  # one shared in-memory database
+            engine = create_engine(
+                url, poolclass=StaticPool, connect_args={"check_same_thread": False}
+            )
+        else:
+            if readonly:
+                options = "mode=ro&immutable=1" if immutable else "mode=ro"
+                url = url.set(database=f"file:{where.path}?{options}", query={"uri": "true"})
+            # Each thread keeps a connection for reads: no cap on how many.
+            engine = create_engine(
+                url,
+                connect_args={"timeout": timeout, "check_same_thread": False},
+                pool_size=5,
+                max_overflow=-1,
+            )
+        event.listen(engine, "connect", _on_sqlite_connect(timeout))
+        event.listen(engine, "begin", _on_sqlite_begin)
+        return engine
+
+    def capabilities(self, engine: Engine) -> Capabilities:
+        return Capabilities(
+            can_hold=True,
+            returning=sqlite3.sqlite_version_info >= (3, 35),
+            server_join=False,
+            bulk_copy=False,
+            read_autocommit=False,
+            server_bit_count=False,
+            vacuum_after_load=False,
+        )
+
+    @property
+    def generation_sql(self) -> str:
+        return SQLITE_COOKIE_SQL
+
+    def count_write(self, conn: Connection, caps: Capabilities) -> int | None:
+        """Count the write transaction; returns the count it makes (the one
+        before it is that minus one: the write lock is held). One statement
+        where SQLite has RETURNING (3.35): reading the table again in the
+        write transaction cost about 100 us (a single add costs ~170)."""
+        if caps.returning:
+            return int(conn.exec_driver_sql(f"{_COUNT_WRITE_SQL} RETURNING value").scalar_one())
+        conn.exec_driver_sql(_COUNT_WRITE_SQL)
+        return int(conn.exec_driver_sql(f"SELECT {_CHANGES}").scalar_one())
+
+    def writes_counted(self, conn: Connection) -> int | None:
+        return int(conn.exec_driver_sql(f"SELECT COALESCE({_CHANGES}, 0)").scalar_one())
+
+    def integrity(self, conn: Connection) -> list[str]:
+        rows = [r[0] for r in conn.exec_driver_sql("PRAGMA integrity_check").fetchall()]
+        return [] if rows == ["ok"] else [f"SQLite integrity check: {r}" for r in rows]
+
+    def use_wal(self, engine: Engine, where: Location) -> None:
+        """Done once the file is known to be an index, never on a file that is
+        refused: changing the journal mode rewrites the database header."""
+        if where.path is None:
+            return
+        raw = engine.raw_connection()  # outside any transaction, as the pragma needs
+        try:
+            cursor = raw.cursor()
+            if cursor.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                cursor.execute("PRAGMA journal_mode = WAL")
+            cursor.close()
+        finally:
+            raw.close()
+
+    def compact(self, engine: Engine) -> None:
+        raw = engine.raw_connection()
+        try:
+            cursor = raw.cursor()
+            cursor.execute("VACUUM")
+            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            cursor.close()
+        finally:
+            raw.close()
+
+    def insert(self, table: Any) -> Any:
+        from sqlalchemy.dialects.sqlite import insert
+
+        return insert(table)
+
+
+def _on_sqlite_connect(timeout: float) -> Any:
+    def on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy's "begin" event issue BEGIN itself (pysqlite's own
+        # implicit transactions skip DDL and cannot take the write lock early).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+            cursor.execute("PRAGMA synchronous = NORMAL")
+            # Read pages through a memory map instead of a read() call each: the
+            # lookups of a query touch a few dozen pages scattered over the file.
+            cursor.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+            # Let CREATE INDEX sort with helper threads (bulk loads rebuild indexes).
+            cursor.execute(f"PRAGMA threads = {min(4, os.cpu_count() or 1)}")
+        finally:
+            cursor.close()
+
+    return on_connect
+
+
+def _on_sqlite_begin(connection: Connection) -> None:
+    write = connection.get_execution_options().get(WRITE_OPTION, False)
+    connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+class _Postgres(Dialect):
+    name = "postgresql"
+
+    def make_engine(
+        self, where: Location, *, timeout: float, readonly: bool, immutable: bool
+    ) -> Engine:
+        """A pooled engine; every connection's search_path is the index's
+        schema, so several indexes share one database."""
+        args: dict[str, Any] = {"connect_timeout": max(1, min(int(timeout), 30))}
+        if where.schema is not None:
+            args["options"] = f"-c search_path={where.schema}"
+        # Statements a connection runs again and again (the lookup) are prepared
+        # by psycopg after their second run: no parsing or planning per query.
+        args["prepare_threshold"] = 2
+        engine = create_engine(
+            where.url, connect_args=args, pool_size=5, max_overflow=20, pool_pre_ping=True
+        )
+        event.listen(engine, "connect", _on_postgres_connect(timeout))
+        return engine
+
+    def capabilities(self, engine: Engine) -> Capabilities:
+        if engine.dialect.server_version_info is None:  # known once connected
+            engine.connect().close()
+        version = engine.dialect.server_version_info or (0,)
+        return Capabilities(
+            can_hold=False,
+            returning=False,  # (it has RETURNING; only a held snapshot needs it)
+            server_join=True,
+            bulk_copy=True,
+            read_autocommit=True,
+            server_bit_count=version >= (14,),
+            vacuum_after_load=True,
+        )
+
+    def begin_write(self, conn: Connection, *, alone: bool) -> None:
+        if alone:
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_ADVISORY_KEY})")
+        else:
+            self.no_rebuild_meanwhile(conn)
+
+    def no_rebuild_meanwhile(self, conn: Connection) -> None:
+        conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock_shared({_ADVISORY_KEY})")
+
+    def tidy_after_load(self, cursor: Any) -> None:
+        """VACUUM, so that the visibility map lets lookups read their (id,
+        fingerprint) from the indexes alone (index-only scans)."""
+        cursor.execute(f"VACUUM (ANALYZE) {schema.FINGERPRINT_TABLE}")
+
+    def took_over(self, conn: Connection, old_name: str, name: str) -> None:
+        pairs = zip(schema.constraint_names(old_name), schema.constraint_names(name), strict=True)
+        for old, new in pairs:
+            conn.exec_driver_sql(f"ALTER INDEX {old} RENAME TO {new}")
+        # Rows kept their ids: the id sequence goes on after the largest.
+        conn.exec_driver_sql(
+            f"SELECT setval(pg_get_serial_sequence('{name}', 'id'), "
+            f"COALESCE((SELECT MAX(id) FROM {name}), 0) + 1, false)"
+        )
+
+    def analyze(self, conn: Connection) -> None:
+        conn.exec_driver_sql(f"ANALYZE {schema.FINGERPRINT_TABLE}")
+
+    def insert(self, table: Any) -> Any:
+        from sqlalchemy.dialects.postgresql import insert
+
+        return insert(table)
+
+
+def _on_postgres_connect(timeout: float) -> Any:
+    def on_connect(dbapi_connection: Any, _record: Any) -> None:
+        autocommit = dbapi_connection.autocommit
+        dbapi_connection.autocommit = True
+        try:
+            cursor = dbapi_connection.cursor()
+            cursor.execute(f"SET lock_timeout = {int(timeout * 1000)}")
+            cursor.close()
+        finally:
+            dbapi_connection.autocommit = autocommit
+
+    return on_connect
+
+
+SQLITE = _Sqlite()
+POSTGRES = _Postgres()
+_BY_NAME = {"sqlite": SQLITE, "postgresql": POSTGRES}
+
+
+def dialect_for(where: Location) -> Dialect:
+    """The dialect of a location (locate has refused every other kind)."""
+    return POSTGRES if where.postgres else SQLITE
+
+
+def dialect_of(conn: Connection) -> Dialect:
+    """The dialect of an open connection."""
+    return _BY_NAME[conn.dialect.name]

@@ -1,0 +1,148 @@
+"""Where an index is: a SQLite file, ``:memory:``, or a PostgreSQL URL.
+
+``locate`` resolves what a user gives (a path, ":memory:", an SQLAlchemy URL)
+without opening anything; ``check_file`` refuses, before SQLite touches it, a
+file that cannot be or hold an index; ``file_access`` says whether a file
+must be opened read-only, from what its file and folder allow.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+from sqlalchemy import URL, make_url
+from sqlalchemy.exc import ArgumentError
+
+from simindex.errors import InvalidArgumentError, NotAnIndexError, StorageError
+
+KINDS = ("sqlite", "postgresql", "postgres")  # the databases simindex stores an index in
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+# A PostgreSQL schema name simindex accepts for ?schema= (no quoting needed).
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+
+@dataclass(frozen=True)
+class Location:
+    url: URL  # what SQLAlchemy connects to (without simindex's own ?schema=)
+    path: Path | None  # the file, for a SQLite file database
+    schema: str | None = None  # the PostgreSQL schema holding the index
+
+    @property
+    def postgres(self) -> bool:
+        return self.url.drivername.split("+")[0] in ("postgresql", "postgres")
+
+    def __str__(self) -> str:
+        if self.path is not None:
+            return str(self.path)
+        if self.url.drivername.startswith("sqlite") and not self.url.database:
+            return ":memory:"
+        url = self.url
+        if self.schema is not None:
+            url = url.update_query_dict({"schema": self.schema})
+        return url.render_as_string(hide_password=True)
+
+
+def locate(location: str | os.PathLike[str] | URL) -> Location:
+    """A path, ":memory:" or an SQLAlchemy URL, resolved (nothing is opened)."""
+    if isinstance(location, URL):
+        url = location
+    else:
+        if not isinstance(location, (str, os.PathLike)):
+            raise InvalidArgumentError(
+                f"an index location is a path or a URL, not {type(location).__name__}"
+            )
+        text = os.fspath(location)
+        if text in ("", ":memory:"):
+            return Location(make_url("sqlite://"), None)
+        if "://" in text:
+            try:
+                url = make_url(text)
+            except ArgumentError as exc:
+                raise InvalidArgumentError(f"not a database URL: {text!r}") from exc
+        else:
+            path = Path(text).expanduser().absolute()
+            return Location(URL.create("sqlite", database=str(path)), path)
+    kind = url.drivername.split("+")[0]
+    if kind not in KINDS:
+        shown = url.render_as_string(hide_password=True)
+        raise InvalidArgumentError(
+            f"simindex stores an index in SQLite or PostgreSQL, not {kind}: {shown} "
+            f"(give a file path, ':memory:', sqlite:///PATH or postgresql://...)"
+        )
+    if kind == "sqlite" and url.database not in (None, "", ":memory:"):
+        path = Path(url.database).expanduser().absolute()
+        return Location(url.set(database=str(path)), path)
+    schema_name = url.query.get("schema")
+    if schema_name is not None:
+        shown = url.render_as_string(hide_password=True)
+        if kind not in ("postgresql", "postgres"):
+            raise InvalidArgumentError(f"?schema= is for PostgreSQL URLs only, not {shown}")
+        if not isinstance(schema_name, str) or not _SCHEMA_NAME.fullmatch(schema_name):
+            raise InvalidArgumentError(
+                f"?schema= takes one name of lowercase letters, digits and _ "
+                f"(at most 63, not starting with a digit), not {schema_name!r}"
+            )
+        url = url.difference_update_query(["schema"])
+    if kind in ("postgresql", "postgres") and url.drivername in ("postgresql", "postgres"):
+        url = url.set(drivername="postgresql+psycopg")  # the driver simindex[postgres] installs
+    return Location(url, None, schema_name)
+
+
+def check_file(where: Location, *, create: bool) -> None:
+    """Refuse, before SQLite touches it, a file that cannot be or hold an index."""
+    path = where.path
+    if path is None:
+        return
+    if path.is_dir():
+        raise InvalidArgumentError(f"{path} is a folder, not an index file")
+    if not path.exists():
+        if not create:
+            raise NotAnIndexError(f"no index at {path}")
+        if not path.parent.is_dir():
+            raise InvalidArgumentError(f"cannot create {path}: folder {path.parent} does not exist")
+        return
+    try:
+        with path.open("rb") as f:
+            header = f.read(len(_SQLITE_HEADER))
+    except OSError as exc:
+        raise StorageError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if header and header != _SQLITE_HEADER:
+        raise NotAnIndexError(
+            f"{path} is not a simindex index (not a SQLite database); left untouched"
+        )
+
+
+class FileAccess(NamedTuple):
+    """How a SQLite index file can be opened, from what its file and folder
+    allow this process (checked with os.access, so root's override counts)."""
+
+    readonly: bool  # the file, or the folder that keeps its -wal/-shm, is not writable
+    immutable: bool  # no -wal/-shm can be kept beside it: read it as a file nobody changes
+
+
+def file_access(where: Location) -> FileAccess:
+    """Whether an existing SQLite index file must be opened read-only, and how.
+
+    In WAL mode SQLite reads through a -shm file beside the database (and
+    writes through a -wal). Where the folder is not writable and neither file
+    is there, they cannot be made: the file is read as it is, unchanging
+    (``immutable``), which is right as long as nobody writes it meanwhile (a
+    writer would need to make those files, which a folder nobody may write
+    stops). Where they are there (a writer has the index open), SQLite reads
+    through them read-only. A file that is not writable itself is opened
+    read-only. Anything else opens as asked."""
+    path = where.path
+    if path is None or not path.is_file():
+        return FileAccess(False, False)
+    folder_writable = os.access(path.parent, os.W_OK | os.X_OK)
+    file_writable = os.access(path, os.W_OK)
+    if folder_writable and file_writable:
+        return FileAccess(False, False)
+    beside = [path.with_name(path.name + suffix) for suffix in ("-wal", "-shm")]
+    immutable = not folder_writable and not any(p.exists() for p in beside)
+    return FileAccess(True, immutable)

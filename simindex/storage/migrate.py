@@ -1,0 +1,164 @@
+"""What an index stores about itself, and bringing its schema up to date.
+
+``Settings`` (layout, fingerprint configuration, k) live in simindex_meta;
+Alembic (migrations/) owns every change of the schema, and ``upgrade`` runs
+it on the caller's connection, so the library, the CLI and the tests upgrade
+the same way. No schema is created outside a migration.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import Connection, inspect
+
+from simindex import schema
+from simindex.blocks import MAX_INDEX_K, BlockLayout, probes
+from simindex.errors import IndexVersionError, NotAnIndexError, StorageError
+from simindex.fingerprint import BITS, FingerprintConfig
+from simindex.storage.location import Location
+
+FORMAT_VERSION = 2  # the newest format this simindex reads (see Settings.format)
+# The Alembic revisions this simindex knows, oldest first (tests check them
+# against migrations/versions). Kept here so opening an index needs no Alembic.
+REVISIONS = ("0001",)
+HEAD = REVISIONS[-1]
+
+
+def package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("simindex")
+    except PackageNotFoundError:
+        return "0+checkout"
+
+
+def migrations_dir() -> Path:
+    """Where the Alembic scripts are: inside the installed package, or the checkout's."""
+    here = Path(__file__).resolve().parent.parent
+    for candidate in (here / "migrations", here.parent / "migrations"):
+        if (candidate / "env.py").is_file():
+            return candidate
+    raise StorageError(f"simindex's migrations are missing (looked in {here})")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What an index stores about itself in simindex_meta.
+
+    ``distance`` is the index's k, the distance queries use by default; the
+    layout's tables answer up to ``layout.k`` by exact lookups and beyond it
+    by probes (a layout of k or fewer blocks). None means ``layout.k``.
+    """
+
+    layout: BlockLayout
+    config: FingerprintConfig
+    created_by: str = ""
+    distance: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.distance is None:
+            object.__setattr__(self, "distance", self.layout.k)
+
+    @property
+    def k(self) -> int:
+        assert self.distance is not None  # set in __post_init__
+        return self.distance
+
+    @property
+    def format(self) -> int:
+        """2 for an index whose k is above its layout's (probed lookups), which
+        a simindex of format 1 would misread; 1 for the others."""
+        return 1 if self.k == self.layout.k else 2
+
+    def rows(self) -> dict[str, str]:
+        return {
+            "format": str(self.format),
+            "bits": str(BITS),
+            "k": str(self.k),
+            "blocks": json.dumps(list(self.layout.widths)),
+            "tables": json.dumps([list(t) for t in self.layout.tables]),
+            "fingerprint": self.config.to_json(),
+            "created_by": self.created_by,
+        }
+
+
+def read_settings(conn: Connection, where: Location) -> tuple[Settings, str] | None:
+    """(settings, Alembic revision) of an index, None for an empty database.
+
+    Raises NotAnIndexError for a database that holds something else and
+    IndexVersionError for an index written by a newer simindex.
+    """
+    tables = set(inspect(conn).get_table_names())
+    if not tables:
+        return None
+    if schema.VERSION_TABLE not in tables or schema.META_TABLE not in tables:
+        shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+        raise NotAnIndexError(
+            f"{where} is a database but not a simindex index (its tables: {shown}); left untouched"
+        )
+    revision = conn.exec_driver_sql(f"SELECT version_num FROM {schema.VERSION_TABLE}").scalar()
+    rows: dict[str, str] = dict(
+        conn.exec_driver_sql(f"SELECT name, value FROM {schema.META_TABLE}").all()
+    )
+    fmt = int(rows.get("format", "0") or 0)
+    mine = f"simindex {package_version()} (format {FORMAT_VERSION}, schema revision {HEAD})"
+    if fmt > FORMAT_VERSION or revision not in REVISIONS:
+        theirs = rows.get("created_by") or "a newer simindex"
+        raise IndexVersionError(
+            f"{where} was written by {theirs} (format {fmt}, schema revision {revision}); "
+            f"this is {mine}: upgrade simindex to open it"
+        )
+    try:
+        layout = BlockLayout.from_stored(json.loads(rows["blocks"]), json.loads(rows["tables"]))
+        settings = Settings(
+            layout=layout,
+            config=FingerprintConfig.from_json(rows["fingerprint"]),
+            created_by=rows.get("created_by", ""),
+            distance=int(rows.get("k", layout.k)),
+        )
+    except (KeyError, ValueError, TypeError) as exc:
+        raise NotAnIndexError(f"{where}: the index's settings are damaged ({exc})") from exc
+    k = settings.k
+    if (
+        not layout.k <= k <= MAX_INDEX_K
+        or (k > layout.k and probes(layout, k) is None)
+        or settings.format != fmt
+        or int(rows.get("bits", BITS)) != BITS
+    ):
+        raise NotAnIndexError(f"{where}: the index's settings disagree with each other")
+    return settings, str(revision)
+
+
+def upgrade(conn: Connection, layout: BlockLayout) -> None:
+    """Bring the schema to the newest revision, inside the caller's transaction."""
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(migrations_dir()))
+    config.attributes["connection"] = conn
+    config.attributes["simindex.layout"] = {
+        "widths": list(layout.widths),
+        "tables": [list(t) for t in layout.tables],
+    }
+    command.upgrade(config, "head")
+
+
+def create(conn: Connection, settings: Settings) -> None:
+    """Create an index's tables and record its settings (one transaction)."""
+    upgrade(conn, settings.layout)
+    tables = schema.build(settings.layout)
+    conn.execute(
+        tables.meta.insert(), [{"name": n, "value": v} for n, v in settings.rows().items()]
+    )
+
+
+def write_settings(conn: Connection, settings: Settings) -> None:
+    """Replace the stored settings (inside the caller's transaction)."""
+    meta = schema.build(settings.layout).meta
+    conn.execute(meta.delete())
+    conn.execute(meta.insert(), [{"name": n, "value": v} for n, v in settings.rows().items()])

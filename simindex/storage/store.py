@@ -1,0 +1,662 @@
+"""The fingerprint table of one index: every statement simindex runs on it.
+
+Portable SQLAlchemy Core, compiled once per index to the driver's own SQL
+(the hot path runs it on a raw driver cursor); what differs between SQLite
+and PostgreSQL is asked of the backend's dialect and capabilities.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from itertools import chain
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Connection, and_, bindparam, delete, func, inspect, or_, select, union_all
+from sqlalchemy.exc import SQLAlchemyError
+
+from simindex import schema
+from simindex.blocks import BlockLayout, Probe, probes
+from simindex.fingerprint import BITS, to_signed
+from simindex.storage.backend import Backend, db_error
+from simindex.storage.dialects import GENERATION, SQLITE_VERSIONS_SQL
+
+MAX_PROBE_K = 32  # probing past this is never cheaper than reading every row
+_CHUNK = 500  # keys per IN (...) list, well under every database's parameter limit
+_RETURNED_ROWS = 16  # Store.put: rows written one by one to return their ids
+_LOAD_CHUNK = 5000  # rows per executemany
+FAST_LOAD_MIN = 20_000  # rows into one transaction before the lookup indexes are set aside
+
+
+class _Sql:
+    """A statement compiled once to the driver's own SQL and parameter style."""
+
+    def __init__(self, statement: Any, dialect: Any, names: Sequence[str]) -> None:
+        compiled = statement.compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
+        self.text = str(compiled)
+        self.positional = bool(compiled.positional)
+        order = list(compiled.positiontup or []) if self.positional else list(names)
+        index = {name: i for i, name in enumerate(names)}
+        self._order = [index[name] for name in order]
+        self._names = list(names)
+
+    def params(self, values: Sequence[Any]) -> Any:
+        """Driver parameters from values given in `names` order."""
+        if self.positional:
+            return tuple(values[i] for i in self._order)
+        return dict(zip(self._names, values, strict=True))
+
+    def many(self, rows: list[tuple[Any, ...]]) -> list[Any]:
+        """Driver parameters for executemany; rows already in order pass as they are."""
+        if self.positional and self._order == list(range(len(self._order))):
+            return rows
+        return [self.params(r) for r in rows]
+
+
+class _Held:
+    """A raw driver connection kept by one thread for reads; returned when dropped."""
+
+    def __init__(self, raw: Any, *, autocommit: bool = False) -> None:
+        self.raw = raw
+        # psycopg: each read its own statement, without BEGIN and ROLLBACK
+        # round trips (and back to transactions before the pool has it again).
+        self.autocommit = autocommit
+        if autocommit:
+            raw.driver_connection.autocommit = True
+        self.cursor = raw.cursor()
+        self.pid = os.getpid()
+
+    def close(self) -> None:
+        try:
+            if self.autocommit:
+                self.raw.driver_connection.autocommit = False
+            self.cursor.close()
+            self.raw.close()
+        except Exception:  # noqa: BLE001 - closing a connection that is already gone
+            pass
+
+    def __del__(self) -> None:
+        if self.pid == os.getpid():
+            self.close()
+
+
+def block_rows(
+    keys: Sequence[str], fingerprints: np.ndarray, layout: BlockLayout
+) -> list[tuple[Any, ...]]:
+    """(key, signed fingerprint, block values...) rows, computed with numpy."""
+    fps = fingerprints.astype(np.uint64, copy=False)
+    columns = [fps.view(np.int64).tolist()]
+    for shift, mask in layout.spans():
+        block = (fps >> np.uint64(shift)) & np.uint64(mask)
+        columns.append(block.view(np.int64).tolist() if mask >> 63 else block.tolist())
+    return list(zip(keys, *columns, strict=True))
+
+
+def _with_version(rows: list[Any]) -> tuple[list[Any], int]:
+    """A lookup's rows, and the schema cookie or generation from the marker row
+    (first column -1, the number last) the same statement read with them."""
+    marker = rows.pop() if rows and rows[-1][0] == -1 else None
+    if marker is None:  # pragma: no cover - UNION ALL keeps its order in practice
+        marker = next(r for r in rows if r[0] == -1)
+        rows.remove(marker)
+    return rows, int(marker[-1])
+
+
+class Store:
+    """The fingerprint table of one index: every statement simindex runs on it.
+
+    Single lookups go straight to the driver (statements compiled once by
+    SQLAlchemy for this database) on a connection each thread keeps; writes
+    run in SQLAlchemy transactions that take the write lock at their start.
+    """
+
+    def __init__(self, backend: Backend, layout: BlockLayout) -> None:
+        self.backend = backend
+        self.engine = backend.engine
+        self.where = backend.where
+        self.caps = backend.caps
+        self.layout = layout
+        self.tables = schema.build(layout)
+        t = self.tables.fingerprints
+        dialect = self.engine.dialect
+        blocks = [schema.block_column(i) for i in range(len(layout.widths))]
+        names = ["key", "fingerprint", *blocks]
+        self._upsert = _Sql(self._upsert_statement(names), dialect, names)
+        self._insert_new = _Sql(self._upsert_statement(names, keep=True), dialect, names)
+        # Lookups read (id, fingerprint) from the covering indexes alone; the
+        # keys of the few rows within k are read afterwards (rows_by_id).
+        lookups = [
+            select(t.c.id, t.c.fingerprint).where(
+                *(t.c[blocks[b]] == bindparam(f"t{j}_b{b}") for b in table)
+            )
+            for j, table in enumerate(layout.tables)
+        ]
+        self._lookup_names = [f"t{j}_b{b}" for j, table in enumerate(layout.tables) for b in table]
+        self._lookup = _Sql(union_all(*lookups), dialect, self._lookup_names)
+        # Plus the schema cookie or generation, read in the same snapshot.
+        self._generation = backend.dialect.generation_sql
+        self._lookup_text = (
+            f"{self._lookup.text} UNION ALL {self._generation.replace('SELECT ', 'SELECT -1, ', 1)}"
+        )
+        # PostgreSQL: the Hamming filter and the keys in the same statement.
+        self.matches_on_server = self.caps.server_bit_count and not self._lookup.positional
+        if self.matches_on_server:
+            distance = "bit_count((c.fingerprint # %(query_fp)s::bigint)::bit(64))"
+            self._matches_text = (
+                f"WITH c AS ({self._lookup.text}), "
+                f"m AS (SELECT DISTINCT c.id FROM c WHERE {distance} <= %(query_k)s::int) "
+                f"SELECT f.id, f.key, f.fingerprint FROM m JOIN {schema.FINGERPRINT_TABLE} f "
+                f"ON f.id = m.id UNION ALL SELECT -1, NULL, {GENERATION}"
+            )
+        spans = layout.spans()
+        # (shift, mask) of each lookup parameter, in the driver's order.
+        ordered = [self._lookup_names[i] for i in self._lookup._order]
+        self._lookup_spans = [spans[int(name.rsplit("_b", 1)[1])] for name in ordered]
+        self._lookup_signed = max(layout.widths) == BITS  # a single 64-bit block
+        self._by_id: dict[int, _Sql] = {}
+        self._probe_sql: dict[int, tuple[_Sql, list[Probe]]] = {}
+        self._get = _Sql(
+            select(t.c.fingerprint).where(t.c.key == bindparam("key")), dialect, ["key"]
+        )
+        self.delete_keys = delete(t).where(t.c.key.in_(bindparam("keys", expanding=True)))
+        self.count = select(func.count()).select_from(t)
+        self.scan = select(t.c.id, t.c.key, t.c.fingerprint)
+        self._load = _Sql(select(t.c.id, t.c.fingerprint), dialect, [])
+        self._max_id = _Sql(select(func.max(t.c.id)), dialect, [])
+        self.keys_by_id = select(t.c.id, t.c.key).where(
+            t.c.id.in_(bindparam("ids", expanding=True))
+        )
+        # Reads on a kept connection run without a transaction: each statement
+        # reads one snapshot (SQLite's autocommit; psycopg's, see _Held).
+        self._local = threading.local()
+        self._held: list[_Held] = []
+        self._held_lock = threading.Lock()
+        self._versions_conn: _Held | None = None  # see versions
+        self._versions_lock = threading.Lock()
+        # The schema cookie under which this layout is the file's (SQLite):
+        # a lookup that ran under another cookie may have used a new layout.
+        self.valid_for: int | None = None
+
+    def _upsert_statement(self, names: list[str], *, keep: bool = False) -> Any:
+        t = self.tables.fingerprints
+        values: dict[str, Any] = {name: bindparam(name) for name in names}
+        statement = self.backend.dialect.insert(t).values(values)
+        if keep:
+            return statement.on_conflict_do_nothing(index_elements=[t.c.key])
+        return statement.on_conflict_do_update(
+            index_elements=[t.c.key],
+            set_={name: statement.excluded[name] for name in names if name != "key"},
+        )
+
+    # --- the read hot path ---------------------------------------------------
+
+    def _connection(self) -> _Held:
+        held: _Held | None = getattr(self._local, "held", None)
+        if held is None or held.pid != os.getpid():
+            try:
+                held = _Held(
+                    self.engine.raw_connection(),
+                    autocommit=self.caps.read_autocommit,
+                )
+            except SQLAlchemyError as exc:
+                raise db_error(self.where, exc) from exc
+            self._local.held = held
+            with self._held_lock:
+                self._held.append(held)
+        return held
+
+    def _read(self, sql: str, params: Any) -> list[Any]:
+        held = self._connection()
+        try:
+            held.cursor.execute(sql, params)
+            rows: list[Any] = held.cursor.fetchall()
+        except self.backend.driver_error as exc:
+            raise db_error(self.where, exc) from exc
+        return rows
+
+    def lookup(self, fingerprint: int) -> tuple[list[tuple[int, int]], int | None]:
+        """(id, signed fingerprint) of every row agreeing with the fingerprint
+        on all blocks of at least one table (a row may come more than once),
+        and the schema cookie or generation the lookup ran under."""
+        params = self._lookup_params(fingerprint)
+        driver: Any = params
+        if not self._lookup.positional:  # named style: _order is the names' order
+            driver = dict(zip(self._lookup_names, params, strict=True))
+        return _with_version(self._read(self._lookup_text, driver))
+
+    def _lookup_params(self, fingerprint: int) -> tuple[int, ...]:
+        """The query's block values, in the lookup's parameter order."""
+        params = tuple([(fingerprint >> shift) & mask for shift, mask in self._lookup_spans])
+        if self._lookup_signed:
+            params = tuple(to_signed(p) for p in params)
+        return params
+
+    def lookup_matches(self, fingerprint: int, k: int) -> tuple[list[Any], int | None]:
+        """PostgreSQL: (id, key, signed fingerprint) of the rows within k, and the
+        generation, in one round trip: the candidates come from the indexes
+        alone (index-only scans), the server keeps those within k and only
+        then reads their keys."""
+        driver = dict(zip(self._lookup_names, self._lookup_params(fingerprint), strict=True))
+        driver |= {"query_fp": to_signed(fingerprint), "query_k": k}
+        return _with_version(self._read(self._matches_text, driver))
+
+    def can_probe(self, k: int) -> bool:
+        """Whether probe_lookup answers k (a few probes), rather than a full scan."""
+        if k in self._probe_sql:
+            return True
+        return k <= MAX_PROBE_K and probes(self.layout, k) is not None
+
+    def probe_lookup(
+        self, fingerprint: int, k: int
+    ) -> tuple[list[tuple[int, int]], int | None] | None:
+        """Like lookup, for a k above the layout's: every row agreeing with one
+        of the probes (see blocks.probes) on a table's blocks. None when that
+        would take more than blocks.MAX_PROBES lookups."""
+        plan = self._probe_sql.get(k)
+        if plan is None:
+            found = probes(self.layout, k)
+            if found is None:
+                return None
+            plan = self._probe_sql[k] = self._compile_probes(found)
+        sql, found = plan
+        values = self.layout.blocks(fingerprint)
+        unsigned = [(fingerprint >> shift) & mask for shift, mask in self.layout.spans()]
+        params: list[int] = []
+        for probe in found:
+            table = self.layout.tables[probe.table]
+            for b, flip in zip(table, probe.flips, strict=True):
+                params.append(to_signed(unsigned[b] ^ flip) if flip else values[b])
+        return _with_version(self._read(sql.text, sql.params(params)))
+
+    def _compile_probes(self, found: list[Probe]) -> tuple[_Sql, list[Probe]]:
+        t = self.tables.fingerprints
+        blocks = [schema.block_column(i) for i in range(len(self.layout.widths))]
+        names: list[str] = []
+        per_table: dict[int, list[Any]] = {}
+        for i, probe in enumerate(found):
+            table = self.layout.tables[probe.table]
+            terms = []
+            for b in table:
+                names.append(f"p{i}_{b}")
+                terms.append(t.c[blocks[b]] == bindparam(names[-1]))
+            per_table.setdefault(probe.table, []).append(and_(*terms))
+        selects = []
+        for j, terms in per_table.items():
+            table = self.layout.tables[j]
+            if len(table) == 1:  # one column: an IN list, one index seek per value
+                column = t.c[blocks[table[0]]]
+                values = [term.right for term in terms]
+                selects.append(select(t.c.id, t.c.fingerprint).where(column.in_(values)))
+            else:  # several: OR of equalities, an index seek per term
+                selects.append(select(t.c.id, t.c.fingerprint).where(or_(*terms)))
+        sql = _Sql(union_all(*selects), self.engine.dialect, names)
+        marker = self._generation.replace("SELECT ", "SELECT -1, ", 1)
+        sql.text = f"{sql.text} UNION ALL {marker}"
+        return sql, found
+
+    def rows_by_key(self, conn: Connection, keys: Sequence[str]) -> list[tuple[int, int]]:
+        """SQLite: (id, signed fingerprint) of the rows of these keys, in the
+        caller's transaction (statements written out: this follows every
+        write of a thread that holds a snapshot, often of one key)."""
+        rows: list[tuple[int, int]] = []
+        for start in range(0, len(keys), _CHUNK):
+            chunk = tuple(keys[start : start + _CHUNK])
+            marks = ", ".join("?" * len(chunk))
+            sql = f"SELECT id, fingerprint FROM {schema.FINGERPRINT_TABLE} WHERE key IN ({marks})"
+            rows += [(int(i), int(f)) for i, f in conn.exec_driver_sql(sql, chunk)]
+        return rows
+
+    def rows_by_id(self, ids: Sequence[int]) -> list[tuple[int, str, int]]:
+        """(id, key, signed fingerprint) of the rows with these ids (a few)."""
+        sql = self._by_id.get(len(ids))
+        if sql is None:
+            t = self.tables.fingerprints
+            names = [f"id{i}" for i in range(len(ids))]
+            statement = select(t.c.id, t.c.key, t.c.fingerprint).where(
+                t.c.id.in_([bindparam(n) for n in names])
+            )
+            sql = self._by_id[len(ids)] = _Sql(statement, self.engine.dialect, names)
+        return self._read(sql.text, sql.params(list(ids)))
+
+    def versions(self) -> tuple[int, int, int] | None:
+        """(data_version, schema cookie, write transactions counted) in one
+        read, or None where the database has no data_version. data_version
+        changes when a connection other than the one reading it commits, so
+        its values are comparable only on one connection: every thread reads
+        it on the same one (the accelerator's snapshot is shared by them)."""
+        if not self.caps.can_hold:
+            return None
+        with self._versions_lock:
+            held = self._versions_conn
+            if held is None or held.pid != os.getpid():
+                try:
+                    held = self._versions_conn = _Held(self.engine.raw_connection())
+                except SQLAlchemyError as exc:
+                    raise db_error(self.where, exc) from exc
+                with self._held_lock:
+                    self._held.append(held)
+            try:
+                row = held.cursor.execute(SQLITE_VERSIONS_SQL, ()).fetchone()
+            except self.backend.driver_error as exc:
+                raise db_error(self.where, exc) from exc
+        return int(row[0]), int(row[1]), int(row[2])
+
+    def schema_version(self) -> int:
+        """The schema cookie or generation (see dialects.GENERATION), read on this
+        thread's connection."""
+        return int(self._read(self._generation, ())[0][0])
+
+    def estimated_size(self) -> int:
+        """The largest row id: at least the row count, and read in one seek."""
+        rows = self._read(self._max_id.text, self._max_id.params([]))
+        return int(rows[0][0] or 0)
+
+    def fetch(self, key: str) -> int | None:
+        rows = self._read(self._get.text, self._get.params([key]))
+        return rows[0][0] if rows else None
+
+    # --- reads in one snapshot ---------------------------------------------
+
+    def size(self, conn: Connection) -> int:
+        return int(conn.execute(self.count).scalar_one())
+
+    def everything(self, conn: Connection) -> Iterable[tuple[int, str, int]]:
+        return conn.execute(self.scan)  # type: ignore[return-value,unused-ignore]
+
+    def load(self, conn: Connection) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, unsigned fingerprints) of every row, as numpy arrays.
+
+        Read through the driver's own cursor, inside the caller's transaction:
+        building result rows for a million fingerprints costs far more than
+        reading them.
+        """
+        dbapi = conn.connection.dbapi_connection
+        assert dbapi is not None  # an open connection inside a transaction
+        cursor = dbapi.cursor()
+        try:
+            cursor.execute(self._load.text, self._load.params([]))
+            parts = []
+            while rows := cursor.fetchmany(100_000):
+                flat = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=2 * len(rows))
+                parts.append(flat.reshape(-1, 2))
+        finally:
+            cursor.close()
+        if not parts:
+            return np.zeros(0, np.int64), np.zeros(0, np.uint64)
+        both = np.concatenate(parts)
+        return both[:, 0].copy(), both[:, 1].view(np.uint64).copy()
+
+    def keys_for(self, conn: Connection, ids: Iterable[int]) -> dict[int, str]:
+        wanted = list(dict.fromkeys(int(i) for i in ids))
+        found: dict[int, str] = {}
+        for start in range(0, len(wanted), _CHUNK):
+            rows = conn.execute(self.keys_by_id, {"ids": wanted[start : start + _CHUNK]})
+            found.update((int(i), k) for i, k in rows)
+        return found
+
+    # --- writes --------------------------------------------------------------
+
+    def put(
+        self,
+        conn: Connection,
+        keys: Sequence[str],
+        fingerprints: np.ndarray,
+        *,
+        keep: bool,
+        written: list[tuple[int, int]] | None = None,
+    ) -> int:
+        """Insert rows. A key already stored gets the new fingerprint (the later
+        one wins), or, with keep, keeps its own. Returns the rows written: with
+        keep, the new keys only (a key stored already, or earlier in the same
+        chunk, is left as it is and not counted).
+
+        With ``written``, a few rows replacing on SQLite 3.35+ go one by one
+        with RETURNING and their (id, signed fingerprint) are appended to it
+        (cheaper than reading them back)."""
+        rows = block_rows(keys, fingerprints, self.layout)
+        if self.caps.bulk_copy:
+            return self._put_by_copy(conn, rows, keep=keep)
+        if keep:
+            done = conn.exec_driver_sql(self._insert_new.text, self._insert_new.many(rows))
+            return max(0, done.rowcount)
+        if written is not None and len(rows) <= _RETURNED_ROWS and self.caps.returning:
+            text = f"{self._upsert.text} RETURNING id, fingerprint"
+            for row in rows:
+                found = conn.exec_driver_sql(text, self._upsert.params(row)).one()
+                written.append((int(found[0]), int(found[1])))
+            return len(rows)
+        conn.exec_driver_sql(self._upsert.text, self._upsert.many(rows))
+        return len(rows)
+
+    def _temp_table(self, conn: Connection, name: str, columns: list[str]) -> None:
+        """An empty temporary table of BIGINT columns (and key TEXT) for this transaction."""
+        types = ", ".join(f"{c} TEXT" if c == "key" else f"{c} BIGINT" for c in columns)
+        conn.exec_driver_sql(
+            f"CREATE TEMPORARY TABLE IF NOT EXISTS {name} ({types}) ON COMMIT DROP"
+        )
+        conn.exec_driver_sql(f"TRUNCATE {name}")
+
+    def _copy(self, conn: Connection, name: str, columns: list[str], rows: Iterable[Any]) -> None:
+        """COPY rows into a table (PostgreSQL, through psycopg)."""
+        dbapi: Any = conn.connection.dbapi_connection  # a psycopg connection
+        cursor = dbapi.cursor()
+        try:
+            with cursor.copy(f"COPY {name} ({', '.join(columns)}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        finally:
+            cursor.close()
+
+    def _put_by_copy(self, conn: Connection, rows: list[tuple[Any, ...]], *, keep: bool) -> int:
+        """PostgreSQL: COPY the rows into a temporary table, then one INSERT ...
+        SELECT moves them in (per key, the first row with keep, else the last),
+        in the order they came, so row ids keep "first added" meaningful."""
+        blocks = [schema.block_column(i) for i in range(len(self.layout.widths))]
+        columns = ["key", "fingerprint", *blocks]
+        load = f"simindex_load_{len(blocks)}"
+        self._temp_table(conn, load, ["seq", *columns])
+        self._copy(conn, load, ["seq", *columns], ((i, *r) for i, r in enumerate(rows)))
+        listed = ", ".join(columns)
+        pick = "ASC" if keep else "DESC"
+        on_conflict = (
+            "DO NOTHING"
+            if keep
+            else "DO UPDATE SET " + ", ".join(f"{c} = EXCLUDED.{c}" for c in columns if c != "key")
+        )
+        picked = load
+        if len({r[0] for r in rows}) < len(rows):  # a key twice: keep one row of it
+            picked = f"(SELECT DISTINCT ON (key) * FROM {load} ORDER BY key, seq {pick}) AS picked"
+        done = conn.exec_driver_sql(
+            f"INSERT INTO {schema.FINGERPRINT_TABLE} ({listed}) "
+            f"SELECT {listed} FROM {picked} ORDER BY seq ON CONFLICT (key) {on_conflict}"
+        )
+        return max(0, done.rowcount) if keep else len(rows)
+
+    def join_lookup(self, conn: Connection, fingerprints: Sequence[int], k: int) -> list[Any]:
+        """PostgreSQL: every (query number, key, signed fingerprint, distance)
+        within k of a batch of queries, found by the server in one join of the
+        queries (COPYed into a temporary table) with the fingerprints, one
+        equality join per table of the layout. k must be at most the layout's."""
+        blocks = [schema.block_column(i) for i in range(len(self.layout.widths))]
+        name = f"simindex_queries_{len(blocks)}"
+        self._temp_table(conn, name, ["qid", "fingerprint", *blocks])
+        rows = block_rows(
+            [str(i) for i in range(len(fingerprints))],
+            np.array(fingerprints, dtype=np.uint64),
+            self.layout,
+        )
+        self._copy(conn, name, ["qid", "fingerprint", *blocks], rows)
+        conn.exec_driver_sql(f"ANALYZE {name}")
+        xor = "(q.fingerprint # f.fingerprint)::bit(64)"
+        # bit_count(bit) came with PostgreSQL 14; before it, count the 1s in the text.
+        distance = (
+            f"bit_count({xor})"
+            if self.caps.server_bit_count
+            else f"length(replace({xor}::text, '0', ''))"
+        )
+        parts = []
+        for table in self.layout.tables:
+            on = " AND ".join(f"f.{blocks[b]} = q.{blocks[b]}" for b in table)
+            parts.append(
+                f"SELECT q.qid, f.key, f.fingerprint, {distance} AS distance "
+                f"FROM {name} q JOIN {schema.FINGERPRINT_TABLE} f ON {on} "
+                f"WHERE {distance} <= {int(k)}"
+            )
+        return list(conn.exec_driver_sql(" UNION ".join(parts)).all())
+
+    def put_stream(
+        self,
+        conn: Connection,
+        chunks: Iterable[tuple[list[str], np.ndarray]],
+        *,
+        keep: bool = False,
+        returned: list[tuple[int, int]] | None = None,
+    ) -> tuple[int, int]:
+        """Write chunks of (keys, fingerprints) in the caller's transaction;
+        returns the rows read and the rows written (see put).
+
+        A load larger than FAST_LOAD_MIN rows and than the table itself sets
+        the lookup indexes aside while it writes and rebuilds them at the end
+        (all inside the transaction: readers keep seeing the old index).
+        With ``returned`` (a list), put appends the (id, signed fingerprint)
+        of the rows it could return (see put): all of them when the list
+        ends as long as the count returned.
+        """
+        existing: int | None = None
+        set_aside = False
+        read = written = 0
+        for keys, fps in chunks:
+            if not set_aside and read + len(keys) > FAST_LOAD_MIN:
+                if existing is None:
+                    existing = self.size(conn)
+                if read + len(keys) > existing:
+                    for index in self.tables.lookups:
+                        index.drop(conn)
+                    set_aside = True
+            written += self.put(conn, keys, fps, keep=keep, written=returned)
+            read += len(keys)
+        if set_aside:
+            for index in self.tables.lookups:
+                index.create(conn)
+            self.backend.dialect.analyze(conn)  # fresh statistics, or the planner scans
+        return read, written
+
+    def tidy_after_load(self) -> None:
+        """After a large load has committed (see Dialect.tidy_after_load:
+        PostgreSQL's VACUUM, on the kept autocommit connection)."""
+        if not self.caps.vacuum_after_load:
+            return
+        held = self._connection()  # autocommit: VACUUM cannot run in a transaction
+        try:
+            self.backend.dialect.tidy_after_load(held.cursor)
+        except self.backend.driver_error as exc:
+            raise db_error(self.where, exc) from exc
+
+    def remove(self, conn: Connection, keys: Sequence[str]) -> int:
+        removed = 0
+        for start in range(0, len(keys), _CHUNK):
+            result = conn.execute(self.delete_keys, {"keys": list(keys[start : start + _CHUNK])})
+            removed += result.rowcount
+        return removed
+
+    # --- upkeep: check, repair, compact, buckets ----------------------------
+
+    def integrity(self, conn: Connection) -> list[str]:
+        """What the database's own integrity check finds wrong (nothing: [])."""
+        return self.backend.dialect.integrity(conn)
+
+    def schema_problems(self, conn: Connection) -> list[str]:
+        """Differences between the tables the layout needs and the ones there."""
+        problems = []
+        found = inspect(conn)
+        t = self.tables.fingerprints
+        columns = {c["name"] for c in found.get_columns(t.name)}
+        for column in t.columns:
+            if column.name not in columns:
+                problems.append(f"column {column.name} is missing")
+        extra = sorted(c for c in columns if c.startswith("block_") and c not in t.columns)
+        if extra:
+            problems.append(f"block columns the layout does not have: {', '.join(extra)}")
+        have = {ix["name"]: ix["column_names"] for ix in found.get_indexes(t.name)}
+        for index in self.tables.lookups:
+            wanted = [c.name for c in index.columns]
+            if index.name not in have:
+                problems.append(f"index {index.name} on ({', '.join(wanted)}) is missing")
+            elif have[index.name] != wanted:
+                problems.append(f"index {index.name} is on the wrong columns")
+        return problems
+
+    def missing_lookups(self, conn: Connection) -> list[Any]:
+        have = {ix["name"] for ix in inspect(conn).get_indexes(self.tables.fingerprints.name)}
+        return [index for index in self.tables.lookups if index.name not in have]
+
+    def bad_blocks(self, conn: Connection) -> list[int]:
+        """Ids of the rows whose block columns disagree with their fingerprint."""
+        t = self.tables.fingerprints
+        blocks = [t.c[schema.block_column(i)] for i in range(len(self.layout.widths))]
+        sql = _Sql(select(t.c.id, t.c.fingerprint, *blocks), self.engine.dialect, [])
+        dbapi = conn.connection.dbapi_connection
+        assert dbapi is not None
+        cursor = dbapi.cursor()
+        bad: list[int] = []
+        try:
+            cursor.execute(sql.text, sql.params([]))
+            while rows := cursor.fetchmany(100_000):
+                width = 2 + len(blocks)
+                flat = np.fromiter(chain.from_iterable(rows), np.int64, count=width * len(rows))
+                table = flat.reshape(-1, width)
+                fps = table[:, 1].view(np.uint64)
+                wrong = np.zeros(len(rows), dtype=bool)
+                for i, (shift, mask) in enumerate(self.layout.spans()):
+                    expected = ((fps >> np.uint64(shift)) & np.uint64(mask)).view(np.int64)
+                    wrong |= table[:, 2 + i] != expected
+                bad.extend(table[wrong, 0].tolist())
+        finally:
+            cursor.close()
+        return bad
+
+    def repair_blocks(self, conn: Connection, ids: Sequence[int]) -> None:
+        """Recompute the block columns of these rows from their fingerprints."""
+        t = self.tables.fingerprints
+        for start in range(0, len(ids), _CHUNK):
+            chunk = list(ids[start : start + _CHUNK])
+            rows = conn.execute(
+                select(t.c.id, t.c.key, t.c.fingerprint).where(t.c.id.in_(chunk))
+            ).all()
+            fps = np.array([r[2] for r in rows], dtype=np.int64).view(np.uint64)
+            fixed = block_rows([r[1] for r in rows], fps, self.layout)
+            names = [schema.block_column(i) for i in range(len(self.layout.widths))]
+            conn.execute(
+                t.update()
+                .where(t.c.id == bindparam("row_id"))
+                .values({name: bindparam(name) for name in names}),
+                [
+                    {"row_id": r[0]} | dict(zip(names, f[2:], strict=True))
+                    for r, f in zip(rows, fixed, strict=True)
+                ],
+            )
+
+    def largest_buckets(self, conn: Connection) -> list[tuple[int, int]]:
+        """For each table, (its most common block values' row count, table number)."""
+        t = self.tables.fingerprints
+        out = []
+        for j, table in enumerate(self.layout.tables):
+            columns = [t.c[schema.block_column(b)] for b in table]
+            statement = (
+                select(func.count())
+                .select_from(t)
+                .group_by(*columns)
+                .order_by(func.count().desc())
+                .limit(1)
+            )
+            out.append((int(conn.execute(statement).scalar() or 0), j))
+        return out
+
+    def close(self) -> None:
+        with self._held_lock:
+            held, self._held = self._held, []
+        for h in held:
+            h.close()
+        self._local = threading.local()
