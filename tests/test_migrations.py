@@ -19,9 +19,9 @@ from simindex import (
     NotAnIndexError,
     SimIndex,
     StorageError,
-    schema,
     storage,
 )
+from simindex.storage import schema
 
 
 def digest(path: Path) -> str:

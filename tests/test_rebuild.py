@@ -17,10 +17,10 @@ from simindex import (
     FingerprintConfig,
     InvalidArgumentError,
     SimIndex,
-    schema,
     simhash,
     storage,
 )
+from simindex.storage import schema
 
 from .test_index import brute_force
 

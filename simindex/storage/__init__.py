@@ -9,6 +9,7 @@ package asks which database it is talking to.
     location.py   where an index is (path, :memory:, URL) and what a file allows
     dialects.py   SQLite and PostgreSQL: engines, capabilities, the SQL that differs
     backend.py    one index's database: read and write transactions, errors
+    schema.py     the tables (SQLAlchemy MetaData; Alembic's migrations create them)
     migrate.py    the stored settings; Alembic upgrades
     rebuild.py    a rebuild's staging table and swap, in one transaction
     store.py      the fingerprint table: lookups, loads, writes, upkeep

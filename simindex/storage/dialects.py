@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.pool import StaticPool
 
-from simindex import schema
+from simindex.storage import schema
 from simindex.storage.location import Location
 
 BUSY_TIMEOUT_S = 30.0

@@ -14,10 +14,10 @@ from pathlib import Path
 
 from sqlalchemy import Connection, inspect
 
-from simindex import schema
 from simindex.blocks import MAX_INDEX_K, BlockLayout, probes
 from simindex.errors import IndexVersionError, NotAnIndexError, StorageError
 from simindex.fingerprint import BITS, FingerprintConfig
+from simindex.storage import schema
 from simindex.storage.location import Location
 
 FORMAT_VERSION = 2  # the newest format this simindex reads (see Settings.format)

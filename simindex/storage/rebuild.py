@@ -19,7 +19,7 @@ from sqlalchemy import (
     select,
 )
 
-from simindex import schema
+from simindex.storage import schema
 from simindex.storage.dialects import GENERATION_SQL, dialect_of
 from simindex.storage.migrate import Settings, write_settings
 

@@ -17,9 +17,9 @@ import numpy as np
 from sqlalchemy import Connection, and_, bindparam, delete, func, inspect, or_, select, union_all
 from sqlalchemy.exc import SQLAlchemyError
 
-from simindex import schema
 from simindex.blocks import BlockLayout, Probe, probes
 from simindex.fingerprint import BITS, to_signed
+from simindex.storage import schema
 from simindex.storage.backend import Backend, db_error
 from simindex.storage.dialects import GENERATION, SQLITE_VERSIONS_SQL
 

@@ -6,7 +6,7 @@ describes the current one for the code that reads and writes it.
 - ``simindex_meta``: one row per setting (format version, bits, k, block
   widths, the block combinations indexed, fingerprint configuration, the
   simindex version that created it); on SQLite also ``changes``, the write
-  transactions counted (storage.dialects: count_write).
+  transactions counted (dialects.py: count_write).
 - ``simindex_fingerprints``: the caller's key (unique), the fingerprint as a
   signed 64-bit integer (see fingerprint.to_signed) and one column per block,
   ``block_0`` .. ``block_{m-1}``; one index per table of the layout, named
