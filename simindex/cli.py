@@ -20,7 +20,7 @@ from typing import IO, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
-from simindex import ingest, store
+from simindex import ingest, storage
 from simindex.blocks import MAX_INDEX_K, BlockLayout, probe_radius
 from simindex.errors import (
     DamagedIndexError,
@@ -120,10 +120,19 @@ def reported(func: F) -> F:
             where = f" {exc.filename}" if exc.filename else ""
             fail(f"cannot read or write{where}: {exc.strerror or exc}")
         except KeyboardInterrupt:
-            typer.echo("Interrupted; nothing of the unfinished transaction was kept.", err=True)
+            _interrupted("Interrupted; nothing of the unfinished transaction was kept.")
             raise typer.Exit(EXIT_INTERRUPTED) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+_told = {"interrupted": False}  # whether this run has said it was interrupted
+
+
+def _interrupted(message: str = "Interrupted.") -> None:
+    """Say on stderr that the command was interrupted (once a run, see main)."""
+    typer.echo(message, err=True)
+    _told["interrupted"] = True
 
 
 def utf8_size(text: str) -> int:
@@ -250,7 +259,7 @@ def open_index(
         return SimIndex(location, k=k, blocks=blocks, config=config, create=create, readonly=ro)
     except NotAnIndexError as exc:
         if str(exc).startswith("no index at"):
-            shown = store.locate(location)  # the URL with its password hidden
+            shown = storage.locate(location)  # the URL with its password hidden
             raise UserError(f"{exc} (create one with: simindex init {shown})") from exc
         raise
 
@@ -404,7 +413,7 @@ def _is_stdin(path: str) -> bool:
 
 def _index_files(index: str) -> list[str]:
     """A SQLite index's file and the files SQLite keeps beside it; [] for others."""
-    path = store.locate(index).path
+    path = storage.locate(index).path
     if path is None:
         return []
     return [str(path), *(f"{path}{suffix}" for suffix in ("-wal", "-shm", "-journal"))]
@@ -1554,11 +1563,12 @@ def main(argv: list[str] | None = None) -> None:
     ``Error: ...`` and exit code 2, like every other error; Ctrl-C, one line
     and exit code 130.
     """
+    _told["interrupted"] = False
     command = typer.main.get_command(app)
     try:
         code = command.main(args=argv, prog_name="simindex", standalone_mode=False)
     except KeyboardInterrupt:
-        typer.echo("Interrupted.", err=True)
+        _interrupted()
         sys.exit(EXIT_INTERRUPTED)
     except Exception as exc:
         message = getattr(exc, "format_message", None)
@@ -1571,6 +1581,10 @@ def main(argv: list[str] | None = None) -> None:
             hint = f" (see: {ctx.command_path} -h)" if ctx is not None else ""
             typer.echo(f"Error: {message()}{hint}", err=True)
         sys.exit(EXIT_ERROR)
+    if code == EXIT_INTERRUPTED and not _told["interrupted"]:
+        # typer turns a Ctrl-C outside the command's own code (parsing the
+        # arguments, entering or leaving its context) into exit 130, silently.
+        _interrupted()
     sys.exit(code if isinstance(code, int) else EXIT_OK)
 
 
