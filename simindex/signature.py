@@ -13,8 +13,7 @@ units is one shingle), each hashed to 64 bits: every unit once with xxh3
 Punctuation and the whitespace between CJK characters never reach the units,
 so "你好　世界！" and "你好，世界" have the same shingles.
 
-Three signatures over those shingle hashes, each with the similarity it
-estimates:
+Signatures over those shingle hashes, each with the similarity it estimates:
 
 - ``simhash_signature`` (B = 128 or 256 bits): a Simhash of the *set* of
   shingles (binary weights). Two sets at cosine c = |A & B| / sqrt(|A| |B|)
@@ -24,6 +23,10 @@ estimates:
   optimal densification (Li, Owen and Zhang 2012; Shrivastava 2017), keeping
   the lowest b bits of each bin's minimum (Li and Konig 2010). Two sets at
   Jaccard J agree in a bin with probability about J + (1 - J) / 2**b.
+- ``feature_simhash``: not over shingles but over the 64-bit fingerprint's own
+  weighted features (``simindex.fingerprint.features``), 128 or 256 more bits
+  hashed independently (xxh3): a sharper estimate of the weighted cosine the
+  fingerprint estimates.
 - ``hybrid_signature``: the exact set of (32-bit) shingle hashes of a small
   text (up to SMALL_SET of them, 4 bytes each), else the MinHash sketch; a
   small text is compared with a large one through the sketch of its set.
@@ -36,7 +39,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,7 +53,9 @@ SHINGLE = 3  # units a shingle: word 3-grams, CJK character 3-grams
 SMALL_SET = 15  # hybrid: texts of up to this many distinct shingles keep them all
 
 _CJK1 = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
-_xxh3 = xxhash.xxh3_64_intdigest
+# Units are hashed as the fingerprint hashes its features (xxh64, seed 0, UTF-8), so
+# one pass can hash each distinct token once for both (fingerprint_and_signature).
+_xxh3 = xxhash.xxh64_intdigest
 _U64 = np.uint64
 # Odd 64-bit multipliers, one per position in a shingle (a shingle is ordered).
 _POSITION = np.array(
@@ -76,26 +82,56 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> _U64(31))
 
 
-def units_of(tokens: Sequence[str]) -> list[str]:
-    """The units of ``words(text, cjk="chars")``'s tokens: the CJK bigrams left out."""
-    return [t for t in tokens if len(t) != 2 or not _CJK1.match(t)]
+UNITS = ("chars", "bigrams")
 
 
-def units(text: str) -> list[str]:
-    """A text's units: normalised words of spaced scripts, single CJK characters."""
-    return units_of(words(text, "chars"))
+def units_of(tokens: Sequence[str], mode: str = "chars") -> list[str]:
+    """The units of ``words(text, cjk="chars")``'s tokens: with ``mode`` "chars",
+    the CJK bigrams left out (words and CJK characters); with "bigrams", the single
+    CJK characters left out (words and CJK character bigrams, which are about as
+    many as Chinese words; a CJK run of one character is lost)."""
+    if mode in UNITS and not _CJK1.search("".join(tokens)):
+        return list(tokens)  # no CJK: every token is a word
+    if mode == "chars":
+        return [t for t in tokens if len(t) != 2 or not _CJK1.match(t)]
+    if mode == "bigrams":
+        return [t for t in tokens if len(t) != 1 or not _CJK1.match(t)]
+    raise InvalidArgumentError(f"units must be one of {', '.join(UNITS)}, not {mode!r}")
+
+
+def units(text: str, mode: str = "chars") -> list[str]:
+    """A text's units (see units_of): normalised words of spaced scripts, and single
+    CJK characters ("chars") or CJK character bigrams ("bigrams")."""
+    return units_of(words(text, "chars"), mode)
+
+
+def _unit_hashes(keys: Sequence[str]) -> np.ndarray:
+    """xxh64 (seed 0) of each unit's UTF-8 bytes, as simindex.fingerprint hashes a
+    feature (lone surrogates passed through), in C loops."""
+    try:
+        return np.fromiter(map(_xxh3, map(str.encode, keys)), _U64, count=len(keys))
+    except UnicodeEncodeError:
+        return np.fromiter(
+            (_xxh3(k.encode("utf-8", "surrogatepass")) for k in keys), _U64, count=len(keys)
+        )
 
 
 def shingle_hashes(unit_list: Sequence[str], n: int = SHINGLE) -> np.ndarray:
-    """The 64-bit hash of every run of n consecutive units, in order (one per
-    position; repeats kept). Fewer than n units make one shingle; none, none."""
+    """The 64-bit hashes of the runs of n consecutive units: for n = 1, of each
+    distinct unit (its xxh64, as the fingerprint's feature hash), else of every
+    run, in order (repeats kept). Fewer
+    than n units make one shingle; none, none. Every signature here reads the
+    hashes as a set."""
     if not 1 <= n <= len(_POSITION):
         raise InvalidArgumentError(f"n must be from 1 to {len(_POSITION)}, not {n!r}")
     if not unit_list:
         return np.zeros(0, dtype=_U64)
+    distinct = list(dict.fromkeys(unit_list))
+    table = _unit_hashes(distinct)
+    if n == 1:
+        return table
     # Each distinct unit hashed once; positions looked up through a dict (in C).
-    index = {u: i for i, u in enumerate(dict.fromkeys(unit_list))}
-    table = np.fromiter((_xxh3(u.encode("utf-8", "surrogatepass")) for u in index), _U64)
+    index = dict(zip(distinct, range(len(distinct)), strict=True))
     ids = np.fromiter(map(index.__getitem__, unit_list), np.intp, count=len(unit_list))
     h = table[ids]
     m = len(h) - n + 1
@@ -107,11 +143,11 @@ def shingle_hashes(unit_list: Sequence[str], n: int = SHINGLE) -> np.ndarray:
     return _mix(acc ^ _U64(n))
 
 
-def text_hashes(text: str, n: int = SHINGLE) -> np.ndarray:
-    """shingle_hashes(units(text), n); raises EmptyTextError for a text with no unit."""
+def text_hashes(text: str, n: int = SHINGLE, mode: str = "chars") -> np.ndarray:
+    """shingle_hashes(units(text, mode), n); raises EmptyTextError for a text with no unit."""
     if not isinstance(text, str):
         raise InvalidArgumentError(f"text must be a str, not {type(text).__name__}")
-    u = units(text)
+    u = units(text, mode)
     if not u:
         raise EmptyTextError("the text has no word features (it is empty or only punctuation)")
     return shingle_hashes(u, n)
@@ -158,27 +194,50 @@ _CHUNK = 1 << 15  # shingles voted per step: bounds memory for huge texts
 _BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little")
 
 
-def simhash_signature(hashes: np.ndarray, bits: int = 256) -> bytes:
-    """A ``bits``-bit Simhash (a multiple of 64) of the set of shingles, every
-    shingle weighing 1: word w of a shingle's hash is mix(hash ^ w's constant)."""
-    if bits % 64 or not 64 <= bits <= 64 * len(_POSITION):
-        raise InvalidArgumentError(f"bits must be a multiple of 64 up to 512, not {bits!r}")
-    s = np.unique(hashes)
+def _votes(h: np.ndarray, weights: np.ndarray | None, bits: int) -> bytes:
+    """A bits-bit Simhash of distinct 64-bit hashes h (weights: each one's vote, else
+    1): word w of a hash's bits is mix(hash ^ w's constant)."""
     words_ = bits // 64
-    counts = np.zeros((bits // 8, 256), dtype=np.int64)
+    counts = np.zeros((bits // 8, 256), dtype=np.float64)
     rows = np.arange(bits // 8, dtype=np.intp) * 256
-    for start in range(0, len(s), _CHUNK):
-        part = s[start : start + _CHUNK]
+    for start in range(0, len(h), _CHUNK):
+        part = h[start : start + _CHUNK]
         wide = np.empty((len(part), words_), dtype=_U64)
         for w in range(words_):
             wide[:, w] = _mix(part ^ _POSITION[w])
         by = wide.view(np.uint8).reshape(len(part), bits // 8)  # little-endian bytes
-        # How often each byte position holds each value; the bit votes follow.
-        counts += np.bincount((by + rows[None, :]).ravel(), minlength=bits * 32).reshape(
-            bits // 8, 256
-        )
-    ones = counts @ _BYTE_BITS  # (bytes, 8): shingles with each bit set
-    return np.packbits((2 * ones > len(s)).ravel(), bitorder="little").tobytes()
+        # How often (with what weight) each byte position holds each value; the bit
+        # votes follow from the counts.
+        wt = None if weights is None else np.repeat(weights[start : start + _CHUNK], bits // 8)
+        counts += np.bincount(
+            (by + rows[None, :]).ravel(), weights=wt, minlength=bits * 32
+        ).reshape(bits // 8, 256)
+    ones = counts @ _BYTE_BITS  # (bytes, 8): the weight of the hashes with each bit set
+    total = float(len(h)) if weights is None else float(weights.sum())
+    return np.packbits((2 * ones > total).ravel(), bitorder="little").tobytes()
+
+
+def _check_bits(bits: int) -> None:
+    if bits % 64 or not 64 <= bits <= 64 * len(_POSITION):
+        raise InvalidArgumentError(f"bits must be a multiple of 64 up to 512, not {bits!r}")
+
+
+def simhash_signature(hashes: np.ndarray, bits: int = 256) -> bytes:
+    """A ``bits``-bit Simhash (a multiple of 64) of the set of shingles, every
+    shingle weighing 1."""
+    _check_bits(bits)
+    return _votes(np.unique(hashes), None, bits)
+
+
+def feature_simhash(weighted: Mapping[str, int], bits: int = 256) -> bytes:
+    """A ``bits``-bit Simhash of weighted features (simindex.fingerprint.features:
+    the very features and weights of the 64-bit fingerprint), each feature hashed
+    with xxh3: a longer, independent estimate of their weighted cosine."""
+    _check_bits(bits)
+    keys = list(weighted)
+    h = np.fromiter((_xxh3(k.encode("utf-8", "surrogatepass")) for k in keys), _U64, len(keys))
+    w = np.fromiter((weighted[k] for k in keys), np.float64, len(keys))
+    return _votes(h, w, bits)
 
 
 def simhash_similarity(a: bytes, b: bytes) -> float:
@@ -209,46 +268,61 @@ def _check_sketch(bins: int, bits: int) -> None:
         raise InvalidArgumentError("bits must be 1-16 with bins * bits a whole byte count")
 
 
+_EMPTY = np.uint32(0xFFFFFFFF)
+
+
 def minhash_values(h32: np.ndarray, bins: int = 128, bits: int = 4) -> np.ndarray:
     """The K = bins b-bit values of one-permutation MinHash over 32-bit shingle
     hashes: bin = the top log2(K) bits, the bin's value = the low b bits of its
     smallest hash; an empty bin takes the value of the first non-empty bin on
     its probe sequence (optimal densification), else of the nearest non-empty
-    bin to its right."""
+    bin to its right. (A hash of all ones counts as no hash: a 2**-32 chance.)"""
     _check_sketch(bins, bits)
-    shift = 32 - bins.bit_length() + 1
-    s = np.sort(h32.astype(np.uint32))
-    lo = np.arange(bins, dtype=np.uint64) << np.uint64(shift)
-    at = np.searchsorted(s, lo)
-    filled = at < len(s)
-    filled[filled] = (s[at[filled]] >> np.uint32(shift)) == np.arange(bins)[filled]
-    values = np.zeros(bins, dtype=np.uint32)
-    values[filled] = s[at[filled]] & np.uint32((1 << bits) - 1)
-    if filled.all() or not filled.any():
-        return values
+    shift = np.uint32(32 - bins.bit_length() + 1)
+    h32 = np.asarray(h32, dtype=np.uint32)
+    mins = np.full(bins, _EMPTY, dtype=np.uint32)
+    np.minimum.at(mins, h32 >> shift, h32)
+    filled = mins != _EMPTY
+    values = mins & np.uint32((1 << bits) - 1)
+    if not len(h32) or filled.all():
+        return values if len(h32) else np.zeros(bins, dtype=np.uint32)
     probes = _TABLES.get(bins)
     if probes is None:
         probes = _TABLES[bins] = _probe_table(bins)
     empty = np.flatnonzero(~filled)
     hit = filled[probes[empty]]
-    found = hit.any(axis=1)
     source = probes[empty, hit.argmax(axis=1)]
-    if not found.all():  # very sparse: the nearest non-empty bin to the right
+    lost = ~hit[np.arange(len(empty)), hit.argmax(axis=1)]
+    if lost.any():  # very sparse: the nearest non-empty bin to the right
         where = np.flatnonzero(filled)
-        right = where[np.searchsorted(where, empty[~found]) % len(where)]
-        source[~found] = right
+        source[lost] = where[np.searchsorted(where, empty[lost]) % len(where)]
     values[empty] = values[source]
     return values
 
 
 def _pack(values: np.ndarray, bits: int) -> bytes:
+    """b-bit values packed little-end first, 8 / b to a byte (or 2 bytes a value)."""
+    if bits == 8:
+        return values.astype(np.uint8).tobytes()
+    if 8 % bits == 0:
+        per = 8 // bits
+        weights = np.uint32(1) << (np.arange(per, dtype=np.uint32) * np.uint32(bits))
+        return (values.reshape(-1, per) @ weights).astype(np.uint8).tobytes()
     as_bits = (values[:, None] >> np.arange(bits, dtype=np.uint32)) & 1
     return np.packbits(as_bits.astype(np.uint8).ravel(), bitorder="little").tobytes()
 
 
 def unpack_values(sig: bytes, bins: int, bits: int) -> np.ndarray:
     """The b-bit values of a packed MinHash signature."""
-    flat = np.unpackbits(np.frombuffer(sig, dtype=np.uint8), bitorder="little")
+    raw = np.frombuffer(sig, dtype=np.uint8)
+    if bits == 8:
+        return raw.astype(np.uint32)
+    if 8 % bits == 0:
+        per = 8 // bits
+        shifts = np.arange(per, dtype=np.uint8) * np.uint8(bits)
+        out = (raw[:, None] >> shifts) & np.uint8((1 << bits) - 1)
+        return out.ravel()[:bins].astype(np.uint32)
+    flat = np.unpackbits(raw, bitorder="little")
     weights = np.uint32(1) << np.arange(bits, dtype=np.uint32)
     return flat[: bins * bits].reshape(bins, bits).astype(np.uint32) @ weights
 
@@ -318,13 +392,23 @@ class Signature:
     name: str
     n: int  # units a shingle
     nbytes: int  # bytes a document (the hybrid: at most)
-    estimates: str  # "jaccard" or "cosine"
+    estimates: str  # "jaccard", "cosine" (of the shingle sets) or "tf-cosine" (features)
     make: Callable[[np.ndarray], bytes]
     similarity: Callable[[bytes, bytes], float]
+    # Made from the fingerprint's weighted features (make_features) instead of shingles.
+    make_features: Callable[[Mapping[str, int]], bytes] | None = None
+    units: str = "chars"  # how CJK becomes units (see units_of)
 
     def of(self, text: str) -> bytes:
         """The signature of a text (raises EmptyTextError for a text with no unit)."""
-        return self.make(text_hashes(text, self.n))
+        if self.make_features is not None:
+            from simindex.fingerprint import DEFAULT_CONFIG, features
+
+            weighted = features(text, DEFAULT_CONFIG)
+            if not weighted:
+                raise EmptyTextError("the text has no word features")
+            return self.make_features(weighted)
+        return self.make(text_hashes(text, self.n, self.units))
 
 
 def _simhash(bits: int, n: int) -> Signature:
@@ -338,14 +422,30 @@ def _simhash(bits: int, n: int) -> Signature:
     )
 
 
-def _minhash(bins: int, bits: int, n: int) -> Signature:
+def _tf_simhash(bits: int) -> Signature:
+    def not_from_shingles(h: np.ndarray) -> bytes:
+        raise InvalidArgumentError("made from weighted features: use make_features")
+
     return Signature(
-        f"minhash{bins}x{bits}/{n}",
+        f"tf-simhash{bits}",
+        1,
+        bits // 8,
+        "tf-cosine",
+        not_from_shingles,
+        simhash_similarity,
+        lambda weighted: feature_simhash(weighted, bits),
+    )
+
+
+def _minhash(bins: int, bits: int, n: int, mode: str = "chars") -> Signature:
+    return Signature(
+        f"minhash{bins}x{bits}/{n}{'w' if mode == 'bigrams' else ''}",
         n,
         bins * bits // 8,
         "jaccard",
         lambda h: minhash_signature(h, bins, bits),
         lambda a, b: minhash_similarity(a, b, bins, bits),
+        units=mode,
     )
 
 
@@ -360,12 +460,22 @@ def _hybrid(bins: int, bits: int, n: int) -> Signature:
     )
 
 
-# What the benchmarks compare: name -> Signature.
+# What the benchmarks compare: name -> Signature. "/n": shingles of n units; "w":
+# the units are words and CJK character bigrams (else words and CJK characters).
 SIGNATURES: dict[str, Signature] = {
     s.name: s
     for s in (
         _simhash(128, 3),
         _simhash(256, 3),
+        _tf_simhash(128),
+        _tf_simhash(256),
+        _minhash(128, 4, 1),
+        _minhash(128, 4, 1, "bigrams"),
+        _minhash(256, 2, 1, "bigrams"),
+        _minhash(512, 1, 1, "bigrams"),
+        _minhash(256, 4, 1, "bigrams"),
+        _minhash(128, 4, 2),
+        _minhash(256, 2, 2),
         _minhash(64, 8, 3),
         _minhash(128, 4, 3),
         _minhash(256, 2, 3),
@@ -375,3 +485,56 @@ SIGNATURES: dict[str, Signature] = {
         _hybrid(128, 4, 3),
     )
 }
+
+
+# --- the fingerprint and a signature in one pass -------------------------------------------
+
+
+def _simhash64(h: np.ndarray, weights: np.ndarray) -> int:
+    """simindex.fingerprint.simhash_weighted's vote, from the features' hashes (a
+    copy, so that the hashes are shared; tests check the two agree)."""
+    bits = np.unpackbits(h.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+    positive = 2 * (weights @ bits) > float(weights.sum())
+    return int(np.packbits(positive, bitorder="little").view("<u8")[0])
+
+
+def fingerprint_and_signature(text: str, signature: Signature) -> tuple[int, bytes]:
+    """simhash(text, DEFAULT_CONFIG) and signature.of(text), in one pass: the text
+    is tokenised once, and each distinct token hashed once for both (the
+    fingerprint's features are its content words, CJK characters and bigrams; a
+    signature's units are its words and CJK characters or bigrams). Texts longer
+    than tokenize.PIECE_CHARS take the two passes."""
+    from simindex.fingerprint import DEFAULT_CONFIG, simhash
+    from simindex.tokenize import PIECE_CHARS, stopwords
+
+    if not isinstance(text, str):
+        raise InvalidArgumentError(f"text must be a str, not {type(text).__name__}")
+    if len(text) > PIECE_CHARS or DEFAULT_CONFIG.ngram != 1 or DEFAULT_CONFIG.cjk != "chars":
+        return simhash(text, DEFAULT_CONFIG), signature.of(text)
+    tokens = words(text, "chars")
+    if not tokens:
+        raise EmptyTextError("the text has no word features (it is empty or only punctuation)")
+    stop = stopwords() if DEFAULT_CONFIG.stopwords else frozenset()
+    content = [t for t in tokens if t not in stop] or tokens
+    counts = Counter(content)
+    if signature.make_features is not None:
+        return simhash_from_counts(counts), signature.make_features(counts)
+    distinct = list(dict.fromkeys(tokens))
+    hashed = dict(zip(distinct, _unit_hashes(distinct).tolist(), strict=True))
+    keys = list(counts)
+    h = np.fromiter(map(hashed.__getitem__, keys), _U64, count=len(keys))
+    fp = _simhash64(h, np.fromiter(counts.values(), np.float64, count=len(keys)))
+    unit_list = units_of(tokens, signature.units)
+    if signature.n == 1:
+        unique = list(dict.fromkeys(unit_list))
+        sh = np.fromiter(map(hashed.__getitem__, unique), _U64, count=len(unique))
+    else:
+        sh = shingle_hashes(unit_list, signature.n)
+    return fp, signature.make(sh)
+
+
+def simhash_from_counts(counts: Mapping[str, int]) -> int:
+    """The 64-bit fingerprint of weighted features (simhash_weighted's, through _simhash64)."""
+    keys = list(counts)
+    h = _unit_hashes(keys)
+    return _simhash64(h, np.fromiter((counts[k] for k in keys), np.float64, count=len(keys)))
