@@ -29,8 +29,8 @@ if TYPE_CHECKING:
         to_signed,
         to_unsigned,
     )
-    from simindex.index import FullScanWarning, SimIndex
-    from simindex.query import Match
+    from simindex.index import SimIndex
+    from simindex.results import CheckReport, Cluster, FullScanWarning, Match, Pair
 
 # Everything but the errors loads on first use: the database side (SQLAlchemy,
 # Alembic) never in processes that only fingerprint (ingest's workers), and
@@ -45,8 +45,11 @@ _LAZY = {
     "to_signed": "simindex.fingerprint",
     "to_unsigned": "simindex.fingerprint",
     "SimIndex": "simindex.index",
-    "FullScanWarning": "simindex.index",
-    "Match": "simindex.query",
+    "CheckReport": "simindex.results",
+    "Cluster": "simindex.results",
+    "FullScanWarning": "simindex.results",
+    "Match": "simindex.results",
+    "Pair": "simindex.results",
 }
 
 
@@ -68,6 +71,8 @@ def __dir__() -> list[str]:
 __all__ = [
     "BlockLayout",
     "DEFAULT_CONFIG",
+    "CheckReport",
+    "Cluster",
     "ConfigMismatchError",
     "DamagedIndexError",
     "EmptyTextError",
@@ -77,6 +82,7 @@ __all__ = [
     "InvalidArgumentError",
     "Match",
     "NotAnIndexError",
+    "Pair",
     "SimIndex",
     "SimIndexError",
     "StorageError",

@@ -31,7 +31,8 @@ from simindex.errors import (
 )
 from simindex.explain import Explanation, explain
 from simindex.fingerprint import DEFAULT_CONFIG, WEIGHTINGS, FingerprintConfig, hamming, simhash
-from simindex.index import DEFAULT_K, CheckReport, FullScanWarning, SimIndex
+from simindex.index import DEFAULT_K, SimIndex
+from simindex.results import CheckReport, FullScanWarning
 from simindex.tokenize import CJK_MODES
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_ERROR = 0, 1, 2

@@ -11,14 +11,14 @@ import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import islice
 from types import TracebackType
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 from sqlalchemy import URL, Connection
 
 from simindex import accelerator, storage
 from simindex.accelerator import Accelerator, Stamp
-from simindex.blocks import MAX_INDEX_K, BlockLayout, check_k, lookup_cost, probe_radius
+from simindex.blocks import MAX_INDEX_K, BlockLayout, check_k, probe_radius
 from simindex.errors import (
     ConfigMismatchError,
     InvalidArgumentError,
@@ -32,18 +32,11 @@ from simindex.fingerprint import (
     FingerprintConfig,
     check_fingerprint,
     simhash,
-    to_unsigned,
 )
-from simindex.query import (
-    Cluster,
-    Match,
-    Pair,
-    Snapshot,
-    clusters_from_pairs,
-    near,
-    pairs_within,
-    within,
-)
+from simindex.matching import near, within, within_each
+from simindex.planner import Way, plan_batch, plan_query
+from simindex.query import Snapshot, clusters_from_pairs, pairs_within
+from simindex.results import CheckReport, Cluster, FullScanWarning, Match, Pair
 
 DEFAULT_K = 8
 _BATCH = 5000  # rows per write in add_many / add_fingerprints
@@ -63,18 +56,6 @@ def crowded(rows: int, count: int, expected: float) -> bool:
     if rows < 4 * expected:
         return False
     return rows >= CROWDED_ROWS or (rows >= CROWDED_MIN_ROWS and rows >= CROWDED_SHARE * count)
-
-
-class CheckReport(NamedTuple):
-    """What ``SimIndex.check`` found: ``ok`` when ``problems`` is empty."""
-
-    ok: bool
-    problems: list[str]
-    repaired: list[str]
-
-
-class FullScanWarning(UserWarning):
-    """A query asked for a distance larger than the index's k and scanned every row."""
 
 
 def _check_key(key: object) -> str:
@@ -671,39 +652,50 @@ class SimIndex:
         if limit is not None:
             _check_limit(limit)
         with self._lock:
-            settings, used = self._state  # a pair that belongs together
-            fingerprint = self._as_fingerprint(text_or_fingerprint, settings.config)
-            distance = settings.k if k is None else k
-            # Exact lookups (k up to the layout's) cost a few seeks: always the
-            # database. Probes cost hundreds: memory, once that pays (_spent).
-            probed = distance > settings.layout.k
-            held = self._held(distance) if probed else None
-            if held is not None and self._state[1] is used:
-                matches = self._match_in_memory([fingerprint], distance, held)[0]
-            elif not probed or used.can_probe(distance):
-                started = time.perf_counter()
-                try:
-                    matches, version = self._lookup(used, fingerprint, distance)
-                except StorageError:  # e.g. "no such column": the layout changed under it
-                    if not self._changed(self._store.schema_version(), used):
-                        raise
-                    return self.query(text_or_fingerprint, k=k, limit=limit)  # rebuilt
-                if self._changed(version, used):  # rebuilt meanwhile: ask the new index
-                    return self.query(text_or_fingerprint, k=k, limit=limit)
-                if probed:
-                    self._spent(time.perf_counter() - started)
-            else:
-                warnings.warn(
-                    f"k={distance} is past what the index's block lookups answer: every "
-                    f"fingerprint was compared (exact, but a full scan)",
-                    FullScanWarning,
-                    stacklevel=2,
-                )
-                started = time.perf_counter()
-                with self._backend.reading() as conn:
-                    matches = within(self._store.everything(conn), fingerprint, distance)
-                self._spent(time.perf_counter() - started)
+            matches = None
+            while matches is None:  # None: rebuilt meanwhile, ask the new index
+                matches = self._query_once(text_or_fingerprint, k)
         return matches[:limit] if limit is not None else matches
+
+    def _query_once(self, text_or_fingerprint: str | int, k: int | None) -> list[Match] | None:
+        settings, used = self._state  # a pair that belongs together
+        fingerprint = self._as_fingerprint(text_or_fingerprint, settings.config)
+        distance = settings.k if k is None else k
+        probed = distance > settings.layout.k
+        # Exact lookups (k up to the layout's) cost a few seeks: always the
+        # database. Probes cost hundreds: memory, once that pays (_spent).
+        held = self._held(distance) if probed else None
+        way = plan_query(
+            settings.layout,
+            distance,
+            held=held is not None and self._state[1] is used,
+            can_probe=not probed or used.can_probe(distance),
+        )
+        if way is Way.HELD:
+            assert held is not None
+            return self._match_in_memory([fingerprint], distance, held)[0]
+        started = time.perf_counter()
+        if way is Way.LOOKUP:
+            try:
+                matches, version = self._lookup(used, fingerprint, distance)
+            except StorageError:  # e.g. "no such column": the layout changed under it
+                if not self._changed(self._store.schema_version(), used):
+                    raise
+                return None
+            if self._changed(version, used):
+                return None
+        else:
+            warnings.warn(
+                f"k={distance} is past what the index's block lookups answer: every "
+                f"fingerprint was compared (exact, but a full scan)",
+                FullScanWarning,
+                stacklevel=3,
+            )
+            with self._backend.reading() as conn:
+                matches = within(self._store.everything(conn), fingerprint, distance)
+        if probed:
+            self._spent(time.perf_counter() - started)
+        return matches
 
     @staticmethod
     def _lookup(used: storage.Store, fingerprint: int, k: int) -> tuple[list[Match], int | None]:
@@ -746,57 +738,52 @@ class SimIndex:
         if not queries:
             return []
         with self._lock:
-            self._refresh()
-            settings, used = self._state
-            fps = [self._as_fingerprint(q, settings.config) for q in queries]
-            distance = settings.k if k is None else k
-            # Query by query through the block indexes costs what lookup_cost
-            # says (~40 us at k=3, ~1 ms probed at k=8, at 1M); in memory,
-            # reading the index costs ~0.5 us a row once (then it is kept
-            # while the index does not change) and a few us a query.
-            cached = self._accel.snapshot
-            probed = distance > settings.layout.k  # (see query)
-            held = self._held(distance) if probed and self._state[1] is used else None
-            by_lookup = distance <= settings.layout.k or used.can_probe(distance)
-            # PostgreSQL: a batch is one join on the server (no snapshot to keep).
-            on_server = (
-                self._backend.caps.server_join and distance <= settings.layout.k and len(fps) >= 256
-            )
-            in_memory = not by_lookup
-            if by_lookup and not on_server and len(fps) >= 256:
-                in_memory = cached is not None
-                if not in_memory:  # one seek for the size, only for a large batch
-                    size = used.estimated_size()
-                    cost = lookup_cost(settings.layout, distance, size)
-                    in_memory = cost is not None and len(fps) * cost[2] >= 0.5 * size
-            if held is not None:
-                results = self._match_in_memory(fps, distance, held)
-            elif on_server:
-                answered = self._match_on_server(used, fps, distance)
-                if answered is None:  # rebuilt meanwhile: ask the new index
-                    return self.query_many(queries, k=k, limit=limit)
-                results = answered
-            elif not in_memory:
-                started = time.perf_counter()
-                try:
-                    answers = [self._lookup(used, fp, distance) for fp in fps]
-                except StorageError:  # the layout changed under it?
-                    if not self._changed(self._store.schema_version(), used):
-                        raise
-                    return self.query_many(queries, k=k, limit=limit)
-                results = [matches for matches, _ in answers]
-                versions = {v for _, v in answers if v is not None}
-                if any(self._changed(v, used) for v in versions):
-                    return self.query_many(queries, k=k, limit=limit)  # rebuilt meanwhile
-                if probed:
-                    self._spent(time.perf_counter() - started)
-            elif distance > MAX_INDEX_K:
+            results = None
+            while results is None:  # None: rebuilt meanwhile, ask the new index
+                results = self._query_many_once(queries, k)
+        return [r[:limit] for r in results] if limit is not None else results
+
+    def _query_many_once(self, queries: list[str | int], k: int | None) -> list[list[Match]] | None:
+        self._refresh()
+        settings, used = self._state
+        fps = [self._as_fingerprint(q, settings.config) for q in queries]
+        distance = settings.k if k is None else k
+        probed = distance > settings.layout.k
+        held = self._held(distance) if probed and self._state[1] is used else None
+        way = plan_batch(
+            settings.layout,
+            distance,
+            len(fps),
+            held=held is not None,
+            can_probe=not probed or used.can_probe(distance),
+            server_join=self._backend.caps.server_join,
+            snapshot=self._accel.snapshot is not None,
+            size=used.estimated_size,
+        )
+        if way is Way.HELD:
+            assert held is not None
+            return self._match_in_memory(fps, distance, held)
+        if way is Way.JOIN:
+            return self._match_on_server(used, fps, distance)
+        if way is Way.READ:
+            if distance > MAX_INDEX_K:
                 raise InvalidArgumentError(
                     f"query_many answers k up to {MAX_INDEX_K}; ask query() for k={distance}"
                 )
-            else:
-                results = self._match_in_memory(fps, distance)
-        return [r[:limit] for r in results] if limit is not None else results
+            return self._match_in_memory(fps, distance)
+        started = time.perf_counter()
+        try:
+            answers = [self._lookup(used, fp, distance) for fp in fps]
+        except StorageError:  # the layout changed under it?
+            if not self._changed(self._store.schema_version(), used):
+                raise
+            return None
+        versions = {v for _, v in answers if v is not None}
+        if any(self._changed(v, used) for v in versions):
+            return None
+        if probed:
+            self._spent(time.perf_counter() - started)
+        return [matches for matches, _ in answers]
 
     def _held(self, k: int) -> Snapshot | None:
         """The held snapshot, if it is still what the index holds (no write
@@ -851,12 +838,7 @@ class SimIndex:
         if version != used.valid_for:
             self._changed(version, used)
             return None
-        results: list[list[Match]] = [[] for _ in fps]
-        for qid, key, fingerprint, dist in rows:
-            results[qid].append(Match(key, int(dist), to_unsigned(fingerprint)))
-        for r in results:
-            r.sort(key=lambda m: (m.distance, m.key))
-        return results
+        return within_each(((qid, (i, key, f)) for qid, i, key, f in rows), fps, k)
 
     def _match_in_memory(
         self, fps: Sequence[int], k: int, snapshot: Snapshot | None = None
@@ -894,17 +876,8 @@ class SimIndex:
         unique = list(dict.fromkeys(ids))
         for start in range(0, len(unique), 500):
             rows.update((r[0], r) for r in self._store.rows_by_id(unique[start : start + 500]))
-        results: list[list[Match]] = [[] for _ in fps]
-        for qi, row_id in zip(qs, ids, strict=True):
-            row = rows.get(row_id)
-            if row is not None:
-                fp = to_unsigned(row[2])
-                dist = (fp ^ fps[qi]).bit_count()
-                if dist <= k:
-                    results[qi].append(Match(row[1], dist, fp))
-        for r in results:
-            r.sort(key=lambda m: (m.distance, m.key))
-        return results
+        candidates = ((qi, rows[i]) for qi, i in zip(qs, ids, strict=True) if i in rows)
+        return within_each(candidates, fps, k)
 
     def _pairs(self, k: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]:
         """Positions (in id order) of every pair within k, their distances, and keys."""

@@ -25,8 +25,7 @@ from simindex.blocks import (
     probe_radius,
     probes,
 )
-from simindex.fingerprint import BITS, to_signed, to_unsigned
-from simindex.fingerprint import MAX_FINGERPRINT as _MASK64
+from simindex.fingerprint import BITS
 
 _QUERY_CHUNK = 8192  # queries matched at once in query_many (bounds memory)
 # A single-query table finds a block value's rows by offset (one array entry
@@ -52,53 +51,6 @@ _SEARCH_NS = 1.8  # per row, probe and step of a binary search
 _HIT_NS = 8.0  # per row and probe that finds a run
 _PAIR_NS = 7.0  # per pair of rows a probe finds
 _GROUP_NS = 30_000.0  # per table and highest bit of a probe (a few numpy calls)
-
-
-class Match(NamedTuple):
-    """One stored document near a query: its key, distance and fingerprint."""
-
-    key: str
-    distance: int
-    fingerprint: int
-
-
-class Pair(NamedTuple):
-    """Two stored documents within distance k of each other (key_a < key_b)."""
-
-    key_a: str
-    key_b: str
-    distance: int
-
-
-class Cluster(NamedTuple):
-    """Near-duplicate documents linked by chains of pairs within k.
-
-    ``canonical`` is the member added first; ``members`` are (key, distance
-    to the canonical member), the canonical one first, then by distance, key.
-    """
-
-    canonical: str
-    members: list[tuple[str, int]]
-
-
-def near(rows: list[tuple[int, int]], fingerprint: int, k: int) -> list[int]:
-    """The ids of the rows (id, signed fingerprint) within distance k of an
-    unsigned fingerprint, each once (the hot loop of every query)."""
-    query = to_signed(fingerprint)  # xor in the stored (signed) form, then keep 64 bits
-    ids = [row_id for row_id, stored in rows if ((stored ^ query) & _MASK64).bit_count() <= k]
-    return list(dict.fromkeys(ids)) if len(ids) > 1 else ids
-
-
-def within(rows: Iterable[tuple[int, str, int]], fingerprint: int, k: int) -> list[Match]:
-    """The rows (id, key, signed fingerprint) within distance k of an unsigned
-    fingerprint, each once, sorted by distance, then key."""
-    found: dict[int, Match] = {}
-    for row_id, key, stored in rows:
-        other = to_unsigned(stored)
-        distance = (other ^ fingerprint).bit_count()
-        if distance <= k:
-            found[row_id] = Match(key, distance, other)
-    return sorted(found.values(), key=lambda m: (m.distance, m.key))
 
 
 class Plan(NamedTuple):

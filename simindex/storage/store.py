@@ -475,7 +475,7 @@ class Store:
         return max(0, done.rowcount) if keep else len(rows)
 
     def join_lookup(self, conn: Connection, fingerprints: Sequence[int], k: int) -> list[Any]:
-        """PostgreSQL: every (query number, key, signed fingerprint, distance)
+        """PostgreSQL: every (query number, id, key, signed fingerprint)
         within k of a batch of queries, found by the server in one join of the
         queries (COPYed into a temporary table) with the fingerprints, one
         equality join per table of the layout. k must be at most the layout's."""
@@ -500,7 +500,7 @@ class Store:
         for table in self.layout.tables:
             on = " AND ".join(f"f.{blocks[b]} = q.{blocks[b]}" for b in table)
             parts.append(
-                f"SELECT q.qid, f.key, f.fingerprint, {distance} AS distance "
+                f"SELECT q.qid, f.id, f.key, f.fingerprint "
                 f"FROM {name} q JOIN {schema.FINGERPRINT_TABLE} f ON {on} "
                 f"WHERE {distance} <= {int(k)}"
             )
