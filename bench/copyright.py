@@ -2,7 +2,7 @@
 """Precision on a real corpus: the copyright and licence files of this machine.
 
     python bench/copyright.py             # every file: about a minute on 2 cores
-    python bench/copyright.py --quick     # the first 200 files: a smoke run (prints only)
+    python bench/copyright.py --quick     # the first 120 files: a smoke run (prints only)
     python bench/copyright.py --json      # the results as JSON on stdout
     python bench/copyright.py --no-save   # print only (else bench/results/copyright.txt)
 
@@ -14,9 +14,10 @@ its path) and takes duplicates(). A reported pair of distinct texts (not equal
 once whitespace is collapsed) is a *false alarm* when the word 5-shingle
 Jaccard and containment of the two files are both below 0.3
 (simindex.signature over words, stop words kept); the others are *true pairs*.
-The largest cluster (clusters()) is checked member by member against its
-canonical member: how many members share no word 5-shingle with it at all, and
-how many are a false alarm beside it.
+Every cluster (clusters()) is checked member by member against its canonical
+member: how many members share no word 5-shingle with it at all, and how many
+are unlike it (a false alarm beside it: they share no more than a phrase or
+two, as every pair of licence files does); the target is read on the latter.
 
 Then the same for each candidate verification: the pairs duplicates() reports
 (the candidates within k = 8), kept when a signature's estimate
@@ -121,7 +122,7 @@ def measure(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     files = corpora.copyright_files(distinct=False)
     if args.quick:
-        files = files[:200]
+        files = files[:120]
     if len(files) < 2:
         print("no copyright files on this machine")
         return 1
@@ -188,6 +189,7 @@ def measure(args: argparse.Namespace) -> int:
         return sg.exact_cosine(ha, hb)
 
     rows = [("defaults (k = 8, no verification)", None, set(cand))]
+    exact_rows: set[tuple] = set()
     for name, s in sigs.items():
         t = args.threshold if args.threshold is not None else TUNED.get(name)
         if t is None:
@@ -199,9 +201,14 @@ def measure(args: argparse.Namespace) -> int:
             return s.similarity(a, b) if a is not None and b is not None else 0.0
 
         rows.append((f"k<=8 + {name} >= {t:.2f}", t, {(i, j) for i, j in cand if est(i, j) >= t}))
+        what = (s.estimates, s.units, s.n, t) if s.estimates != "tf-cosine" else (s.estimates, t)
+        if what in exact_rows:
+            continue
+        exact_rows.add(what)
+        shingles = f" ({s.units}, n={s.n})" if s.estimates != "tf-cosine" else ""
         rows.append(
             (
-                f"k<=8 + exact {s.estimates} ({s.units}, n={s.n}) >= {t:.2f}",
+                f"k<=8 + exact {s.estimates}{shingles} >= {t:.2f}",
                 t,
                 {(i, j) for i, j in cand if exact_sim(s, i, j) >= t},
             )
@@ -218,7 +225,11 @@ def measure(args: argparse.Namespace) -> int:
                 none_shared += con == 0
                 unlike += jac < FALSE_ALARM and con < FALSE_ALARM
         largest = max(groups, key=len) if groups else []
-        big_none = sum(shares(largest[0], m)[1] == 0 for m in largest[1:]) if largest else 0
+        big_none = big_unlike = 0
+        for m in largest[1:]:
+            jac, con = shares(largest[0], m)
+            big_none += con == 0
+            big_unlike += jac < FALSE_ALARM and con < FALSE_ALARM
         return {
             "clusters": len(groups),
             "largest": len(largest),
@@ -226,6 +237,7 @@ def measure(args: argparse.Namespace) -> int:
             "largest_members_sharing_nothing": big_none,
             "members_sharing_nothing": none_shared,
             "members_unlike_canonical": unlike,
+            "largest_members_unlike_canonical": big_unlike,
         }
 
     results = []
@@ -250,11 +262,12 @@ def measure(args: argparse.Namespace) -> int:
                 "linked": cluster_check(linked_clusters(order, kept)),
                 "leader": cluster_check(leader_clusters(order, kept)),
             }
-        r["meets"] = (
-            r["false_alarm_share"] <= TARGET_SHARE
+        r["meets"] = {
+            rule: r["false_alarm_share"] <= TARGET_SHARE
             and r["true_pairs"] >= TARGET_TRUE
-            and all(c["members_sharing_nothing"] == 0 for c in r["clusters"].values())
-        )
+            and c["members_unlike_canonical"] == 0
+            for rule, c in r["clusters"].items()
+        }
         results.append(r)
     seconds = time.perf_counter() - t0
     out = {
@@ -284,8 +297,8 @@ def measure(args: argparse.Namespace) -> int:
         "true pairs",
         "clusters",
         "largest",
-        "sharing nothing (largest)",
-        "unlike canonical",
+        "no shared 5-shingle (largest)",
+        "unlike canonical (largest)",
         "meets",
     ]
     table = [head]
@@ -303,8 +316,8 @@ def measure(args: argparse.Namespace) -> int:
                     f"{rule}: {c['clusters']}",
                     str(c["largest"]),
                     f"{c['members_sharing_nothing']} ({c['largest_members_sharing_nothing']})",
-                    str(c["members_unlike_canonical"]),
-                    ("yes" if r["meets"] else "no") if rule in ("index", "linked") else "",
+                    f"{c['members_unlike_canonical']} ({c['largest_members_unlike_canonical']})",
+                    "yes" if r["meets"][rule] else "no",
                 ]
             )
     widths = [max(len(row[c]) for row in table) for c in range(len(head))]
@@ -325,10 +338,11 @@ def measure(args: argparse.Namespace) -> int:
         "(target <= 2%); true pairs: the other distinct pairs (target >= 150). clusters: "
         "index = clusters() itself; linked = connected components of the kept pairs; leader "
         "= each file joins the first cluster whose canonical member it has a kept pair with. "
-        "sharing nothing: members with no word 5-shingle in common with their canonical "
-        "member (target 0), in brackets those of the largest cluster; unlike canonical: "
-        "members that would be a false alarm beside their canonical member. meets: all "
-        "three targets (every clustering rule listed)."
+        "no shared 5-shingle: members with no word 5-shingle in common with their "
+        "canonical member; unlike canonical: members that would be a false alarm beside "
+        "their canonical member (Jaccard and containment below 0.3: they share no text but "
+        "a phrase or two; target 0); in brackets, those of the largest cluster. meets: the "
+        "three targets, with that clustering rule."
     )
     for r in results[:1]:
         c = r["clusters"]["index"]
@@ -338,7 +352,7 @@ def measure(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="the first 200 files: a smoke run")
+    ap.add_argument("--quick", action="store_true", help="the first 120 files: a smoke run")
     ap.add_argument("--json", action="store_true", help="JSON on stdout instead of the table")
     ap.add_argument(
         "--signatures",
