@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import threading
 import time
@@ -18,12 +17,11 @@ from sqlalchemy import URL, Connection
 
 from simindex import accelerator, storage
 from simindex.accelerator import Accelerator, Stamp
-from simindex.blocks import MAX_INDEX_K, BlockLayout, check_k, probe_radius
+from simindex.blocks import MAX_INDEX_K, BlockLayout, check_k
 from simindex.errors import (
     ConfigMismatchError,
     InvalidArgumentError,
     NotAnIndexError,
-    SimIndexError,
     StorageError,
 )
 from simindex.explain import Explanation, explain
@@ -36,76 +34,16 @@ from simindex.fingerprint import (
 from simindex.matching import near, within, within_each
 from simindex.planner import Way, plan_batch, plan_query
 from simindex.query import Snapshot, clusters_from_pairs, pairs_within
-from simindex.results import CheckReport, Cluster, FullScanWarning, Match, Pair
+from simindex.results import Cluster, FullScanWarning, Match, Pair
+from simindex.upkeep import Upkeep
+from simindex.validate import as_config, check_key, check_limit, checked_chunk
 
 DEFAULT_K = 8
 _BATCH = 5000  # rows per write in add_many / add_fingerprints
 _ONE_BY_ONE = 16  # batches up to this size are matched query by query in memory
-# stats() warns of a crowded bucket (one value of a lookup index's blocks):
-# one that holds at least 1% of the fingerprints and at least 10 of them (in
-# an index of a few hundred, one shared value is 1% by itself), or 10,000
-# whatever the share (a query that lands there reads that many rows); and in
-# either case 4 times what uniform fingerprints would put there.
-CROWDED_SHARE = 0.01
-CROWDED_MIN_ROWS = 10
-CROWDED_ROWS = 10_000
 
 
-def crowded(rows: int, count: int, expected: float) -> bool:
-    """Whether a bucket of `rows` (of `count`, `expected` if uniform) is crowded."""
-    if rows < 4 * expected:
-        return False
-    return rows >= CROWDED_ROWS or (rows >= CROWDED_MIN_ROWS and rows >= CROWDED_SHARE * count)
-
-
-def _check_key(key: object) -> str:
-    if not isinstance(key, str):
-        raise InvalidArgumentError(f"a key is a str, not {type(key).__name__}")
-    if not key:
-        raise InvalidArgumentError("a key cannot be empty")
-    try:
-        key.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidArgumentError(
-            f"a key must be valid Unicode text; {key!r} has a lone surrogate "
-            "(from bytes that were not UTF-8?)"
-        ) from None
-    return key
-
-
-def _checked(keys: list[str], fps: list[int]) -> tuple[list[str], np.ndarray]:
-    """A chunk of keys and fingerprints, validated (quickly, where all is well)."""
-    for key in keys:
-        if type(key) is not str or not key or not key.isascii():
-            _check_key(key)
-    if any(type(f) is not int for f in fps):
-        for f in fps:
-            check_fingerprint(f)
-    try:
-        return keys, np.array(fps, dtype=np.uint64)
-    except OverflowError:
-        for f in fps:
-            check_fingerprint(f)
-        raise
-
-
-def _check_limit(limit: object) -> int | None:
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise InvalidArgumentError(f"limit must be a whole number of at least 1, not {limit!r}")
-    return limit
-
-
-def _as_config(config: FingerprintConfig | Mapping[str, Any] | None) -> FingerprintConfig | None:
-    if config is None or isinstance(config, FingerprintConfig):
-        return config
-    if isinstance(config, Mapping):  # the options given, the rest DEFAULT_CONFIG's
-        return FingerprintConfig.from_dict({**json.loads(DEFAULT_CONFIG.to_json()), **config})
-    raise InvalidArgumentError(
-        f"config is a FingerprintConfig or a dict, not {type(config).__name__}"
-    )
-
-
-class SimIndex:
+class SimIndex(Upkeep):
     """A persistent near-duplicate index of texts, by 64-bit Simhash.
 
     ``SimIndex(location)`` opens the index at a file path, ``":memory:"`` or an
@@ -157,7 +95,7 @@ class SimIndex:
         wanted_layout = None
         if k is not None or blocks is not None:  # validate before anything is opened
             wanted_layout = BlockLayout.for_k(DEFAULT_K if k is None else k, blocks)
-        wanted = _as_config(config)
+        wanted = as_config(config)
         self._where = storage.locate(location)
         storage.check_file(self._where, create=create and not readonly)
         # A file or folder this process may not write: read-only, by itself.
@@ -251,108 +189,6 @@ class SimIndex:
 
     def __repr__(self) -> str:
         return f"SimIndex({self.location!r}, k={self.k})"
-
-    def stats(self) -> dict[str, Any]:
-        """Facts about the index, for people and scripts."""
-        self._refresh()
-        count = len(self)
-        info: dict[str, Any] = {
-            "index": self.location,
-            "count": count,
-            "k": self.k,
-            "blocks": list(self.layout.widths),
-            "tables": [list(t) for t in self.layout.tables],
-            "layout": self.layout.describe(),
-            # Lookups at the index's k: exact (0) or probed within this many bits.
-            "probe_radius": probe_radius(self.layout, self.k) if self.k > self.layout.k else 0,
-            "fingerprint": json.loads(self.config.to_json()),
-            "format": self._settings.format,
-            "schema_revision": storage.HEAD,
-            "created_by": self._settings.created_by,
-        }
-        info["held_in_memory_bytes"] = self._accel.nbytes  # (see query)
-        if self._where.path is not None:
-            size = self._file_bytes()
-            info["file_bytes"] = size
-            info["bytes_per_fingerprint"] = round(size / count, 1) if count else None
-        with self._lock, self._backend.reading() as conn:
-            buckets = self._store.largest_buckets(conn)
-        info["largest_buckets"] = []
-        info["warnings"] = []
-        for rows, j in buckets:
-            bits = sum(self.layout.widths[b] for b in self.layout.tables[j])
-            share = rows / count if count else 0.0
-            info["largest_buckets"].append(
-                {
-                    "index": j,
-                    "rows": rows,
-                    "share": round(share, 6),
-                    "expected": round(count / 2**bits, 3),
-                }
-            )
-            if crowded(rows, count, count / 2**bits):
-                info["warnings"].append(
-                    f"one value of index {j}'s blocks holds {rows} fingerprints ({share:.1%}): "
-                    f"near-identical or templated texts share it, and every query that "
-                    f"lands there reads all {rows}"
-                )
-        return info
-
-    def check(self, *, repair: bool = False) -> CheckReport:
-        """Look for damage: SQLite's integrity check, the schema against the
-        stored layout and revision, and every row's block columns against its
-        fingerprint. With ``repair``, fix what can be fixed safely (recompute
-        block columns, recreate missing lookup indexes) in one transaction."""
-        problems: list[str] = []
-        repaired: list[str] = []
-        try:
-            self._refresh()
-            with self._lock, self._backend.reading() as conn:
-                problems += self._store.integrity(conn)
-                found = storage.read_settings(conn, self._where)
-                if found is None or found[0] != self._settings or found[1] != storage.HEAD:
-                    problems.append(
-                        "the stored settings or schema revision changed under this index"
-                    )
-                problems += self._store.schema_problems(conn)
-                bad = [] if any("column" in p for p in problems) else self._store.bad_blocks(conn)
-        except SimIndexError as exc:
-            return CheckReport(False, [*problems, str(exc)], [])
-        if bad:
-            shown = ", ".join(map(str, bad[:10])) + (", ..." if len(bad) > 10 else "")
-            problems.append(
-                f"{len(bad)} rows have block columns that disagree with their "
-                f"fingerprint (ids {shown})"
-            )
-        if repair and (bad or any("index" in p and "missing" in p for p in problems)):
-            with self._writing() as write:  # rows not listed: a held snapshot goes
-                conn = write.conn
-                if bad:
-                    self._store.repair_blocks(conn, bad)
-                    repaired.append(f"recomputed the block columns of {len(bad)} rows")
-                for index in self._store.missing_lookups(conn):
-                    index.create(conn)
-                    repaired.append(f"recreated index {index.name}")
-            return self.check()._replace(repaired=repaired)
-        return CheckReport(not problems, problems, repaired)
-
-    def compact(self) -> dict[str, int]:
-        """Reclaim free space (VACUUM) and fold the WAL into the file; returns the
-        file's size before and after (bytes, WAL included)."""
-        before = self._file_bytes()
-        with self._lock:
-            self._store.close()  # no connection may read while the file is rewritten
-            self._backend.compact()
-            self._accel.drop()
-        return {"before": before, "after": self._file_bytes()}
-
-    def _file_bytes(self) -> int:
-        path = self._where.path
-        if path is None:
-            return 0
-        return sum(
-            p.stat().st_size for p in (path, path.with_name(path.name + "-wal")) if p.exists()
-        )
 
     def fingerprint(self, text: str) -> int:
         """The fingerprint this index gives a text (with its own configuration)."""
@@ -450,7 +286,7 @@ class SimIndex:
         layout = self.layout
         if k is not None or blocks is not None:
             layout = BlockLayout.for_k(self.k if k is None else k, blocks)
-        wanted = _as_config(config) or self.config
+        wanted = as_config(config) or self.config
         if source is None and fingerprints is None and wanted != self.config:
             raise InvalidArgumentError(
                 "a new fingerprint configuration needs the texts: give rebuild a source"
@@ -475,7 +311,9 @@ class SimIndex:
                     storage.start_staging(conn)
                     items = iter(fingerprints)
                     while batch := list(islice(items, batch_size)):
-                        keys, fps = _checked([key for key, _ in batch], [fp for _, fp in batch])
+                        keys, fps = checked_chunk(
+                            [key for key, _ in batch], [fp for _, fp in batch]
+                        )
                         storage.stage(conn, keys, fps)
                 # (swap_in rewrites simindex_meta: the count restarts with this write)
                 rows = storage.swap_in(conn, settings, from_staging=fingerprints is not None)
@@ -490,7 +328,7 @@ class SimIndex:
 
         Returns the fingerprint. Raises EmptyTextError for a text with no words.
         """
-        _check_key(key)
+        check_key(key)
         fingerprint = self.fingerprint(text)
         self.add_fingerprint(key, fingerprint)
         return fingerprint
@@ -550,14 +388,14 @@ class SimIndex:
                 keys.append(key)
                 fps.append(fingerprint)
                 if len(keys) >= chunk_size or taken == limit:
-                    yield _checked(keys, fps)
+                    yield checked_chunk(keys, fps)
                     if listed is not None and len(listed) <= accelerator.APPLIED_MAX:  # bounded
                         listed += keys
                     keys, fps = [], []
                     if taken == limit:
                         return
             if keys:
-                yield _checked(keys, fps)
+                yield checked_chunk(keys, fps)
                 if listed is not None and len(listed) <= accelerator.APPLIED_MAX:
                     listed += keys
 
@@ -594,7 +432,7 @@ class SimIndex:
 
     def remove_many(self, keys: Iterable[str]) -> int:
         """Remove keys in one transaction; returns how many were there."""
-        unique = list(dict.fromkeys(_check_key(k) for k in keys))
+        unique = list(dict.fromkeys(check_key(k) for k in keys))
         with self._writing() as write:
             removed = self._store.remove(write.conn, unique)
             write.rows = []  # removed rows stay in a held snapshot: their ids find no row
@@ -604,7 +442,7 @@ class SimIndex:
 
     def get(self, key: str) -> int | None:
         """The fingerprint stored under key, or None."""
-        _check_key(key)
+        check_key(key)
         with self._lock:
             value = self._store.fetch(key)
         return None if value is None else value & ((1 << 64) - 1)
@@ -650,7 +488,7 @@ class SimIndex:
         if k is not None:
             check_k(k)
         if limit is not None:
-            _check_limit(limit)
+            check_limit(limit)
         with self._lock:
             matches = None
             while matches is None:  # None: rebuilt meanwhile, ask the new index
@@ -734,7 +572,7 @@ class SimIndex:
         queries = list(queries)
         if k is not None:
             check_k(k)
-        _check_limit(limit)
+        check_limit(limit)
         if not queries:
             return []
         with self._lock:

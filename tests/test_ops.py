@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import Connection
 
 from simindex import DamagedIndexError, SimIndex, StorageError, storage
-from simindex.index import crowded
+from simindex.upkeep import crowded
 
 from .test_cli import invoke, ok
 

@@ -37,7 +37,7 @@ from simindex.storage.migrate import (
     write_settings,
 )
 from simindex.storage.rebuild import stage, start_staging, swap_in
-from simindex.storage.store import FAST_LOAD_MIN, Store
+from simindex.storage.store import FAST_LOAD_MIN, Problem, Store
 
 
 def open_backend(
@@ -61,6 +61,7 @@ __all__ = [
     "Capabilities",
     "FileAccess",
     "Location",
+    "Problem",
     "Settings",
     "Store",
     "Write",

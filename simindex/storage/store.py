@@ -11,7 +11,7 @@ import os
 import threading
 from collections.abc import Iterable, Sequence
 from itertools import chain
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from sqlalchemy import Connection, and_, bindparam, delete, func, inspect, or_, select, union_all
@@ -80,6 +80,15 @@ class _Held:
     def __del__(self) -> None:
         if self.pid == os.getpid():
             self.close()
+
+
+class Problem(NamedTuple):
+    """Something check found wrong: its kind (what repair looks at: "column",
+    "missing index", "index", "integrity", "settings", "blocks", "read") and
+    the sentence a person reads."""
+
+    kind: str
+    text: str
 
 
 def block_rows(
@@ -563,11 +572,11 @@ class Store:
 
     # --- upkeep: check, repair, compact, buckets ----------------------------
 
-    def integrity(self, conn: Connection) -> list[str]:
+    def integrity(self, conn: Connection) -> list[Problem]:
         """What the database's own integrity check finds wrong (nothing: [])."""
-        return self.backend.dialect.integrity(conn)
+        return [Problem("integrity", text) for text in self.backend.dialect.integrity(conn)]
 
-    def schema_problems(self, conn: Connection) -> list[str]:
+    def schema_problems(self, conn: Connection) -> list[Problem]:
         """Differences between the tables the layout needs and the ones there."""
         problems = []
         found = inspect(conn)
@@ -575,17 +584,19 @@ class Store:
         columns = {c["name"] for c in found.get_columns(t.name)}
         for column in t.columns:
             if column.name not in columns:
-                problems.append(f"column {column.name} is missing")
+                problems.append(Problem("column", f"column {column.name} is missing"))
         extra = sorted(c for c in columns if c.startswith("block_") and c not in t.columns)
         if extra:
-            problems.append(f"block columns the layout does not have: {', '.join(extra)}")
+            text = f"block columns the layout does not have: {', '.join(extra)}"
+            problems.append(Problem("column", text))
         have = {ix["name"]: ix["column_names"] for ix in found.get_indexes(t.name)}
         for index in self.tables.lookups:
             wanted = [c.name for c in index.columns]
             if index.name not in have:
-                problems.append(f"index {index.name} on ({', '.join(wanted)}) is missing")
+                text = f"index {index.name} on ({', '.join(wanted)}) is missing"
+                problems.append(Problem("missing index", text))
             elif have[index.name] != wanted:
-                problems.append(f"index {index.name} is on the wrong columns")
+                problems.append(Problem("index", f"index {index.name} is on the wrong columns"))
         return problems
 
     def missing_lookups(self, conn: Connection) -> list[Any]:
