@@ -165,6 +165,7 @@ class Store:
         self._lookup_spans = [spans[int(name.rsplit("_b", 1)[1])] for name in ordered]
         self._lookup_signed = max(layout.widths) == BITS  # a single 64-bit block
         self._by_id: dict[int, _Sql] = {}
+        self._by_key: dict[int, _Sql] = {}
         self._probe_sql: dict[int, tuple[_Sql, list[Probe]]] = {}
         self._get = _Sql(
             select(t.c.fingerprint).where(t.c.key == bindparam("key")), dialect, ["key"]
@@ -306,15 +307,21 @@ class Store:
         return sql, found
 
     def rows_by_key(self, conn: Connection, keys: Sequence[str]) -> list[tuple[int, int]]:
-        """SQLite: (id, signed fingerprint) of the rows of these keys, in the
-        caller's transaction (statements written out: this follows every
-        write of a thread that holds a snapshot, often of one key)."""
+        """(id, signed fingerprint) of the rows of these keys, in the caller's
+        transaction (statements compiled once per chunk length: this follows
+        every write of an index that holds a snapshot, often of one key)."""
         rows: list[tuple[int, int]] = []
         for start in range(0, len(keys), _CHUNK):
-            chunk = tuple(keys[start : start + _CHUNK])
-            marks = ", ".join("?" * len(chunk))
-            sql = f"SELECT id, fingerprint FROM {schema.FINGERPRINT_TABLE} WHERE key IN ({marks})"
-            rows += [(int(i), int(f)) for i, f in conn.exec_driver_sql(sql, chunk)]
+            chunk = list(keys[start : start + _CHUNK])
+            sql = self._by_key.get(len(chunk))
+            if sql is None:
+                t = self.tables.fingerprints
+                names = [f"key{i}" for i in range(len(chunk))]
+                statement = select(t.c.id, t.c.fingerprint).where(
+                    t.c.key.in_([bindparam(n) for n in names])
+                )
+                sql = self._by_key[len(chunk)] = _Sql(statement, self.engine.dialect, names)
+            rows += [(int(i), int(f)) for i, f in conn.exec_driver_sql(sql.text, sql.params(chunk))]
         return rows
 
     def rows_by_id(self, ids: Sequence[int]) -> list[tuple[int, str, int]]:

@@ -1,0 +1,168 @@
+"""The storage contract: what simindex.storage promises the rest of simindex,
+run over every backend (SQLite in memory, a SQLite file, PostgreSQL), through
+the package's own interface (no SimIndex). Fingerprints include the top bit
+(stored signed) and 2**64 - 1."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from simindex import StorageError, storage
+from simindex.blocks import BlockLayout
+from simindex.fingerprint import DEFAULT_CONFIG, to_unsigned
+
+LAYOUT = BlockLayout.for_k(8)  # probed above 2, as the default index
+
+
+@pytest.fixture(params=["memory", "file", "postgres"])
+def opened(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[storage.Store]:
+    if request.param == "postgres":
+        where = storage.locate(str(request.getfixturevalue("pg_url")))
+    else:
+        where = storage.locate(":memory:" if request.param == "memory" else tmp_path / "s.db")
+    backend = storage.open_backend(where)
+    backend.ensure_schema(create=True)
+    with backend.writing(alone=True) as conn:
+        storage.create(conn, storage.Settings(layout=LAYOUT, config=DEFAULT_CONFIG, distance=8))
+    backend.use_wal()
+    store = storage.Store(backend, LAYOUT)
+    yield store
+    store.close()
+    backend.dispose()
+
+
+def fill(store: storage.Store, n: int = 2000, seed: int = 1) -> dict[str, int]:
+    rng = random.Random(seed)
+    stored = {f"k{i}": rng.getrandbits(64) for i in range(n)}
+    stored["top"], stored["zero"] = 2**64 - 1, 0
+    for i in range(40):  # near-duplicates of a few, for the lookups to find
+        stored[f"near{i}"] = stored[f"k{i % 5}"] ^ (1 << rng.randrange(64))
+    keys = list(stored)
+    with store.backend.write() as write:
+        read, written = store.put_stream(
+            write.conn, [(keys, np.array([stored[k] for k in keys], dtype=np.uint64))]
+        )
+    assert read == written == len(stored)
+    return stored
+
+
+def test_capabilities_are_what_each_database_can_do(opened: storage.Store) -> None:
+    caps = opened.backend.caps
+    sqlite = not opened.where.postgres
+    assert caps.can_hold is sqlite and caps.server_join is not sqlite
+    assert caps.bulk_copy is not sqlite and opened.backend.caps is caps  # detected once
+
+
+def test_rows_round_trip(opened: storage.Store) -> None:
+    stored = fill(opened)
+    with opened.backend.reading() as conn:
+        assert opened.size(conn) == len(stored)
+        ids, fps = opened.load(conn)
+        keys = opened.keys_for(conn, ids.tolist())
+    assert {keys[i]: int(f) for i, f in zip(ids.tolist(), fps.tolist(), strict=True)} == stored
+    assert to_unsigned(opened.fetch("top") or 0) == 2**64 - 1 and opened.fetch("nope") is None
+    assert opened.estimated_size() >= len(stored)
+    found = {key: to_unsigned(fp) for _, key, fp in opened.rows_by_id(ids[:50].tolist())}
+    assert found == {keys[i]: stored[keys[i]] for i in ids[:50].tolist()}
+    with opened.backend.reading() as conn:
+        by_key = opened.rows_by_key(conn, ["top", "zero", "nope", *[f"k{i}" for i in range(600)]])
+    assert {to_unsigned(f) for _, f in by_key} == {stored[k] for k in ["top", "zero"]} | {
+        stored[f"k{i}"] for i in range(600)
+    }
+
+
+def test_lookups_find_every_row_a_table_agrees_with(opened: storage.Store) -> None:
+    stored = fill(opened)
+    rng = random.Random(2)
+    for key in ["top", "zero", *rng.sample(sorted(stored), 30)]:
+        q = stored[key] ^ (1 << rng.randrange(64))
+        rows, version = opened.lookup(q)
+        assert version == opened.schema_version()
+        got = {to_unsigned(f) for _, f in rows}
+        for fp in stored.values():  # the pigeonhole: within the layout's k, a table agrees
+            if (fp ^ q).bit_count() <= LAYOUT.k:
+                assert fp in got
+        assert opened.can_probe(8)
+        probed = opened.probe_lookup(q, 8)
+        assert probed is not None
+        near = {to_unsigned(f) for _, f in probed[0]}
+        assert {fp for fp in stored.values() if (fp ^ q).bit_count() <= 8} <= near
+
+
+def test_writes_replace_keep_and_remove(opened: storage.Store) -> None:
+    fill(opened, n=100)
+    with opened.backend.write() as write:
+        keys, fps = ["k1", "k2", "new"], np.array([1, 2**63, 3], dtype=np.uint64)
+        assert opened.put(write.conn, keys, fps, keep=True) == 1  # only the new key
+        assert opened.put(write.conn, ["k1"], np.array([7], dtype=np.uint64), keep=False) == 1
+        assert opened.remove(write.conn, ["k2", "nope"]) == 1
+    assert opened.fetch("k1") == 7 and opened.fetch("k2") is None and opened.fetch("new") == 3
+
+
+def test_writes_are_counted_where_a_snapshot_can_be_held(opened: storage.Store) -> None:
+    counts = []
+    for i in range(3):
+        with opened.backend.write() as write:
+            opened.put(write.conn, [f"c{i}"], np.array([i], dtype=np.uint64), keep=False)
+        counts.append(write.writes)
+    versions = opened.versions()
+    if opened.backend.caps.can_hold:
+        assert counts[1] == counts[0] + 1 and counts[2] == counts[1] + 1
+        assert versions is not None and versions[2] == counts[2]
+        with opened.backend.reading() as conn:
+            assert opened.backend.writes_counted(conn) == counts[2]
+    else:
+        assert counts == [None] * 3 and versions is None
+
+
+def test_a_failed_write_leaves_nothing(opened: storage.Store) -> None:
+    with pytest.raises(RuntimeError), opened.backend.write() as write:
+        opened.put(write.conn, ["gone"], np.array([5], dtype=np.uint64), keep=False)
+        raise RuntimeError("stop")
+    assert opened.fetch("gone") is None
+
+
+def test_a_batch_joined_on_the_server_equals_brute_force(opened: storage.Store) -> None:
+    if not opened.backend.caps.server_join:
+        pytest.skip("joins on the server: PostgreSQL")
+    stored = fill(opened)
+    rng = random.Random(3)
+    queries = [stored[f"k{i}"] ^ (1 << rng.randrange(64)) for i in range(20)] + [2**64 - 1]
+    with opened.backend.reading() as conn:
+        rows = opened.join_lookup(conn, queries, LAYOUT.k)
+    got = {(qid, key) for qid, _, key, _ in rows}
+    expected = {
+        (qid, key)
+        for qid, q in enumerate(queries)
+        for key, fp in stored.items()
+        if (fp ^ q).bit_count() <= LAYOUT.k
+    }
+    assert got == expected
+
+
+def test_a_rebuild_moves_the_schema_version(opened: storage.Store) -> None:
+    fill(opened, n=50)
+    before = opened.schema_version()
+    relaid = storage.Settings(layout=BlockLayout.for_k(3), config=DEFAULT_CONFIG)
+    with opened.backend.writing(alone=True) as conn:
+        assert storage.swap_in(conn, relaid, from_staging=False) == 52 + 40
+    assert opened.schema_version() != before
+
+
+def test_a_read_only_backend_refuses_every_write(tmp_path: Path) -> None:
+    where = storage.locate(tmp_path / "ro.db")
+    backend = storage.open_backend(where)
+    with backend.writing(alone=True) as conn:
+        storage.create(conn, storage.Settings(layout=LAYOUT, config=DEFAULT_CONFIG))
+    backend.dispose()
+    readonly = storage.open_backend(where, readonly=True)
+    with pytest.raises(StorageError, match="read-only"), readonly.writing():
+        pass
+    with readonly.reading() as conn:
+        assert storage.read_settings(conn, where) is not None
+    readonly.dispose()
