@@ -55,16 +55,43 @@ from simindex import EmptyTextError, SimIndex  # noqa: E402
 from simindex import signature as sg  # noqa: E402
 from simindex.fingerprint import DEFAULT_CONFIG, features  # noqa: E402
 
+SWEPT = "minhash128x4/1"  # the signature shown at every threshold of SWEEP
+SWEEP = (0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.78, 0.8, 0.85, 0.9)
 FALSE_ALARM = 0.3  # word 5-shingle Jaccard and containment both below: a false alarm
 TARGET_SHARE, TARGET_TRUE = 0.02, 150
 # The English thresholds bench/quality.py --hard tuned (seed 2; every negative kind
 # <= 1% there), from bench/results/quality_hard.txt.
-TUNED: dict[str, float] = {}
+TUNED: dict[str, float] = {
+    "simhash128/3": 0.85,
+    "simhash256/3": 0.83,
+    "tf-simhash128": 0.95,
+    "tf-simhash256": 0.95,
+    "minhash128x4/1": 0.78,
+    "minhash256x2/1": 0.77,
+    "minhash512x1/1": 0.77,
+    "minhash256x4/1": 0.77,
+    "minhash128x4/1w": 0.78,
+    "minhash256x2/1w": 0.77,
+    "minhash512x1/1w": 0.79,
+    "minhash256x4/1w": 0.78,
+    "minhash128x4/2": 0.72,
+    "minhash256x2/2": 0.72,
+    "minhash64x8/3": 0.68,
+    "minhash128x4/3": 0.67,
+    "minhash256x2/3": 0.69,
+    "minhash512x1/3": 0.68,
+    "minhash256x4/3": 0.67,
+    "minhash128x4/5": 0.66,
+    "hybrid128x4/3": 0.67,
+}
+# name, or name@threshold (a threshold chosen for both languages)
 DEFAULT_SIGNATURES = (
     "minhash128x4/1",
-    "minhash256x2/1w",
-    "minhash512x1/1w",
+    "minhash128x4/1@0.80",
+    "minhash256x4/1",
+    "minhash128x4/1w",
     "minhash128x4/3",
+    "hybrid128x4/3",
     "simhash256/3",
     "tf-simhash256",
 )
@@ -156,8 +183,12 @@ def measure(args: argparse.Namespace) -> int:
     distinct = [(i, j) for i, j in cand if flat[i] != flat[j]]
     alarm = {(i, j): false_alarm(i, j) for i, j in distinct}
 
-    names = list(args.signatures.split(",")) if args.signatures else list(DEFAULT_SIGNATURES)
-    sigs = {name: sg.SIGNATURES[name] for name in names}
+    asked = list(args.signatures.split(",")) if args.signatures else list(DEFAULT_SIGNATURES)
+    at: list[tuple[str, float | None]] = []
+    for item in asked:
+        name, _, t = item.partition("@")
+        at.append((name, float(t) if t else None))
+    sigs = {name: sg.SIGNATURES[name] for name, _t in at}
     made: dict[str, list[bytes | None]] = {}
     log("signatures")
     for name, s in sigs.items():
@@ -168,6 +199,17 @@ def measure(args: argparse.Namespace) -> int:
             except EmptyTextError:
                 out.append(None)
         made[name] = out
+
+    def made_or(name: str, s: sg.Signature, i: int) -> bytes | None:
+        if name not in made:
+            made[name] = []
+            for t in texts:
+                try:
+                    made[name].append(s.of(t))
+                except EmptyTextError:
+                    made[name].append(None)
+        return made[name][i]
+
     hashes: dict[tuple[str, int], list[np.ndarray]] = {}
     feats: list[dict[str, int]] | None = None
 
@@ -190,8 +232,9 @@ def measure(args: argparse.Namespace) -> int:
 
     rows = [("defaults (k = 8, no verification)", None, set(cand))]
     exact_rows: set[tuple] = set()
-    for name, s in sigs.items():
-        t = args.threshold if args.threshold is not None else TUNED.get(name)
+    for name, fixed in at:
+        s = sigs[name]
+        t = args.threshold if args.threshold is not None else fixed or TUNED.get(name)
         if t is None:
             log(f"  {name}: no tuned threshold (run bench/quality.py --hard): skipped")
             continue
@@ -269,6 +312,28 @@ def measure(args: argparse.Namespace) -> int:
             for rule, c in r["clusters"].items()
         }
         results.append(r)
+    # What the threshold trades on this corpus: the recommended signature at several.
+    sweep = []
+    s = sg.SIGNATURES[SWEPT]
+    sims = {}
+    for i, j in cand:
+        a, b = made_or(SWEPT, s, i), made_or(SWEPT, s, j)
+        sims[i, j] = s.similarity(a, b) if a is not None and b is not None else 0.0
+    for t in SWEEP:
+        kept = {p for p, v in sims.items() if v >= t}
+        dist = [p for p in kept if flat[p[0]] != flat[p[1]]]
+        fa = sum(alarm[p] for p in dist)
+        lead = cluster_check(leader_clusters(order, kept))
+        sweep.append(
+            {
+                "threshold": t,
+                "distinct_pairs": len(dist),
+                "false_alarms": fa,
+                "false_alarm_share": fa / len(dist) if dist else 0.0,
+                "true_pairs": len(dist) - fa,
+                "leader": lead,
+            }
+        )
     seconds = time.perf_counter() - t0
     out = {
         "files": len(files),
@@ -276,6 +341,7 @@ def measure(args: argparse.Namespace) -> int:
         "k": k,
         "seconds": round(seconds, 1),
         "results": results,
+        "sweep": {"signature": SWEPT, "rows": sweep},
     }
     if args.json:
         json.dump(out, sys.stdout, indent=1)
@@ -344,6 +410,18 @@ def measure(args: argparse.Namespace) -> int:
         "a phrase or two; target 0); in brackets, those of the largest cluster. meets: the "
         "three targets, with that clustering rule."
     )
+    print()
+    print(
+        f"k<=8 + {SWEPT} by threshold (clusters by the leader rule): distinct pairs kept, "
+        "false alarms (share), true pairs, members unlike their canonical member"
+    )
+    for r in sweep:
+        print(
+            f"  >= {r['threshold']:.2f}: {r['distinct_pairs']:5d} distinct, "
+            f"{r['false_alarms']:4d} false alarms ({100 * r['false_alarm_share']:4.1f}%), "
+            f"{r['true_pairs']:5d} true, largest cluster {r['leader']['largest']:3d}, "
+            f"{r['leader']['members_unlike_canonical']} unlike their canonical member"
+        )
     for r in results[:1]:
         c = r["clusters"]["index"]
         print(f"the index's largest cluster starts at {c['largest_canonical']}")

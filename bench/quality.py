@@ -1618,8 +1618,8 @@ def hard_rows(lang: str, sc: list[dict]) -> dict:
     )
     base = dist("default")
 
-    def two_stage(sim):
-        return lambda i, j: sim(i, j) if base(i, j) >= -K else -1.0
+    def two_stage(sim, k: int = K):
+        return lambda i, j: sim(i, j) if base(i, j) >= -k else -1.0
 
     for key in EXACT_N:
         rows[f"k<=8 + jaccard{named(key)} (exact)"] = (
@@ -1651,6 +1651,22 @@ def hard_rows(lang: str, sc: list[dict]) -> dict:
             t,
             "the same, at a threshold fixed for both languages",
         )
+    # What a larger k would add (a query at k = 10 reads far more candidate rows: docs/speed.md).
+    rec = sg.SIGNATURES[RECOMMENDED]
+    rows[f"k<=10 + {RECOMMENDED}"] = (
+        two_stage(
+            lambda i, j: rec.similarity(sc[i]["sig"][RECOMMENDED], sc[j]["sig"][RECOMMENDED]), 10
+        ),
+        fine,
+        None,
+        "candidates within k = 10 instead of 8",
+    )
+    rows["k<=10 + jaccard1 (exact)"] = (
+        two_stage(exact(("chars", 1), "jaccard"), 10),
+        fine,
+        None,
+        "its ceiling",
+    )
     if lang == "zh" and sc[0]["sig_t2s"] is not None:
         s = sg.SIGNATURES[RECOMMENDED]
         folded = dist(FOLD_T2S)

@@ -166,7 +166,7 @@ def short_texts(lang: str, docs: list[str], count: int, seed: int = 2) -> dict:
             other = " ".join(o.split()[: len(cut.split())]) if lang == "en" else o[: len(cut)]
         pairs.append((cut, other))
     res = {}
-    for name in ("minhash128x4/3", "hybrid128x4/3", "minhash128x4/1w", "minhash256x2/1w"):
+    for name in ("minhash128x4/3", "hybrid128x4/3", "minhash128x4/1", "hybrid128x4/1"):
         s = sg.SIGNATURES[name]
         err = []
         for a, b in pairs:

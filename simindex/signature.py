@@ -486,6 +486,7 @@ SIGNATURES: dict[str, Signature] = {
         _minhash(256, 4, 3),
         _minhash(128, 4, 5),
         _hybrid(128, 4, 3),
+        _hybrid(128, 4, 1),
     )
 }
 

@@ -12,15 +12,14 @@ from simindex import EmptyTextError, InvalidArgumentError
 from simindex import signature as sig
 from simindex.fingerprint import features, simhash
 
-from .conftest import ROOT
+_VOCAB = [a + b + c + d for a in "bdfgklmnprst" for b in "aeiou" for c in "mnrst" for d in "aio"]
 
 
 def corpus() -> list[str]:
-    """Passages of real English text: the paragraphs of the README and the docs."""
-    paras: list[str] = []
-    for page in sorted((ROOT / "docs").glob("*.md")):
-        paras += [p for p in page.read_text(encoding="utf-8").split("\n\n") if len(p.split()) > 60]
-    return paras
+    """Forty passages of 60-200 made-up words drawn from 900 (unrelated passages
+    share a few words): the same on every machine and in every checkout."""
+    rng = random.Random(11)
+    return [" ".join(rng.choices(_VOCAB, k=rng.randint(60, 200))) + "." for _ in range(40)]
 
 
 def edited(text: str, frac: float, rng: random.Random) -> str:
@@ -86,8 +85,7 @@ def test_unrelated_texts_are_near_zero(s: sig.Signature) -> None:
     for _ in range(30):
         a, b = rng.sample(texts, 2)
         sims.append(s.similarity(s.of(a), s.of(b)))
-    # The docs' paragraphs share a topic: their weighted word cosine is about 0.2.
-    assert float(np.median(sims)) < (0.3 if s.estimates == "tf-cosine" else 0.15)
+    assert float(np.median(sims)) < 0.2
 
 
 @pytest.mark.parametrize("s", ALL, ids=lambda s: s.name)
@@ -100,7 +98,7 @@ def test_similarity_falls_as_edits_grow(s: sig.Signature) -> None:
         means.append(np.mean([s.similarity(base, s.of(edited(text, frac, rng))) for _ in range(5)]))
     assert means == sorted(means, reverse=True)
     assert means[0] > 0.8
-    assert means[-1] < (0.45 if s.n == 1 else 0.3)  # words, not shingles: more survive
+    assert means[-1] < (0.5 if s.n == 1 else 0.3)  # words, not shingles: more survive
 
 
 @pytest.mark.parametrize("s", ALL, ids=lambda s: s.name)
