@@ -1362,7 +1362,7 @@ CJK_GAP = re.compile(f"(?<=[{_HAN}])[\\W_]+(?=[{_HAN}])")
 FOLD = "default, CJK gaps folded"
 FOLD_T2S = "default, folded + t2s"
 RECOMMENDED = "minhash128x4/1"  # the signature the folded variant is verified with
-FIXED_THRESHOLDS = (0.75, 0.80)  # RECOMMENDED also at these, the same in both languages
+FIXED_THRESHOLDS = (0.75, 0.78, 0.80)  # RECOMMENDED also at these, the same in both languages
 _OPENCC: dict = {}
 
 
