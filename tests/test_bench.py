@@ -150,3 +150,40 @@ def test_revisions_benchmark_compares_a_revision_with_the_working_tree() -> None
         ["git", "worktree", "list"], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert "simindex-revisions-" not in trees.stdout
+
+
+def _quality_cache_or_skip() -> None:
+    cache = os.environ.get("SIMINDEX_QUALITY_CACHE", "~/.cache/simindex-quality")
+    root = Path(cache).expanduser()
+    if not ((root / "199801.txt").exists() and (root / "root/.fortunes.done").exists()):
+        pytest.skip(f"{root} not filled: run `python bench/quality.py` once (it fetches)")
+
+
+def test_hard_quality_benchmark_quick_run() -> None:
+    """The harder kinds and the two-stage rows, at ten pairs a kind."""
+    _quality_cache_or_skip()
+    printed = run_script(
+        "bench/quality.py", "--hard", "--quick", "--n", "10", "--random", "100", "--json"
+    )
+    out = json.loads(printed)
+    for lang in ("en", "zh"):
+        r = out["languages"][lang]
+        assert {"mixsent", "mixword", "template", "manpage"} <= set(r["pairs"])
+        assert {"default k<=8", "k<=8 + minhash128x4/1", "jaccard1 (exact)"} <= set(r["results"])
+    assert "zhspace" in out["languages"]["zh"]["pairs"]
+
+
+@pytest.mark.skipif(not Path("/usr/share/common-licenses").is_dir(), reason="not Debian")
+def test_copyright_benchmark_quick_run() -> None:
+    out = json.loads(run_script("bench/copyright.py", "--quick", "--json"))
+    assert out["results"][0]["method"].startswith("defaults")
+    assert len(out["sweep"]["rows"]) > 3
+
+
+def test_signatures_benchmark_quick_run() -> None:
+    _quality_cache_or_skip()
+    printed = run_script(
+        "bench/signatures.py", "--quick", "--mb", "0.02", "--signatures", "minhash128x4/1", "--json"
+    )
+    methods = {c["method"] for c in json.loads(printed)["costs"]}
+    assert {"simhash alone", "simhash + minhash128x4/1"} <= methods
