@@ -1,38 +1,39 @@
 """Verification signatures: a second, copy-sensitive sketch of a text, to check
 the candidates the 64-bit fingerprint finds. Measured, not wired into the index
 (bench/quality.py --hard, bench/copyright.py, bench/signatures.py;
-docs/decisions/verification-signatures.md).
+docs/decisions/verification-signatures.md recommends ``minhash128x4/1``).
 
 Pure functions, no database. A text is read as *units*: the tokens of
-``simindex.tokenize.words(text, cjk="chars")`` with the CJK bigrams left out,
-so a unit is a word of a spaced script (normalised, punctuation dropped, stop
-words kept) or one CJK character. The shingles are the runs of ``n``
-consecutive units (word n-grams, CJK character n-grams; a text of fewer than n
-units is one shingle), each hashed to 64 bits: every unit once with xxh3
-(seed 0, UTF-8), then the n unit hashes of a run combined and mixed in numpy.
-Punctuation and the whitespace between CJK characters never reach the units,
-so "你好　世界！" and "你好，世界" have the same shingles.
+``simindex.tokenize.words(text, cjk="chars")``, a word of a spaced script
+(normalised, punctuation dropped, stop words kept) or, by ``units_of``'s mode,
+one CJK character ("chars") or CJK character bigram ("bigrams"). Punctuation and
+the whitespace between CJK characters never reach the units, so "你好　世界！"
+and "你好，世界" have the same ones. Each distinct unit is hashed with xxh64
+(seed 0, UTF-8: the fingerprint's feature hash, so one pass hashes a token once
+for both, see ``fingerprint_and_signature``); a shingle of n > 1 units combines
+their hashes in numpy (a text of fewer than n units is one shingle).
 
-Signatures over those shingle hashes, each with the similarity it estimates:
+Signatures over the set of shingle (or unit) hashes, each with the similarity
+it estimates:
 
-- ``simhash_signature`` (B = 128 or 256 bits): a Simhash of the *set* of
-  shingles (binary weights). Two sets at cosine c = |A & B| / sqrt(|A| |B|)
-  differ in a bit with probability arccos(c) / pi, so cos(pi d / B) estimates
-  their cosine.
 - ``minhash_signature`` (K bins of b bits): one-permutation MinHash with
   optimal densification (Li, Owen and Zhang 2012; Shrivastava 2017), keeping
   the lowest b bits of each bin's minimum (Li and Konig 2010). Two sets at
   Jaccard J agree in a bin with probability about J + (1 - J) / 2**b.
+- ``simhash_signature`` (B = 128 or 256 bits): a Simhash of the *set* of
+  shingles (binary weights). Two sets at cosine c = |A & B| / sqrt(|A| |B|)
+  differ in a bit with probability arccos(c) / pi, so cos(pi d / B) estimates
+  their cosine.
 - ``feature_simhash``: not over shingles but over the 64-bit fingerprint's own
-  weighted features (``simindex.fingerprint.features``), 128 or 256 more bits
-  hashed independently (xxh3): a sharper estimate of the weighted cosine the
-  fingerprint estimates.
-- ``hybrid_signature``: the exact set of (32-bit) shingle hashes of a small
-  text (up to SMALL_SET of them, 4 bytes each), else the MinHash sketch; a
-  small text is compared with a large one through the sketch of its set.
+  weighted features (``simindex.fingerprint.features``), 128 or 256 more bits:
+  a sharper estimate of the weighted cosine the fingerprint estimates.
+- ``hybrid_signature``: the exact set of (32-bit) hashes of a small text (up
+  to SMALL_SET of them, 4 bytes each), else the MinHash sketch; a small text is
+  compared with a large one through the sketch of its set.
 
-Hashes are fixed (xxh3, fixed constants), so a signature is the same in every
-process, run and machine.
+SIGNATURES names the configurations the benchmarks compare. Hashes and
+constants are fixed, so a signature is the same in every process, run and
+machine.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ SMALL_SET = 15  # hybrid: texts of up to this many distinct shingles keep them a
 _CJK1 = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
 # Units are hashed as the fingerprint hashes its features (xxh64, seed 0, UTF-8), so
 # one pass can hash each distinct token once for both (fingerprint_and_signature).
-_xxh3 = xxhash.xxh64_intdigest
+_xxh64 = xxhash.xxh64_intdigest
 _U64 = np.uint64
 # Odd 64-bit multipliers, one per position in a shingle (a shingle is ordered).
 _POSITION = np.array(
@@ -109,10 +110,10 @@ def _unit_hashes(keys: Sequence[str]) -> np.ndarray:
     """xxh64 (seed 0) of each unit's UTF-8 bytes, as simindex.fingerprint hashes a
     feature (lone surrogates passed through), in C loops."""
     try:
-        return np.fromiter(map(_xxh3, map(str.encode, keys)), _U64, count=len(keys))
+        return np.fromiter(map(_xxh64, map(str.encode, keys)), _U64, count=len(keys))
     except UnicodeEncodeError:
         return np.fromiter(
-            (_xxh3(k.encode("utf-8", "surrogatepass")) for k in keys), _U64, count=len(keys)
+            (_xxh64(k.encode("utf-8", "surrogatepass")) for k in keys), _U64, count=len(keys)
         )
 
 
@@ -231,11 +232,13 @@ def simhash_signature(hashes: np.ndarray, bits: int = 256) -> bytes:
 
 def feature_simhash(weighted: Mapping[str, int], bits: int = 256) -> bytes:
     """A ``bits``-bit Simhash of weighted features (simindex.fingerprint.features:
-    the very features and weights of the 64-bit fingerprint), each feature hashed
-    with xxh3: a longer, independent estimate of their weighted cosine."""
+    the very features and weights of the 64-bit fingerprint), word w of a
+    feature's bits being mix(xxh64(feature) ^ w's constant), not the
+    fingerprint's own bits: a longer, independent estimate of their weighted
+    cosine."""
     _check_bits(bits)
     keys = list(weighted)
-    h = np.fromiter((_xxh3(k.encode("utf-8", "surrogatepass")) for k in keys), _U64, len(keys))
+    h = np.fromiter((_xxh64(k.encode("utf-8", "surrogatepass")) for k in keys), _U64, len(keys))
     w = np.fromiter((weighted[k] for k in keys), np.float64, len(keys))
     return _votes(h, w, bits)
 
