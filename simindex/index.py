@@ -19,7 +19,6 @@ from simindex import accelerator, storage
 from simindex.accelerator import Accelerator, Stamp
 from simindex.blocks import MAX_INDEX_K, BlockLayout, check_k
 from simindex.errors import (
-    ConfigMismatchError,
     InvalidArgumentError,
     NotAnIndexError,
     StorageError,
@@ -109,7 +108,20 @@ class SimIndex(Upkeep):
             threading.RLock() if self._backend.shared_connection else contextlib.nullcontext()
         )
         try:
-            settings = self._open(k, blocks, wanted_layout, wanted, create=create and not readonly)
+            new = storage.Settings(  # what a new index gets
+                layout=wanted_layout or BlockLayout.for_k(DEFAULT_K),
+                config=wanted or DEFAULT_CONFIG,
+                created_by=f"simindex {storage.package_version()}",
+                distance=DEFAULT_K if k is None else k,
+            )
+            settings = storage.open_settings(
+                self._backend,
+                new,
+                may_create=create and not readonly,
+                k=k,
+                blocks=blocks,
+                config=wanted,
+            )
             if not readonly:
                 self._backend.use_wal()
         except BaseException:
@@ -118,53 +130,6 @@ class SimIndex(Upkeep):
         self._accel = Accelerator(hold)  # shared by this object's threads
         self._adopt(settings, None)
         self._store.valid_for = self._store.schema_version()
-
-    def _open(
-        self,
-        k: int | None,
-        blocks: int | None,
-        layout: BlockLayout | None,
-        wanted: FingerprintConfig | None,
-        *,
-        create: bool,
-    ) -> storage.Settings:
-        self._backend.ensure_schema(create=create)
-        with self._backend.reading() as conn:
-            found = storage.read_settings(conn, self._where)
-        if found is None or found[1] != storage.HEAD:
-            with self._backend.writing(alone=True) as conn:
-                found = storage.read_settings(conn, self._where)  # again, under the lock
-                if found is None:
-                    if not create:
-                        raise NotAnIndexError(f"no index at {self._where}")
-                    settings = storage.Settings(
-                        layout=layout or BlockLayout.for_k(DEFAULT_K),
-                        config=wanted or DEFAULT_CONFIG,
-                        created_by=f"simindex {storage.package_version()}",
-                        distance=DEFAULT_K if k is None else k,
-                    )
-                    storage.create(conn, settings)
-                    return settings
-                if found[1] != storage.HEAD:
-                    storage.upgrade(conn, found[0].layout)
-        settings = found[0]
-        if k is not None and k != settings.k:
-            raise ConfigMismatchError(
-                f"{self._where} was built for k={settings.k}, not k={k}: open it without k "
-                f"(queries may still ask for any distance)"
-            )
-        if blocks is not None and blocks != len(settings.layout.widths):
-            raise ConfigMismatchError(
-                f"{self._where} has {len(settings.layout.widths)} blocks, not {blocks}: "
-                f"open it without blocks"
-            )
-        if wanted is not None and wanted != settings.config:
-            raise ConfigMismatchError(
-                f"{self._where} fingerprints texts as {settings.config.describe()} "
-                f"({settings.config.to_json()}), not as asked ({wanted.to_json()}): "
-                f"open it without a configuration, or build a new index"
-            )
-        return settings
 
     # --- about the index --------------------------------------------------
 

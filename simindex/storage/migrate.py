@@ -11,14 +11,23 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, inspect
 
 from simindex.blocks import MAX_INDEX_K, BlockLayout, probes
-from simindex.errors import IndexVersionError, NotAnIndexError, StorageError
+from simindex.errors import (
+    ConfigMismatchError,
+    IndexVersionError,
+    NotAnIndexError,
+    StorageError,
+)
 from simindex.fingerprint import BITS, FingerprintConfig
 from simindex.storage import schema
 from simindex.storage.location import Location
+
+if TYPE_CHECKING:
+    from simindex.storage.backend import Backend
 
 FORMAT_VERSION = 2  # the newest format this simindex reads (see Settings.format)
 # The Alembic revisions this simindex knows, oldest first (tests check them
@@ -162,3 +171,50 @@ def write_settings(conn: Connection, settings: Settings) -> None:
     meta = schema.build(settings.layout).meta
     conn.execute(meta.delete())
     conn.execute(meta.insert(), [{"name": n, "value": v} for n, v in settings.rows().items()])
+
+
+def open_settings(
+    backend: Backend,
+    new: Settings,
+    *,
+    may_create: bool,
+    k: int | None = None,
+    blocks: int | None = None,
+    config: FingerprintConfig | None = None,
+) -> Settings:
+    """The settings of the index behind `backend`: created as `new` where there
+    is none (if ``may_create``), upgraded to the newest schema revision where it is
+    older (under the write lock, alone), and checked against the k, blocks and
+    configuration the caller asked for (ConfigMismatchError if they differ)."""
+    where = backend.where
+    backend.ensure_schema(create=may_create)
+    with backend.reading() as conn:
+        found = read_settings(conn, where)
+    if found is None or found[1] != HEAD:
+        with backend.writing(alone=True) as conn:
+            found = read_settings(conn, where)  # again, under the lock
+            if found is None:
+                if not may_create:
+                    raise NotAnIndexError(f"no index at {where}")
+                create(conn, new)
+                return new
+            if found[1] != HEAD:
+                upgrade(conn, found[0].layout)
+    settings = found[0]
+    if k is not None and k != settings.k:
+        raise ConfigMismatchError(
+            f"{where} was built for k={settings.k}, not k={k}: open it without k "
+            f"(queries may still ask for any distance)"
+        )
+    if blocks is not None and blocks != len(settings.layout.widths):
+        raise ConfigMismatchError(
+            f"{where} has {len(settings.layout.widths)} blocks, not {blocks}: "
+            f"open it without blocks"
+        )
+    if config is not None and config != settings.config:
+        raise ConfigMismatchError(
+            f"{where} fingerprints texts as {settings.config.describe()} "
+            f"({settings.config.to_json()}), not as asked ({config.to_json()}): "
+            f"open it without a configuration, or build a new index"
+        )
+    return settings
