@@ -21,6 +21,7 @@ from simindex.errors import (
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from simindex.blocks import BlockLayout
+    from simindex.dedup import Decision, DedupStream, dedup_stream
     from simindex.fingerprint import (
         DEFAULT_CONFIG,
         FingerprintConfig,
@@ -38,6 +39,9 @@ if TYPE_CHECKING:
 # (simindex/__main__.py).
 _LAZY = {
     "BlockLayout": "simindex.blocks",
+    "Decision": "simindex.dedup",
+    "DedupStream": "simindex.dedup",
+    "dedup_stream": "simindex.dedup",
     "DEFAULT_CONFIG": "simindex.fingerprint",
     "FingerprintConfig": "simindex.fingerprint",
     "hamming": "simindex.fingerprint",
@@ -75,6 +79,8 @@ __all__ = [
     "Cluster",
     "ConfigMismatchError",
     "DamagedIndexError",
+    "Decision",
+    "DedupStream",
     "EmptyTextError",
     "FingerprintConfig",
     "FullScanWarning",
@@ -86,6 +92,7 @@ __all__ = [
     "SimIndex",
     "SimIndexError",
     "StorageError",
+    "dedup_stream",
     "hamming",
     "simhash",
     "to_signed",

@@ -1,0 +1,314 @@
+"""Streaming corpus dedup (simindex.dedup): the decisions against a brute-force
+oracle, the counts, the input read as a stream, and the arguments checked.
+
+The oracle keeps a document unless it is within k of an earlier kept one (of
+the kept ones within k, the nearest, the earliest of equals). The corpora are
+random texts over a small vocabulary (so that some land within k by chance)
+and near-copies of earlier documents with a few words changed.
+"""
+
+from __future__ import annotations
+
+import doctest
+import itertools
+import json
+import random
+from collections.abc import Iterator
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import simindex.dedup
+from simindex import (
+    DEFAULT_CONFIG,
+    Decision,
+    DedupStream,
+    EmptyTextError,
+    FingerprintConfig,
+    InvalidArgumentError,
+    dedup_stream,
+    hamming,
+    ingest,
+    simhash,
+)
+from simindex.dedup import DedupCounts
+
+VOCABULARY = [f"w{i}" for i in range(60)]
+NO_WORDS = ["", "!!!", "  \n "]
+Expected = tuple[
+    str, int | None, str | None, int | None
+]  # key, fingerprint, duplicate_of, distance
+
+
+def random_text(rng: random.Random, words: int = 25) -> str:
+    return " ".join(rng.choice(VOCABULARY) for _ in range(words))
+
+
+def near_copy(rng: random.Random, text: str, changes: int) -> str:
+    words = text.split()
+    for _ in range(changes):
+        words[rng.randrange(len(words))] = rng.choice(VOCABULARY)
+    return " ".join(words)
+
+
+def corpus(seed: int, n: int, planted: float) -> list[tuple[str, str]]:
+    """n (key, text) pairs: a share `planted` of them near-copies of earlier
+    ones (0 to 5 words changed), a few with no words, the rest random."""
+    rng = random.Random(seed)
+    docs: list[tuple[str, str]] = []
+    for i in range(n):
+        roll = rng.random()
+        if roll < 0.03:
+            text = rng.choice(NO_WORDS)
+        elif docs and roll < 0.03 + planted:
+            base = rng.choice([t for _, t in docs if t.strip(" !\n")] or [random_text(rng)])
+            text = near_copy(rng, base, rng.randint(0, 5))
+        else:
+            text = random_text(rng)
+        docs.append((f"d{i}", text))
+    return docs
+
+
+def oracle(
+    docs: list[tuple[str, str]], k: int, config: FingerprintConfig = DEFAULT_CONFIG
+) -> list[Expected]:
+    """Brute force: compare each document with every document kept before it."""
+    kept: list[tuple[str, int]] = []
+    decisions: list[Expected] = []
+    for key, text in docs:
+        try:
+            fp = simhash(text, config)
+        except EmptyTextError:
+            decisions.append((key, None, None, None))
+            continue
+        near = [
+            (distance, position)
+            for position, (_, other) in enumerate(kept)
+            if (distance := hamming(fp, other)) <= k
+        ]
+        if near:
+            distance, position = min(near)
+            decisions.append((key, fp, kept[position][0], distance))
+        else:
+            kept.append((key, fp))
+            decisions.append((key, fp, None, None))
+    return decisions
+
+
+def as_expected(decisions: list[Decision]) -> list[Expected]:
+    return [(d.key, d.fingerprint, d.duplicate_of, d.distance) for d in decisions]
+
+
+def tally(expected: list[Expected]) -> DedupCounts:
+    no_words = sum(fp is None for _, fp, _, _ in expected)
+    dropped = sum(dup is not None for _, _, dup, _ in expected)
+    return DedupCounts(len(expected), len(expected) - no_words - dropped, dropped, no_words)
+
+
+# --- the decisions ---------------------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32), k=st.integers(0, 15), planted=st.sampled_from([0.0, 0.3, 0.7]))
+def test_decisions_are_the_brute_force_ones(seed: int, k: int, planted: float) -> None:
+    docs = corpus(seed, 150, planted)
+    run = dedup_stream(docs, k=k, workers=1)
+    decisions = list(run)
+    expected = oracle(docs, k)
+    assert as_expected(decisions) == expected
+    assert [d.doc.text for d in decisions] == [text for _, text in docs]
+    assert run.counts == tally(expected)
+    assert run.k == k
+
+
+@pytest.mark.parametrize("k", [0, 3, 4, 8, 15])
+def test_planted_near_duplicates_are_dropped_as_copies_of_the_kept_ones(k: int) -> None:
+    docs = corpus(7, 600, planted=0.6)
+    decisions = list(dedup_stream(docs, k=k, workers=1))
+    assert as_expected(decisions) == oracle(docs, k)
+    dropped = [d for d in decisions if not d.kept and not d.no_words]
+    assert dropped, "the planted copies should drop some documents"
+    kept_keys = {d.key for d in decisions if d.kept}
+    for d in dropped:
+        assert d.duplicate_of in kept_keys
+        assert d.distance is not None and 0 <= d.distance <= k
+    # A copy with no word changed is never kept (it is at 0 from its original).
+    first_of: dict[str, str] = {}
+    for d in decisions:
+        if d.doc.text in first_of:
+            assert not d.kept, (d, first_of[d.doc.text])
+        elif not d.no_words:
+            first_of[d.doc.text] = d.key
+    assert len(first_of) < len(docs) - sum(d.no_words for d in decisions)
+
+
+def test_a_document_near_only_a_dropped_one_is_kept() -> None:
+    base = random_text(random.Random(3), 40)
+    rng = random.Random(4)
+    # Walk away from the base a word at a time until a copy is beyond k of it
+    # yet within k of the step before it (which is dropped, as near the base).
+    k = 4
+    steps = [base]
+    for _ in range(10_000):
+        steps.append(near_copy(rng, steps[-1], 1))
+        a, b, c = (simhash(t) for t in (steps[0], steps[-2], steps[-1]))
+        if hamming(a, b) <= k and hamming(b, c) <= k and hamming(a, c) > k:
+            break
+        if hamming(a, c) > k:
+            steps = [base]
+    else:
+        pytest.fail("no chain base - near - far found")
+    docs = [("base", steps[0]), ("near", steps[-2]), ("far", steps[-1])]
+    decisions = list(dedup_stream(docs, k=k, workers=1))
+    assert [d.kept for d in decisions] == [True, False, True]
+    assert decisions[1].duplicate_of == "base"
+    assert as_expected(decisions) == oracle(docs, k)
+
+
+def test_the_nearest_kept_document_is_named_and_the_earliest_of_equals() -> None:
+    text = random_text(random.Random(5), 30)
+    docs = [("a", text), ("b", text + " w1 w2 w3 w4 w5 w6 w7 w8"), ("c", text), ("d", text)]
+    decisions = list(dedup_stream(docs, k=15, workers=1))
+    assert as_expected(decisions) == oracle(docs, 15)
+    assert [d.duplicate_of for d in decisions[2:]] == ["a", "a"]
+    assert all(d.distance == 0 for d in decisions[2:])
+
+
+def test_documents_with_no_words_are_dropped_as_such() -> None:
+    docs = [("a", "one two three"), ("empty", ""), ("marks", "?!"), ("b", "one two three")]
+    run = dedup_stream(docs, k=3, workers=1)
+    decisions = list(run)
+    assert [(d.key, d.kept, d.no_words) for d in decisions] == [
+        ("a", True, False),
+        ("empty", False, True),
+        ("marks", False, True),
+        ("b", False, False),
+    ]
+    assert decisions[1].duplicate_of is None and decisions[1].fingerprint is None
+    assert asdict(run.counts) == {"read": 4, "kept": 1, "dropped": 1, "no_words": 2}
+
+
+def test_the_configuration_is_the_one_given() -> None:
+    config = FingerprintConfig(ngram=2)
+    docs = corpus(11, 200, planted=0.5)
+    decisions = list(dedup_stream(docs, k=6, config=config, workers=1))
+    assert as_expected(decisions) == oracle(docs, 6, config)
+
+
+def test_worker_processes_decide_the_same() -> None:
+    docs = corpus(13, 1500, planted=0.4)  # several chunks: a pool of two workers
+    serial = as_expected(list(dedup_stream(docs, k=5, workers=1)))
+    assert as_expected(list(dedup_stream(docs, k=5, workers=2))) == serial == oracle(docs, 5)
+
+
+def test_docs_read_from_files_keep_where_they_came_from(tmp_path: Path) -> None:
+    source = tmp_path / "c.jsonl"
+    rows = [
+        {"id": "x", "text": "alpha beta gamma delta"},
+        {"id": "y", "text": "alpha beta gamma delta"},
+    ]
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    decisions = list(dedup_stream(ingest.read_docs([str(source)]), k=3, workers=1))
+    assert [(d.key, d.kept, d.doc.where) for d in decisions] == [
+        ("x", True, f"{source} line 1"),
+        ("y", False, f"{source} line 2"),
+    ]
+    assert sum(d.doc.size for d in decisions) == source.stat().st_size
+
+
+# --- a stream ----------------------------------------------------------------------------
+
+
+class Reader:
+    """A corpus as a generator that fails if it is read more than `ahead`
+    documents ahead of the decisions taken from the stream."""
+
+    def __init__(self, ahead: int, n: int | None = None) -> None:
+        self.ahead = ahead
+        self.n = n
+        self.read = 0
+        self.decided = 0
+        self.most_ahead = 0
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        rng = random.Random(17)
+        for i in itertools.count() if self.n is None else range(self.n):
+            if i - self.decided > self.ahead:
+                raise AssertionError(f"document {i} read with {self.decided} decided")
+            self.most_ahead = max(self.most_ahead, i - self.decided)
+            self.read += 1
+            yield f"d{i}", random_text(rng, 10)
+
+
+@pytest.mark.parametrize(("workers", "ahead"), [(1, 0), (2, 5 * 256)])
+def test_the_input_is_read_as_a_stream(workers: int, ahead: int) -> None:
+    # In this process a document is read when its decision is asked for; two
+    # workers hold at most two chunks (of 256 documents) each in flight:
+    # 4 * 256 documents ahead at most, and a chunk to spare.
+    reader = Reader(ahead, n=6_000)
+    run = dedup_stream(reader, k=3, workers=workers)
+    for decision in run:
+        reader.decided += 1
+        assert decision.key == f"d{reader.decided - 1}"
+    assert reader.decided == reader.read == 6_000 == run.counts.read
+    assert reader.most_ahead <= ahead
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_an_endless_input_is_decided_as_it_comes_and_closing_stops_it(workers: int) -> None:
+    reader = Reader(ahead=2_000)
+    with dedup_stream(reader, k=3, workers=workers) as run:
+        for decision in itertools.islice(run, 700):
+            reader.decided += 1
+            assert decision.key == f"d{reader.decided - 1}"
+    read = reader.read
+    assert run.counts.read == 700 and read < 700 + 2_000
+    assert list(run) == []  # closed: nothing more is read
+    assert reader.read == read
+
+
+# --- the arguments ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("k", [-1, 16, 64, True, 2.0, "3", None])
+def test_k_must_be_from_0_to_15(k: object) -> None:
+    with pytest.raises(InvalidArgumentError, match="k must be a whole number from 0 to 15"):
+        dedup_stream([("a", "one two")], k=k)  # type: ignore[arg-type]
+
+
+def test_the_arguments_are_checked_before_anything_is_read() -> None:
+    def never() -> Iterator[tuple[str, str]]:
+        raise AssertionError("read")
+        yield  # pragma: no cover
+
+    with pytest.raises(InvalidArgumentError, match="FingerprintConfig"):
+        dedup_stream(never(), k=3, config="default")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="workers"):
+        dedup_stream(never(), k=3, workers="2")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="not one string"):
+        dedup_stream("a text", k=3)  # type: ignore[arg-type]
+    assert isinstance(dedup_stream(never(), k=3), DedupStream)
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        (("k", "text", "extra"), "document 2 is not a"),
+        ("just a text", "document 2 is not a"),
+        ((1, "text"), "document 2: the key and the text must be strings, not int and str"),
+        (("k", None), "document 2: the key and the text must be strings, not str and NoneType"),
+    ],
+)
+def test_a_bad_document_is_an_error_after_the_ones_before_it(item: object, message: str) -> None:
+    run = dedup_stream([("a", "one two three"), item, ("c", "four five")], k=3, workers=1)  # type: ignore[list-item]
+    assert next(run).key == "a"
+    with pytest.raises(InvalidArgumentError, match=message):
+        next(run)
+
+
+def test_the_module_examples_run() -> None:
+    failed, tried = doctest.testmod(simindex.dedup)
+    assert tried > 0 and failed == 0
