@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from simindex import SimIndex, hamming, ingest, simhash
-from simindex import cli as cli_module
+from simindex.cli import files as cli_files  # where the CLI opens and renames its outputs
 
 from .test_cli import ROOT, T1, T2, T3, T4, contents, describe, error, invoke, ok
 
@@ -218,7 +218,7 @@ class _Full:
 
 
 def _failing_open(name: str, fail: Any) -> Any:
-    """An open() for simindex.cli whose file named .NAME.partial fails by `fail`."""
+    """An open() for simindex.cli.files whose file named .NAME.partial fails by `fail`."""
 
     def fake_open(path: Any, *args: Any, **kwargs: Any) -> Any:
         if Path(path).name == f".{name}.partial":
@@ -255,7 +255,7 @@ def test_a_failed_dedup_leaves_neither_output_nor_partial(
     how = FAILURES[failure]
     write_corpus(corpus, broken_at=6 if how is None else None)
     if how is not None:
-        monkeypatch.setattr(cli_module, "open", _failing_open(*how), raising=False)
+        monkeypatch.setattr(cli_files, "open", _failing_open(*how), raising=False)
     out, report = tmp_path / "u.jsonl", tmp_path / "r.jsonl"
     args = ["dedup", corpus, "--out", out, "--report", report, "--workers", "1"]
     message = error(*args)
@@ -284,7 +284,7 @@ def test_when_the_second_rename_fails_the_first_output_goes_too(
             raise OSError(errno.EIO, os.strerror(errno.EIO))
         real_replace(src, dst)
 
-    monkeypatch.setattr(cli_module.os, "replace", replace)
+    monkeypatch.setattr(cli_files.os, "replace", replace)
     error("dedup", corpus, "--out", tmp_path / "u.jsonl", "--report", tmp_path / "r.jsonl")
     monkeypatch.undo()
     assert calls == ["u.jsonl", "r.jsonl"]

@@ -1,0 +1,232 @@
+"""The dedup command: every near-duplicate pair (or cluster) in an index, or a corpus deduplicated.
+
+``simindex dedup INDEX`` asks SimIndex.duplicates or SimIndex.clusters;
+``simindex dedup CORPUS... --out FILE`` streams the corpus through
+simindex.dedup.dedup_stream and writes what it keeps (and, with --report,
+what it drops) through simindex.cli.files, all or nothing.
+
+simindex.cli registers the command on its app (COMMANDS, in the order of
+``simindex -h``); each is wrapped in ``reported``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Annotated
+
+import typer
+
+from simindex import ingest
+from simindex.cli.errors import UserError, reported
+from simindex.cli.files import Skipped, check_outputs, written_together
+from simindex.cli.options import (
+    KEYS_HELP,
+    CjkOpt,
+    FormatOpt,
+    JsonOpt,
+    KeyFieldOpt,
+    NgramOpt,
+    QuietOpt,
+    StopOpt,
+    TextFieldOpt,
+    WeightingOpt,
+    WorkersOpt,
+    config_from,
+    open_index,
+    workers_option,
+)
+from simindex.cli.output import emit_json, escaped, json_line, progress
+from simindex.dedup import Decision, dedup_stream
+from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig
+from simindex.index import DEFAULT_K
+
+
+@reported
+def dedup(
+    sources: Annotated[
+        list[str],
+        typer.Argument(
+            help="An index; or, with --out, a corpus: files, folders, JSON Lines, CSV, '-'. "
+            + KEYS_HELP
+        ),
+    ],
+    k: Annotated[
+        int | None,
+        typer.Option(
+            "--k", "-k", help=f"Largest distance, 0-15 (default: the index's k, or {DEFAULT_K})."
+        ),
+    ] = None,
+    clusters: Annotated[
+        bool,
+        typer.Option(
+            "--clusters",
+            help="Print groups instead of pairs: documents linked by chains of pairs, "
+            "the first added one first.",
+        ),
+    ] = False,
+    out: Annotated[
+        str | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Corpus mode: write the documents that are not near-duplicates of an "
+            "earlier one to this JSON Lines file ('-' for stdout); never one of the inputs "
+            "or inside an input folder.",
+        ),
+    ] = None,
+    report: Annotated[
+        str | None,
+        typer.Option(
+            "--report", help="Corpus mode: write what was dropped, and why, as JSON Lines."
+        ),
+    ] = None,
+    fmt: FormatOpt = "auto",
+    key_field: KeyFieldOpt = "id",
+    text_field: TextFieldOpt = "text",
+    workers: WorkersOpt = None,
+    ngram: NgramOpt = None,
+    weighting: WeightingOpt = None,
+    keep_stopwords: StopOpt = False,
+    cjk: CjkOpt = None,
+    quiet: QuietOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Find near-duplicates: every pair in an index, or drop them from a corpus.
+
+    `simindex dedup INDEX` prints each near-duplicate pair: distance, key, key;
+    with --clusters, one group a line: the canonical (first added) key, then
+    each other one as KEY:DISTANCE (its distance to the canonical one).
+    Fields are separated by tabs; in keys, tab, newline, CR, NUL and
+    backslash are written \\t \\n \\r \\0 \\\\ and other control
+    characters \\xNN (--json gives them as they are).
+
+    `simindex dedup CORPUS... --out unique.jsonl` streams a corpus and writes
+    only the documents that are not within k of an earlier kept one (and, with
+    --report, a JSON line for each dropped one: its key, the key it duplicates
+    and the distance). Documents with no words are dropped as "no words".
+    """
+    if k is not None and not 0 <= k <= 15:
+        raise UserError(f"--k must be from 0 to 15, not {k}")
+    workers = workers_option(workers)
+    if out is not None:
+        _dedup_corpus(
+            sources,
+            out,
+            report,
+            k,
+            fmt,
+            key_field,
+            text_field,
+            workers,
+            config_from(ngram, weighting, keep_stopwords, cjk),
+            quiet,
+            as_json,
+        )
+        return
+    if report is not None:
+        raise UserError("--report goes with --out (corpus mode)")
+    if len(sources) != 1:
+        raise UserError("give one index (or a corpus with --out)")
+    with open_index(sources[0]) as ix:
+        used_k = ix.k if k is None else k
+        if clusters:
+            groups = ix.clusters(k)
+            if as_json:
+                emit_json(
+                    {
+                        "k": used_k,
+                        "clusters": [
+                            {"canonical": c.canonical, "members": [list(m) for m in c.members]}
+                            for c in groups
+                        ],
+                    }
+                )
+            else:
+                for c in groups:
+                    members = (f"{escaped(key)}:{d}" for key, d in c.members[1:])
+                    typer.echo("\t".join((escaped(c.canonical), *members)))
+            return
+        pairs = ix.duplicates(k)
+    if as_json:
+        emit_json({"k": used_k, "pairs": [p._asdict() for p in pairs]})
+    else:
+        for p in pairs:
+            typer.echo(f"{p.distance}\t{escaped(p.key_a)}\t{escaped(p.key_b)}")
+
+
+def _dedup_corpus(
+    sources: list[str],
+    out: str,
+    report: str | None,
+    k: int | None,
+    fmt: str,
+    key_field: str,
+    text_field: str,
+    workers: int | None,
+    config: FingerprintConfig | None,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """Stream a corpus; keep each document unless it is near an earlier kept one.
+
+    The deciding is simindex.dedup's; this is the shell around it: the files
+    read (never an output), the outputs written all or nothing, the progress
+    bar and the summary on stderr (on stdout with --json, unless --out is '-').
+    """
+    if "-" in sources and fmt in ("auto", "text"):
+        raise UserError("read a corpus from stdin with --format lines, jsonl or csv")
+    ingest.check_paths(sources)
+    own = check_outputs([("--out", out), ("--report", report)], sources)
+    own_skipped = Skipped("this command's own output files")
+    docs = ingest.read_docs(
+        sources,
+        fmt=fmt,
+        key_field=key_field,
+        text_field=text_field,
+        folder_keys="path",
+        skip=own,
+        on_skip=own_skipped,
+    )
+    total = ingest.source_size(sources, skip=own) or None
+    with written_together() as outputs:
+        unique = outputs.open(out)
+        dropped = outputs.open(report)
+        assert unique is not None
+        with progress(total, quiet or out == "-") as bar:
+            task = bar.add_task("dedup", total=total, docs=0)
+            with dedup_stream(
+                docs,
+                k=DEFAULT_K if k is None else k,
+                config=config or DEFAULT_CONFIG,
+                workers=workers,
+            ) as run:
+                for decision in run:
+                    doc = decision.doc
+                    bar.update(task, advance=doc.size, docs=run.counts.read)
+                    if decision.kept:
+                        unique.write(json_line({key_field: doc.key, text_field: doc.text}))
+                    elif dropped is not None:
+                        dropped.write(json_line(_why_dropped(decision)))
+    own_skipped.tell()
+    counts = run.counts
+    if as_json:
+        typer.echo(json.dumps(asdict(counts) | {"k": run.k}), err=out == "-")
+    else:
+        typer.echo(
+            f"read {counts.read}, kept {counts.kept}, dropped {counts.dropped} "
+            f"near-duplicates (k={run.k}) and {counts.no_words} with no words",
+            err=True,
+        )
+
+
+def _why_dropped(decision: Decision) -> dict[str, object]:
+    """A --report line: the key of a dropped document, and the kept key it
+    duplicates and the distance, or that it has no words."""
+    if decision.no_words:
+        return {"id": decision.key, "reason": "no words"}
+    return {
+        "id": decision.key,
+        "duplicate_of": decision.duplicate_of,
+        "distance": decision.distance,
+    }

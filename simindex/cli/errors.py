@@ -1,0 +1,93 @@
+"""How a command ends: exit codes, a mistake as one line ``Error: ...``, Ctrl-C as one line.
+
+Exit codes: 0 success; 1 ``query`` found nothing (like grep) or ``check``
+found a problem; 2 an error; 130 interrupted. Every command is wrapped in
+``reported``, which turns the errors a user can cause (``UserError``, the
+library's ``SimIndexError``, undecodable input, a file that cannot be read or
+written) into that one line; anything else is a bug and shown in full.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar
+
+import typer
+
+from simindex.cli.output import escaped
+from simindex.errors import SimIndexError
+
+EXIT_OK, EXIT_NOT_FOUND, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class UserError(Exception):
+    """A mistake in what the command was given, reported as one line."""
+
+
+def fail(message: str) -> NoReturn:
+    """End the command with one line ``Error: ...`` on stderr and exit code 2."""
+    _settle_stdout()
+    typer.echo(f"Error: {escaped(message, backslash=False)}", err=True)
+    raise typer.Exit(EXIT_ERROR)
+
+
+def _settle_stdout() -> None:
+    """Flush what was printed before an error; if stdout cannot take it (a full
+    disk, a closed pipe), drop it, so that exiting does not fail a second time."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def reported(func: F) -> F:
+    """Turn expected failures into one line ``Error: ...`` and exit code 2."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except (SimIndexError, UserError) as exc:
+            fail(str(exc))
+        except UnicodeDecodeError as exc:
+            fail(f"input is not valid UTF-8 (byte {exc.start}): {exc.reason}")
+        except UnicodeEncodeError:
+            fail("an argument is not valid UTF-8 text")
+        except BrokenPipeError:  # the reader went away (| head): stop quietly
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(EXIT_OK) from None
+        except OSError as exc:
+            where = f" {exc.filename}" if exc.filename else ""
+            fail(f"cannot read or write{where}: {exc.strerror or exc}")
+        except KeyboardInterrupt:
+            interrupted("Interrupted; nothing of the unfinished transaction was kept.")
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+_told = {"interrupted": False}  # whether this run has said it was interrupted
+
+
+def interrupted(message: str = "Interrupted.") -> None:
+    """Say on stderr that the command was interrupted (once a run, see main)."""
+    typer.echo(message, err=True)
+    _told["interrupted"] = True
+
+
+def start_run() -> None:
+    """Forget what an earlier run in this process said (main calls it first)."""
+    _told["interrupted"] = False
+
+
+def told_interrupted() -> bool:
+    """Whether this run has said it was interrupted."""
+    return _told["interrupted"]

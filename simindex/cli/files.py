@@ -1,0 +1,244 @@
+"""The files a command reads and writes, and the outputs it writes all or nothing.
+
+A command never writes a file it reads: an output (dedup --out, --report)
+that is one of the inputs, lies inside an input folder, is the file standard
+input reads, is an index, or is the other output is refused before anything
+is read; an index is never read as a document (given by name it is refused,
+met in a folder it is skipped). "The same file" is the same resolved path
+or, where both exist, the same st_dev and st_ino (hard links).
+
+An output is written beside its final name as .NAME.partial and renamed into
+place only when every output of the run is complete (``written_together``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+import typer
+
+from simindex import ingest, storage
+from simindex.cli.errors import UserError
+from simindex.cli.output import escaped
+
+# --- what may be read, and what written ---------------------------------------------
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether two paths name one file: through symbolic or hard links too."""
+    first, second = ingest.identity(a), ingest.identity(b)
+    if first is not None and first == second:
+        return True
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _inside(path: str, folder: str) -> bool:
+    """Whether a path is in a folder or under it (symbolic links resolved)."""
+    real, top = os.path.realpath(path), os.path.realpath(folder)
+    try:
+        return os.path.commonpath([real, top]) == top
+    except ValueError:  # different drives
+        return False
+
+
+def _is_stdin(path: str) -> bool:
+    """Whether standard input is the file a path names (a redirection from it)."""
+    try:
+        st = os.fstat(sys.stdin.fileno())
+    except (AttributeError, OSError, ValueError):  # no file behind it (a test's stream)
+        return False
+    return (st.st_dev, st.st_ino) == ingest.identity(path)
+
+
+def _index_files(index: str) -> list[str]:
+    """A SQLite index's file and the files SQLite keeps beside it; [] for others."""
+    path = storage.locate(index).path
+    if path is None:
+        return []
+    return [str(path), *(f"{path}{suffix}" for suffix in ("-wal", "-shm", "-journal"))]
+
+
+def check_sources(index: str, paths: list[str]) -> list[str]:
+    """Refuse a source that is the index (or its -wal, -shm, -journal); the
+    index's files, for read_docs to skip where they are met in a folder."""
+    own = _index_files(index)
+    for source in paths:
+        if source == ingest.STDIN:
+            if any(_is_stdin(f) for f in own):
+                raise UserError("standard input reads the index itself; it cannot be a document")
+        elif not os.path.isdir(source) and any(_same_file(source, f) for f in own):
+            raise UserError(f"{source} is the index (or one of its files); it cannot be a document")
+    return own
+
+
+def partial_name(path: str) -> str:
+    final = Path(path)
+    return str(final.with_name(f".{final.name}.partial"))
+
+
+def check_outputs(outputs: list[tuple[str, str | None]], sources: list[str]) -> list[str]:
+    """Refuse, before anything is read, outputs ((option, path), '-' for
+    stdout) that would write over an input, an index or each other. Returns
+    the output files (and their .partial files), for read_docs to skip."""
+    files: list[tuple[str, str]] = []
+    for option, path in outputs:
+        if path is None:
+            continue
+        if path == "-":
+            if any(p == "-" for _, p in files):
+                raise UserError("--out and --report cannot both be '-' (standard output)")
+            files.append((option, path))
+            continue
+        final = Path(path)
+        if final.is_dir():
+            raise UserError(f"{option} {path} is a folder; give a file name")
+        if not final.parent.is_dir():
+            there = "is not a folder" if final.parent.exists() else "does not exist"
+            raise UserError(f"cannot write {path}: its folder {final.parent} {there}")
+        if _is_sqlite(final):
+            raise UserError(f"{option} {path} is a SQLite database (an index?); it is left alone")
+        for source in sources:
+            if source == ingest.STDIN:
+                if _is_stdin(path):
+                    raise UserError(f"{option} {path} is the file standard input reads")
+            elif os.path.isdir(source):
+                if _inside(path, source):
+                    raise UserError(
+                        f"{option} {path} is inside the input folder {source}: it would be "
+                        f"read as input; write it elsewhere"
+                    )
+            elif _same_file(path, source):
+                raise UserError(f"{option} {path} is also an input ({source}); write it elsewhere")
+        for other_option, other in files:
+            if other != "-" and any(
+                _same_file(a, b)
+                for a in (path, partial_name(path))
+                for b in (other, partial_name(other))
+            ):
+                raise UserError(
+                    f"{other_option} {other} and {option} {path} are the same file; give two"
+                )
+        files.append((option, path))
+    return [name for _, p in files if p != "-" for name in (p, partial_name(p))]
+
+
+def _is_sqlite(path: Path) -> bool:
+    try:
+        with path.open("rb") as f:
+            return f.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
+class Skipped:
+    """The command's own files skipped in folders, told once on stderr at the end."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.paths: list[str] = []
+
+    def __call__(self, path: str) -> None:
+        self.paths.append(path)
+
+    def tell(self) -> None:
+        if self.paths:
+            shown = ", ".join(escaped(p, backslash=False) for p in self.paths)
+            typer.echo(f"Note: skipped {self.what} found in the folders given: {shown}", err=True)
+
+
+# --- writing ------------------------------------------------------------------------
+
+
+class Writer:
+    """A text stream of an output: a write that fails names the output."""
+
+    def __init__(self, stream: IO[str], name: str) -> None:
+        self.stream = stream
+        self.name = name
+
+    def write(self, text: str) -> None:
+        try:
+            self.stream.write(text)
+        except OSError as exc:
+            if self.stream is sys.stdout:
+                raise
+            raise UserError(f"cannot write {self.name}: {exc.strerror or exc}") from exc
+
+
+class Outputs:
+    """The files a command writes, each written beside its final name as
+    .NAME.partial and renamed into place only when all of them are complete.
+
+    A run that fails in any way (an error, a full disk, Ctrl-C) removes every
+    .partial and leaves the final names as they were. If a rename fails at
+    the very end, the outputs already renamed are removed too: a failed run
+    leaves no output behind (a file the run had replaced is gone then).
+    """
+
+    def __init__(self) -> None:
+        self._files: list[tuple[Path, Path, IO[str]]] = []
+
+    def open(self, path: str | None) -> Writer | None:
+        if path is None:
+            return None
+        if path == "-":
+            return Writer(sys.stdout, "standard output")
+        final = Path(path)
+        partial = Path(partial_name(path))
+        try:
+            stream = open(partial, "w", encoding="utf-8")  # noqa: SIM115 (closed in commit/discard)
+        except OSError as exc:
+            raise UserError(f"cannot write {path}: {exc.strerror or exc}") from exc
+        self._files.append((final, partial, stream))
+        return Writer(stream, path)
+
+    def commit(self) -> None:
+        try:
+            sys.stdout.flush()  # what went to stdout ('-') fails here, if it fails
+            for final, _, stream in self._files:
+                try:
+                    stream.close()  # flushes: a full disk may show only here
+                except OSError as exc:
+                    raise UserError(f"cannot write {final}: {exc.strerror or exc}") from exc
+        except BaseException:
+            self.discard()
+            raise
+        renamed: list[Path] = []
+        try:
+            for final, partial, _ in self._files:
+                os.replace(partial, final)
+                renamed.append(final)
+        except BaseException as exc:
+            for done in renamed:
+                with contextlib.suppress(OSError):
+                    done.unlink()
+            self.discard()
+            if isinstance(exc, OSError):
+                raise UserError(f"cannot write {final}: {exc.strerror or exc}") from exc
+            raise
+        self._files.clear()
+
+    def discard(self) -> None:
+        for _, partial, stream in self._files:
+            with contextlib.suppress(OSError):
+                stream.close()
+            with contextlib.suppress(OSError):
+                partial.unlink(missing_ok=True)
+        self._files.clear()
+
+
+@contextlib.contextmanager
+def written_together() -> Iterator[Outputs]:
+    """Outputs committed together when the block ends, discarded if it raises."""
+    outputs = Outputs()
+    try:
+        yield outputs
+    except BaseException:
+        outputs.discard()
+        raise
+    outputs.commit()

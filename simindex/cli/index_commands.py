@@ -1,0 +1,548 @@
+"""The commands on an index: init, add, query, remove, stats, rebuild, check, compact.
+
+Each parses its options, opens the index (simindex.cli.options.open_index)
+and calls SimIndex; add and rebuild read their documents with simindex.ingest
+(files, folders, JSON Lines, CSV, stdin) and fingerprint them in worker
+processes, behind a progress bar.
+
+simindex.cli registers the commands on its app (COMMANDS, in the order of
+``simindex -h``); each is wrapped in ``reported``.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Iterable, Iterator
+from itertools import chain
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from simindex import ingest
+from simindex.blocks import probe_radius
+from simindex.cli.errors import EXIT_NOT_FOUND, EXIT_OK, UserError, reported
+from simindex.cli.files import Skipped, check_sources
+from simindex.cli.options import (
+    KEYS_HELP,
+    BlocksOpt,
+    CjkOpt,
+    FormatOpt,
+    IndexArg,
+    JsonOpt,
+    KeyFieldOpt,
+    KOpt,
+    NgramOpt,
+    QuietOpt,
+    StopOpt,
+    TextFieldOpt,
+    WeightingOpt,
+    WorkersOpt,
+    config_from,
+    open_index,
+    parse_fingerprint,
+    read_text_file,
+    workers_option,
+)
+from simindex.cli.output import emit_json, escaped, progress
+from simindex.errors import DamagedIndexError, EmptyTextError
+from simindex.fingerprint import FingerprintConfig
+from simindex.index import SimIndex
+from simindex.results import CheckReport, FullScanWarning
+
+# --- what the commands share ----------------------------------------------------------
+
+
+def utf8_size(text: str) -> int:
+    """Bytes of a text in UTF-8 (lone surrogates from undecodable arguments count too)."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def layout_text(ix: SimIndex) -> str:
+    """The layout in words, with how a query at the index's k looks it up."""
+    radius = probe_radius(ix.layout, ix.k) if ix.k > ix.layout.k else 0
+    probed = f", probed within {radius} bit{'s' * (radius > 1)}" if radius else ""
+    return ix.layout.describe() + probed
+
+
+def _fingerprinted(
+    docs: Iterable[ingest.Doc],
+    config: FingerprintConfig,
+    workers: int | None,
+    bar: Any,
+    task: Any,
+    skipped: list[str],
+    skip_empty: bool,
+) -> Iterator[tuple[str, int]]:
+    """(key, fingerprint) of each document, fingerprinted by worker processes,
+    advancing the progress bar. A document with no words is an error, or,
+    with skip_empty, its key goes to `skipped`."""
+    stream = ingest.fingerprint_docs(docs, config, workers=workers)
+    for n, (doc, fp) in enumerate(stream, 1):
+        bar.update(task, advance=doc.size, docs=n)
+        if fp is not None:
+            yield doc.key, fp
+        elif skip_empty:
+            skipped.append(doc.key)
+        else:
+            raise UserError(
+                f"{doc.where} ({doc.key}) has no words to fingerprint; the index was left "
+                f"as it was (--skip-empty skips such documents)"
+            )
+
+
+# --- the commands -------------------------------------------------------------------
+
+
+@reported
+def init(
+    index: IndexArg,
+    k: KOpt = None,
+    blocks: BlocksOpt = None,
+    ngram: NgramOpt = None,
+    weighting: WeightingOpt = None,
+    keep_stopwords: StopOpt = False,
+    cjk: CjkOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Create an index (or check that an existing one has these settings)."""
+    config = config_from(ngram, weighting, keep_stopwords, cjk)
+    with open_index(index, create=True, k=k, blocks=blocks, config=config) as ix:
+        if as_json:
+            emit_json(
+                {
+                    "index": ix.location,
+                    "k": ix.k,
+                    "blocks": list(ix.layout.widths),
+                    "tables": [list(t) for t in ix.layout.tables],
+                    "fingerprint": json.loads(ix.config.to_json()),
+                    "count": len(ix),
+                }
+            )
+        else:
+            typer.echo(
+                f"{ix.location}: k={ix.k}, {layout_text(ix)}, "
+                f"{ix.config.describe()}, {len(ix)} fingerprints"
+            )
+
+
+@reported
+def add(
+    index: IndexArg,
+    inputs: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Files and folders to add ('-' for stdin). "
+            + KEYS_HELP
+            + " .jsonl/.ndjson files hold one JSON object per line, .csv files a record a "
+            "row (keyed by --key-field). The index's own files are skipped in folders."
+        ),
+    ] = None,
+    text: Annotated[
+        str | None, typer.Option("--text", "-t", help="Add this text (needs --key).")
+    ] = None,
+    key: Annotated[
+        str | None, typer.Option("--key", help="Key for --text or for a document on stdin.")
+    ] = None,
+    fmt: FormatOpt = "auto",
+    key_field: KeyFieldOpt = "id",
+    text_field: TextFieldOpt = "text",
+    skip_empty: Annotated[
+        bool, typer.Option("--skip-empty", help="Skip documents with no words instead of failing.")
+    ] = False,
+    batch_size: Annotated[
+        int | None,
+        typer.Option(
+            "--batch-size",
+            help="Commit every N documents: an import that stops keeps the batches "
+            "before it (resume it with --skip-existing). Default: one transaction.",
+        ),
+    ] = None,
+    skip_existing: Annotated[
+        bool,
+        typer.Option("--skip-existing", help="Leave keys that are already stored as they are."),
+    ] = False,
+    workers: WorkersOpt = None,
+    k: KOpt = None,
+    blocks: BlocksOpt = None,
+    ngram: NgramOpt = None,
+    weighting: WeightingOpt = None,
+    keep_stopwords: StopOpt = False,
+    cjk: CjkOpt = None,
+    quiet: QuietOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Add documents, creating the index if needed.
+
+    Files, folders (every file in them), JSON Lines, CSV or stdin, read as a
+    stream and fingerprinted in parallel. All or nothing: on any error the
+    index is left as it was (with --batch-size, the batches committed before
+    the error stay). A key that is already there gets the new text, unless
+    --skip-existing.
+    """
+    if batch_size is not None and batch_size < 1:
+        raise UserError(f"--batch-size must be at least 1, not {batch_size}")
+    paths = list(inputs or [])
+    if text is None and not paths:
+        raise UserError("nothing to add: give files, '-' for stdin, or --text with --key")
+    if text is not None and not key:
+        raise UserError("--text needs a --key")
+    if "-" in paths and fmt in ("auto", "text") and text is None and not key:
+        raise UserError("give the document read from standard input a key with --key")
+    config = config_from(ngram, weighting, keep_stopwords, cjk)
+    workers = workers_option(workers)
+    # Check the sources before the index is created or locked.
+    own = check_sources(index, paths)
+    own_skipped = Skipped("the index's own files")
+    docs: list[Iterable[ingest.Doc]] = []
+    if text is not None:
+        assert key is not None
+        docs.append([ingest.Doc(key, text, "--text", utf8_size(text))])
+    if paths:
+        stdin_key = key if text is None else None
+        docs.append(
+            ingest.read_docs(
+                paths,
+                fmt=fmt,
+                key_field=key_field,
+                text_field=text_field,
+                stdin_key=stdin_key,
+                folder_keys="path",
+                skip=own,
+                on_skip=own_skipped,
+            )
+        )
+    total = ingest.source_size(paths, skip=own) or None
+    skipped: list[str] = []
+    new_file = _new_index_file(index)
+    try:
+        with open_index(index, create=True, k=k, blocks=blocks, config=config) as ix:
+            with progress(total, quiet) as bar:
+                task = bar.add_task("adding", total=total, docs=0)
+
+                stream = _fingerprinted(
+                    chain.from_iterable(docs), ix.config, workers, bar, task, skipped, skip_empty
+                )
+                added = ix.add_fingerprints(
+                    stream, batch_size=batch_size, skip_existing=skip_existing
+                )
+            count, location = len(ix), ix.location
+    except BaseException:
+        if new_file is not None and batch_size is None:  # no new, empty index left behind
+            for leftover in (
+                new_file,
+                *(new_file.with_name(new_file.name + s) for s in ("-wal", "-shm")),
+            ):
+                leftover.unlink(missing_ok=True)
+        raise
+    own_skipped.tell()
+    if as_json:
+        emit_json({"index": location, "added": added, "skipped": skipped, "count": count})
+    else:
+        typer.echo(
+            f"added {added} document{'s' * (added != 1)} to {location} ({count} in all)"
+            + (f"; skipped {len(skipped)} with no words" if skipped else "")
+        )
+
+
+def _new_index_file(index: str) -> Path | None:
+    """The file an index path would create, or None if it exists or is no file path."""
+    if index == ":memory:" or "://" in index:
+        return None
+    path = Path(index)
+    return None if path.exists() else path
+
+
+def _query_input(text: str | None, file: str | None, fingerprint: str | None) -> str | int:
+    given = [x for x in (text, file, fingerprint) if x is not None]
+    if len(given) != 1:
+        raise UserError("give exactly one of: TEXT, --file FILE ('-' for stdin), --fingerprint FP")
+    if fingerprint is not None:
+        return parse_fingerprint(fingerprint)
+    if file is not None:
+        return read_text_file(file)
+    assert text is not None
+    return text
+
+
+@reported
+def query(
+    index: IndexArg,
+    text: Annotated[str | None, typer.Argument(help="The text to look for.")] = None,
+    file: Annotated[
+        str | None, typer.Option("--file", "-f", help="Read the text from a file ('-' for stdin).")
+    ] = None,
+    fingerprint: Annotated[
+        str | None,
+        typer.Option("--fingerprint", help="Look for a fingerprint (decimal or 0x-hex)."),
+    ] = None,
+    k: Annotated[
+        int | None, typer.Option("--k", "-k", help="Largest distance (default: the index's k).")
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", "-n", help="At most this many matches.")
+    ] = None,
+    batch: Annotated[
+        str | None,
+        typer.Option(
+            "--batch",
+            help="Answer many queries: a JSON Lines file ('-' for stdin) of "
+            '{"id": ..., "text": ...} or {"id": ..., "fingerprint": N}; prints one JSON '
+            'line per query: {"id": ..., "matches": [...]}.',
+        ),
+    ] = None,
+    key_field: Annotated[
+        str, typer.Option("--key-field", help="--batch: field echoed back as id.")
+    ] = "id",
+    text_field: Annotated[str, typer.Option("--text-field", help="--batch: text field.")] = "text",
+    as_json: JsonOpt = False,
+) -> None:
+    """Print the stored documents near a text: distance and key, nearest first.
+
+    Exits 1 when there are none (with --batch: when no query found any), like grep.
+    """
+    if k is not None and not 0 <= k <= 64:
+        raise UserError(f"--k must be from 0 to 64, not {k}")
+    if limit is not None and limit < 1:
+        raise UserError(f"--limit must be at least 1, not {limit}")
+    if batch is not None:
+        if text is not None or file is not None or fingerprint is not None:
+            raise UserError(
+                "--batch reads its queries from the file; give no TEXT, --file or --fingerprint"
+            )
+        found = _query_batch(index, batch, k, limit, key_field, text_field)
+        raise typer.Exit(EXIT_OK if found else EXIT_NOT_FOUND)
+    what = _query_input(text, file, fingerprint)
+    with open_index(index) as ix:
+        fp = what if isinstance(what, int) else ix.fingerprint(what)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", FullScanWarning)
+            matches = ix.query(fp, k=k, limit=limit)
+        used_k = ix.k if k is None else k
+    for w in caught:
+        if issubclass(w.category, FullScanWarning):
+            typer.echo(f"Warning: {w.message}", err=True)
+    if as_json:
+        emit_json({"fingerprint": fp, "k": used_k, "matches": [m._asdict() for m in matches]})
+    else:
+        for m in matches:
+            typer.echo(f"{m.distance}\t{escaped(m.key)}")
+    if not matches:
+        raise typer.Exit(EXIT_NOT_FOUND)
+
+
+_BATCH_QUERIES = 50_000  # queries answered per pass of query --batch (bounds memory)
+
+
+def _query_batch(
+    index: str, source: str, k: int | None, limit: int | None, key_field: str, text_field: str
+) -> bool:
+    """Stream JSON Lines of queries through query_many; True if any matched."""
+    ingest.check_paths([source])
+    any_found = False
+    with open_index(index) as ix:
+
+        def answer(ids: list[Any], queries: list[int]) -> None:
+            nonlocal any_found
+            for qid, matches in zip(ids, ix.query_many(queries, k=k, limit=limit), strict=True):
+                any_found = any_found or bool(matches)
+                emit_json({"id": qid, "matches": [m._asdict() for m in matches]})
+
+        ids: list[Any] = []
+        queries: list[int] = []
+        name = "standard input" if source == "-" else source
+        for number, line, _ in ingest.read_lines(source):
+            if not line.strip():
+                continue
+            where = f"{name} line {number}"
+            record = ingest.json_object(line, where)
+            if "fingerprint" in record:
+                value = record["fingerprint"]
+                query = parse_fingerprint(value) if isinstance(value, str) else value
+                if type(query) is not int or not 0 <= query < 1 << 64:
+                    raise UserError(f"{where}: fingerprint must be in [0, 2**64), not {value!r}")
+            elif isinstance(text := record.get(text_field), str):
+                try:
+                    query = ix.fingerprint(text)
+                except EmptyTextError:
+                    raise UserError(f"{where} has no words to look for") from None
+            else:
+                raise UserError(f"{where} has neither a {text_field!r} text nor a fingerprint")
+            ids.append(record.get(key_field, number))
+            queries.append(query)
+            if len(queries) >= _BATCH_QUERIES:
+                answer(ids, queries)
+                ids, queries = [], []
+        if queries:
+            answer(ids, queries)
+    return any_found
+
+
+@reported
+def remove(
+    index: IndexArg,
+    keys: Annotated[list[str], typer.Argument(help="Keys to remove.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Remove documents by key (in one transaction)."""
+    with open_index(index) as ix:
+        removed = ix.remove_many(keys)
+    if as_json:
+        emit_json({"removed": removed, "missing": len(set(keys)) - removed})
+    else:
+        typer.echo(f"removed {removed} of {len(set(keys))} key{'s' * (len(set(keys)) != 1)}")
+
+
+@reported
+def stats(index: IndexArg, as_json: JsonOpt = False) -> None:
+    """Describe an index: size, k, layout, fingerprint configuration, buckets.
+
+    The largest block bucket of each lookup index is listed, with a warning
+    when one holds a large share of the fingerprints.
+    """
+    with open_index(index, readonly=True) as ix:
+        info = ix.stats()
+        info.pop("held_in_memory_bytes")  # this process has just opened it: nothing held
+    if as_json:
+        emit_json(info)
+        return
+    for name, value in info.items():
+        if name == "warnings":
+            continue
+        shown = json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else value
+        typer.echo(f"{name}: {shown}")
+    for warning in info["warnings"]:
+        typer.echo(f"Warning: {warning}", err=True)
+
+
+@reported
+def rebuild(
+    index: IndexArg,
+    sources: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="The texts to rebuild from (files, folders, JSON Lines, CSV, '-'); "
+            "without them, the stored fingerprints are laid out anew. " + KEYS_HELP
+        ),
+    ] = None,
+    k: Annotated[int | None, typer.Option("--k", "-k", help="A new k (0-15).")] = None,
+    blocks: BlocksOpt = None,
+    ngram: NgramOpt = None,
+    weighting: WeightingOpt = None,
+    keep_stopwords: StopOpt = False,
+    cjk: CjkOpt = None,
+    fmt: FormatOpt = "auto",
+    key_field: KeyFieldOpt = "id",
+    text_field: TextFieldOpt = "text",
+    skip_empty: Annotated[
+        bool, typer.Option("--skip-empty", help="Leave out documents with no words.")
+    ] = False,
+    workers: WorkersOpt = None,
+    quiet: QuietOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Lay an index out anew (--k, --blocks), or rebuild it from its texts.
+
+    With SOURCES the index becomes exactly those documents, fingerprinted with
+    the fingerprint options given (default: the index's own): documents not
+    in them are removed. Queries are answered from the old index meanwhile,
+    which switches to the new content in one step; writers wait (up to their
+    timeout). If the rebuild fails, the old index is left as it was.
+    """
+    config = config_from(ngram, weighting, keep_stopwords, cjk)
+    workers = workers_option(workers)
+    paths = list(sources or [])
+    own = check_sources(index, paths)
+    own_skipped = Skipped("the index's own files")
+    docs = (
+        ingest.read_docs(
+            paths,
+            fmt=fmt,
+            key_field=key_field,
+            text_field=text_field,
+            folder_keys="path",
+            skip=own,
+            on_skip=own_skipped,
+        )
+        if paths
+        else None
+    )
+    with open_index(index) as ix:
+        if docs is None:
+            if config is not None and config != ix.config:
+                raise UserError("a new fingerprint configuration needs the texts: give SOURCES")
+            rows = ix.rebuild(k=k, blocks=blocks)
+        else:
+            wanted = config or ix.config
+            total = ingest.source_size(paths, skip=own) or None
+            skipped: list[str] = []
+            with progress(total, quiet) as bar:
+                task = bar.add_task("rebuilding", total=total, docs=0)
+
+                stream = _fingerprinted(docs, wanted, workers, bar, task, skipped, skip_empty)
+                rows = ix.rebuild(fingerprints=stream, k=k, blocks=blocks, config=wanted)
+        summary = {
+            "index": ix.location,
+            "count": rows,
+            "k": ix.k,
+            "blocks": list(ix.layout.widths),
+            "fingerprint": json.loads(ix.config.to_json()),
+        }
+    own_skipped.tell()
+    if as_json:
+        emit_json(summary)
+    else:
+        typer.echo(
+            f"rebuilt {ix.location}: {rows} fingerprints, k={ix.k}, {layout_text(ix)}, "
+            f"{ix.config.describe()}"
+        )
+
+
+@reported
+def check(
+    index: IndexArg,
+    repair: Annotated[
+        bool,
+        typer.Option(
+            "--repair",
+            help="Fix what is safe to fix: recompute block columns, recreate missing "
+            "lookup indexes.",
+        ),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check an index for damage; --repair fixes what is safe to fix.
+
+    Runs SQLite's integrity check, compares the schema with the index's
+    settings, and every block column with its fingerprint. Exits 0 when all
+    is well, 1 when something is wrong (listed), 2 on error.
+    """
+    try:
+        with open_index(index, readonly=not repair) as ix:
+            report = ix.check(repair=repair)
+        location = ix.location
+    except DamagedIndexError as exc:  # too damaged to open: that is what check reports
+        report, location = CheckReport(False, [str(exc)], []), str(exc.path)
+    if as_json:
+        emit_json(report._asdict())
+    else:
+        for line in report.repaired:
+            typer.echo(f"repaired: {line}")
+        for line in report.problems:
+            typer.echo(f"problem: {line}")
+        if report.ok:
+            typer.echo(f"{location}: ok")
+    if not report.ok:
+        raise typer.Exit(EXIT_NOT_FOUND)
+
+
+@reported
+def compact(index: IndexArg, as_json: JsonOpt = False) -> None:
+    """Reclaim free space (VACUUM) and fold the write-ahead log into the file."""
+    with open_index(index) as ix:
+        sizes = ix.compact()
+    if as_json:
+        emit_json({"index": ix.location} | sizes)
+    else:
+        typer.echo(f"{ix.location}: {sizes['before']:,} -> {sizes['after']:,} bytes")

@@ -1,0 +1,190 @@
+"""The options several commands share, and what the arguments they are given become.
+
+Each option is an ``Annotated`` type written once (its flags and help), so
+that the commands that take it say it the same way. The functions turn what
+a command was given into the library's values (a FingerprintConfig, a
+SimIndex, a text, a fingerprint), raising UserError for a mistake.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from simindex import ingest, storage
+from simindex.cli.errors import UserError
+from simindex.errors import NotAnIndexError
+from simindex.fingerprint import DEFAULT_CONFIG, WEIGHTINGS, FingerprintConfig
+from simindex.index import DEFAULT_K, SimIndex
+from simindex.tokenize import CJK_MODES
+
+# --- shared options -------------------------------------------------------------
+
+IndexArg = Annotated[str, typer.Argument(help="Index file path, ':memory:' or a database URL.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+KOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--k",
+        "-k",
+        help="Largest Hamming distance the new index answers from its "
+        f"blocks (0-15; default {DEFAULT_K}). An existing index keeps its own.",
+    ),
+]
+BlocksOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--blocks",
+        help="Blocks for a new index (default: k + 1 up to k = 3, then the cheapest probed "
+        "layout); more blocks, more database indexes, fewer candidates per query; k or "
+        "fewer blocks are probed: see simindex advise.",
+    ),
+]
+NgramOpt = Annotated[
+    int | None,
+    typer.Option("--ngram", help="Features: 1 = word unigrams (default), n = word n-grams."),
+]
+WeightingOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--weighting",
+        help=f"Feature weights: {', '.join(WEIGHTINGS)} (default {DEFAULT_CONFIG.weighting}).",
+    ),
+]
+StopOpt = Annotated[bool, typer.Option("--keep-stopwords", help="Keep stop words as features.")]
+CjkOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--cjk",
+        help=f"Chinese and Japanese features: {', '.join(CJK_MODES)} (default "
+        f"{DEFAULT_CONFIG.cjk}: characters and character bigrams; words: jieba words).",
+    ),
+]
+# How a document read from a file is keyed, said once for add, rebuild and dedup.
+KEYS_HELP = (
+    "A file given by name is one document keyed by its path as given; a file found in a "
+    "folder by the path that opens it: the folder as given, then its path inside it "
+    "(docs -> docs/a/b.txt, /srv/docs/ -> /srv/docs/a/b.txt). Hidden files are skipped."
+)
+FormatOpt = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        help="auto, text (a file is a document), lines (a line is a document, keyed "
+        "FILE:LINE, FILE the file's key as in text), jsonl or csv. auto: .jsonl/.ndjson, "
+        ".csv by name, else text.",
+    ),
+]
+KeyFieldOpt = Annotated[
+    str, typer.Option("--key-field", help="JSON Lines field (CSV column) of the key.")
+]
+TextFieldOpt = Annotated[
+    str, typer.Option("--text-field", help="JSON Lines field (CSV column) of the text.")
+]
+WORKERS_PER_CPU = 4  # --workers above this many a usable CPU is capped (with a warning)
+WorkersOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--workers",
+        "-w",
+        help="Processes that fingerprint (default: the CPUs this process may use; at least "
+        f"1, at most {WORKERS_PER_CPU} a CPU: more is capped, with a warning).",
+    ),
+]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+
+
+# --- what the options and arguments become ------------------------------------------
+
+
+def config_from(
+    ngram: int | None, weighting: str | None, keep_stopwords: bool, cjk: str | None = None
+) -> FingerprintConfig | None:
+    """A configuration if any option was given, else None (use the index's own).
+    The options not given are DEFAULT_CONFIG's."""
+    if ngram is None and weighting is None and not keep_stopwords and cjk is None:
+        return None
+    return FingerprintConfig(
+        ngram=DEFAULT_CONFIG.ngram if ngram is None else ngram,
+        weighting=weighting or DEFAULT_CONFIG.weighting,
+        stopwords=not keep_stopwords,
+        tokenizer=DEFAULT_CONFIG.tokenizer,
+        cjk=cjk or DEFAULT_CONFIG.cjk,
+    )
+
+
+def open_index(
+    location: str,
+    *,
+    create: bool = False,
+    readonly: bool = False,
+    k: int | None = None,
+    blocks: int | None = None,
+    config: FingerprintConfig | None = None,
+) -> SimIndex:
+    """The index an INDEX argument names; "no index" says how to create one."""
+    try:
+        # Commands that only read open a SQLite file read-only: they never
+        # migrate or change it, and they work on a file they may not write.
+        ro = readonly and "://" not in location and location != ":memory:"
+        return SimIndex(location, k=k, blocks=blocks, config=config, create=create, readonly=ro)
+    except NotAnIndexError as exc:
+        if str(exc).startswith("no index at"):
+            shown = storage.locate(location)  # the URL with its password hidden
+            raise UserError(f"{exc} (create one with: simindex init {shown})") from exc
+        raise
+
+
+def read_text_file(path: str) -> str:
+    """A whole file ('-' for stdin) as UTF-8 text."""
+    if path == "-":
+        data = sys.stdin.buffer.read()
+        name = "standard input"
+    else:
+        p = Path(path)
+        if not p.exists():
+            raise UserError(f"no such file: {path}")
+        if p.is_dir():
+            raise UserError(f"{path} is a folder, not a file")
+        data = p.read_bytes()
+        name = path
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{name} is not valid UTF-8 (byte {exc.start})") from exc
+
+
+def workers_option(workers: int | None) -> int | None:
+    """--workers checked: at least 1, and capped at WORKERS_PER_CPU a usable CPU
+    (fingerprinting is CPU-bound: more processes only cost memory and start-up)."""
+    if workers is None:
+        return None
+    if workers < 1:
+        raise UserError(f"--workers must be at least 1, not {workers}")
+    cpus = ingest.usable_cpus()
+    cap = WORKERS_PER_CPU * cpus
+    if workers > cap:
+        typer.echo(
+            f"Warning: --workers {workers} is more than {WORKERS_PER_CPU} a CPU "
+            f"({cpus} CPU{'s' * (cpus != 1)} here); using {cap}",
+            err=True,
+        )
+        return cap
+    return workers
+
+
+def parse_fingerprint(value: str, hint: str = "") -> int:
+    """A fingerprint given as a decimal or 0x-hex number; `hint` ends the error."""
+    text = value.strip().lower()
+    try:
+        number = int(text[2:], 16) if text.startswith("0x") else int(text, 10)
+    except ValueError:
+        raise UserError(
+            f"not a fingerprint: {value!r} (give a decimal or 0x-hex number){hint}"
+        ) from None
+    if not 0 <= number < 1 << 64:
+        raise UserError(f"a fingerprint is in [0, 2**64), not {value}")
+    return number

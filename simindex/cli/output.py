@@ -1,0 +1,112 @@
+"""What the commands print: keys escaped for text output, JSON lines, the progress bar.
+
+Data goes to stdout, progress (and, from simindex.cli.errors, errors) to
+stderr. Nothing here knows about an index or a file a command writes.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any
+
+import typer
+
+# --- keys in text output ----------------------------------------------------------
+
+# Control characters: C0, DEL and C1. A terminal acts on some of them (ESC
+# starts a colour or cursor sequence), so none is printed as it is.
+_CONTROLS = (*range(0x20), 0x7F, *range(0x80, 0xA0))
+_MESSAGE_ESCAPES = {c: f"\\x{c:02x}" for c in _CONTROLS} | {
+    ord("\t"): "\\t",
+    ord("\n"): "\\n",
+    ord("\r"): "\\r",
+    0: "\\0",
+}
+_FIELD_ESCAPES = _MESSAGE_ESCAPES | {ord("\\"): "\\\\"}
+
+
+def escaped(text: str, *, backslash: bool = True) -> str:
+    """A key (or any text) as one field of a tab-separated line, byte for byte.
+
+    Backslash, tab, newline, carriage return and NUL become \\\\, \\t, \\n, \\r
+    and \\0 (as in PostgreSQL's text COPY format); every other control
+    character (C0, DEL, C1: what a terminal may act on, ESC included) becomes
+    \\xNN, the character U+00NN. Nothing is dropped, so the field reads back
+    exactly. Every command that prints keys in text form prints them through
+    this (--json prints them as JSON strings). ``backslash=False``, for
+    messages: control characters only, so a message stays one line.
+    """
+    if text.isprintable() and (not backslash or "\\" not in text):
+        return text
+    return text.translate(_FIELD_ESCAPES if backslash else _MESSAGE_ESCAPES)
+
+
+# --- JSON -----------------------------------------------------------------------
+
+
+def emit_json(value: Any) -> None:
+    """Print a value to stdout as one JSON line."""
+    typer.echo(json_line(value), nl=False)
+
+
+def json_line(value: Any) -> str:
+    """One JSON line; text that is not valid Unicode (a lone surrogate read
+    from a JSON escape) is written escaped, so the output stays valid UTF-8."""
+    line = json.dumps(value, ensure_ascii=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(value)
+    return line + "\n"
+
+
+# --- the progress bar -------------------------------------------------------------
+
+SETTLE_S = 1.0  # the progress bar shows a rate and time left only after this long
+
+
+@functools.cache
+def _settled_columns() -> tuple[type[Any], type[Any]]:
+    """The rate and time-left columns of the progress bar, which show nothing
+    until SETTLE_S has passed: a rate measured over the first few
+    milliseconds means nothing (the first frame of an add once showed
+    6.5 GB/s). Made on first use, so rich loads only when a bar is drawn."""
+    from rich.progress import Task, TimeRemainingColumn, TransferSpeedColumn
+    from rich.text import Text
+
+    def settled(task: Task) -> bool:
+        return task.elapsed is not None and task.elapsed >= SETTLE_S
+
+    class Rate(TransferSpeedColumn):
+        def render(self, task: Task) -> Text:
+            return super().render(task) if settled(task) else Text("")
+
+    class TimeLeft(TimeRemainingColumn):
+        def render(self, task: Task) -> Text:
+            if settled(task):
+                return super().render(task)
+            return Text("-:--:--", style="progress.remaining")
+
+    return Rate, TimeLeft
+
+
+def progress(total: int | None, quiet: bool) -> Any:
+    """A rich progress bar on stderr for `total` bytes of input (None: not
+    known), drawn only on a terminal and not with --quiet."""
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
+
+    rate, time_left = _settled_columns()
+    console = Console(stderr=True)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        rate(),
+        TextColumn("{task.fields[docs]:,} docs"),
+        time_left(),
+        console=console,
+        disable=quiet or not console.is_terminal,
+        transient=True,
+    )
