@@ -79,6 +79,7 @@ import numpy as np  # noqa: E402
 from common import RESULTS, git_rev, output_options, save_output  # noqa: E402
 
 import simindex.tokenize as tok  # noqa: E402
+from simindex.blocks import DEFAULT_K  # noqa: E402
 from simindex.fingerprint import (  # noqa: E402
     DEFAULT_CONFIG,
     FingerprintConfig,
@@ -86,7 +87,6 @@ from simindex.fingerprint import (  # noqa: E402
     hamming,
     simhash,
 )
-from simindex.index import DEFAULT_K  # noqa: E402
 
 CACHE = Path(os.environ.get("SIMINDEX_QUALITY_CACHE", "~/.cache/simindex-quality")).expanduser()
 DEBS_EN = ("fortunes-min", "fortunes", "jargon-text")
@@ -1354,7 +1354,14 @@ SHORT.update(
 SAME_GENRE = 0.3  # same-genre pairs: word 5-shingle Jaccard and containment both below
 # The exact shingle-set similarities reported (ceilings): (units, n); see
 # simindex.signature.units_of ("bigrams": words and CJK bigrams).
-EXACT_N = (("chars", 1), ("chars", 2), ("chars", 3), ("chars", 5), ("bigrams", 1))
+EXACT_N = (
+    ("chars", 1),
+    ("chars", 2),
+    ("chars", 3),
+    ("chars", 5),
+    ("bigrams", 1),
+    ("content", 1),
+)
 EDITS10 = ("edit2", "edit5", "edit10")  # "copies with up to 10% edits": the target's kinds
 _HAN = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 ZH_GAP_MARK = re.compile("(?<=[\u4e00-\u9fff])([，。！？；：、]|[ \u3000]+)(?=[\u4e00-\u9fff])")
@@ -1591,11 +1598,12 @@ def hard_rows(lang: str, sc: list[dict]) -> dict:
         return cosine(sc[i]["feats"], sc[j]["feats"])
 
     def named(key: tuple[str, int]) -> str:
-        return f"{key[1]}{'w' if key[0] == 'bigrams' else ''}"
+        return f"{key[1]}{ {'chars': '', 'bigrams': 'w', 'content': 's'}[key[0]] }"
 
     def what(key: tuple[str, int]) -> str:
         cjk = "CJK bigrams" if key[0] == "bigrams" else "CJK characters"
-        return f"unit {key[1]}-shingle sets (units: words, {cjk})"
+        stop = ", stop words dropped" if key[0] == "content" else ""
+        return f"unit {key[1]}-shingle sets (units: words, {cjk}{stop})"
 
     for key in EXACT_N:
         rows[f"jaccard{named(key)} (exact)"] = (

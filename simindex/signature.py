@@ -83,21 +83,29 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> _U64(31))
 
 
-UNITS = ("chars", "bigrams")
+UNITS = ("chars", "bigrams", "content")
 
 
 def units_of(tokens: Sequence[str], mode: str = "chars") -> list[str]:
     """The units of ``words(text, cjk="chars")``'s tokens: with ``mode`` "chars",
     the CJK bigrams left out (words and CJK characters); with "bigrams", the single
     CJK characters left out (words and CJK character bigrams, which are about as
-    many as Chinese words; a CJK run of one character is lost)."""
-    if mode in UNITS and not _CJK1.search("".join(tokens)):
+    many as Chinese words; a CJK run of one character is lost); with "content",
+    "chars" without the shipped stop words (all of them when nothing else is
+    left)."""
+    if mode not in UNITS:
+        raise InvalidArgumentError(f"units must be one of {', '.join(UNITS)}, not {mode!r}")
+    if mode == "content":
+        from simindex.tokenize import stopwords
+
+        stop = stopwords()
+        kept = units_of(tokens, "chars")
+        return [t for t in kept if t not in stop] or kept
+    if not _CJK1.search("".join(tokens)):
         return list(tokens)  # no CJK: every token is a word
     if mode == "chars":
         return [t for t in tokens if len(t) != 2 or not _CJK1.match(t)]
-    if mode == "bigrams":
-        return [t for t in tokens if len(t) != 1 or not _CJK1.match(t)]
-    raise InvalidArgumentError(f"units must be one of {', '.join(UNITS)}, not {mode!r}")
+    return [t for t in tokens if len(t) != 1 or not _CJK1.match(t)]
 
 
 def units(text: str, mode: str = "chars") -> list[str]:
@@ -440,9 +448,12 @@ def _tf_simhash(bits: int) -> Signature:
     )
 
 
+_SUFFIX = {"chars": "", "bigrams": "w", "content": "s"}
+
+
 def _minhash(bins: int, bits: int, n: int, mode: str = "chars") -> Signature:
     return Signature(
-        f"minhash{bins}x{bits}/{n}{'w' if mode == 'bigrams' else ''}",
+        f"minhash{bins}x{bits}/{n}{_SUFFIX[mode]}",
         n,
         bins * bits // 8,
         "jaccard",
@@ -464,7 +475,8 @@ def _hybrid(bins: int, bits: int, n: int) -> Signature:
 
 
 # What the benchmarks compare: name -> Signature. "/n": shingles of n units; "w":
-# the units are words and CJK character bigrams (else words and CJK characters).
+# the units are words and CJK character bigrams, "s": words and CJK characters
+# without stop words (else words and CJK characters, stop words kept).
 SIGNATURES: dict[str, Signature] = {
     s.name: s
     for s in (
@@ -476,6 +488,7 @@ SIGNATURES: dict[str, Signature] = {
         _minhash(256, 2, 1),
         _minhash(512, 1, 1),
         _minhash(256, 4, 1),
+        _minhash(128, 4, 1, "content"),
         _minhash(128, 4, 1, "bigrams"),
         _minhash(256, 2, 1, "bigrams"),
         _minhash(512, 1, 1, "bigrams"),
