@@ -27,6 +27,7 @@ from typing import NamedTuple
 from simindex.errors import InvalidArgumentError
 from simindex.fingerprint import BITS, to_signed
 
+DEFAULT_K = 8  # a new index's k (docs/quality.md: what each k finds)
 MAX_INDEX_K = 15  # blocks of at least 4 bits; past that a lookup is nearly a scan
 MAX_TABLES = 35  # database indexes per layout (k = 3 with 7 blocks)
 

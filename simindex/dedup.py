@@ -26,7 +26,7 @@ from types import TracebackType
 from typing import NamedTuple
 
 from simindex import ingest
-from simindex.blocks import MAX_INDEX_K, check_k
+from simindex.blocks import DEFAULT_K, MAX_INDEX_K, check_k
 from simindex.errors import InvalidArgumentError
 from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig
 from simindex.ingest import Doc
@@ -137,7 +137,7 @@ class DedupStream:
 def dedup_stream(
     docs: Iterable[Doc | tuple[str, str]],
     *,
-    k: int,
+    k: int = DEFAULT_K,
     config: FingerprintConfig = DEFAULT_CONFIG,
     workers: int | None = None,
 ) -> DedupStream:
@@ -148,9 +148,9 @@ def dedup_stream(
     ``docs``: ``(key, text)`` pairs, or the ``ingest.Doc`` records that
     ``ingest.read_docs`` reads from files, folders, JSON Lines and CSV.
     ``k``: the largest Hamming distance between two fingerprints that makes
-    them near-duplicates, 0 to 15 (``simindex dedup`` uses 8, a new index's
-    k). ``config``: how texts are fingerprinted. ``workers``: processes that
-    fingerprint (default: the CPUs this process may use; 1: this process).
+    them near-duplicates, 0 to 15 (default 8, a new index's k). ``config``:
+    how texts are fingerprinted. ``workers``: processes that fingerprint
+    (default: the CPUs this process may use; 1: this process).
 
     A document is compared only with the documents kept before it: one that
     is near a dropped document but not near any kept one is kept. Among kept

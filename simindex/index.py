@@ -17,7 +17,7 @@ from sqlalchemy import URL, Connection
 
 from simindex import accelerator, storage
 from simindex.accelerator import Accelerator, Stamp
-from simindex.blocks import MAX_INDEX_K, BlockLayout, check_k
+from simindex.blocks import DEFAULT_K, MAX_INDEX_K, BlockLayout, check_k
 from simindex.errors import (
     InvalidArgumentError,
     NotAnIndexError,
@@ -37,7 +37,6 @@ from simindex.results import Cluster, FullScanWarning, Match, Pair
 from simindex.upkeep import Upkeep
 from simindex.validate import as_config, check_key, check_limit, checked_chunk
 
-DEFAULT_K = 8
 _BATCH = 5000  # rows per write in add_many / add_fingerprints
 _ONE_BY_ONE = 16  # batches up to this size are matched query by query in memory
 

@@ -28,8 +28,8 @@ from typer.main import get_command
 from typer.testing import CliRunner, Result
 
 from simindex import DEFAULT_CONFIG, FingerprintConfig, SimIndex, hamming, simhash
+from simindex.blocks import DEFAULT_K
 from simindex.cli import app
-from simindex.index import DEFAULT_K
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNNER = CliRunner()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from simindex import SimIndex
-from simindex.index import DEFAULT_K
+from simindex.blocks import DEFAULT_K
 
 from .test_cli import error, invoke, ok
 

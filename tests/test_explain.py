@@ -21,9 +21,9 @@ from simindex import (
     hamming,
     simhash,
 )
+from simindex.blocks import DEFAULT_K
 from simindex.explain import Explanation, explain
 from simindex.fingerprint import feature_hash, features
-from simindex.index import DEFAULT_K
 from tests.test_cli import T1, T2, error, ok, ok_json
 
 EDITED = T1.replace("nine", "eight").replace("first", "second")

@@ -18,6 +18,7 @@ from typing import Annotated
 import typer
 
 from simindex import ingest
+from simindex.blocks import DEFAULT_K
 from simindex.cli.errors import UserError, reported
 from simindex.cli.files import Skipped, check_outputs, written_together
 from simindex.cli.options import (
@@ -39,7 +40,6 @@ from simindex.cli.options import (
 from simindex.cli.output import emit_json, escaped, json_line, progress
 from simindex.dedup import Decision, dedup_stream
 from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig
-from simindex.index import DEFAULT_K
 
 
 @reported

@@ -15,10 +15,11 @@ from typing import Annotated
 import typer
 
 from simindex import ingest, storage
+from simindex.blocks import DEFAULT_K
 from simindex.cli.errors import UserError
 from simindex.errors import NotAnIndexError
 from simindex.fingerprint import DEFAULT_CONFIG, WEIGHTINGS, FingerprintConfig
-from simindex.index import DEFAULT_K, SimIndex
+from simindex.index import SimIndex
 from simindex.tokenize import CJK_MODES
 
 # --- shared options -------------------------------------------------------------

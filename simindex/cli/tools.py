@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from simindex.blocks import MAX_INDEX_K, BlockLayout
+from simindex.blocks import DEFAULT_K, MAX_INDEX_K, BlockLayout
 from simindex.cli.errors import UserError, reported
 from simindex.cli.options import (
     CjkOpt,
@@ -33,7 +33,6 @@ from simindex.cli.options import (
 from simindex.cli.output import emit_json
 from simindex.explain import Explanation, explain
 from simindex.fingerprint import DEFAULT_CONFIG, hamming, simhash
-from simindex.index import DEFAULT_K
 
 
 @reported
