@@ -659,14 +659,19 @@ class SimIndex(Upkeep):
             self._accel.replace(snapshot, merged)
             snapshot = merged
         queries = np.array(fps, dtype=np.uint64)
-        if len(fps) <= _ONE_BY_ONE:
+        if len(fps) == 1:  # a single query (the held path): no batch bookkeeping
+            ids = snapshot.ids[snapshot.near(fps[0], k)].tolist()
+            qs = [0] * len(ids)
+            if not ids and not snapshot.added_ids.size:
+                return [[]]
+        elif len(fps) <= _ONE_BY_ONE:
             found = [snapshot.near(fp, k) for fp in fps]
             q = np.repeat(np.arange(len(fps)), [len(f) for f in found])
-            s = np.concatenate(found)
+            qs, ids = q.tolist(), snapshot.ids[np.concatenate(found)].tolist()
         else:
             q, s, _ = snapshot.match(queries, k)
-        qs, ids = q.tolist(), snapshot.ids[s].tolist()
-        if snapshot.added_ids.size:  # rows this thread wrote since the snapshot was read
+            qs, ids = q.tolist(), snapshot.ids[s].tolist()
+        if snapshot.added_ids.size:  # rows written through this object since the read
             added_q, added_ids = snapshot.added_within(queries, k)
             if added_q.size:  # each (query, id) once: a row written again is held twice
                 both = zip(qs + added_q.tolist(), ids + added_ids.tolist(), strict=True)
