@@ -70,6 +70,7 @@ TUNED: dict[str, float] = {
     "minhash256x2/1": 0.77,
     "minhash512x1/1": 0.77,
     "minhash256x4/1": 0.77,
+    "minhash128x4/1s": 0.76,
     "minhash128x4/1w": 0.78,
     "minhash256x2/1w": 0.77,
     "minhash512x1/1w": 0.79,

@@ -6,7 +6,7 @@
     python bench/quality.py --quick    # small samples: a smoke run (under about 30 s, cache filled)
     python bench/quality.py --json     # the results as JSON on stdout instead of the tables
     python bench/quality.py --no-save  # print only (else bench/results/quality.txt)
-    python bench/quality.py --hard     # the harder benchmark: about 10 minutes on 2 cores
+    python bench/quality.py --hard     # the harder benchmark: about 8 minutes on 2 cores
                                        # (bench/results/quality_hard.txt; see measure_hard)
 
 It builds a labelled evaluation from real human-written text that a fresh

@@ -2,7 +2,7 @@
 """What each verification signature (simindex.signature) costs: bytes a
 document, and fingerprinting speed with it beside simindex.simhash alone.
 
-    python bench/signatures.py            # about 2 minutes on 2 cores
+    python bench/signatures.py            # about a minute on 2 cores
     python bench/signatures.py --quick    # a smoke run (prints only)
     python bench/signatures.py --json     # the results as JSON on stdout
     python bench/signatures.py --no-save  # print only (else bench/results/signatures.txt)
