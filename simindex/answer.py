@@ -1,0 +1,309 @@
+"""Answering queries: how SimIndex carries out the planner's way.
+
+``Answers`` is the part of SimIndex that answers ``query`` and
+``query_many`` (SimIndex inherits it): planner.py picks the way (HELD,
+LOOKUP, JOIN, READ, SCAN), this carries it out through the store, the
+server join or the accelerator's snapshot, and every way ends in
+matching.py. A query that finds the index rebuilt under it (another process
+re-laid it) asks again, in a loop.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from simindex import accelerator, storage
+from simindex.accelerator import Accelerator, Stamp
+from simindex.blocks import MAX_INDEX_K, check_k
+from simindex.errors import InvalidArgumentError, StorageError
+from simindex.fingerprint import FingerprintConfig, check_fingerprint, simhash
+from simindex.matching import near, within, within_each
+from simindex.planner import Way, plan_batch, plan_query
+from simindex.query import Snapshot
+from simindex.results import FullScanWarning, Match
+from simindex.validate import check_limit
+
+_ONE_BY_ONE = 16  # batches up to this size are matched query by query in memory
+
+
+class Answers:
+    """query and query_many, for SimIndex (which provides the attributes below)."""
+
+    if TYPE_CHECKING:  # SimIndex's own
+        _backend: storage.Backend
+        _accel: Accelerator
+        _lock: AbstractContextManager[Any] | threading.RLock
+        _state: tuple[storage.Settings, storage.Store]
+
+        @property
+        def _store(self) -> storage.Store: ...
+        def _refresh(self) -> bool: ...
+        def _changed(self, version: int | None, used: storage.Store | None = None) -> bool: ...
+
+    @staticmethod
+    def _as_fingerprint(query: str | int, config: FingerprintConfig) -> int:
+        return simhash(query, config) if isinstance(query, str) else check_fingerprint(query)
+
+    def query(
+        self, text_or_fingerprint: str | int, *, k: int | None = None, limit: int | None = None
+    ) -> list[Match]:
+        """The stored documents within distance k of a text or a fingerprint.
+
+        Sorted by distance, then key; at most ``limit`` of them. ``k`` defaults
+        to the index's own. A k above the index's is answered exactly too: by
+        probing the block indexes with every value within a few bits of the
+        query's where that takes at most 1,024 lookups (k up to 11 with k = 3's
+        four blocks, see blocks.probe_radius), else by reading every
+        row, which says so with a FullScanWarning.
+
+        On SQLite, once a thread's probed queries (a k above the layout's,
+        such as the default 8) have spent in the database about what reading
+        the whole index would cost (~1 us a fingerprint), the index reads its
+        fingerprints into memory (~70 bytes each, indexes of up to 20M; see
+        ``hold``) and answers those from there, with the thread's own writes
+        applied, until anyone else writes to it: the same answers, several
+        times sooner.
+        """
+        if k is not None:
+            check_k(k)
+        if limit is not None:
+            check_limit(limit)
+        with self._lock:
+            matches = None
+            while matches is None:  # None: rebuilt meanwhile, ask the new index
+                matches = self._query_once(text_or_fingerprint, k)
+        return matches[:limit] if limit is not None else matches
+
+    def _query_once(self, text_or_fingerprint: str | int, k: int | None) -> list[Match] | None:
+        settings, used = self._state  # a pair that belongs together
+        fingerprint = self._as_fingerprint(text_or_fingerprint, settings.config)
+        distance = settings.k if k is None else k
+        probed = distance > settings.layout.k
+        # Exact lookups (k up to the layout's) cost a few seeks: always the
+        # database. Probes cost hundreds: memory, once that pays (_spent).
+        held = self._held(distance) if probed else None
+        way = plan_query(
+            settings.layout,
+            distance,
+            held=held is not None and self._state[1] is used,
+            can_probe=not probed or used.can_probe(distance),
+        )
+        if way is Way.HELD:
+            assert held is not None
+            return self._match_in_memory([fingerprint], distance, held)[0]
+        started = time.perf_counter()
+        if way is Way.LOOKUP:
+            try:
+                matches, version = self._lookup(used, fingerprint, distance)
+            except StorageError:  # e.g. "no such column": the layout changed under it
+                if not self._changed(self._store.schema_version(), used):
+                    raise
+                return None
+            if self._changed(version, used):
+                return None
+        else:
+            warnings.warn(
+                f"k={distance} is past what the index's block lookups answer: every "
+                f"fingerprint was compared (exact, but a full scan)",
+                FullScanWarning,
+                stacklevel=3,
+            )
+            with self._backend.reading() as conn:
+                matches = within(self._store.everything(conn), fingerprint, distance)
+        if probed:
+            self._spent(time.perf_counter() - started)
+        return matches
+
+    @staticmethod
+    def _lookup(used: storage.Store, fingerprint: int, k: int) -> tuple[list[Match], int | None]:
+        """The matches through the block indexes of `used`, and the schema
+        cookie they were read under (see Store.lookup)."""
+        if k <= used.layout.k and used.matches_on_server:
+            found, version = used.lookup_matches(fingerprint, k)
+            return within(found, fingerprint, k), version
+        if k <= used.layout.k:
+            rows, version = used.lookup(fingerprint)
+        else:  # probed: every value within a few bits of the query's, per table
+            probed = used.probe_lookup(fingerprint, k)
+            assert probed is not None  # the caller asked can_probe
+            rows, version = probed
+        ids = near(rows, fingerprint, k)
+        if not ids:
+            return [], version
+        # The keys come from a second read: recheck the distance on what it
+        # returns, in case a writer replaced a row in between.
+        return within(used.rows_by_id(ids), fingerprint, k), version
+
+    def query_many(
+        self,
+        queries: Iterable[str | int],
+        *,
+        k: int | None = None,
+        limit: int | None = None,
+    ) -> list[list[Match]]:
+        """Answer many queries in one pass: one list of matches per query, in order.
+
+        A batch that is large beside the index (or a k above the index's,
+        up to 15) reads the index's fingerprints once, in one snapshot, and
+        matches the whole batch in memory; a small batch uses the block
+        indexes query by query. Both give exactly what ``query`` gives.
+        """
+        queries = list(queries)
+        if k is not None:
+            check_k(k)
+        check_limit(limit)
+        if not queries:
+            return []
+        with self._lock:
+            results = None
+            while results is None:  # None: rebuilt meanwhile, ask the new index
+                results = self._query_many_once(queries, k)
+        return [r[:limit] for r in results] if limit is not None else results
+
+    def _query_many_once(self, queries: list[str | int], k: int | None) -> list[list[Match]] | None:
+        self._refresh()
+        settings, used = self._state
+        fps = [self._as_fingerprint(q, settings.config) for q in queries]
+        distance = settings.k if k is None else k
+        probed = distance > settings.layout.k
+        held = self._held(distance) if probed and self._state[1] is used else None
+        way = plan_batch(
+            settings.layout,
+            distance,
+            len(fps),
+            held=held is not None,
+            can_probe=not probed or used.can_probe(distance),
+            server_join=self._backend.caps.server_join,
+            snapshot=self._accel.snapshot is not None,
+            size=used.estimated_size,
+        )
+        if way is Way.HELD:
+            assert held is not None
+            return self._match_in_memory(fps, distance, held)
+        if way is Way.JOIN:
+            return self._match_on_server(used, fps, distance)
+        if way is Way.READ:
+            if distance > MAX_INDEX_K:
+                raise InvalidArgumentError(
+                    f"query_many answers k up to {MAX_INDEX_K}; ask query() for k={distance}"
+                )
+            return self._match_in_memory(fps, distance)
+        started = time.perf_counter()
+        try:
+            answers = [self._lookup(used, fp, distance) for fp in fps]
+        except StorageError:  # the layout changed under it?
+            if not self._changed(self._store.schema_version(), used):
+                raise
+            return None
+        versions = {v for _, v in answers if v is not None}
+        if any(self._changed(v, used) for v in versions):
+            return None
+        if probed:
+            self._spent(time.perf_counter() - started)
+        return [matches for matches, _ in answers]
+
+    def _held(self, k: int) -> Snapshot | None:
+        """The held snapshot, if it is still what the index holds (no write
+        since it was read but this object's own, applied) and answers k; else
+        None (and a stale one is let go: see Accelerator.current)."""
+        if k > MAX_INDEX_K or self._accel.snapshot is None:
+            return None
+        versions = self._store.versions()  # one read for all three
+        if versions is None:
+            return None
+        if self._changed(versions[1]):  # a rebuild elsewhere: settings adopted, snapshot gone
+            return None
+        return self._accel.current(versions)
+
+    def _spent(self, seconds: float) -> None:
+        """A probed query spent `seconds` in the database: charge the
+        accelerator, and read the index into memory when it says so (SQLite
+        only: other databases give no cheap way to know nothing changed)."""
+        if not self._accel.charge(seconds, self._store.estimated_size):
+            return
+        if not self._backend.caps.can_hold:  # no data_version: never held
+            self._accel.never()
+            return
+        started = time.perf_counter()
+        try:
+            snapshot, stamp = self._read_snapshot()
+        except BaseException:
+            self._accel.failed()
+            raise
+        self._accel.install(snapshot, stamp, time.perf_counter() - started)
+
+    def _read_snapshot(self) -> tuple[Snapshot, Stamp | None]:
+        """The index's fingerprints, read in one snapshot, and the stamp they
+        were read under (None where nothing can tell that they are current)."""
+        self._refresh()
+        versions = self._store.versions()  # before the read: a write between shows later
+        with self._backend.reading() as conn:
+            ids, fps = self._store.load(conn)
+            writes = self._backend.writes_counted(conn)
+        stamp = None if versions is None or writes is None else Stamp(versions[0], writes)
+        return Snapshot(ids, fps, None), stamp
+
+    def _match_on_server(
+        self, used: storage.Store, fps: Sequence[int], k: int
+    ) -> list[list[Match]] | None:
+        """PostgreSQL: the batch joined with the index by the server, in one
+        snapshot; None if a rebuild elsewhere changed the layout meanwhile."""
+        with self._backend.reading() as conn:
+            self._backend.no_rebuild_meanwhile(conn)  # waits for one that is running
+            version = self._backend.schema_version(conn)
+            rows = [] if version != used.valid_for else used.join_lookup(conn, fps, k)
+        if version != used.valid_for:
+            self._changed(version, used)
+            return None
+        return within_each(((qid, (i, key, f)) for qid, i, key, f in rows), fps, k)
+
+    def _match_in_memory(
+        self, fps: Sequence[int], k: int, snapshot: Snapshot | None = None
+    ) -> list[list[Match]]:
+        if snapshot is None:  # a batch: the held snapshot if current, else read one
+            snapshot = self._held(k)
+            if snapshot is None:
+                started = time.perf_counter()
+                snapshot, stamp = self._read_snapshot()
+                # Kept for later queries, unless hold=False (then it serves this batch only).
+                self._accel.install(snapshot, stamp, time.perf_counter() - started)
+        if (
+            len(fps) * len(snapshot.added_ids) > 64 * accelerator.ADDED_MAX
+        ):  # a batch: merge them first
+            merged = snapshot.merged()
+            self._accel.replace(snapshot, merged)
+            snapshot = merged
+        queries = np.array(fps, dtype=np.uint64)
+        if len(fps) == 1:  # a single query (the held path): no batch bookkeeping
+            ids = snapshot.ids[snapshot.near(fps[0], k)].tolist()
+            qs = [0] * len(ids)
+            if not ids and not snapshot.added_ids.size:
+                return [[]]
+        elif len(fps) <= _ONE_BY_ONE:
+            found = [snapshot.near(fp, k) for fp in fps]
+            q = np.repeat(np.arange(len(fps)), [len(f) for f in found])
+            qs, ids = q.tolist(), snapshot.ids[np.concatenate(found)].tolist()
+        else:
+            q, s, _ = snapshot.match(queries, k)
+            qs, ids = q.tolist(), snapshot.ids[s].tolist()
+        if snapshot.added_ids.size:  # rows written through this object since the read
+            added_q, added_ids = snapshot.added_within(queries, k)
+            if added_q.size:  # each (query, id) once: a row written again is held twice
+                both = zip(qs + added_q.tolist(), ids + added_ids.tolist(), strict=True)
+                pairs = dict.fromkeys(both)
+                qs, ids = [qi for qi, _ in pairs], [i for _, i in pairs]
+        # Keys for the matches, with their fingerprints rechecked (a writer may
+        # have replaced a row since the snapshot).
+        rows: dict[int, tuple[int, str, int]] = {}
+        unique = list(dict.fromkeys(ids))
+        for start in range(0, len(unique), 500):
+            rows.update((r[0], r) for r in self._store.rows_by_id(unique[start : start + 500]))
+        candidates = ((qi, rows[i]) for qi, i in zip(qs, ids, strict=True) if i in rows)
+        return within_each(candidates, fps, k)
