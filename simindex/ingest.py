@@ -88,7 +88,7 @@ def read_docs(
     key_field: str = "id",
     text_field: str = "text",
     stdin_key: str | None = None,
-    folder_keys: str = "parent",
+    folder_keys: str = "path",
     skip: Collection[str] = (),
     on_skip: Callable[[str], None] | None = None,
 ) -> Iterator[Doc]:
@@ -102,11 +102,12 @@ def read_docs(
     A folder is read recursively, hidden files and folders skipped, names
     sorted; each file is one document, or with an explicit line format, read
     in it. ``folder_keys`` says how such a file is named (its key, and its
-    name in "lines" keys and in messages): "parent", its path from the
-    folder's parent ("corpus/a/b.txt" for "data/corpus"); "path", the path
-    that opens it: the folder as given joined with the path inside it
-    ("data/corpus/a/b.txt"), as a file given directly is keyed by its path as
-    given. The text read from stdin in text form is keyed ``stdin_key``.
+    name in "lines" keys and in messages): "path" (the default, the CLI's
+    rule), the path that opens it: the folder as given joined with the path
+    inside it ("data/corpus/a/b.txt"), as a file given directly is keyed by
+    its path as given; "parent", its path from the folder's parent
+    ("corpus/a/b.txt" for "data/corpus": the rule of earlier builds). The
+    text read from stdin in text form is keyed ``stdin_key``.
 
     ``skip``: files not to read when met in a folder, compared by identity
     (st_dev and st_ino, so links to them are skipped too), such as the index

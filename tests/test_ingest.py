@@ -193,15 +193,21 @@ def test_folder_recursive_sorted_hidden_skipped_keys_from_its_parent(tmp_path: P
         "a/.env",
     ]:
         write(Path("data/corpus") / name, f"text of {name}")
-    expected = ["corpus/A.txt", "corpus/a/b/c.txt", "corpus/a/z.txt", "corpus/b.txt"]
+    inside = ["A.txt", "a/b/c.txt", "a/z.txt", "b.txt"]
+    expected = [f"corpus/{name}" for name in inside]
     for given in ["data/corpus", "data/corpus/", str(tmp_path / "data/corpus")]:
-        docs = docs_of([given])
+        docs = docs_of([given], folder_keys="parent")
         assert [d.key for d in docs] == expected
         assert [d.where for d in docs] == expected
         assert docs[1].text == "text of a/b/c.txt"
         assert sum(d.size for d in docs) == source_size([given])
+        # The default: the path that opens the file, the folder as given.
+        opening = [os.path.join(given, name) for name in inside]
+        assert [d.key for d in docs_of([given])] == opening
+        assert all(Path(key).read_text() == d.text for key, d in zip(opening, docs, strict=True))
     os.chdir("data/corpus")
-    assert [d.key for d in docs_of(["."])][0] == "corpus/A.txt"
+    assert [d.key for d in docs_of(["."], folder_keys="parent")][0] == "corpus/A.txt"
+    assert [d.key for d in docs_of(["."])][0] == "./A.txt"
 
 
 def test_folder_with_a_line_format_reads_every_file_in_it() -> None:
