@@ -52,7 +52,7 @@ if str(ROOT) not in sys.path:  # `python bench/backends.py` from a checkout
 
 import numpy as np  # noqa: E402
 import sqlalchemy  # noqa: E402
-from common import git_rev, output_options, save_output  # noqa: E402
+from common import git_rev, load_average, output_options, save_output  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
 from simindex.index import SimIndex  # noqa: E402
@@ -69,13 +69,6 @@ def log(msg: str) -> None:
 
 def pct(xs: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(xs, dtype=np.float64), q))
-
-
-def loadavg() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "unknown"
 
 
 def data(n: int, queries: int, batch: int, seed: int):
@@ -332,7 +325,7 @@ def measure(args: argparse.Namespace) -> int:
         "date_utc": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
         "git": git_rev(),
         "nproc": os.cpu_count(),
-        "loadavg_at_start": loadavg(),
+        "loadavg_at_start": load_average(),
         "python": sys.version.split()[0],
         "sqlite": sqlite3.sqlite_version,
         "sqlalchemy": sqlalchemy.__version__,

@@ -41,23 +41,30 @@ def git_rev() -> str:
         return "unknown"
 
 
-def machine() -> str:
-    """CPUs, CPU model, operating system and Python, in one line."""
-    cpu = platform.processor() or "unknown cpu"
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo), else what platform says."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.lower().startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+                return line.split(":", 1)[1].strip()
     except OSError:
         pass
+    return platform.processor() or "unknown cpu"
+
+
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages, as /proc/loadavg gives them."""
     try:
-        load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
     except OSError:
-        load = "unknown"
+        return "unknown"
+
+
+def machine() -> str:
+    """CPUs, CPU model, operating system and Python, in one line."""
     return (
-        f"nproc {os.cpu_count()}, {cpu}, {platform.system()} {platform.release()} "
-        f"{platform.machine()}, Python {platform.python_version()}, load average {load}"
+        f"nproc {os.cpu_count()}, {cpu_model()}, {platform.system()} {platform.release()} "
+        f"{platform.machine()}, Python {platform.python_version()}, load average {load_average()}"
     )
 
 

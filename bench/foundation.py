@@ -51,7 +51,7 @@ if str(ROOT) not in sys.path:  # `python bench/foundation.py` from a checkout
 import numpy as np  # noqa: E402
 import sqlalchemy  # noqa: E402
 import xxhash  # noqa: E402
-from common import git_rev, output_options, save_output  # noqa: E402
+from common import cpu_model, git_rev, load_average, output_options, save_output  # noqa: E402
 
 from simindex.fingerprint import simhash  # noqa: E402
 from simindex.index import SimIndex  # noqa: E402
@@ -82,18 +82,7 @@ def environment() -> dict:
         nproc = subprocess.run(["nproc"], capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         nproc = f"{os.cpu_count()} (os.cpu_count)"
-    cpu = platform.processor() or "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        load = "unknown"
+    cpu, load = cpu_model(), load_average()
     rev = git_rev()
     try:
         import jieba

@@ -78,7 +78,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py, never simindex
 
-from common import ROOT, output_options, save_output  # noqa: E402
+from common import ROOT, cpu_model, load_average, output_options, save_output  # noqa: E402
 
 FLIPS = 8  # planted near-duplicates and planted queries: up to this many bits flipped
 WARM = 200  # untimed queries before each single-query row
@@ -352,16 +352,6 @@ def make_data(path: Path, args: argparse.Namespace) -> None:
     )
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
-
-
 def versions() -> dict[str, str]:
     found = {
         "python": sys.version.split()[0],
@@ -458,10 +448,7 @@ def run_child(tree: Path, work: Path, data: Path, args: argparse.Namespace) -> d
 
 def measure(args: argparse.Namespace) -> int:
     started = time.monotonic()
-    try:
-        load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        load = "unknown"
+    load = load_average()
     date = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     base_sha, base_name = resolve(args.base)
     if args.head == "WORKTREE":

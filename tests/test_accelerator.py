@@ -151,13 +151,34 @@ def test_hold_false_holds_nothing_after_any_mix_of_calls(db_path: Path, hold: No
             if step % 10 == 0:
                 batch = queries[:8] * 40  # large beside the index: matched in memory, not kept
                 assert index.query_many(batch, k=8) == [brute_force(stored, x, 8) for x in batch]
-                assert len(index.duplicates(3)) >= 0
+                assert len(index.duplicates(3)) == brute_force_pairs(stored, 3)
                 index.add_fingerprint(f"mine{step}", q ^ 1)
                 stored[f"mine{step}"] = q ^ 1
                 other.add_fingerprint(f"theirs{step}", q ^ 2)
                 stored[f"theirs{step}"] = q ^ 2
             assert index.stats()["held_in_memory_bytes"] == 0
             assert index._accel.snapshot is None
+
+
+def brute_force_pairs(stored: dict[str, int], k: int) -> int:
+    fps = list(stored.values())
+    return sum((a ^ b).bit_count() <= k for i, a in enumerate(fps) for b in fps[i + 1 :])
+
+
+def test_a_held_index_reads_again_after_compact(db_path: Path) -> None:
+    """compact closes the kept connections, the one versions are read on too:
+    the next probed query reads the index again and answers exactly."""
+    rng = random.Random(13)
+    stored = {f"k{i}": rng.getrandbits(64) for i in range(500)}
+    with SimIndex(db_path, hold=True) as index:
+        index.add_fingerprints(stored.items())
+        q = flip(stored["k3"], 2, rng)
+        assert index.query(q) == brute_force(stored, q, 8)
+        assert index.stats()["held_in_memory_bytes"] > 0
+        index.compact()
+        assert index.stats()["held_in_memory_bytes"] == 0
+        assert index.query(q) == brute_force(stored, q, 8)
+        assert index.stats()["held_in_memory_bytes"] > 0
 
 
 def test_threads_share_one_copy(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

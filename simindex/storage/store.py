@@ -673,6 +673,9 @@ class Store:
         return out
 
     def close(self) -> None:
+        """Close the kept connections (the next read opens new ones)."""
+        with self._versions_lock:
+            self._versions_conn = None
         with self._held_lock:
             held, self._held = self._held, []
         for h in held:
