@@ -5,22 +5,28 @@ fingerprint is the same in every process, run, machine and Python version.
 Each bit of the fingerprint is 1 where the weighted votes of the features
 (+w where the feature's hash has a 1, -w where it has a 0) sum to more than 0.
 Weights are whole numbers and the sums are exact, so no rounding can flip a bit.
+With ``script="simplified"`` the fingerprint of a Traditional text also
+depends on OpenCC's t2s tables (see prepare), which its releases revise
+(1.4.0, 1.4.1 and 1.4.2 convert a 336,000-character sample alike).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
+import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, fields
+from functools import cache
 from typing import Any
 
 import numpy as np
 import xxhash
 
 from simindex.errors import EmptyTextError, InvalidArgumentError
-from simindex.tokenize import CJK_MODES, shingle_counts
+from simindex.tokenize import CJK_MODES, fold_cjk_gaps, has_cjk, shingle_counts
 
 BITS = 64
 MAX_FINGERPRINT = (1 << BITS) - 1
@@ -28,6 +34,8 @@ _SIGN = 1 << (BITS - 1)
 _CHUNK = 1 << 16  # features summed per step: bounds memory for huge texts
 
 WEIGHTINGS = ("tf", "sublinear", "binary")
+CJK_GAPS = ("kept", "folded")
+SCRIPTS = ("as-is", "simplified")
 
 
 @dataclass(frozen=True)
@@ -43,10 +51,17 @@ class FingerprintConfig:
       words) or ``"chars"`` (each character and each character bigram; no
       dictionary, several times faster, and the same whatever jieba version is
       installed).
+    - ``cjk_gaps``: ``"kept"``, or ``"folded"``: punctuation and whitespace
+      between two CJK characters dropped before tokenising, so that
+      "你好，世界" reads as "你好世界" (whitespace alone is dropped either way).
+    - ``script``: ``"as-is"``, or ``"simplified"``: Han text converted from
+      Traditional to Simplified characters (OpenCC's t2s) before tokenising,
+      so that the two scripts of a text agree.
 
-    The field defaults are the behaviour of the first release, so a
-    configuration stored without a newer field loads as it was built. New
-    indexes use DEFAULT_CONFIG (bench/quality.py measures the choice).
+    ``prepare`` applies the last two. The field defaults are the behaviour of
+    the first release, so a configuration stored without a newer field loads
+    as it was built. New indexes use DEFAULT_CONFIG (bench/quality.py measures
+    the choice).
     """
 
     ngram: int = 1
@@ -54,6 +69,8 @@ class FingerprintConfig:
     stopwords: bool = True
     tokenizer: int = 1
     cjk: str = "words"
+    cjk_gaps: str = "kept"
+    script: str = "as-is"
 
     def __post_init__(self) -> None:
         if (
@@ -74,6 +91,14 @@ class FingerprintConfig:
             raise InvalidArgumentError(
                 f"cjk must be one of {', '.join(CJK_MODES)}, not {self.cjk!r}"
             )
+        if self.cjk_gaps not in CJK_GAPS:
+            raise InvalidArgumentError(
+                f"cjk_gaps must be one of {', '.join(CJK_GAPS)}, not {self.cjk_gaps!r}"
+            )
+        if self.script not in SCRIPTS:
+            raise InvalidArgumentError(
+                f"script must be one of {', '.join(SCRIPTS)}, not {self.script!r}"
+            )
         if self.tokenizer != 1:
             raise InvalidArgumentError(
                 f"tokenizer version {self.tokenizer!r} is not known to this simindex (it knows 1)"
@@ -84,7 +109,7 @@ class FingerprintConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> FingerprintConfig:
-        unknown = set(data) - {"ngram", "weighting", "stopwords", "tokenizer", "cjk"}
+        unknown = set(data) - {f.name for f in fields(cls)}
         if unknown:
             raise InvalidArgumentError(
                 f"unknown fingerprint option(s): {', '.join(sorted(map(repr, unknown)))}"
@@ -102,7 +127,13 @@ class FingerprintConfig:
         kind = "word unigrams" if self.ngram == 1 else f"word {self.ngram}-gram shingles"
         stop = "stop words dropped" if self.stopwords else "stop words kept"
         cjk = "CJK as characters and bigrams" if self.cjk == "chars" else "CJK as jieba words"
-        return f"{kind}, {self.weighting} weights, {stop}, {cjk}"
+        parts = [kind, f"{self.weighting} weights", stop, cjk]
+        # Named when on, so an older configuration is described as it was.
+        if self.cjk_gaps == "folded":
+            parts.append("punctuation between CJK characters dropped")
+        if self.script == "simplified":
+            parts.append("Traditional Chinese read as Simplified")
+        return ", ".join(parts)
 
 
 # New indexes. bench/quality.py (see bench/README.md), at the default k = 8,
@@ -110,13 +141,91 @@ class FingerprintConfig:
 # kind's false positives at or under 1%, where sublinear weights find 90-92%
 # (89.5% in Chinese at one seed) and 72% of the natural English pairs against
 # tf's 89%; CJK read as characters and bigrams is as good as jieba words or
-# better, and about four times faster.
-DEFAULT_CONFIG = FingerprintConfig(weighting="tf", cjk="chars")
+# better, and about four times faster. Chinese normalisation
+# (docs/decisions/verification-signatures.md, "Chinese normalisation"): with
+# t2s every Traditional copy is found (6% without), and with the gaps folded
+# a copy that differs only in punctuation and spacing lands at distance 0
+# (the default without it finds 99% of those; folding costs 3 points of the
+# 10% edits at k = 8).
+DEFAULT_CONFIG = FingerprintConfig(
+    weighting="tf", cjk="chars", cjk_gaps="folded", script="simplified"
+)
+
+
+@cache
+def _t2s() -> Callable[[str], str]:
+    """OpenCC's Traditional-to-Simplified conversion, built once per process."""
+    try:
+        import opencc
+    except ImportError as exc:
+        raise ImportError(
+            "script='simplified' converts Traditional Chinese to Simplified with OpenCC, "
+            "and the opencc package is not installed (pip install 'opencc>=1.4')"
+        ) from exc
+    # Named, not left to the default, so that a release changing it cannot
+    # move stored fingerprints (the extra table maps rare characters).
+    converter = opencc.OpenCC("t2s", include_tofu_risk_dictionaries=True)
+    convert: Callable[[str], str] = converter.convert
+    return convert
+
+
+_SURROGATES = re.compile("([\ud800-\udfff]+)")
+_T2S_ROUNDS = 4
+
+
+def to_simplified(text: str) -> str:
+    """Traditional characters made Simplified (OpenCC t2s), repeated until the
+    text no longer changes, so that converting is idempotent (t2s turns a few
+    phrases into ones it converts again: 蕭乾 -> 萧乾 -> 萧干; on a People's
+    Daily sample, 13 characters of 1.9 million). Lone surrogates, which
+    OpenCC cannot read, are kept where they are."""
+    convert = _t2s()
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        parts = _SURROGATES.split(text)  # odd positions: the surrogates
+        return "".join(p if i % 2 else to_simplified(p) for i, p in enumerate(parts))
+    for _ in range(_T2S_ROUNDS):
+        converted = convert(text)
+        if converted == text:
+            break
+        text = converted
+    return text
+
+
+def prepare(text: str, config: FingerprintConfig) -> str:
+    """The text as the configuration reads it, before tokenising: with
+    ``cjk_gaps="folded"`` punctuation and whitespace between two CJK
+    characters dropped (see tokenize.fold_cjk_gaps), then with
+    ``script="simplified"`` Traditional characters made Simplified (see
+    to_simplified). A text with either option is first NFKC-normalised
+    (tokenising normalises it anyway, and then finds it done), so that a
+    compatibility form of a character (a Kangxi radical from a PDF, say) is
+    kept and converted as the character rather than folded as a symbol.
+
+    Folding comes first so that two texts that differ only in punctuation
+    are the same text when converted, and so that preparing is idempotent
+    (``prepare(prepare(t, c), c) == prepare(t, c)``): t2s maps characters to
+    characters, so it makes no new gap. The text itself when neither option
+    is on or it has no CJK character (one scan in C: English pays nothing).
+    """
+    if config.script == "as-is" and config.cjk_gaps == "kept":
+        return text
+    if text.isascii() or not has_cjk(text):
+        return text
+    text = unicodedata.normalize("NFKC", text)
+    if config.cjk_gaps == "folded":
+        text = fold_cjk_gaps(text)
+    if config.script == "simplified":
+        text = to_simplified(text)
+    return text
 
 
 def features(text: str, config: FingerprintConfig = DEFAULT_CONFIG) -> Counter[str]:
     """The weighted features of a text: feature -> whole-number weight."""
-    counts = shingle_counts(text, config.ngram, drop_stopwords=config.stopwords, cjk=config.cjk)
+    counts = shingle_counts(
+        prepare(text, config), config.ngram, drop_stopwords=config.stopwords, cjk=config.cjk
+    )
     if config.weighting == "binary":
         return Counter(dict.fromkeys(counts, 1))
     if config.weighting == "sublinear":

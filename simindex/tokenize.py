@@ -31,6 +31,9 @@ _RUNS = re.compile(f"([{_CJK}]+)|({_WORD}(?:'{_WORD})*)")
 _OTHER = re.compile(r"[^\W_]+(?:'[^\W_]+)*")  # the same, for text without CJK
 _HAS_CJK = re.compile(f"[{_CJK}]")
 _CJK_GAP = re.compile(f"(?<=[{_CJK}])\\s+(?=[{_CJK}])")
+# A run of anything but letters, digits and marks (punctuation, ASCII or
+# full-width, symbols, any Unicode whitespace) between two CJK characters.
+_CJK_PUNCT_GAP = re.compile(f"(?<=[{_CJK}])[\\W_]+(?=[{_CJK}])")
 _WORDLIKE = re.compile(r"[^\W_]")
 
 _segment: Callable[[str], list[str]] | None = None
@@ -63,6 +66,20 @@ def _jieba_segment(run: str) -> list[str]:
 
 
 CJK_MODES = ("words", "chars")
+
+
+def has_cjk(text: str) -> bool:
+    """Whether a text has a CJK character (see _CJK): one scan in C."""
+    return _HAS_CJK.search(text) is not None
+
+
+def fold_cjk_gaps(text: str) -> str:
+    """The text with every run of punctuation, symbols and whitespace between
+    two CJK characters dropped ("你好，世界！　呼噜" -> "你好世界呼噜"), so the
+    characters on either side make a bigram as they would without it. It reads
+    raw text: full-width punctuation and the ideographic space are folded as
+    their ASCII forms are. Letters and digits between two CJK characters stay."""
+    return _CJK_PUNCT_GAP.sub("", text)
 
 
 def char_grams(run: str) -> list[str]:

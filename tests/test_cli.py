@@ -52,7 +52,7 @@ T4 = (
     "a cake stall and a dog show judged by the headteacher on the field."
 )
 ZH_STORED = "你妈妈喊你回家吃饭哦，回家罗回家罗"
-ZH_QUERY = "你妈妈喊你回家吃饭啦，回家罗回家罗"  # one character changed: distance 4
+ZH_QUERY = "你妈妈喊你回家吃饭啦，回家罗回家罗"  # one character changed: distance 5
 
 
 # --- helpers -------------------------------------------------------------------
@@ -1044,11 +1044,11 @@ def test_an_unknown_option_is_a_usage_error_without_traceback(ix: Path) -> None:
 
 def test_chinese_near_duplicate_through_the_cli(tmp_path: Path) -> None:
     path = tmp_path / "zh.db"
-    ok("add", path, "--text", ZH_STORED, "--key", "回家", "--k", "4")
+    ok("add", path, "--text", ZH_STORED, "--key", "回家", "--k", "5")
     lines = query_lines(ok("query", path, ZH_QUERY))
-    assert len(lines) == 1 and lines[0][1] == "回家" and lines[0][0] <= 4
+    assert len(lines) == 1 and lines[0][1] == "回家" and lines[0][0] <= 5
     out = ok_json("query", path, ZH_QUERY)
-    assert out["matches"][0]["key"] == "回家" and out["matches"][0]["distance"] <= 4
+    assert out["matches"][0]["key"] == "回家" and out["matches"][0]["distance"] <= 5
     distance = int(ok("distance", "--text", ZH_STORED, ZH_QUERY).stdout)
     assert distance == out["matches"][0]["distance"]
 
@@ -1062,7 +1062,7 @@ def test_chinese_jsonl_through_the_cli(tmp_path: Path) -> None:
         + "\n",
         encoding="utf-8",
     )
-    ok("add", tmp_path / "zh.db", docs, "--k", "4")
+    ok("add", tmp_path / "zh.db", docs, "--k", "5")
     result = ok("query", tmp_path / "zh.db", "--file", "-", input=ZH_QUERY.encode("utf-8"))
     assert [key for _, key in query_lines(result)] == ["家"]
     assert "家" in ok("query", tmp_path / "zh.db", ZH_QUERY, "--json").stdout  # not \u-escaped

@@ -146,7 +146,8 @@ OLD_JSON = '{"ngram": 1, "stopwords": true, "tokenizer": 1, "weighting": "tf"}' 
 def test_known_cjk_values_do_not_drift() -> None:
     """Chinese and Japanese: jieba words (cjk="words", the first release's only way,
     and what a configuration stored without cjk means) and characters and bigrams
-    (cjk="chars", the default for new indexes)."""
+    (cjk="chars"), as written (cjk_gaps="kept", script="as-is", what a configuration
+    stored without them means) and as new indexes read it (gaps folded, t2s)."""
     old = FingerprintConfig.from_json(OLD_JSON)
     assert old == FingerprintConfig() and old.cjk == "words"
     assert simhash("你妈妈喊你回家吃饭哦，回家罗回家罗", old) == 17944904788864136004
@@ -154,9 +155,15 @@ def test_known_cjk_values_do_not_drift() -> None:
     chars = FingerprintConfig(cjk="chars")
     assert simhash("你妈妈喊你回家吃饭哦，回家罗回家罗", chars) == 16242569899395068736
     assert simhash("東京は日本の首都です。Tokyo is big.", chars) == 9788705737160000597
-    assert FingerprintConfig(weighting="tf", cjk="chars") == DEFAULT_CONFIG
-    assert simhash("你妈妈喊你回家吃饭哦，回家罗回家罗") == 16242569899395068736
-    assert simhash("東京は日本の首都です。Tokyo is big.") == 9788705737160000597
+    assert FingerprintConfig.from_json(OLD_JSON.replace("{", '{"cjk": "chars", ')) == chars
+    assert (chars.cjk_gaps, chars.script) == ("kept", "as-is")
+    assert (
+        FingerprintConfig(weighting="tf", cjk="chars", cjk_gaps="folded", script="simplified")
+        == DEFAULT_CONFIG
+    )
+    assert simhash("你妈妈喊你回家吃饭哦，回家罗回家罗") == 16231310900326380288
+    assert simhash("東京は日本の首都です。Tokyo is big.") == 9662519185687774247
+    assert simhash("簡體中文") == simhash("简体中文") == 11614783448887803972
     sublinear = FingerprintConfig(weighting="sublinear", cjk="chars")  # the default before
     assert simhash("你妈妈喊你回家吃饭哦，回家罗回家罗", sublinear) == 16231293454186263360
 
@@ -193,12 +200,13 @@ def test_chinese_small_change_is_a_near_duplicate() -> None:
     assert hamming(a, b) <= 3
     unrelated = "今天北京的天气很好，我们去公园散步，看见很多人在放风筝。"
     assert hamming(a, simhash(unrelated, old)) > 3
-    # Characters and bigrams: one character of 17 changed is 3 features of 27 (the
-    # pair above, with two changed, lands at 12). bench/quality.py measures edits
-    # over many texts.
+    # Characters and bigrams: one character of 17 changed (a stop word, so as a
+    # character it is dropped) changes 2 bigrams of 28 features once the comma
+    # after it is folded (1 of 27 as written; the pair above, with two changed,
+    # lands at 12). bench/quality.py measures edits over many texts.
     a = simhash("你妈妈喊你回家吃饭哦，回家罗回家罗")
     b = simhash("你妈妈喊你回家吃饭啦，回家罗回家罗")
-    assert hamming(a, b) <= 4
+    assert hamming(a, b) <= 5
     assert hamming(a, simhash(unrelated)) > 3
 
 

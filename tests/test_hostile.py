@@ -48,7 +48,7 @@ from simindex import (
     simhash,
 )
 from simindex.cli import app, main
-from simindex.fingerprint import WEIGHTINGS
+from simindex.fingerprint import WEIGHTINGS, prepare
 from simindex.ingest import SourceError, read_docs
 from simindex.tokenize import words
 from tests.test_cli import T1, T2, T3, contents, error, invoke, ok
@@ -1224,7 +1224,7 @@ def has_surrogate(text: str) -> bool:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=FUZZ_TEXT)
 def test_fuzz_simhash_and_the_index_round_trip(fuzz_index: SimIndex, text: str) -> None:
-    tokens = words(text, cjk=DEFAULT_CONFIG.cjk)  # what simhash(text) reads
+    tokens = words(prepare(text, DEFAULT_CONFIG), cjk=DEFAULT_CONFIG.cjk)  # what simhash reads
     try:
         fp = simhash(text)
     except EmptyTextError:

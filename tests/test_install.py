@@ -74,8 +74,8 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path: Path) -> None:
         ],
         work,
     )
-    found = run(  # one character changed: 4 bits away with the default configuration
-        [simindex, "query", "docs.db", "--json", "--k", "4", "你妈妈喊你回家吃饭啦，回家罗回家罗"],
+    found = run(  # one character changed: 5 bits away with the default configuration
+        [simindex, "query", "docs.db", "--json", "--k", "5", "你妈妈喊你回家吃饭啦，回家罗回家罗"],
         work,
     )
     assert found.returncode == 0, found.stderr
