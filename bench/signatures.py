@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""What each verification signature (simindex.signature) costs: bytes a
+"""What each verification signature (bench/sketches.py) costs: bytes a
 document, and fingerprinting speed with it beside simindex.simhash alone.
 
     python bench/signatures.py            # about a minute on 2 cores
@@ -18,7 +18,7 @@ first in a repeat rotating), medians:
 - `simhash` alone: simindex.fingerprint.simhash(text) at DEFAULT_CONFIG, what
   an add costs today;
 - `+ signature`: the fingerprint and the signature in one pass, as an index
-  would compute them (simindex.signature.fingerprint_and_signature: the text
+  would compute them (sketches.fingerprint_and_signature: the text
   tokenised once, each distinct token hashed once for both; the fingerprint is
   checked equal to simhash(text) for every document); the ratio is simhash
   alone / with the signature (target >= 0.7);
@@ -53,7 +53,7 @@ import quality  # noqa: E402
 from common import output_options, save_output  # noqa: E402
 
 import simindex.tokenize as tok  # noqa: E402
-from simindex import signature as sg  # noqa: E402
+import sketches as sg  # noqa: E402
 from simindex.fingerprint import simhash  # noqa: E402
 
 tok.words = quality._original_words  # quality.py memoises words(): not in a timing
@@ -80,7 +80,7 @@ def documents(lang: str, mb: float, seed: int = 1) -> list[str]:
 
 def both(text: str, s: sg.Signature) -> tuple[int, bytes]:
     """The fingerprint (DEFAULT_CONFIG) and the signature in one pass
-    (simindex.signature.fingerprint_and_signature)."""
+    (sketches.fingerprint_and_signature)."""
     return sg.fingerprint_and_signature(text, s)
 
 

@@ -23,11 +23,12 @@ from simindex import accelerator, storage
 from simindex.accelerator import Accelerator, Stamp
 from simindex.blocks import MAX_INDEX_K, check_k
 from simindex.errors import InvalidArgumentError, StorageError
-from simindex.fingerprint import FingerprintConfig, check_fingerprint, simhash
-from simindex.matching import near, within, within_each
+from simindex.fingerprint import check_fingerprint
+from simindex.matching import Verify, near, within, within_each
 from simindex.planner import Way, plan_batch, plan_query
 from simindex.query import Snapshot
 from simindex.results import FullScanWarning, Match
+from simindex.signature import check_threshold, fingerprint_and_signature
 from simindex.validate import check_limit
 
 _ONE_BY_ONE = 16  # batches up to this size are matched query by query in memory
@@ -48,16 +49,34 @@ class Answers:
         def _changed(self, version: int | None, used: storage.Store | None = None) -> bool: ...
 
     @staticmethod
-    def _as_fingerprint(query: str | int, config: FingerprintConfig) -> int:
-        return simhash(query, config) if isinstance(query, str) else check_fingerprint(query)
+    def _as_query(
+        query: str | int, settings: storage.Settings, threshold: float | None
+    ) -> tuple[int, Verify]:
+        """A query's fingerprint, and how its candidates are verified (a text:
+        by its signature; a fingerprint: by distance alone)."""
+        at = settings.threshold if threshold is None else threshold
+        if isinstance(query, str):
+            fingerprint, signature = fingerprint_and_signature(query, settings.config)
+            return fingerprint, Verify(signature, at)
+        return check_fingerprint(query), Verify(None, at)
 
     def query(
-        self, text_or_fingerprint: str | int, *, k: int | None = None, limit: int | None = None
+        self,
+        text_or_fingerprint: str | int,
+        *,
+        k: int | None = None,
+        limit: int | None = None,
+        threshold: float | None = None,
     ) -> list[Match]:
-        """The stored documents within distance k of a text or a fingerprint.
+        """The stored documents that are near-duplicates of a text or a fingerprint.
 
-        Sorted by distance, then key; at most ``limit`` of them. ``k`` defaults
-        to the index's own. A k above the index's is answered exactly too: by
+        A near-duplicate is within distance k (default: the index's k) and,
+        where the query is a text and the stored document has a signature,
+        at least ``threshold`` similar by their signatures (default: the
+        index's threshold, 0.8 for a new index; 0: distance alone, as a query
+        by fingerprint always is). ``Match.similarity`` gives the estimate.
+        Sorted by distance, then key; at most ``limit`` of them. A k above
+        the index's is answered exactly too: by
         probing the block indexes with every value within a few bits of the
         query's where that takes at most 1,024 lookups (k up to 11 with k = 3's
         four blocks, see blocks.probe_radius), else by reading every
@@ -75,15 +94,19 @@ class Answers:
             check_k(k)
         if limit is not None:
             check_limit(limit)
+        if threshold is not None:
+            check_threshold(threshold)
         with self._lock:
             matches = None
             while matches is None:  # None: rebuilt meanwhile, ask the new index
-                matches = self._query_once(text_or_fingerprint, k)
+                matches = self._query_once(text_or_fingerprint, k, threshold)
         return matches[:limit] if limit is not None else matches
 
-    def _query_once(self, text_or_fingerprint: str | int, k: int | None) -> list[Match] | None:
+    def _query_once(
+        self, text_or_fingerprint: str | int, k: int | None, threshold: float | None
+    ) -> list[Match] | None:
         settings, used = self._state  # a pair that belongs together
-        fingerprint = self._as_fingerprint(text_or_fingerprint, settings.config)
+        fingerprint, verify = self._as_query(text_or_fingerprint, settings, threshold)
         distance = settings.k if k is None else k
         probed = distance > settings.layout.k
         # Exact lookups (k up to the layout's) cost a few seeks: always the
@@ -97,11 +120,11 @@ class Answers:
         )
         if way is Way.HELD:
             assert held is not None
-            return self._match_in_memory([fingerprint], distance, held)[0]
+            return self._match_in_memory([fingerprint], [verify], distance, held)[0]
         started = time.perf_counter()
         if way is Way.LOOKUP:
             try:
-                matches, version = self._lookup(used, fingerprint, distance)
+                matches, version = self._lookup(used, fingerprint, distance, verify)
             except StorageError:  # e.g. "no such column": the layout changed under it
                 if not self._changed(self._store.schema_version(), used):
                     raise
@@ -116,18 +139,20 @@ class Answers:
                 stacklevel=3,
             )
             with self._backend.reading() as conn:
-                matches = within(self._store.everything(conn), fingerprint, distance)
+                matches = within(self._store.everything(conn), fingerprint, distance, verify)
         if probed:
             self._spent(time.perf_counter() - started)
         return matches
 
     @staticmethod
-    def _lookup(used: storage.Store, fingerprint: int, k: int) -> tuple[list[Match], int | None]:
+    def _lookup(
+        used: storage.Store, fingerprint: int, k: int, verify: Verify
+    ) -> tuple[list[Match], int | None]:
         """The matches through the block indexes of `used`, and the schema
         cookie they were read under (see Store.lookup)."""
         if k <= used.layout.k and used.matches_on_server:
             found, version = used.lookup_matches(fingerprint, k)
-            return within(found, fingerprint, k), version
+            return within(found, fingerprint, k, verify), version
         if k <= used.layout.k:
             rows, version = used.lookup(fingerprint)
         else:  # probed: every value within a few bits of the query's, per table
@@ -139,7 +164,7 @@ class Answers:
             return [], version
         # The keys come from a second read: recheck the distance on what it
         # returns, in case a writer replaced a row in between.
-        return within(used.rows_by_id(ids), fingerprint, k), version
+        return within(used.rows_by_id(ids), fingerprint, k, verify), version
 
     def query_many(
         self,
@@ -147,6 +172,7 @@ class Answers:
         *,
         k: int | None = None,
         limit: int | None = None,
+        threshold: float | None = None,
     ) -> list[list[Match]]:
         """Answer many queries in one pass: one list of matches per query, in order.
 
@@ -159,18 +185,24 @@ class Answers:
         if k is not None:
             check_k(k)
         check_limit(limit)
+        if threshold is not None:
+            check_threshold(threshold)
         if not queries:
             return []
         with self._lock:
             results = None
             while results is None:  # None: rebuilt meanwhile, ask the new index
-                results = self._query_many_once(queries, k)
+                results = self._query_many_once(queries, k, threshold)
         return [r[:limit] for r in results] if limit is not None else results
 
-    def _query_many_once(self, queries: list[str | int], k: int | None) -> list[list[Match]] | None:
+    def _query_many_once(
+        self, queries: list[str | int], k: int | None, threshold: float | None
+    ) -> list[list[Match]] | None:
         self._refresh()
         settings, used = self._state
-        fps = [self._as_fingerprint(q, settings.config) for q in queries]
+        asked = [self._as_query(q, settings, threshold) for q in queries]
+        fps = [fp for fp, _ in asked]
+        checks = [verify for _, verify in asked]
         distance = settings.k if k is None else k
         probed = distance > settings.layout.k
         held = self._held(distance) if probed and self._state[1] is used else None
@@ -186,18 +218,20 @@ class Answers:
         )
         if way is Way.HELD:
             assert held is not None
-            return self._match_in_memory(fps, distance, held)
+            return self._match_in_memory(fps, checks, distance, held)
         if way is Way.JOIN:
-            return self._match_on_server(used, fps, distance)
+            return self._match_on_server(used, fps, checks, distance)
         if way is Way.READ:
             if distance > MAX_INDEX_K:
                 raise InvalidArgumentError(
                     f"query_many answers k up to {MAX_INDEX_K}; ask query() for k={distance}"
                 )
-            return self._match_in_memory(fps, distance)
+            return self._match_in_memory(fps, checks, distance)
         started = time.perf_counter()
         try:
-            answers = [self._lookup(used, fp, distance) for fp in fps]
+            answers = [
+                self._lookup(used, fp, distance, v) for fp, v in zip(fps, checks, strict=True)
+            ]
         except StorageError:  # the layout changed under it?
             if not self._changed(self._store.schema_version(), used):
                 raise
@@ -251,7 +285,7 @@ class Answers:
         return Snapshot(ids, fps, None), stamp
 
     def _match_on_server(
-        self, used: storage.Store, fps: Sequence[int], k: int
+        self, used: storage.Store, fps: Sequence[int], checks: Sequence[Verify], k: int
     ) -> list[list[Match]] | None:
         """PostgreSQL: the batch joined with the index by the server, in one
         snapshot; None if a rebuild elsewhere changed the layout meanwhile."""
@@ -262,10 +296,15 @@ class Answers:
         if version != used.valid_for:
             self._changed(version, used)
             return None
-        return within_each(((qid, (i, key, f)) for qid, i, key, f in rows), fps, k)
+        candidates = ((qid, (i, key, f, sig)) for qid, i, key, f, sig in rows)
+        return within_each(candidates, fps, k, checks)
 
     def _match_in_memory(
-        self, fps: Sequence[int], k: int, snapshot: Snapshot | None = None
+        self,
+        fps: Sequence[int],
+        checks: Sequence[Verify],
+        k: int,
+        snapshot: Snapshot | None = None,
     ) -> list[list[Match]]:
         if snapshot is None:  # a batch: the held snapshot if current, else read one
             snapshot = self._held(k)
@@ -301,9 +340,9 @@ class Answers:
                 qs, ids = [qi for qi, _ in pairs], [i for _, i in pairs]
         # Keys for the matches, with their fingerprints rechecked (a writer may
         # have replaced a row since the snapshot).
-        rows: dict[int, tuple[int, str, int]] = {}
+        rows: dict[int, tuple[int, str, int, bytes | None]] = {}
         unique = list(dict.fromkeys(ids))
         for start in range(0, len(unique), 500):
             rows.update((r[0], r) for r in self._store.rows_by_id(unique[start : start + 500]))
         candidates = ((qi, rows[i]) for qi, i in zip(qs, ids, strict=True) if i in rows)
-        return within_each(candidates, fps, k)
+        return within_each(candidates, fps, k, checks)

@@ -23,6 +23,13 @@ Beside the distance stands what the features predict: Simhash estimates the
 angle between the two weighted feature vectors (Charikar 2002), about
 64 * angle / pi differing bits, so a distance far from that expectation is
 the luck of a few close votes rather than the texts.
+
+The second stage: a pair within k is a near-duplicate only when its
+verification signatures (simindex.signature) estimate a similarity of at
+least the threshold. For two texts the explanation gives that estimate, the
+exact Jaccard similarity of their unit sets (what it estimates) and the
+units only one of them has; for stored documents, the estimate from their
+stored signatures.
 """
 
 from __future__ import annotations
@@ -43,7 +50,17 @@ from simindex.fingerprint import (
     check_fingerprint,
     feature_hash,
     features,
+    prepare,
     simhash_weighted,
+)
+from simindex.signature import (
+    DEFAULT_THRESHOLD,
+    check_signature,
+    check_threshold,
+    similarity,
+    sketch,
+    unit_hashes,
+    units,
 )
 
 _CHUNK = 1 << 13  # features scored per step: bounds memory for huge texts
@@ -99,10 +116,30 @@ class Explanation:
     expected_distance: float | None = None  # 64 * angle / pi
     together: tuple[FeatureEffect, ...] = ()  # in both texts, most credited first
     apart: tuple[FeatureEffect, ...] = ()  # weighed differently, most credited first
+    # The second stage (see the module's docstring): None where a side has no signature.
+    threshold: float = DEFAULT_THRESHOLD
+    similarity: float | None = None  # the signatures' estimate
+    unit_jaccard: float | None = None  # the exact Jaccard of the unit sets (texts only)
+    units_a: int | None = None  # distinct units of each text
+    units_b: int | None = None
+    shared_units: int | None = None
+    only_a: tuple[str, ...] = ()  # units of a that b lacks (up to top of them)
+    only_b: tuple[str, ...] = ()
 
     @property
     def within_k(self) -> bool:
         return self.distance <= self.k
+
+    @property
+    def verified(self) -> bool | None:
+        """Whether the signatures' similarity reaches the threshold (None: no
+        signature on a side, so distance alone decides)."""
+        return None if self.similarity is None else self.similarity >= self.threshold
+
+    @property
+    def near_duplicates(self) -> bool:
+        """What a query answers: within k, and verified where it can be."""
+        return self.within_k and self.verified is not False
 
     @property
     def layout_k(self) -> int:
@@ -136,12 +173,24 @@ class Explanation:
             if table is not None:
                 return f"{head}; {how} fetches it, the distance check drops it"
             return f"{head}; no table matches: a lookup does not even fetch it"
-        head = f"near-duplicates: distance {self.distance} <= k={self.k}"
-        if answered and table is not None:  # always, by pigeonhole (or its probed form)
-            return f"{head}; the index finds one from the other through {how}"
+        found = (
+            f"the index finds one from the other through {how}"
+            if answered and table is not None  # always, by pigeonhole (or its probed form)
+            else "k is past what the layout's lookups answer, so a query reads every row"
+        )
+        if self.similarity is None:
+            return (
+                f"near-duplicates: distance {self.distance} <= k={self.k}; {found}; "
+                f"no signature on a side: distance alone decides"
+            )
+        if not self.verified:
+            return (
+                f"not near-duplicates: distance {self.distance} <= k={self.k} ({found}), "
+                f"but similarity {self.similarity:.2f} < threshold {self.threshold:.2f}"
+            )
         return (
-            f"{head}; k is past what the layout's lookups answer, so a query reads every "
-            f"row to find it"
+            f"near-duplicates: distance {self.distance} <= k={self.k} and similarity "
+            f"{self.similarity:.2f} >= threshold {self.threshold:.2f}; {found}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -164,6 +213,10 @@ class Explanation:
             "distance": self.distance,
             "k": self.k,
             "within_k": self.within_k,
+            "threshold": self.threshold,
+            "similarity": rounded(self.similarity),
+            "verified": self.verified,
+            "near_duplicates": self.near_duplicates,
             "verdict": self.verdict(),
             "blocks": [
                 {"width": b.width, "differing": b.differing, "agrees": b.agrees}
@@ -179,6 +232,12 @@ class Explanation:
             "expected_distance": rounded(self.expected_distance),
             "together": effects(self.together),
             "apart": effects(self.apart),
+            "unit_jaccard": rounded(self.unit_jaccard),
+            "units_a": self.units_a,
+            "units_b": self.units_b,
+            "shared_units": self.shared_units,
+            "only_a": list(self.only_a),
+            "only_b": list(self.only_b),
         }
 
 
@@ -190,17 +249,23 @@ def explain(
     layout: BlockLayout | None = None,
     config: FingerprintConfig = DEFAULT_CONFIG,
     top: int = 10,
+    threshold: float = DEFAULT_THRESHOLD,
+    signatures: tuple[bytes | None, bytes | None] = (None, None),
 ) -> Explanation:
-    """Explain the distance between two texts (or fingerprints) for distance k.
+    """Explain the distance between two texts (or fingerprints) for distance k,
+    and their verification at ``threshold``.
 
     ``layout`` defaults to the one a new index for k would have. Texts are
     fingerprinted with ``config``; the ``top`` features most credited with
     pulling them together and apart are listed (see the module's docstring
-    for the scores). A fingerprint (an int) for either side gives the
-    distance, blocks and tables only. Raises EmptyTextError for a text with
-    no word features.
+    for the scores), and the units only one of them has. A fingerprint (an
+    int) for either side gives the distance, blocks and tables only, and
+    the similarity where ``signatures`` gives that side's stored signature.
+    Raises EmptyTextError for a text with no word features.
     """
     check_k(k)
+    threshold = check_threshold(threshold)
+    given = [check_signature(x) for x in signatures]
     if layout is None:
         if k > MAX_INDEX_K:
             raise InvalidArgumentError(
@@ -227,7 +292,27 @@ def explain(
                 f"{name} is a text or a fingerprint, not {type(side).__name__}"
             )
     fa, fb = prints
-    base = _compare(fa, fb, layout, k)
+    base = replace(_compare(fa, fb, layout, k), threshold=threshold)
+    unit_sets = [
+        list(dict.fromkeys(units(prepare(side, config)))) if isinstance(side, str) else None
+        for side in (a, b)
+    ]
+    sigs = [sketch(unit_hashes(found)) if found else given[i] for i, found in enumerate(unit_sets)]
+    if sigs[0] is not None and sigs[1] is not None:
+        base = replace(base, similarity=similarity(sigs[0], sigs[1]))
+    ua, ub = unit_sets
+    if ua is not None and ub is not None:
+        sa, sb = set(ua), set(ub)
+        shared = len(sa & sb)
+        base = replace(
+            base,
+            unit_jaccard=shared / len(sa | sb),
+            units_a=len(sa),
+            units_b=len(sb),
+            shared_units=shared,
+            only_a=tuple(u for u in ua if u not in sb)[:top],
+            only_b=tuple(u for u in ub if u not in sa)[:top],
+        )
     if len(weighted) < 2:
         return base
     wa, wb = weighted

@@ -27,10 +27,20 @@ from simindex.fingerprint import (
     FingerprintConfig,
     simhash,
 )
-from simindex.query import clusters_from_pairs, pairs_within
+from simindex.query import leader_clusters, pairs_within
 from simindex.results import Cluster, Pair
+from simindex.signature import (
+    DEFAULT_THRESHOLD,
+    check_threshold,
+    fingerprint_and_signature,
+    similarity,
+)
 from simindex.upkeep import Upkeep
 from simindex.validate import as_config, check_key, checked_chunk
+
+# What add_fingerprints and rebuild(fingerprints=...) take: (key, fingerprint)
+# or (key, fingerprint, signature) with a signature of simindex.signature's (or None).
+Item = tuple[str, int] | tuple[str, int, bytes | None]
 
 _BATCH = 5000  # rows per write in add_many / add_fingerprints
 
@@ -46,10 +56,13 @@ class SimIndex(Answers, Upkeep):
     blocks (default: k + 1 up to k = 3, above it the cheapest probed layout,
     see blocks.default_blocks; more blocks mean more database indexes and
     fewer false candidates per query, k or fewer are looked up with probes,
-    see ``simindex advise``), ``config`` the fingerprint configuration. All are
-    chosen at creation and stored in the index: opening an existing index
-    without them uses its own, and asking for different ones raises
-    ConfigMismatchError. ``with SimIndex(...) as index:`` closes it at the end.
+    see ``simindex advise``), ``config`` the fingerprint configuration,
+    ``threshold`` the similarity a candidate within k needs, by its
+    verification signature, to be a near-duplicate (default 0.8; 0: distance
+    alone; see query). All are chosen at creation and stored in the index:
+    opening an existing index without them uses its own, and asking for
+    different ones raises ConfigMismatchError (``rebuild`` changes them).
+    ``with SimIndex(...) as index:`` closes it at the end.
 
     ``hold``: whether queries may be answered from the fingerprints held in
     memory (SQLite; see query): None (default) once the database time they
@@ -73,6 +86,7 @@ class SimIndex(Answers, Upkeep):
         k: int | None = None,
         blocks: int | None = None,
         config: FingerprintConfig | Mapping[str, Any] | None = None,
+        threshold: float | None = None,
         create: bool = True,
         readonly: bool = False,
         timeout: float = storage.BUSY_TIMEOUT_S,
@@ -88,6 +102,8 @@ class SimIndex(Answers, Upkeep):
         if k is not None or blocks is not None:  # validate before anything is opened
             wanted_layout = BlockLayout.for_k(DEFAULT_K if k is None else k, blocks)
         wanted = as_config(config)
+        if threshold is not None:
+            threshold = check_threshold(threshold)
         self._where = storage.locate(location)
         storage.check_file(self._where, create=create and not readonly)
         # A file or folder this process may not write: read-only, by itself.
@@ -106,6 +122,7 @@ class SimIndex(Answers, Upkeep):
                 config=wanted or DEFAULT_CONFIG,
                 created_by=f"simindex {storage.package_version()}",
                 distance=DEFAULT_K if k is None else k,
+                threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
             )
             settings = storage.open_settings(
                 self._backend,
@@ -114,6 +131,7 @@ class SimIndex(Answers, Upkeep):
                 k=k,
                 blocks=blocks,
                 config=wanted,
+                threshold=threshold,
             )
             if not readonly:
                 self._backend.use_wal()
@@ -137,6 +155,11 @@ class SimIndex(Answers, Upkeep):
         return self._settings.config
 
     @property
+    def threshold(self) -> float:
+        """The verified similarity queries ask of a candidate within k, by default."""
+        return self._settings.threshold
+
+    @property
     def layout(self) -> BlockLayout:
         return self._settings.layout
 
@@ -151,6 +174,11 @@ class SimIndex(Answers, Upkeep):
     def fingerprint(self, text: str) -> int:
         """The fingerprint this index gives a text (with its own configuration)."""
         return simhash(text, self._settings.config)
+
+    def signature(self, text: str) -> bytes:
+        """The verification signature this index gives a text (64 bytes, see
+        simindex.signature); with the fingerprint: fingerprint_and_signature."""
+        return fingerprint_and_signature(text, self._settings.config)[1]
 
     # --- noticing a rebuild made elsewhere ----------------------------------
 
@@ -189,7 +217,7 @@ class SimIndex(Answers, Upkeep):
         # One assignment, so a thread reads a settings and Store that belong
         # together. The old Store is not closed here: another thread may be
         # reading through it this moment; its connections close when it goes.
-        fresh = storage.Store(self._backend, settings.layout)
+        fresh = storage.Store(self._backend, settings.layout, signatures=settings.signatures)
         fresh.valid_for = cookie
         self._state = (settings, fresh)
         self._accel.drop()  # held under the old layout
@@ -216,20 +244,23 @@ class SimIndex(Answers, Upkeep):
         self,
         source: Iterable[tuple[str, str]] | None = None,
         *,
-        fingerprints: Iterable[tuple[str, int]] | None = None,
+        fingerprints: Iterable[Item] | None = None,
         k: int | None = None,
         blocks: int | None = None,
         config: FingerprintConfig | Mapping[str, Any] | None = None,
+        threshold: float | None = None,
         batch_size: int = 10_000,
     ) -> int:
-        """Re-lay the index (new k or blocks), or re-fingerprint it from a source.
+        """Re-lay the index (new k, blocks or threshold), or re-fingerprint it from a source.
 
-        Without a source, the stored fingerprints are laid out anew (a new
-        fingerprint configuration needs the texts). With a ``source`` of (key,
-        text) pairs, the index becomes exactly that source, fingerprinted with
-        ``config`` (default: the index's own): keys not in it are gone, and a
-        key that comes twice keeps its later text. ``fingerprints`` instead of
-        a source: (key, fingerprint) pairs already computed with ``config``.
+        Without a source, the stored fingerprints and signatures are laid out
+        anew (a new fingerprint configuration needs the texts). With a
+        ``source`` of (key, text) pairs, the index becomes exactly that
+        source, fingerprinted (and signed) with ``config`` (default: the
+        index's own): keys not in it are gone, and a key that comes twice
+        keeps its later text; so an index made before signatures gets them.
+        ``fingerprints`` instead of a source: (key, fingerprint) or (key,
+        fingerprint, signature) items already computed with ``config``.
 
         All of it is one write transaction: readers go on seeing the old index
         until it commits, then the new one; writers wait for it (up to their
@@ -251,13 +282,15 @@ class SimIndex(Answers, Upkeep):
             )
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidArgumentError(f"batch_size must be at least 1, not {batch_size!r}")
+        at = self.threshold if threshold is None else check_threshold(threshold)
         if source is not None:
-            fingerprints = ((key, simhash(text, wanted)) for key, text in source)
+            fingerprints = ((key, *fingerprint_and_signature(text, wanted)) for key, text in source)
         settings = storage.Settings(
             layout=layout,
             config=wanted,
             created_by=self._settings.created_by,
             distance=self.k if k is None else k,
+            threshold=at,
         )
         with self._lock:
             # One transaction: readers go on seeing the old index until it
@@ -269,10 +302,8 @@ class SimIndex(Answers, Upkeep):
                     storage.start_staging(conn)
                     items = iter(fingerprints)
                     while batch := list(islice(items, batch_size)):
-                        keys, fps = checked_chunk(
-                            [key for key, _ in batch], [fp for _, fp in batch]
-                        )
-                        storage.stage(conn, keys, fps)
+                        keys, fps, sigs = checked_chunk(*_columns(batch))
+                        storage.stage(conn, keys, fps, sigs)
                 # (swap_in rewrites simindex_meta: the count restarts with this write)
                 rows = storage.swap_in(conn, settings, from_staging=fingerprints is not None)
             self._adopt(settings, None)
@@ -287,13 +318,15 @@ class SimIndex(Answers, Upkeep):
         Returns the fingerprint. Raises EmptyTextError for a text with no words.
         """
         check_key(key)
-        fingerprint = self.fingerprint(text)
-        self.add_fingerprint(key, fingerprint)
+        fingerprint, signature = fingerprint_and_signature(text, self._settings.config)
+        self.add_fingerprints([(key, fingerprint, signature)])
         return fingerprint
 
-    def add_fingerprint(self, key: str, fingerprint: int) -> None:
-        """Store a fingerprint computed elsewhere (an int in [0, 2**64))."""
-        self.add_fingerprints([(key, fingerprint)])
+    def add_fingerprint(self, key: str, fingerprint: int, signature: bytes | None = None) -> None:
+        """Store a fingerprint computed elsewhere (an int in [0, 2**64)). With
+        no ``signature`` (see ``signature()``), queries match the document by
+        distance alone."""
+        self.add_fingerprints([(key, fingerprint, signature)])
 
     def add_many(
         self,
@@ -312,20 +345,23 @@ class SimIndex(Answers, Upkeep):
         wins (the first, with skip_existing). Returns the number of documents
         written: every pair read, or with skip_existing only the new keys.
         """
+        config = self._settings.config
         return self.add_fingerprints(
-            ((key, self.fingerprint(text)) for key, text in items),
+            ((key, *fingerprint_and_signature(text, config)) for key, text in items),
             batch_size=batch_size,
             skip_existing=skip_existing,
         )
 
     def add_fingerprints(
         self,
-        items: Iterable[tuple[str, int]],
+        items: Iterable[Item],
         *,
         batch_size: int | None = None,
         skip_existing: bool = False,
     ) -> int:
-        """Add (key, fingerprint) pairs, like add_many.
+        """Add (key, fingerprint) pairs, or (key, fingerprint, signature)
+        triples, like add_many (without a signature, queries match a document
+        by distance alone).
 
         A large load (more rows than the index holds) sets the block indexes
         aside and rebuilds them at the end, in the same transaction: readers
@@ -338,22 +374,24 @@ class SimIndex(Answers, Upkeep):
         chunk_size = min(_BATCH, batch_size or _BATCH)
 
         def chunks(
-            source: Iterator[tuple[str, int]], limit: int | None, listed: list[str] | None
-        ) -> Iterator[tuple[list[str], np.ndarray]]:
+            source: Iterator[Item], limit: int | None, listed: list[str] | None
+        ) -> Iterator[storage.Chunk]:
             keys: list[str] = []
             fps: list[int] = []
-            for taken, (key, fingerprint) in enumerate(source, 1):
-                keys.append(key)
-                fps.append(fingerprint)
+            sigs: list[bytes | None] = []
+            for taken, item in enumerate(source, 1):
+                keys.append(item[0])
+                fps.append(item[1])
+                sigs.append(_signature_of(item))
                 if len(keys) >= chunk_size or taken == limit:
-                    yield checked_chunk(keys, fps)
+                    yield checked_chunk(keys, fps, sigs)
                     if listed is not None and len(listed) <= accelerator.APPLIED_MAX:  # bounded
                         listed += keys
-                    keys, fps = [], []
+                    keys, fps, sigs = [], [], []
                     if taken == limit:
                         return
             if keys:
-                yield checked_chunk(keys, fps)
+                yield checked_chunk(keys, fps, sigs)
                 if listed is not None and len(listed) <= accelerator.APPLIED_MAX:
                     listed += keys
 
@@ -415,56 +453,69 @@ class SimIndex(Answers, Upkeep):
     def items(self) -> Iterator[tuple[str, int]]:
         """Every (key, fingerprint), in no particular order, read in one snapshot."""
         with self._lock, self._backend.reading() as conn:
-            rows = [(key, value) for _, key, value in self._store.everything(conn)]
+            rows = [(key, value) for _, key, value, _ in self._store.everything(conn)]
         for key, value in rows:
             yield key, value & ((1 << 64) - 1)
 
-    def _pairs(self, k: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]:
-        """Positions (in id order) of every pair within k, their distances, and keys."""
+    def _pairs(
+        self, k: int | None, threshold: float | None
+    ) -> tuple[list[tuple[int, int, int, float | None]], dict[int, str]]:
+        """Every pair within k that verifies at the threshold, as (id a, id b,
+        distance, similarity) with a < b in id order (a added first), and the
+        keys of their rows."""
         distance = self.k if k is None else check_k(k, limit=MAX_INDEX_K)
+        at = self.threshold if threshold is None else check_threshold(threshold)
         with self._lock, self._backend.reading() as conn:
             ids, fps = self._store.load(conn)
             order = np.argsort(ids, kind="stable")
             ids, fps = ids[order], fps[order]
             a, b, d = pairs_within(fps, distance)
-            keys = self._store.keys_for(conn, np.concatenate([ids[a], ids[b]]).tolist())
-        return ids[a], ids[b], d, keys
+            rows = self._store.keys_for(conn, np.concatenate([ids[a], ids[b]]).tolist())
+        pairs = []
+        for ia, ib, dist in zip(ids[a].tolist(), ids[b].tolist(), d.tolist(), strict=True):
+            sa, sb = rows[ia][1], rows[ib][1]
+            estimate = None if sa is None or sb is None else similarity(sa, sb)
+            if estimate is None or estimate >= at:
+                pairs.append((ia, ib, dist, estimate))
+        return pairs, {i: key for i, (key, _) in rows.items()}
 
-    def duplicates(self, k: int | None = None) -> list[Pair]:
-        """Every pair of stored documents within distance k (default: the index's k).
+    def duplicates(self, k: int | None = None, *, threshold: float | None = None) -> list[Pair]:
+        """Every pair of stored near-duplicates: within distance k (default: the
+        index's k) and, where both have a signature, at least ``threshold``
+        similar (default: the index's; 0: distance alone).
 
         Reads the fingerprints in one snapshot and pairs them in memory (see
         query.pairs_within): exact for any k from 0 to 15. Sorted by distance,
         then keys.
         """
-        ia, ib, d, keys = self._pairs(k)
+        found, keys = self._pairs(k, threshold)
         pairs = []
-        for a, b, dist in zip(ia.tolist(), ib.tolist(), d.tolist(), strict=True):
+        for a, b, dist, estimate in found:
             ka, kb = sorted((keys[a], keys[b]))
-            pairs.append(Pair(ka, kb, dist))
+            pairs.append(Pair(ka, kb, dist, estimate))
         pairs.sort(key=lambda p: (p.distance, p.key_a, p.key_b))
         return pairs
 
-    def clusters(self, k: int | None = None) -> list[Cluster]:
-        """Groups of near-duplicates: documents linked by chains of pairs within k.
-
-        Single linkage: if A~B and B~C, A, B and C form one cluster even when
-        A and C are further apart than k. The canonical member is the one
-        added first (replacing a key's text keeps its place). Clusters come
+    def clusters(self, k: int | None = None, *, threshold: float | None = None) -> list[Cluster]:
+        """Groups of near-duplicates (pairs as ``duplicates`` gives them), none
+        chained: each document, in the order they were added, joins the
+        cluster of the first canonical document it is a near-duplicate of,
+        else starts its own; so every member is a near-duplicate of its
+        cluster's canonical member (the one added first; replacing a key's
+        text keeps its place). Clusters of one are left out. Clusters come
         largest first, then by canonical key.
         """
-        ia, ib, _, keys = self._pairs(k)
-        fingerprints = dict(self.items()) if len(ia) else {}
-        groups = clusters_from_pairs(
-            zip(ia.tolist(), ib.tolist(), strict=True), {i: i for i in keys}
-        )
+        found, keys = self._pairs(k, threshold)
+        groups = leader_clusters([(a, b) for a, b, _, _ in found])
+        distance = {(a, b): d for a, b, d, _ in found}
         out = []
         for group in groups:
-            canonical = keys[group[0]]
-            base = fingerprints[canonical]
-            members = [(keys[i], (fingerprints[keys[i]] ^ base).bit_count()) for i in group]
-            members[1:] = sorted(members[1:], key=lambda m: (m[1], m[0]))
-            out.append(Cluster(canonical, members))
+            canonical = group[0]
+            members = [(keys[canonical], 0)]
+            members += sorted(
+                ((keys[i], distance[canonical, i]) for i in group[1:]), key=lambda m: (m[1], m[0])
+            )
+            out.append(Cluster(keys[canonical], members))
         out.sort(key=lambda c: (-len(c.members), c.canonical))
         return out
 
@@ -497,23 +548,35 @@ class SimIndex(Answers, Upkeep):
         key_b: str | None = None,
         k: int | None = None,
         top: int = 10,
+        threshold: float | None = None,
     ) -> Explanation:
         """Why two texts are, or are not, near-duplicates in this index.
 
         They are fingerprinted with the index's configuration and compared
         block by block through its layout, for distance k (default: the
-        index's own); see simindex.explain. A fingerprint, or ``key_a`` /
-        ``key_b`` for a stored document, gives the distance, blocks and
-        tables only: texts are not stored, so their features are unknown.
+        index's own), then by their verification signatures at ``threshold``
+        (default: the index's); see simindex.explain. A fingerprint gives the
+        distance, blocks and tables only; ``key_a`` / ``key_b`` for a stored
+        document, those and the similarity of its stored signature: texts are
+        not stored, so their features are unknown.
         """
         sides: list[str | int] = []
+        signatures: list[bytes | None] = []
         for name, value, key in (("a", a, key_a), ("b", b, key_b)):
             if (value is None) == (key is None):
                 raise InvalidArgumentError(f"give {name} or key_{name} (one of them)")
-            stored = value if key is None else self.get(key)
-            if stored is None:
-                raise InvalidArgumentError(f"no document is stored under key {key!r}")
-            sides.append(stored)
+            if key is not None:
+                check_key(key)
+                with self._lock:
+                    row = self._store.fetch_row(key)
+                if row is None:
+                    raise InvalidArgumentError(f"no document is stored under key {key!r}")
+                sides.append(row[0] & ((1 << 64) - 1))
+                signatures.append(row[1])
+            else:
+                assert value is not None
+                sides.append(value)
+                signatures.append(None)
         with self._lock:
             self._refresh()
             settings = self._settings
@@ -523,4 +586,16 @@ class SimIndex(Answers, Upkeep):
             layout=settings.layout,
             config=settings.config,
             top=top,
+            threshold=settings.threshold if threshold is None else threshold,
+            signatures=(signatures[0], signatures[1]),
         )
+
+
+def _signature_of(item: Item) -> bytes | None:
+    """The signature of an (key, fingerprint[, signature]) item, or None."""
+    return item[2] if len(item) > 2 else None
+
+
+def _columns(batch: list[Item]) -> tuple[list[str], list[int], list[bytes | None]]:
+    """A batch of items as (keys, fingerprints, signatures)."""
+    return [i[0] for i in batch], [i[1] for i in batch], [_signature_of(i) for i in batch]

@@ -42,7 +42,8 @@ from contextlib import contextmanager
 from typing import BinaryIO, NamedTuple
 
 from simindex.errors import EmptyTextError, InvalidArgumentError, SimIndexError
-from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig, simhash
+from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig
+from simindex.signature import fingerprint_and_signature
 
 FORMATS = ("auto", "text", "lines", "jsonl", "csv")
 FOLDER_KEYS = ("parent", "path")  # how read_docs keys a file found in a folder
@@ -442,8 +443,9 @@ def fingerprint_docs(
     *,
     workers: int | None = None,
     chunk_size: int = 256,
-) -> Iterator[tuple[Doc, int | None]]:
-    """Each document with its fingerprint (None if it has no words), in input order.
+) -> Iterator[tuple[Doc, int | None, bytes | None]]:
+    """Each document with its fingerprint and verification signature (both
+    None if it has no words), in input order.
 
     ``workers``: processes to use (default: the CPUs this process may use);
     1 or fewer fingerprints here, with no pool. Documents go to the workers in
@@ -480,22 +482,27 @@ def usable_cpus() -> int:
     return os.cpu_count() or 1
 
 
-def _fingerprint(text: str, config: FingerprintConfig) -> int | None:
+Marks = tuple[int, bytes] | tuple[None, None]  # a fingerprint and a signature, or neither
+
+
+def _fingerprint(text: str, config: FingerprintConfig) -> Marks:
     try:
-        return simhash(text, config)
+        return fingerprint_and_signature(text, config)
     except EmptyTextError:
-        return None
+        return None, None
 
 
-def _serial(docs: Iterable[Doc], config: FingerprintConfig) -> Iterator[tuple[Doc, int | None]]:
+def _serial(
+    docs: Iterable[Doc], config: FingerprintConfig
+) -> Iterator[tuple[Doc, int | None, bytes | None]]:
     for doc in docs:
-        yield doc, _fingerprint(doc.text, config)
+        yield (doc, *_fingerprint(doc.text, config))
 
 
 # In a worker process: the configuration, set once by _init_worker.
 _worker_config = DEFAULT_CONFIG
 
-_Result = tuple[list[int | None], Exception | None, str]
+_Result = tuple[list[Marks], Exception | None, str]
 
 
 def _init_worker(config: FingerprintConfig) -> None:
@@ -507,8 +514,9 @@ def _init_worker(config: FingerprintConfig) -> None:
 
 
 def _fingerprint_chunk(texts: list[str]) -> _Result:
-    """Fingerprints of texts, up to the first error: (done, error, its traceback)."""
-    done: list[int | None] = []
+    """Fingerprints and signatures of texts, up to the first error: (done,
+    error, its traceback)."""
+    done: list[Marks] = []
     try:
         for text in texts:
             done.append(_fingerprint(text, _worker_config))
@@ -543,7 +551,7 @@ def _context() -> multiprocessing.context.BaseContext:
 
 def _parallel(
     source: Iterator[Doc], config: FingerprintConfig, workers: int, chunk_size: int
-) -> Iterator[tuple[Doc, int | None]]:
+) -> Iterator[tuple[Doc, int | None, bytes | None]]:
     failure: list[Exception] = []  # an error raised by the source, raised after its docs
 
     def take() -> list[Doc]:
@@ -595,7 +603,8 @@ def _parallel(
             chunk, future = pending.popleft()
             done, error, trace = future.result()
             del future
-            yield from zip(chunk[: len(done)], done, strict=True)
+            for doc, (fingerprint, signature) in zip(chunk[: len(done)], done, strict=True):
+                yield doc, fingerprint, signature
             if error is not None:
                 raise error from _WorkerTraceback(trace)
         if failure:

@@ -1,21 +1,37 @@
 """The one ending of every query path: candidate rows -> matches.
 
 Whatever found the candidates (the block indexes, a held snapshot, a join on
-the server, a full scan), each is a stored row (id, key, signed fingerprint)
-read after it was found, so its distance is checked again here (a writer may
-have replaced the row meanwhile), each row counts once, and the matches come
-sorted by distance, then key.
+the server, a full scan), each is a stored row (id, key, signed fingerprint,
+signature) read after it was found, so its distance is checked again here (a
+writer may have replaced the row meanwhile), each row counts once, and the
+matches come sorted by distance, then key.
+
+Verification (the second stage): a candidate within k whose row and query
+both have a signature is a match only when their estimated similarity
+(simindex.signature) reaches the threshold; a row or a query without one
+(``add_fingerprint``, a query by fingerprint, an index not yet rebuilt from
+its texts) is matched by distance alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 from simindex.fingerprint import to_signed, to_unsigned
 from simindex.results import Match
+from simindex.signature import similarity
 
 _MASK64 = (1 << 64) - 1
-Row = tuple[int, str, int]  # (id, key, signed fingerprint), as stored
+Row = tuple[int, str, int, "bytes | None"]  # (id, key, signed fingerprint, signature), as stored
+
+
+class Verify(NamedTuple):
+    """How a query's candidates within k are judged: its signature (None:
+    distance alone) and the similarity they need (0: any)."""
+
+    signature: bytes | None
+    threshold: float
 
 
 def near(rows: list[tuple[int, int]], fingerprint: int, k: int) -> list[int]:
@@ -26,24 +42,40 @@ def near(rows: list[tuple[int, int]], fingerprint: int, k: int) -> list[int]:
     return list(dict.fromkeys(ids)) if len(ids) > 1 else ids
 
 
-def within(rows: Iterable[tuple[int, str, int]], fingerprint: int, k: int) -> list[Match]:
-    """The rows (id, key, signed fingerprint) within distance k of an unsigned
-    fingerprint, each once, sorted by distance, then key."""
+def within(
+    rows: Iterable[Row], fingerprint: int, k: int, verify: Verify | None = None
+) -> list[Match]:
+    """The rows (id, key, signed fingerprint, signature) within distance k of
+    an unsigned fingerprint and, where both sides have a signature, similar
+    enough (see Verify): each once, sorted by distance, then key."""
     found: dict[int, Match] = {}
-    for row_id, key, stored in rows:
+    query = None if verify is None else verify.signature
+    for row_id, key, stored, signature in rows:
         other = to_unsigned(stored)
         distance = (other ^ fingerprint).bit_count()
-        if distance <= k:
-            found[row_id] = Match(key, distance, other)
+        if distance > k:
+            continue
+        estimate = None
+        if query is not None and signature is not None:
+            estimate = similarity(query, signature)
+            assert verify is not None
+            if estimate < verify.threshold:
+                continue
+        found[row_id] = Match(key, distance, other, estimate)
     return sorted(found.values(), key=lambda m: (m.distance, m.key))
 
 
 def within_each(
-    candidates: Iterable[tuple[int, Row]], fingerprints: Sequence[int], k: int
+    candidates: Iterable[tuple[int, Row]],
+    fingerprints: Sequence[int],
+    k: int,
+    verify: Sequence[Verify | None] | None = None,
 ) -> list[list[Match]]:
-    """Per query (unsigned fingerprint), its candidates ((query position, row))
-    within distance k: rechecked, each once, sorted (see within)."""
+    """Per query (unsigned fingerprint, and how it verifies), its candidates
+    ((query position, row)) within distance k: rechecked, verified, each once,
+    sorted (see within)."""
     rows: list[list[Row]] = [[] for _ in fingerprints]
     for position, row in candidates:
         rows[position].append(row)
-    return [within(r, fp, k) for r, fp in zip(rows, fingerprints, strict=True)]
+    checks = verify if verify is not None else [None] * len(fingerprints)
+    return [within(r, fp, k, v) for r, fp, v in zip(rows, fingerprints, checks, strict=True)]

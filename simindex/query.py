@@ -9,7 +9,7 @@ whatever layout the index itself was built with.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import combinations
 from math import comb
 from typing import Any, NamedTuple
@@ -605,30 +605,25 @@ class Snapshot:
         return np.concatenate(out_q), np.concatenate(out_s), np.concatenate(out_d)
 
 
-def clusters_from_pairs(pairs: Iterable[tuple[int, int]], order: dict[int, int]) -> list[list[int]]:
-    """Connected components (of two or more) of the pairs' graph (single
-    linkage: A~B and B~C put A, B and C together even if A is far from C).
-    Each component is sorted by `order` (its first element is the canonical one)."""
-    parent: dict[int, int] = {}
-
-    def find(x: int) -> int:
-        root = x
-        while parent.setdefault(root, root) != root:
-            root = parent[root]
-        while parent[x] != root:
-            parent[x], x = root, parent[x]
-        return root
-
+def leader_clusters(pairs: Iterable[tuple[int, int]]) -> list[list[int]]:
+    """Clusters (of two or more) of the pairs' graph by the leader rule: in
+    the order of the ids (a pair (a, b) has a < b), each one joins the cluster
+    of the first leader it is paired with, else leads a cluster of its own.
+    So every member is paired with its cluster's first member (no chains: A~B
+    and B~C do not put C with A unless C~A). Each cluster: its leader, then
+    its members in id order."""
+    neighbours: dict[int, set[int]] = {}
     for a, b in pairs:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            if order[rb] < order[ra]:
-                ra, rb = rb, ra
-            parent[rb] = ra
-    groups: dict[int, list[int]] = {}
-    for x in parent:
-        groups.setdefault(find(x), []).append(x)
-    return [sorted(g, key=order.__getitem__) for g in groups.values() if len(g) > 1]
+        neighbours.setdefault(a, set()).add(b)
+        neighbours.setdefault(b, set()).add(a)
+    members: dict[int, list[int]] = {}  # leader -> members, leaders in id order
+    for node in sorted(neighbours):  # leaders so far all come before node
+        home = min((x for x in neighbours[node] if x in members), default=None)
+        if home is None:
+            members[node] = [node]
+        else:
+            members[home].append(node)
+    return [m for m in members.values() if len(m) > 1]
 
 
 class Seen:
@@ -675,9 +670,12 @@ class Seen:
                 self._bitmaps.append(None)
         self.fingerprints: list[int] = []
 
-    def nearest(self, fingerprint: int) -> tuple[int, int] | None:
+    def nearest(
+        self, fingerprint: int, accept: Callable[[int], bool] | None = None
+    ) -> tuple[int, int] | None:
         """(position, distance) of the nearest kept fingerprint within k (the
-        earliest kept among equals), or None."""
+        earliest kept among equals) that ``accept`` (given its position)
+        accepts, or None."""
         best: tuple[int, int] | None = None
         tables = zip(self._masks, self._flips, self._tables, self._bitmaps, strict=True)
         for mask, flips, table, bitmap in tables:
@@ -691,7 +689,11 @@ class Seen:
             for value in values:
                 for position in table.get(value, ()):
                     distance = (self.fingerprints[position] ^ fingerprint).bit_count()
-                    if distance <= self.k and (best is None or (distance, position) < best[::-1]):
+                    if (
+                        distance <= self.k
+                        and (best is None or (distance, position) < best[::-1])
+                        and (accept is None or accept(position))
+                    ):
                         best = (position, distance)
         return best
 

@@ -8,26 +8,35 @@ from typing import NamedTuple
 
 
 class Match(NamedTuple):
-    """One stored document near a query: its key, distance and fingerprint."""
+    """One stored document near a query: its key, distance and fingerprint,
+    and ``similarity``, the verified estimate (0 to 1) of how much of their
+    text they share (simindex.signature), or None where the query or the
+    stored document has no signature (matched by distance alone)."""
 
     key: str
     distance: int
     fingerprint: int
+    similarity: float | None = None
 
 
 class Pair(NamedTuple):
-    """Two stored documents within distance k of each other (key_a < key_b)."""
+    """Two stored documents within distance k of each other (key_a < key_b),
+    and their verified similarity (None where either has no signature)."""
 
     key_a: str
     key_b: str
     distance: int
+    similarity: float | None = None
 
 
 class Cluster(NamedTuple):
-    """Near-duplicate documents linked by chains of pairs within k.
+    """Near-duplicates of one canonical document.
 
-    ``canonical`` is the member added first; ``members`` are (key, distance
-    to the canonical member), the canonical one first, then by distance, key.
+    ``canonical`` is the member added first; every other member is a
+    near-duplicate of it (within k and, where both have a signature,
+    verified), so no member is unlike its canonical one. ``members`` are
+    (key, distance to the canonical member), the canonical one first, then
+    by distance, key.
     """
 
     canonical: str

@@ -1,80 +1,64 @@
-"""Verification signatures: a second, copy-sensitive sketch of a text, to check
-the candidates the 64-bit fingerprint finds. Measured, not wired into the index
-(bench/quality.py --hard, bench/copyright.py, bench/signatures.py;
-docs/decisions/verification-signatures.md recommends ``minhash128x4/1``).
+"""The verification signature: a copy-sensitive sketch stored beside each fingerprint.
 
-Pure functions, no database. A text is read as *units*: the tokens of
-``simindex.tokenize.words(text, cjk="chars")``, a word of a spaced script
-(normalised, punctuation dropped, stop words kept) or, by ``units_of``'s mode,
-one CJK character ("chars") or CJK character bigram ("bigrams"). Punctuation and
-the whitespace between CJK characters never reach the units, so "你好　世界！"
-and "你好，世界" have the same ones. Each distinct unit is hashed with xxh64
-(seed 0, UTF-8: the fingerprint's feature hash, so one pass hashes a token once
-for both, see ``fingerprint_and_signature``); a shingle of n > 1 units combines
-their hashes in numpy (a text of fewer than n units is one shingle).
+The 64-bit fingerprint finds the candidates (the documents within k, through
+the block indexes); the signature then says which of them are copies. It is
+``minhash128x4/1``: 64 bytes, a b-bit one-permutation MinHash (128 bins of
+4 bits; Li, Owen and Zhang 2012, with optimal densification, Shrivastava
+2017; Li and Konig 2010 for the b bits) over the *set* of the text's units.
+Two sets at Jaccard similarity J agree in a bin with probability about
+J + (1 - J) / 16, so ``similarity`` estimates J from the bins that agree.
 
-Signatures over the set of shingle (or unit) hashes, each with the similarity
-it estimates:
-
-- ``minhash_signature`` (K bins of b bits): one-permutation MinHash with
-  optimal densification (Li, Owen and Zhang 2012; Shrivastava 2017), keeping
-  the lowest b bits of each bin's minimum (Li and Konig 2010). Two sets at
-  Jaccard J agree in a bin with probability about J + (1 - J) / 2**b.
-- ``simhash_signature`` (B = 128 or 256 bits): a Simhash of the *set* of
-  shingles (binary weights). Two sets at cosine c = |A & B| / sqrt(|A| |B|)
-  differ in a bit with probability arccos(c) / pi, so cos(pi d / B) estimates
-  their cosine.
-- ``feature_simhash``: not over shingles but over the 64-bit fingerprint's own
-  weighted features (``simindex.fingerprint.features``), 128 or 256 more bits:
-  a sharper estimate of the weighted cosine the fingerprint estimates.
-- ``hybrid_signature``: the exact set of (32-bit) hashes of a small text (up
-  to SMALL_SET of them, 4 bytes each), else the MinHash sketch; a small text is
-  compared with a large one through the sketch of its set.
-
-SIGNATURES names the configurations the benchmarks compare. Hashes and
-constants are fixed, so a signature is the same in every process, run and
-machine.
+A text's units are the tokens of ``tokenize.words(prepare(text), "chars")``
+without the CJK bigrams: the words of spaced scripts (normalised,
+punctuation dropped, stop words kept) and single CJK characters. Why these
+and not shingles, and why this sketch, is measured in
+docs/decisions/verification-signatures.md (bench/sketches.py holds every
+variant tried). Each distinct unit is hashed with xxh64 (seed 0, UTF-8), the
+fingerprint's feature hash, so ``fingerprint_and_signature`` hashes a token
+once for both. Hashes and constants are fixed: a signature is the same in
+every process, run and machine, which a stored one needs.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 import numpy as np
 import xxhash
 
 from simindex.errors import EmptyTextError, InvalidArgumentError
-from simindex.tokenize import words
+from simindex.fingerprint import FingerprintConfig, prepare, simhash
+from simindex.tokenize import PIECE_CHARS, pieces, stopwords, words
 
-SHINGLE = 3  # units a shingle: word 3-grams, CJK character 3-grams
-SMALL_SET = 15  # hybrid: texts of up to this many distinct shingles keep them all
+NAME = "minhash128x4/1"  # stored in an index's settings: what its signatures are
+BINS = 128
+BITS = 4
+NBYTES = BINS * BITS // 8  # 64 bytes a document
+# The similarity a candidate needs, by default: in both languages the lowest
+# that keeps every negative kind of bench/quality.py --hard at or under 1%
+# (docs/decisions/verification-signatures.md; docs/quality.md).
+DEFAULT_THRESHOLD = 0.8
+
+
+def check_threshold(value: object) -> float:
+    """A threshold: a number from 0 (distance alone) to 1; else InvalidArgumentError."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not 0.0 <= float(value) <= 1.0  # NaN fails too
+    ):
+        raise InvalidArgumentError(f"threshold is a number from 0 to 1, not {value!r}")
+    return float(value)
+
 
 _CJK1 = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
-# Units are hashed as the fingerprint hashes its features (xxh64, seed 0, UTF-8), so
-# one pass can hash each distinct token once for both (fingerprint_and_signature).
 _xxh64 = xxhash.xxh64_intdigest
 _U64 = np.uint64
-# Odd 64-bit multipliers, one per position in a shingle (a shingle is ordered).
-_POSITION = np.array(
-    [
-        0x9E3779B97F4A7C15,
-        0xC2B2AE3D27D4EB4F,
-        0x165667B19E3779F9,
-        0xD6E8FEB86659FD93,
-        0xFF51AFD7ED558CCD,
-        0xC4CEB9FE1A85EC53,
-        0x94D049BB133111EB,
-        0xBF58476D1CE4E5B9,
-    ],
-    dtype=_U64,
-)
 
 
-def _mix(x: np.ndarray) -> np.ndarray:
+def mix(x: np.ndarray) -> np.ndarray:
     """splitmix64's finaliser, elementwise over uint64 (wrapping arithmetic)."""
     x = x ^ (x >> _U64(30))
     x = x * _U64(0xBF58476D1CE4E5B9)
@@ -83,21 +67,20 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> _U64(31))
 
 
+# --- units -----------------------------------------------------------------------------------
+
 UNITS = ("chars", "bigrams", "content")
 
 
 def units_of(tokens: Sequence[str], mode: str = "chars") -> list[str]:
-    """The units of ``words(text, cjk="chars")``'s tokens: with ``mode`` "chars",
-    the CJK bigrams left out (words and CJK characters); with "bigrams", the single
-    CJK characters left out (words and CJK character bigrams, which are about as
-    many as Chinese words; a CJK run of one character is lost); with "content",
-    "chars" without the shipped stop words (all of them when nothing else is
-    left)."""
+    """The units of ``words(text, cjk="chars")``'s tokens: with ``mode`` "chars"
+    (the signature's), the CJK bigrams left out (words and CJK characters);
+    "bigrams" (measured, not kept), the single CJK characters left out;
+    "content" (measured, not kept), "chars" without the shipped stop words
+    (all of them when nothing else is left)."""
     if mode not in UNITS:
         raise InvalidArgumentError(f"units must be one of {', '.join(UNITS)}, not {mode!r}")
     if mode == "content":
-        from simindex.tokenize import stopwords
-
         stop = stopwords()
         kept = units_of(tokens, "chars")
         return [t for t in kept if t not in stop] or kept
@@ -109,12 +92,12 @@ def units_of(tokens: Sequence[str], mode: str = "chars") -> list[str]:
 
 
 def units(text: str, mode: str = "chars") -> list[str]:
-    """A text's units (see units_of): normalised words of spaced scripts, and single
-    CJK characters ("chars") or CJK character bigrams ("bigrams")."""
+    """A text's units, in order (see units_of); the text is taken as it is
+    (``prepare`` it first for an index's configuration)."""
     return units_of(words(text, "chars"), mode)
 
 
-def _unit_hashes(keys: Sequence[str]) -> np.ndarray:
+def unit_hashes(keys: Sequence[str]) -> np.ndarray:
     """xxh64 (seed 0) of each unit's UTF-8 bytes, as simindex.fingerprint hashes a
     feature (lone surrogates passed through), in C loops."""
     try:
@@ -125,170 +108,32 @@ def _unit_hashes(keys: Sequence[str]) -> np.ndarray:
         )
 
 
-def shingle_hashes(unit_list: Sequence[str], n: int = SHINGLE) -> np.ndarray:
-    """The 64-bit hashes of the runs of n consecutive units: for n = 1, of each
-    distinct unit (its xxh64, as the fingerprint's feature hash), else of every
-    run, in order (repeats kept). Fewer
-    than n units make one shingle; none, none. Every signature here reads the
-    hashes as a set."""
-    if not 1 <= n <= len(_POSITION):
-        raise InvalidArgumentError(f"n must be from 1 to {len(_POSITION)}, not {n!r}")
-    if not unit_list:
-        return np.zeros(0, dtype=_U64)
-    distinct = list(dict.fromkeys(unit_list))
-    table = _unit_hashes(distinct)
-    if n == 1:
-        return table
-    # Each distinct unit hashed once; positions looked up through a dict (in C).
-    index = dict(zip(distinct, range(len(distinct)), strict=True))
-    ids = np.fromiter(map(index.__getitem__, unit_list), np.intp, count=len(unit_list))
-    h = table[ids]
-    m = len(h) - n + 1
-    if m <= 0:  # fewer than n units: one shingle of them all
-        h, m = np.concatenate([h, np.zeros(n - len(h), _U64)]), 1
-    acc = h[:m] * _POSITION[0]
-    for j in range(1, n):
-        acc = acc + h[j : j + m] * _POSITION[j]
-    return _mix(acc ^ _U64(n))
-
-
-def text_hashes(text: str, n: int = SHINGLE, mode: str = "chars") -> np.ndarray:
-    """shingle_hashes(units(text, mode), n); raises EmptyTextError for a text with no unit."""
-    if not isinstance(text, str):
-        raise InvalidArgumentError(f"text must be a str, not {type(text).__name__}")
-    u = units(text, mode)
-    if not u:
-        raise EmptyTextError("the text has no word features (it is empty or only punctuation)")
-    return shingle_hashes(u, n)
-
-
-# --- exact similarities (what the signatures estimate) -------------------------------------
-
-
-def shingle_set(hashes: np.ndarray) -> np.ndarray:
-    """The distinct shingle hashes, sorted."""
-    return np.unique(hashes)
-
-
-def exact_jaccard(a: np.ndarray, b: np.ndarray) -> float:
-    """|A & B| / |A | B| of two texts' shingle hashes (repeats ignored)."""
-    sa, sb = np.unique(a), np.unique(b)
-    if not len(sa) and not len(sb):
-        return 1.0
-    inter = len(np.intersect1d(sa, sb, assume_unique=True))
-    return inter / (len(sa) + len(sb) - inter)
-
-
-def exact_cosine(a: np.ndarray, b: np.ndarray) -> float:
-    """|A & B| / sqrt(|A| |B|): the cosine of the binary shingle vectors."""
-    sa, sb = np.unique(a), np.unique(b)
-    if not len(sa) or not len(sb):
-        return 1.0 if len(sa) == len(sb) else 0.0
-    inter = len(np.intersect1d(sa, sb, assume_unique=True))
-    return inter / math.sqrt(len(sa) * len(sb))
-
-
-def exact_containment(a: np.ndarray, b: np.ndarray) -> float:
-    """|A & B| / min(|A|, |B|): how much of the smaller text the larger holds."""
-    sa, sb = np.unique(a), np.unique(b)
-    if not len(sa) or not len(sb):
-        return 1.0 if len(sa) == len(sb) else 0.0
-    inter = len(np.intersect1d(sa, sb, assume_unique=True))
-    return inter / min(len(sa), len(sb))
-
-
-# --- a wider Simhash over the shingle set --------------------------------------------------
-
-_CHUNK = 1 << 15  # shingles voted per step: bounds memory for huge texts
-_BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little")
-
-
-def _votes(h: np.ndarray, weights: np.ndarray | None, bits: int) -> bytes:
-    """A bits-bit Simhash of distinct 64-bit hashes h (weights: each one's vote, else
-    1): word w of a hash's bits is mix(hash ^ w's constant)."""
-    words_ = bits // 64
-    counts = np.zeros((bits // 8, 256), dtype=np.float64)
-    rows = np.arange(bits // 8, dtype=np.intp) * 256
-    for start in range(0, len(h), _CHUNK):
-        part = h[start : start + _CHUNK]
-        wide = np.empty((len(part), words_), dtype=_U64)
-        for w in range(words_):
-            wide[:, w] = _mix(part ^ _POSITION[w])
-        by = wide.view(np.uint8).reshape(len(part), bits // 8)  # little-endian bytes
-        # How often (with what weight) each byte position holds each value; the bit
-        # votes follow from the counts.
-        wt = None if weights is None else np.repeat(weights[start : start + _CHUNK], bits // 8)
-        counts += np.bincount(
-            (by + rows[None, :]).ravel(), weights=wt, minlength=bits * 32
-        ).reshape(bits // 8, 256)
-    ones = counts @ _BYTE_BITS  # (bytes, 8): the weight of the hashes with each bit set
-    total = float(len(h)) if weights is None else float(weights.sum())
-    return np.packbits((2 * ones > total).ravel(), bitorder="little").tobytes()
-
-
-def _check_bits(bits: int) -> None:
-    if bits % 64 or not 64 <= bits <= 64 * len(_POSITION):
-        raise InvalidArgumentError(f"bits must be a multiple of 64 up to 512, not {bits!r}")
-
-
-def simhash_signature(hashes: np.ndarray, bits: int = 256) -> bytes:
-    """A ``bits``-bit Simhash (a multiple of 64) of the set of shingles, every
-    shingle weighing 1."""
-    _check_bits(bits)
-    return _votes(np.unique(hashes), None, bits)
-
-
-def feature_simhash(weighted: Mapping[str, int], bits: int = 256) -> bytes:
-    """A ``bits``-bit Simhash of weighted features (simindex.fingerprint.features:
-    the very features and weights of the 64-bit fingerprint), word w of a
-    feature's bits being mix(xxh64(feature) ^ w's constant), not the
-    fingerprint's own bits: a longer, independent estimate of their weighted
-    cosine."""
-    _check_bits(bits)
-    keys = list(weighted)
-    h = np.fromiter((_xxh64(k.encode("utf-8", "surrogatepass")) for k in keys), _U64, len(keys))
-    w = np.fromiter((weighted[k] for k in keys), np.float64, len(keys))
-    return _votes(h, w, bits)
-
-
-def simhash_similarity(a: bytes, b: bytes) -> float:
-    """cos(pi * d / B): the estimated cosine of two texts' shingle sets."""
-    if len(a) != len(b):
-        raise InvalidArgumentError("signatures of different widths")
-    d = (int.from_bytes(a, "little") ^ int.from_bytes(b, "little")).bit_count()
-    return math.cos(math.pi * d / (8 * len(a)))
-
-
-# --- b-bit one-permutation MinHash ---------------------------------------------------------
+# --- b-bit one-permutation MinHash -----------------------------------------------------------
 
 _PROBES = 32  # densification: bins tried for an empty bin before the nearest one to its right
+_TABLES: dict[int, np.ndarray] = {}
+_EMPTY = np.uint32(0xFFFFFFFF)
 
 
 def _probe_table(bins: int) -> np.ndarray:
     seeds = np.arange(bins * _PROBES, dtype=_U64) + _U64(0x5851F42D4C957F2D)
-    return (_mix(seeds) % _U64(bins)).astype(np.intp).reshape(bins, _PROBES)
+    return (mix(seeds) % _U64(bins)).astype(np.intp).reshape(bins, _PROBES)
 
 
-_TABLES: dict[int, np.ndarray] = {}
-
-
-def _check_sketch(bins: int, bits: int) -> None:
+def check_sketch(bins: int, bits: int) -> None:
     if bins < 8 or bins > 4096 or bins & (bins - 1):
         raise InvalidArgumentError(f"bins must be a power of two from 8 to 4096, not {bins!r}")
     if not 1 <= bits <= 16 or (bins * bits) % 8:
         raise InvalidArgumentError("bits must be 1-16 with bins * bits a whole byte count")
 
 
-_EMPTY = np.uint32(0xFFFFFFFF)
-
-
-def minhash_values(h32: np.ndarray, bins: int = 128, bits: int = 4) -> np.ndarray:
-    """The K = bins b-bit values of one-permutation MinHash over 32-bit shingle
+def minhash_values(h32: np.ndarray, bins: int = BINS, bits: int = BITS) -> np.ndarray:
+    """The K = bins b-bit values of one-permutation MinHash over 32-bit
     hashes: bin = the top log2(K) bits, the bin's value = the low b bits of its
     smallest hash; an empty bin takes the value of the first non-empty bin on
     its probe sequence (optimal densification), else of the nearest non-empty
     bin to its right. (A hash of all ones counts as no hash: a 2**-32 chance.)"""
-    _check_sketch(bins, bits)
+    check_sketch(bins, bits)
     shift = np.uint32(32 - bins.bit_length() + 1)
     h32 = np.asarray(h32, dtype=np.uint32)
     mins = np.full(bins, _EMPTY, dtype=np.uint32)
@@ -311,7 +156,7 @@ def minhash_values(h32: np.ndarray, bins: int = 128, bits: int = 4) -> np.ndarra
     return values
 
 
-def _pack(values: np.ndarray, bits: int) -> bytes:
+def pack(values: np.ndarray, bits: int) -> bytes:
     """b-bit values packed little-end first, 8 / b to a byte (or 2 bytes a value)."""
     if bits == 8:
         return values.astype(np.uint8).tobytes()
@@ -323,238 +168,105 @@ def _pack(values: np.ndarray, bits: int) -> bytes:
     return np.packbits(as_bits.astype(np.uint8).ravel(), bitorder="little").tobytes()
 
 
-def unpack_values(sig: bytes, bins: int, bits: int) -> np.ndarray:
-    """The b-bit values of a packed MinHash signature."""
-    raw = np.frombuffer(sig, dtype=np.uint8)
-    if bits == 8:
-        return raw.astype(np.uint32)
-    if 8 % bits == 0:
-        per = 8 // bits
-        shifts = np.arange(per, dtype=np.uint8) * np.uint8(bits)
-        out = (raw[:, None] >> shifts) & np.uint8((1 << bits) - 1)
-        return out.ravel()[:bins].astype(np.uint32)
-    flat = np.unpackbits(raw, bitorder="little")
-    weights = np.uint32(1) << np.arange(bits, dtype=np.uint32)
-    return flat[: bins * bits].reshape(bins, bits).astype(np.uint32) @ weights
-
-
 def top32(hashes: np.ndarray) -> np.ndarray:
-    """The top 32 bits of 64-bit shingle hashes (what the MinHash sketches use)."""
+    """The top 32 bits of 64-bit unit hashes (what the sketch uses)."""
     return (hashes >> _U64(32)).astype(np.uint32)
 
 
-def minhash_signature(hashes: np.ndarray, bins: int = 128, bits: int = 4) -> bytes:
-    """bins * bits / 8 bytes: see minhash_values (over the top 32 bits of each hash)."""
-    return _pack(minhash_values(top32(hashes), bins, bits), bits)
+def sketch(hashes: np.ndarray, bins: int = BINS, bits: int = BITS) -> bytes:
+    """bins * bits / 8 bytes over a set of 64-bit hashes (see minhash_values)."""
+    return pack(minhash_values(top32(hashes), bins, bits), bits)
 
 
-def jaccard_from_agreement(agree: float, bits: int) -> float:
+def jaccard_from_agreement(agree: float, bits: int = BITS) -> float:
     """The Jaccard estimate from the fraction of bins that agree."""
     chance = 2.0**-bits
     return min(1.0, max(0.0, (agree - chance) / (1.0 - chance)))
 
 
-def minhash_similarity(a: bytes, b: bytes, bins: int = 128, bits: int = 4) -> float:
-    """The estimated Jaccard similarity of two texts' shingle sets."""
-    if len(a) != len(b):
-        raise InvalidArgumentError("signatures of different sizes")
-    va, vb = unpack_values(a, bins, bits), unpack_values(b, bins, bits)
-    return jaccard_from_agreement(float(np.mean(va == vb)), bits)
+_LOW_NIBBLES = int.from_bytes(b"\x11" * NBYTES, "little")
 
 
-# --- exact shingle sets for small texts, else the MinHash sketch ---------------------------
+def similarity(a: bytes, b: bytes) -> float:
+    """The estimated Jaccard similarity (0 to 1) of the unit sets behind two
+    signatures: the share of their 128 four-bit bins that agree, less chance
+    agreement. Computed on Python ints (a few hundred nanoseconds)."""
+    if len(a) != NBYTES or len(b) != NBYTES:
+        raise InvalidArgumentError(f"a signature is {NBYTES} bytes, not {len(a)} and {len(b)}")
+    x = int.from_bytes(a, "little") ^ int.from_bytes(b, "little")
+    differ = ((x | x >> 1 | x >> 2 | x >> 3) & _LOW_NIBBLES).bit_count()
+    return jaccard_from_agreement((BINS - differ) / BINS)
 
 
-def hybrid_signature(hashes: np.ndarray, bins: int = 128, bits: int = 4) -> bytes:
-    """Up to SMALL_SET distinct shingles: their sorted 32-bit hashes (4 bytes
-    each, under bins * bits / 8 bytes); more: minhash_signature."""
-    small = np.unique(top32(hashes))
-    if len(small) <= SMALL_SET and 4 * len(small) < bins * bits // 8:
-        return small.astype("<u4").tobytes()
-    return minhash_signature(hashes, bins, bits)
+# --- a text's signature, with its fingerprint --------------------------------------------
 
 
-def hybrid_similarity(a: bytes, b: bytes, bins: int = 128, bits: int = 4) -> float:
-    """Exact Jaccard of two small sets; else the sketches' estimate (a small set
-    sketched on the spot)."""
-    size = bins * bits // 8
-    if len(a) < size and len(b) < size:
-        sa, sb = np.frombuffer(a, "<u4"), np.frombuffer(b, "<u4")
-        inter = len(np.intersect1d(sa, sb, assume_unique=True))
-        union = len(sa) + len(sb) - inter
-        return inter / union if union else 1.0
-
-    def sketch(x: bytes) -> bytes:
-        if len(x) == size:
-            return x
-        return _pack(minhash_values(np.frombuffer(x, "<u4"), bins, bits), bits)
-
-    return minhash_similarity(sketch(a), sketch(b), bins, bits)
+def _distinct_units(text: str) -> list[str]:
+    """The distinct units of a prepared text, in first-seen order; a long text
+    piece by piece (memory that grows with its vocabulary, not its length)."""
+    if len(text) <= PIECE_CHARS:
+        return list(dict.fromkeys(units(text)))
+    seen: dict[str, None] = {}
+    for piece in pieces(text):
+        seen.update(dict.fromkeys(units(piece)))
+    return list(seen)
 
 
-# --- the candidates, by name ---------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Signature:
-    """One verification signature: how it is made from shingle hashes, how two
-    are compared, its size, and the exact similarity it estimates."""
-
-    name: str
-    n: int  # units a shingle
-    nbytes: int  # bytes a document (the hybrid: at most)
-    estimates: str  # "jaccard", "cosine" (of the shingle sets) or "tf-cosine" (features)
-    make: Callable[[np.ndarray], bytes]
-    similarity: Callable[[bytes, bytes], float]
-    # Made from the fingerprint's weighted features (make_features) instead of shingles.
-    make_features: Callable[[Mapping[str, int]], bytes] | None = None
-    units: str = "chars"  # how CJK becomes units (see units_of)
-
-    def of(self, text: str) -> bytes:
-        """The signature of a text (raises EmptyTextError for a text with no unit)."""
-        if self.make_features is not None:
-            from simindex.fingerprint import DEFAULT_CONFIG, features
-
-            weighted = features(text, DEFAULT_CONFIG)
-            if not weighted:
-                raise EmptyTextError("the text has no word features")
-            return self.make_features(weighted)
-        return self.make(text_hashes(text, self.n, self.units))
-
-
-def _simhash(bits: int, n: int) -> Signature:
-    return Signature(
-        f"simhash{bits}/{n}",
-        n,
-        bits // 8,
-        "cosine",
-        lambda h: simhash_signature(h, bits),
-        simhash_similarity,
-    )
-
-
-def _tf_simhash(bits: int) -> Signature:
-    def not_from_shingles(h: np.ndarray) -> bytes:
-        raise InvalidArgumentError("made from weighted features: use make_features")
-
-    return Signature(
-        f"tf-simhash{bits}",
-        1,
-        bits // 8,
-        "tf-cosine",
-        not_from_shingles,
-        simhash_similarity,
-        lambda weighted: feature_simhash(weighted, bits),
-    )
-
-
-_SUFFIX = {"chars": "", "bigrams": "w", "content": "s"}
-
-
-def _minhash(bins: int, bits: int, n: int, mode: str = "chars") -> Signature:
-    return Signature(
-        f"minhash{bins}x{bits}/{n}{_SUFFIX[mode]}",
-        n,
-        bins * bits // 8,
-        "jaccard",
-        lambda h: minhash_signature(h, bins, bits),
-        lambda a, b: minhash_similarity(a, b, bins, bits),
-        units=mode,
-    )
-
-
-def _hybrid(bins: int, bits: int, n: int) -> Signature:
-    return Signature(
-        f"hybrid{bins}x{bits}/{n}",
-        n,
-        bins * bits // 8,
-        "jaccard",
-        lambda h: hybrid_signature(h, bins, bits),
-        lambda a, b: hybrid_similarity(a, b, bins, bits),
-    )
-
-
-# What the benchmarks compare: name -> Signature. "/n": shingles of n units; "w":
-# the units are words and CJK character bigrams, "s": words and CJK characters
-# without stop words (else words and CJK characters, stop words kept).
-SIGNATURES: dict[str, Signature] = {
-    s.name: s
-    for s in (
-        _simhash(128, 3),
-        _simhash(256, 3),
-        _tf_simhash(128),
-        _tf_simhash(256),
-        _minhash(128, 4, 1),
-        _minhash(256, 2, 1),
-        _minhash(512, 1, 1),
-        _minhash(256, 4, 1),
-        _minhash(128, 4, 1, "content"),
-        _minhash(128, 4, 1, "bigrams"),
-        _minhash(256, 2, 1, "bigrams"),
-        _minhash(512, 1, 1, "bigrams"),
-        _minhash(256, 4, 1, "bigrams"),
-        _minhash(128, 4, 2),
-        _minhash(256, 2, 2),
-        _minhash(64, 8, 3),
-        _minhash(128, 4, 3),
-        _minhash(256, 2, 3),
-        _minhash(512, 1, 3),
-        _minhash(256, 4, 3),
-        _minhash(128, 4, 5),
-        _hybrid(128, 4, 3),
-        _hybrid(128, 4, 1),
-    )
-}
-
-
-# --- the fingerprint and a signature in one pass -------------------------------------------
+def signature(text: str, config: FingerprintConfig) -> bytes:
+    """The signature of a text read with an index's configuration (its
+    normalisation: see fingerprint.prepare). Raises EmptyTextError for a text
+    with no unit."""
+    if not isinstance(text, str):
+        raise InvalidArgumentError(f"text must be a str, not {type(text).__name__}")
+    found = _distinct_units(prepare(text, config))
+    if not found:
+        raise EmptyTextError("the text has no word features (it is empty or only punctuation)")
+    return sketch(unit_hashes(found))
 
 
 def _simhash64(h: np.ndarray, weights: np.ndarray) -> int:
-    """simindex.fingerprint.simhash_weighted's vote, from the features' hashes (a
-    copy, so that the hashes are shared; tests check the two agree)."""
+    """simindex.fingerprint.simhash_weighted's vote, from the features' hashes
+    (so that the hashes are shared; tests check the two agree)."""
     bits = np.unpackbits(h.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
     positive = 2 * (weights @ bits) > float(weights.sum())
     return int(np.packbits(positive, bitorder="little").view("<u8")[0])
 
 
-def fingerprint_and_signature(text: str, signature: Signature) -> tuple[int, bytes]:
-    """simhash(text, DEFAULT_CONFIG) and signature.of(text), in one pass: the text
-    is tokenised once, and each distinct token hashed once for both (the
-    fingerprint's features are its content words, CJK characters and bigrams; a
-    signature's units are its words and CJK characters or bigrams). Texts longer
-    than tokenize.PIECE_CHARS take the two passes."""
-    from simindex.fingerprint import DEFAULT_CONFIG, simhash
-    from simindex.tokenize import PIECE_CHARS, stopwords
+def _one_pass(config: FingerprintConfig) -> bool:
+    """Whether the configuration's features are the signature's tokens, so one
+    tokenisation serves both (term-frequency word unigrams, CJK as characters
+    and bigrams: the default's)."""
+    return config.ngram == 1 and config.cjk == "chars" and config.weighting == "tf"
 
+
+def fingerprint_and_signature(text: str, config: FingerprintConfig) -> tuple[int, bytes]:
+    """simhash(text, config) and signature(text, config), in one pass where the
+    configuration allows (see _one_pass): the text prepared and tokenised once,
+    each distinct token hashed once for both. Raises EmptyTextError for a
+    text with no word."""
     if not isinstance(text, str):
         raise InvalidArgumentError(f"text must be a str, not {type(text).__name__}")
-    if len(text) > PIECE_CHARS or DEFAULT_CONFIG.ngram != 1 or DEFAULT_CONFIG.cjk != "chars":
-        return simhash(text, DEFAULT_CONFIG), signature.of(text)
-    tokens = words(text, "chars")
+    if len(text) > PIECE_CHARS or not _one_pass(config):
+        return simhash(text, config), signature(text, config)
+    tokens = words(prepare(text, config), "chars")
     if not tokens:
         raise EmptyTextError("the text has no word features (it is empty or only punctuation)")
-    stop = stopwords() if DEFAULT_CONFIG.stopwords else frozenset()
+    stop = stopwords() if config.stopwords else frozenset()
     content = [t for t in tokens if t not in stop] or tokens
     counts = Counter(content)
-    if signature.make_features is not None:
-        return simhash_from_counts(counts), signature.make_features(counts)
     distinct = list(dict.fromkeys(tokens))
-    hashed = dict(zip(distinct, _unit_hashes(distinct).tolist(), strict=True))
+    hashed = dict(zip(distinct, unit_hashes(distinct).tolist(), strict=True))
     keys = list(counts)
     h = np.fromiter(map(hashed.__getitem__, keys), _U64, count=len(keys))
-    fp = _simhash64(h, np.fromiter(counts.values(), np.float64, count=len(keys)))
-    unit_list = units_of(tokens, signature.units)
-    if signature.n == 1:
-        unique = list(dict.fromkeys(unit_list))
-        sh = np.fromiter(map(hashed.__getitem__, unique), _U64, count=len(unique))
-    else:
-        sh = shingle_hashes(unit_list, signature.n)
-    return fp, signature.make(sh)
+    fingerprint = _simhash64(h, np.fromiter(counts.values(), np.float64, count=len(keys)))
+    unique = list(dict.fromkeys(units_of(tokens)))
+    return fingerprint, sketch(np.fromiter(map(hashed.__getitem__, unique), _U64, len(unique)))
 
 
-def simhash_from_counts(counts: Mapping[str, int]) -> int:
-    """The 64-bit fingerprint of weighted features (simhash_weighted's, through _simhash64)."""
-    keys = list(counts)
-    h = _unit_hashes(keys)
-    return _simhash64(h, np.fromiter((counts[k] for k in keys), np.float64, count=len(keys)))
+def check_signature(value: object) -> bytes | None:
+    """A stored signature (NBYTES bytes) or None; else InvalidArgumentError."""
+    if value is None:
+        return None
+    if not isinstance(value, (bytes, bytearray, memoryview)) or len(value) != NBYTES:
+        raise InvalidArgumentError(f"a signature is {NBYTES} bytes or None, not {value!r:.60}")
+    return bytes(value)

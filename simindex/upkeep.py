@@ -14,7 +14,7 @@ import threading
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from simindex import storage
+from simindex import signature, storage
 from simindex.blocks import probe_radius
 from simindex.errors import SimIndexError
 from simindex.results import CheckReport
@@ -59,6 +59,8 @@ class Upkeep:
         @property
         def k(self) -> int: ...
         @property
+        def threshold(self) -> float: ...
+        @property
         def layout(self) -> BlockLayout: ...
         @property
         def config(self) -> FingerprintConfig: ...
@@ -85,8 +87,10 @@ class Upkeep:
             # Lookups at the index's k: exact (0) or probed within this many bits.
             "probe_radius": probe_radius(layout, self.k) if self.k > layout.k else 0,
             "fingerprint": json.loads(self.config.to_json()),
+            "threshold": self.threshold,
+            "signature": signature.NAME,
             "format": self._settings.format,
-            "schema_revision": storage.HEAD,
+            "schema_revision": self._settings.revision,
             "created_by": self._settings.created_by,
         }
         info["held_in_memory_bytes"] = self._accel.nbytes  # (see accelerator.py)
@@ -96,6 +100,10 @@ class Upkeep:
             info["bytes_per_fingerprint"] = round(size / count, 1) if count else None
         with self._lock, self._backend.reading() as conn:
             buckets = self._store.largest_buckets(conn)
+            unsigned = self._store.without_signature(conn)
+        # Rows with no signature (add_fingerprint, or added before revision
+        # 0002 and not yet rebuilt from their texts) are matched by distance alone.
+        info["without_signature"] = unsigned
         info["largest_buckets"] = []
         info["warnings"] = []
         for rows, j in buckets:
@@ -115,6 +123,12 @@ class Upkeep:
                     f"near-identical or templated texts share it, and every query that "
                     f"lands there reads all {rows}"
                 )
+        if unsigned:
+            info["warnings"].append(
+                f"{unsigned} of {count} documents have no verification signature (added as "
+                f"fingerprints, or before signatures were stored): they are matched by "
+                f"distance alone; rebuild the index from its texts to verify them"
+            )
         return info
 
     def check(self, *, repair: bool = False) -> CheckReport:

@@ -1,4 +1,4 @@
-"""Checking what callers give SimIndex: keys, fingerprints, limits, configurations.
+"""Checking what callers give SimIndex: keys, fingerprints, signatures, limits, configurations.
 
 Quick where all is well (a chunk of ASCII keys and ints passes in one look),
 and exact where not: every mistake is an InvalidArgumentError (a ValueError)
@@ -15,6 +15,7 @@ import numpy as np
 
 from simindex.errors import InvalidArgumentError
 from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig, check_fingerprint
+from simindex.signature import NBYTES, check_signature
 
 
 def check_key(key: object) -> str:
@@ -32,8 +33,16 @@ def check_key(key: object) -> str:
     return key
 
 
-def checked_chunk(keys: list[str], fps: list[int]) -> tuple[list[str], np.ndarray]:
-    """A chunk of keys and fingerprints, validated (quickly, where all is well)."""
+def checked_chunk(
+    keys: list[str], fps: list[int], sigs: list[bytes | None] | None = None
+) -> tuple[list[str], np.ndarray, list[bytes | None] | None]:
+    """A chunk of keys, fingerprints and signatures (None: none at all),
+    validated (quickly, where all is well)."""
+    if sigs is not None:
+        if all(s is None for s in sigs):
+            sigs = None
+        elif any(type(s) is not bytes or len(s) != NBYTES for s in sigs if s is not None):
+            sigs = [check_signature(s) for s in sigs]
     for key in keys:
         if type(key) is not str or not key or not key.isascii():
             check_key(key)
@@ -41,7 +50,7 @@ def checked_chunk(keys: list[str], fps: list[int]) -> tuple[list[str], np.ndarra
         for f in fps:
             check_fingerprint(f)
     try:
-        return keys, np.array(fps, dtype=np.uint64)
+        return keys, np.array(fps, dtype=np.uint64), sigs
     except OverflowError:
         for f in fps:
             check_fingerprint(f)

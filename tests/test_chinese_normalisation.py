@@ -196,3 +196,16 @@ def test_missing_opencc_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> Non
         assert prepare("簡體，中文", FingerprintConfig(cjk_gaps="folded")) == "簡體中文"
     finally:
         fingerprint._t2s.cache_clear()
+
+
+def test_cli_fingerprint_options_keep_the_default_normalisation() -> None:
+    """An option given on the command line changes that option only: the rest,
+    the CJK folding included, are DEFAULT_CONFIG's (else `add --cjk chars` on
+    a default index would be refused as another configuration)."""
+    from simindex.cli.options import config_from
+
+    assert config_from(None, None, False, "chars") == DEFAULT_CONFIG
+    changed = config_from(2, None, True, None)
+    assert changed is not None
+    assert (changed.cjk_gaps, changed.script) == (DEFAULT_CONFIG.cjk_gaps, DEFAULT_CONFIG.script)
+    assert (changed.ngram, changed.stopwords) == (2, False)

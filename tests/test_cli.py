@@ -794,18 +794,22 @@ def test_query_bad_k_or_limit(fp_index: Path, args: list[str]) -> None:
 def test_query_json(fp_index: Path) -> None:
     out = ok_json("query", fp_index, "--fingerprint", "0x3", "--k", "1")
     assert out["fingerprint"] == 3 and out["k"] == 1
+    # A query by fingerprint (and rows added as fingerprints): no similarity.
     assert out["matches"] == [
-        {"key": "d", "distance": 0, "fingerprint": 3},
-        {"key": "a", "distance": 1, "fingerprint": 2},
-        {"key": "b", "distance": 1, "fingerprint": 1},
-        {"key": "e", "distance": 1, "fingerprint": 7},
+        {"key": "d", "distance": 0, "fingerprint": 3, "similarity": None},
+        {"key": "a", "distance": 1, "fingerprint": 2, "similarity": None},
+        {"key": "b", "distance": 1, "fingerprint": 1, "similarity": None},
+        {"key": "e", "distance": 1, "fingerprint": 7, "similarity": None},
     ]
 
 
 def test_query_json_of_a_text(ix: Path) -> None:
     out = ok_json("query", ix, T2)
     assert out["fingerprint"] == simhash(T2) and out["k"] == DEFAULT_K
-    assert out["matches"] == [{"key": "two", "distance": 0, "fingerprint": simhash(T2)}]
+    # The stored text itself: the same signature, a similarity of 1.0.
+    assert out["matches"] == [
+        {"key": "two", "distance": 0, "fingerprint": simhash(T2), "similarity": 1.0}
+    ]
 
 
 def test_query_nothing_found_exits_1(ix: Path) -> None:
@@ -1042,13 +1046,22 @@ def test_an_unknown_option_is_a_usage_error_without_traceback(ix: Path) -> None:
 # --- Chinese ----------------------------------------------------------------------
 
 
+# The two share 8 of their 10 distinct characters (Jaccard 0.8): verified at
+# the default threshold (0.8) the estimate falls on either side of it, so the
+# Chinese tests below store their index with a threshold of 0.7.
+ZH_THRESHOLD = "0.7"
+
+
 def test_chinese_near_duplicate_through_the_cli(tmp_path: Path) -> None:
     path = tmp_path / "zh.db"
-    ok("add", path, "--text", ZH_STORED, "--key", "回家", "--k", "5")
+    ok("add", path, "--text", ZH_STORED, "--key", "回家", "--k", "5", "--threshold", ZH_THRESHOLD)
     lines = query_lines(ok("query", path, ZH_QUERY))
     assert len(lines) == 1 and lines[0][1] == "回家" and lines[0][0] <= 5
     out = ok_json("query", path, ZH_QUERY)
     assert out["matches"][0]["key"] == "回家" and out["matches"][0]["distance"] <= 5
+    assert 0.7 <= out["matches"][0]["similarity"] < 1.0  # verified, and not a copy
+    # At a threshold above the estimate, the candidate is not a near-duplicate.
+    assert invoke("query", path, ZH_QUERY, "--threshold", "0.95").exit_code == 1
     distance = int(ok("distance", "--text", ZH_STORED, ZH_QUERY).stdout)
     assert distance == out["matches"][0]["distance"]
 
@@ -1062,7 +1075,7 @@ def test_chinese_jsonl_through_the_cli(tmp_path: Path) -> None:
         + "\n",
         encoding="utf-8",
     )
-    ok("add", tmp_path / "zh.db", docs, "--k", "5")
+    ok("add", tmp_path / "zh.db", docs, "--k", "5", "--threshold", ZH_THRESHOLD)
     result = ok("query", tmp_path / "zh.db", "--file", "-", input=ZH_QUERY.encode("utf-8"))
     assert [key for _, key in query_lines(result)] == ["家"]
     assert "家" in ok("query", tmp_path / "zh.db", ZH_QUERY, "--json").stdout  # not \u-escaped

@@ -9,6 +9,7 @@ import pytest
 
 from simindex import SimIndex
 from simindex.blocks import DEFAULT_K
+from simindex.signature import DEFAULT_THRESHOLD
 
 from .test_cli import error, invoke, ok
 
@@ -44,8 +45,10 @@ def test_batch_query_answers_each_line_in_order(news: Path, tmp_path: Path) -> N
             "key": record["id"],
             "distance": 0,
             "fingerprint": answer["matches"][0]["fingerprint"],
+            "similarity": 1.0,  # its own text: the same signature
         }
     assert answers[5]["matches"][0]["key"] == records[0]["id"]
+    assert all(m["similarity"] is None for m in answers[5]["matches"])  # by fingerprint
     assert answers[5] == answers[6] | {"id": "by-fp"}
     assert answers[7]["matches"] == []
 
@@ -143,7 +146,14 @@ def test_dedup_a_corpus_from_stdin_to_stdout(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stderr
     assert [json.loads(x)["id"] for x in result.stdout.splitlines()] == ["a", "d"]
     summary = json.loads(result.stderr)
-    assert summary == {"read": 4, "kept": 2, "dropped": 1, "no_words": 1, "k": DEFAULT_K}
+    assert summary == {
+        "read": 4,
+        "kept": 2,
+        "dropped": 1,
+        "no_words": 1,
+        "k": DEFAULT_K,
+        "threshold": DEFAULT_THRESHOLD,
+    }
 
 
 def test_a_failed_corpus_dedup_leaves_no_output(tmp_path: Path) -> None:

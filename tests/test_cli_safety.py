@@ -697,6 +697,7 @@ def test_dedup_and_rebuild_key_folder_files_the_same_way(tmp_path: Path) -> None
         "id": f"{folder}/b.txt",
         "duplicate_of": f"{folder}/a.txt",
         "distance": hamming(simhash(T1), simhash(T1 + "!")),
+        "similarity": 1.0,  # the same words: the same signature
     }
     index = tmp_path / "ix.db"
     ok("add", index, "--text", T2, "--key", "other")

@@ -1,8 +1,9 @@
 """Streaming corpus dedup (simindex.dedup): the decisions against a brute-force
 oracle, the counts, the input read as a stream, and the arguments checked.
 
-The oracle keeps a document unless it is within k of an earlier kept one (of
-the kept ones within k, the nearest, the earliest of equals). The corpora are
+The oracle keeps a document unless it is within k of an earlier kept one and
+at least the threshold similar to it by their verification signatures (of the
+kept ones that are, the nearest, the earliest of equals). The corpora are
 random texts over a small vocabulary (so that some land within k by chance)
 and near-copies of earlier documents with a few words changed.
 """
@@ -35,12 +36,12 @@ from simindex import (
     simhash,
 )
 from simindex.dedup import DedupCounts
+from simindex.signature import DEFAULT_THRESHOLD, signature, similarity
 
 VOCABULARY = [f"w{i}" for i in range(60)]
 NO_WORDS = ["", "!!!", "  \n "]
-Expected = tuple[
-    str, int | None, str | None, int | None
-]  # key, fingerprint, duplicate_of, distance
+# key, fingerprint, duplicate_of, distance, similarity
+Expected = tuple[str, int | None, str | None, int | None, float | None]
 
 
 def random_text(rng: random.Random, words: int = 25) -> str:
@@ -73,38 +74,44 @@ def corpus(seed: int, n: int, planted: float) -> list[tuple[str, str]]:
 
 
 def oracle(
-    docs: list[tuple[str, str]], k: int, config: FingerprintConfig = DEFAULT_CONFIG
+    docs: list[tuple[str, str]],
+    k: int,
+    config: FingerprintConfig = DEFAULT_CONFIG,
+    threshold: float = DEFAULT_THRESHOLD,
 ) -> list[Expected]:
-    """Brute force: compare each document with every document kept before it."""
-    kept: list[tuple[str, int]] = []
+    """Brute force: compare each document with every document kept before it
+    (within k, and at least `threshold` similar; 0: distance alone)."""
+    kept: list[tuple[str, int, bytes]] = []
     decisions: list[Expected] = []
     for key, text in docs:
         try:
             fp = simhash(text, config)
         except EmptyTextError:
-            decisions.append((key, None, None, None))
+            decisions.append((key, None, None, None, None))
             continue
+        sig = signature(text, config)
         near = [
-            (distance, position)
-            for position, (_, other) in enumerate(kept)
+            (distance, position, estimate)
+            for position, (_, other, other_sig) in enumerate(kept)
             if (distance := hamming(fp, other)) <= k
+            and (estimate := similarity(sig, other_sig)) >= threshold
         ]
         if near:
-            distance, position = min(near)
-            decisions.append((key, fp, kept[position][0], distance))
+            distance, position, estimate = min(near)
+            decisions.append((key, fp, kept[position][0], distance, estimate))
         else:
-            kept.append((key, fp))
-            decisions.append((key, fp, None, None))
+            kept.append((key, fp, sig))
+            decisions.append((key, fp, None, None, None))
     return decisions
 
 
 def as_expected(decisions: list[Decision]) -> list[Expected]:
-    return [(d.key, d.fingerprint, d.duplicate_of, d.distance) for d in decisions]
+    return [(d.key, d.fingerprint, d.duplicate_of, d.distance, d.similarity) for d in decisions]
 
 
 def tally(expected: list[Expected]) -> DedupCounts:
-    no_words = sum(fp is None for _, fp, _, _ in expected)
-    dropped = sum(dup is not None for _, _, dup, _ in expected)
+    no_words = sum(fp is None for _, fp, _, _, _ in expected)
+    dropped = sum(dup is not None for _, _, dup, _, _ in expected)
     return DedupCounts(len(expected), len(expected) - no_words - dropped, dropped, no_words)
 
 
@@ -112,16 +119,23 @@ def tally(expected: list[Expected]) -> DedupCounts:
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**32), k=st.integers(0, 15), planted=st.sampled_from([0.0, 0.3, 0.7]))
-def test_decisions_are_the_brute_force_ones(seed: int, k: int, planted: float) -> None:
+@given(
+    seed=st.integers(0, 2**32),
+    k=st.integers(0, 15),
+    planted=st.sampled_from([0.0, 0.3, 0.7]),
+    threshold=st.sampled_from([0.0, 0.5, DEFAULT_THRESHOLD, 0.95]),
+)
+def test_decisions_are_the_brute_force_ones(
+    seed: int, k: int, planted: float, threshold: float
+) -> None:
     docs = corpus(seed, 150, planted)
-    run = dedup_stream(docs, k=k, workers=1)
+    run = dedup_stream(docs, k=k, threshold=threshold, workers=1)
     decisions = list(run)
-    expected = oracle(docs, k)
+    expected = oracle(docs, k, threshold=threshold)
     assert as_expected(decisions) == expected
     assert [d.doc.text for d in decisions] == [text for _, text in docs]
     assert run.counts == tally(expected)
-    assert run.k == k
+    assert run.k == k and run.threshold == threshold
 
 
 @pytest.mark.parametrize("k", [0, 3, 4, 8, 15])
@@ -135,6 +149,11 @@ def test_planted_near_duplicates_are_dropped_as_copies_of_the_kept_ones(k: int) 
     for d in dropped:
         assert d.duplicate_of in kept_keys
         assert d.distance is not None and 0 <= d.distance <= k
+        assert d.similarity is not None and DEFAULT_THRESHOLD <= d.similarity <= 1.0
+    assert all(d.similarity is None for d in decisions if d.kept or d.no_words)
+    if k >= 3:  # some candidates within k are not verified: distance alone drops more
+        by_distance = oracle(docs, k, threshold=0)
+        assert sum(dup is not None for _, _, dup, _, _ in by_distance) > len(dropped)
     # A copy with no word changed is never kept (it is at 0 from its original).
     first_of: dict[str, str] = {}
     for d in decisions:
@@ -202,6 +221,7 @@ def test_worker_processes_decide_the_same() -> None:
     docs = corpus(13, 1500, planted=0.4)  # several chunks: a pool of two workers
     serial = as_expected(list(dedup_stream(docs, k=5, workers=1)))
     assert as_expected(list(dedup_stream(docs, k=5, workers=2))) == serial == oracle(docs, 5)
+    assert any(similarity is not None for *_, similarity in serial)
 
 
 def test_docs_read_from_files_keep_where_they_came_from(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ from simindex import (
 from simindex.blocks import DEFAULT_K
 from simindex.explain import Explanation, explain
 from simindex.fingerprint import feature_hash, features
+from simindex.signature import DEFAULT_THRESHOLD
 from tests.test_cli import T1, T2, error, ok, ok_json
 
 EDITED = T1.replace("nine", "eight").replace("first", "second")
@@ -303,7 +304,9 @@ def test_cli_texts_and_stdin(files: tuple[Path, Path]) -> None:
     by_text = ok_json("explain", "--text", T1, EDITED)
     assert by_text == ok_json("explain", files[0], "-", input=EDITED)
     assert by_text == ok_json("explain", "-", files[1], input=T1)
-    assert by_text == explain(T1, EDITED, k=DEFAULT_K).to_dict()
+    # Without an index the command verifies at the default threshold (explain()'s is 0).
+    assert by_text == explain(T1, EDITED, k=DEFAULT_K, threshold=DEFAULT_THRESHOLD).to_dict()
+    assert by_text["threshold"] == DEFAULT_THRESHOLD
 
 
 def test_cli_json_schema(files: tuple[Path, Path]) -> None:
@@ -312,12 +315,21 @@ def test_cli_json_schema(files: tuple[Path, Path]) -> None:
         "a", "b", "a_hex", "b_hex", "distance", "k", "within_k", "verdict", "blocks", "tables",
         "matching_tables", "features_a", "features_b", "shared_features", "cosine",
         "weighted_jaccard", "expected_distance", "together", "apart",
+        "threshold", "similarity", "verified", "near_duplicates", "unit_jaccard", "units_a",
+        "units_b", "shared_units", "only_a", "only_b",
     }  # fmt: skip
     assert (out["a"], out["b"]) == (simhash(T1), simhash(EDITED))
     assert out["k"] == DEFAULT_K and out["tables"] == [[0], [1], [2]]
     assert [set(b) for b in out["blocks"]] == [{"width", "differing", "agrees"}] * 3
     assert len(out["apart"]) == 2
     assert all(set(x) == {"feature", "a", "b", "score"} for x in out["together"] + out["apart"])
+    # Two texts: both signatures, and their unit sets, are there.
+    assert out["verified"] is (out["similarity"] >= out["threshold"])
+    assert out["near_duplicates"] is (out["within_k"] and out["verified"])
+    shared, ua, ub = out["shared_units"], out["units_a"], out["units_b"]
+    assert 0 < shared <= min(ua, ub) and out["unit_jaccard"] == round(
+        shared / (ua + ub - shared), 4
+    )
 
 
 def test_cli_options_without_an_index(files: tuple[Path, Path]) -> None:

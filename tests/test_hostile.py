@@ -243,7 +243,7 @@ def test_a_text_of_stop_words_only_is_fingerprinted_from_them(
     assert fp == simhash(text, replace(config, stopwords=False))
     fp = simhash(text)
     assert memory_index.add("stop", text) == fp
-    assert memory_index.query(text)[0] == Match("stop", 0, fp)
+    assert memory_index.query(text)[0] == Match("stop", 0, fp, 1.0)  # its own signature
 
 
 def test_nul_characters_separate_words_like_whitespace(memory_index: SimIndex) -> None:
@@ -252,7 +252,7 @@ def test_nul_characters_separate_words_like_whitespace(memory_index: SimIndex) -
     assert simhash(with_nul) == simhash(T1)
     assert simhash("abc\x00def") == simhash("abc def") != simhash("abcdef")
     memory_index.add("nul", with_nul)
-    assert memory_index.query(T1)[0] == Match("nul", 0, simhash(T1))
+    assert memory_index.query(T1)[0] == Match("nul", 0, simhash(T1), 1.0)  # the same words
 
 
 @pytest.mark.parametrize(
@@ -268,8 +268,8 @@ def test_lone_surrogates_in_a_text_separate_words(memory_index: SimIndex, text: 
     fp = simhash(text)
     assert fp == simhash(spaced)
     assert memory_index.add("surrogate", text) == fp
-    assert memory_index.query(text)[0] == Match("surrogate", 0, fp)
-    assert memory_index.query(spaced)[0] == Match("surrogate", 0, fp)
+    assert memory_index.query(text)[0] == Match("surrogate", 0, fp, 1.0)
+    assert memory_index.query(spaced)[0] == Match("surrogate", 0, fp, 1.0)  # the same words
 
 
 def test_mixed_scripts_in_one_document(memory_index: SimIndex) -> None:
@@ -285,7 +285,7 @@ def test_mixed_scripts_in_one_document(memory_index: SimIndex) -> None:
     # NFKC: the decomposed "cafe" + U+0301 is the precomposed "café".
     assert simhash(MIXED.replace("cafe\u0301", "café")) == fp
     assert memory_index.add("mixed", MIXED) == fp
-    assert memory_index.query(MIXED)[0] == Match("mixed", 0, fp)
+    assert memory_index.query(MIXED)[0] == Match("mixed", 0, fp, 1.0)
 
 
 def test_text_that_is_not_a_str_is_an_invalid_argument(memory_index: SimIndex) -> None:
@@ -526,9 +526,10 @@ def test_odd_keys_are_stored_verbatim_and_round_trip(tmp_path: Path, key: str) -
         schema = schema_of(path)
         fp = ix.add(key, T1)
         assert key in ix and ix.get(key) == fp
-        assert Match(key, 0, fp) in ix.query(T1)
+        assert Match(key, 0, fp, 1.0) in ix.query(T1)  # its own text: similarity 1.0
         assert dict(ix.items()) == {"plain": simhash(T2), key: fp}
-        assert ix.query_many([T1] * 300)[0][0] == Match(key, 0, fp)
+        assert ix.query_many([T1] * 300)[0][0] == Match(key, 0, fp, 1.0)
+        assert Match(key, 0, fp) in ix.query(fp)  # by fingerprint: no similarity
         ix.add(key, T3)  # replaced, not duplicated
         assert len(ix) == 2 and ix.get(key) == simhash(T3)
     assert stored_keys(path) == {"plain", key}
@@ -1240,8 +1241,8 @@ def test_fuzz_simhash_and_the_index_round_trip(fuzz_index: SimIndex, text: str) 
     key = f"fuzz-{next(_KEYS)}"
     assert fuzz_index.add(key, text) == fp
     assert fuzz_index.get(key) == fp
-    assert Match(key, 0, fp) in fuzz_index.query(text)
-    assert Match(key, 0, fp) in fuzz_index.query(fp, k=0)
+    assert Match(key, 0, fp, 1.0) in fuzz_index.query(text)  # the same text: the same signature
+    assert Match(key, 0, fp) in fuzz_index.query(fp, k=0)  # by fingerprint: no similarity
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

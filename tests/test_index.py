@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from simindex import (
     DEFAULT_CONFIG,
     BlockLayout,
+    Cluster,
     ConfigMismatchError,
     EmptyTextError,
     FingerprintConfig,
@@ -158,7 +159,10 @@ def test_api_round_trip(index: SimIndex) -> None:
     fp = index.add("doc-1", "The quick brown fox jumps over the lazy dog")
     assert fp == simhash("The quick brown fox jumps over the lazy dog")
     assert index.get("doc-1") == fp and "doc-1" in index and len(index) == 1
-    assert index.query("the quick brown fox jumps over the lazy dog!") == [Match("doc-1", 0, fp)]
+    # The same words: a signature of the same units, so an estimate of 1.0.
+    assert index.query("the quick brown fox jumps over the lazy dog!") == [
+        Match("doc-1", 0, fp, 1.0)
+    ]
     assert index.add_many([("doc-2", "something else entirely here"), ("doc-3", "and more")]) == 2
     assert len(index) == 3
     assert index.remove("doc-1") is True and index.remove("doc-1") is False
@@ -326,7 +330,9 @@ def test_duplicates_equal_brute_force(data: tuple[dict[str, int], list[int]], k:
     stored, _ = data
     with SimIndex(":memory:") as index:
         index.add_fingerprints(stored.items())
-        assert [tuple(p) for p in index.duplicates(k)] == brute_force_pairs(stored, k)
+        found = index.duplicates(k)
+        assert [(p.key_a, p.key_b, p.distance) for p in found] == brute_force_pairs(stored, k)
+        assert all(p.similarity is None for p in found)  # no signatures: distance alone
 
 
 def test_duplicates_k_is_checked(index: SimIndex) -> None:
@@ -362,19 +368,42 @@ def test_query_many_takes_texts_and_limit(index: SimIndex) -> None:
         index.query_many([0] * 300, k=16)
 
 
-def test_clusters_group_chains_and_name_the_first_added(index: SimIndex) -> None:
+def test_clusters_follow_the_leader_and_name_the_first_added(index: SimIndex) -> None:
     a = 0
     b = a ^ 0b111  # 3 from a
     c = b ^ (0b111 << 10)  # 3 from b, 6 from a: a chain
     far = 2**64 - 1
-    index.add_fingerprints([("m-second", b), ("z-first", a), ("c", c), ("lonely", far)])
+    index.add_fingerprints([("z-first", a), ("m-second", b), ("c", c), ("lonely", far)])
     index.add_fingerprints([("z-first", a)])  # replacing keeps its place
+    # At the index's k (8) everyone is within k of the first added: one cluster,
+    # named by the first added (not the first key), distances to it.
     clusters = index.clusters()
     assert len(clusters) == 1
     cluster = clusters[0]
-    assert cluster.canonical == "m-second"  # added first
-    assert cluster.members == [("m-second", 0), ("c", 3), ("z-first", 3)]
+    assert cluster.canonical == "z-first"  # added first
+    assert cluster.members == [("z-first", 0), ("m-second", 3), ("c", 6)]
     assert index.clusters(k=2) == []
+
+
+def test_clusters_do_not_chain(index: SimIndex) -> None:
+    """The leader rule: A~B and B~C with A far from C does not put C with A;
+    C leads a cluster of its own only if something else is paired with it."""
+    a = 0
+    b = a ^ 0b111  # 3 from a
+    c = b ^ (0b111 << 10)  # 3 from b, 6 from a
+    d = c ^ (0b11 << 20)  # 2 from c, 5 from b, 8 from a
+    index.add_fingerprints([("a", a), ("b", b), ("c", c)])
+    # b joins a's cluster; c is paired only with b, a member, not a leader: left out.
+    assert [(p.key_a, p.key_b) for p in index.duplicates(3)] == [("a", "b"), ("b", "c")]
+    assert index.clusters(k=3) == [Cluster("a", [("a", 0), ("b", 3)])]
+    index.add_fingerprint("d", d)
+    # Now c has a partner of its own (d, added after it): c leads [c, d].
+    assert index.clusters(k=3) == [
+        Cluster("a", [("a", 0), ("b", 3)]),
+        Cluster("c", [("c", 0), ("d", 2)]),
+    ]
+    # Within 8 of a, all of them: one cluster, every distance to a.
+    assert index.clusters(k=8) == [Cluster("a", [("a", 0), ("b", 3), ("c", 6), ("d", 8)])]
 
 
 def test_more_blocks_than_k_plus_one(location: str) -> None:
@@ -631,7 +660,9 @@ def test_an_index_for_a_larger_k_probes_its_fewer_blocks(location: str) -> None:
             for q in queries:
                 assert index.query(q) == brute_force(stored, q, 8)
             assert index.query_many(queries) == [brute_force(stored, q, 8) for q in queries]
-        assert [tuple(p) for p in index.duplicates()] == brute_force_pairs(stored, 8)
+        found = index.duplicates()
+        assert [(p.key_a, p.key_b, p.distance) for p in found] == brute_force_pairs(stored, 8)
+        assert all(p.similarity is None for p in found)  # no signatures: distance alone
         assert index.check().ok and index.stats()["format"] == 2
     with SimIndex(location) as index:
         assert index.k == 8 and index.layout.widths == (22, 21, 21)

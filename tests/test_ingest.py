@@ -35,6 +35,7 @@ from simindex.ingest import (
     source_size,
     usable_cpus,
 )
+from simindex.signature import signature
 
 CONFIG = FingerprintConfig()
 EN = [
@@ -311,13 +312,14 @@ def mixed_docs(n: int) -> list[Doc]:
     return out
 
 
-def expected(docs: list[Doc]) -> list[tuple[Doc, int | None]]:
-    out: list[tuple[Doc, int | None]] = []
+def expected(docs: list[Doc]) -> list[tuple[Doc, int | None, bytes | None]]:
+    """The oracle: each document's fingerprint and signature, made one at a time."""
+    out: list[tuple[Doc, int | None, bytes | None]] = []
     for d in docs:
         try:
-            out.append((d, simhash(d.text, CONFIG)))
+            out.append((d, simhash(d.text, CONFIG), signature(d.text, CONFIG)))
         except EmptyTextError:
-            out.append((d, None))
+            out.append((d, None, None))
     return out
 
 
@@ -325,9 +327,11 @@ def test_serial_fingerprints_and_empty_texts_give_none() -> None:
     docs = mixed_docs(40)
     got = list(fingerprint_docs(docs, CONFIG, workers=1))
     assert got == expected(docs)
-    assert [fp for d, fp in got if not d.text.strip(" .")] == [None] * 8
+    empty = [(fp, sig) for d, fp, sig in got if not d.text.strip(" .")]
+    assert empty == [(None, None)] * 8
+    assert all(len(sig) == 64 for _, fp, sig in got if fp is not None and sig is not None)
     config = FingerprintConfig(ngram=2, weighting="binary")
-    assert [fp for _, fp in fingerprint_docs(iter(docs), config, workers=0)] == [
+    assert [fp for _, fp, _ in fingerprint_docs(iter(docs), config, workers=0)] == [
         simhash(d.text, config) if d.text.strip(" .") else None for d in docs
     ]
 
@@ -381,8 +385,8 @@ def test_consumed_lazily_with_bounded_read_ahead() -> None:
     bound = (2 * workers + 1) * chunk  # in flight, and the chunk being yielded
     consumed = lead = 0
     stream = fingerprint_docs(source(), CONFIG, workers=workers, chunk_size=chunk)
-    for doc, fp in stream:
-        assert doc.key == str(consumed) and fp is not None
+    for doc, fp, sig in stream:
+        assert doc.key == str(consumed) and fp is not None and sig is not None
         consumed += 1
         lead = max(lead, read - consumed)
         if consumed == 5_000:
@@ -423,8 +427,9 @@ def test_source_error_comes_after_the_documents_read_before_it() -> None:
 def test_read_docs_into_fingerprint_docs(monkeypatch: pytest.MonkeyPatch) -> None:
     write(Path("d.jsonl"), "".join(f'{{"id": {i}, "text": "doc {i} text"}}\n' for i in range(300)))
     got = list(fingerprint_docs(read_docs(["d.jsonl"]), CONFIG, workers=2, chunk_size=100))
-    assert [d.key for d, _ in got] == [str(i) for i in range(300)]
-    assert all(fp == simhash(d.text) for d, fp in got)
+    assert [d.key for d, _, _ in got] == [str(i) for i in range(300)]
+    assert all(fp == simhash(d.text) for d, fp, _ in got)
+    assert all(sig == signature(d.text, CONFIG) for d, _, sig in got)
 
 
 def test_fingerprint_arguments() -> None:

@@ -128,8 +128,13 @@ def test_stats_warns_of_a_crowded_bucket_in_a_small_index(db_path: Path) -> None
         index.add_fingerprints((f"t{i}", 0xABCD_0000_0000_0000 | i) for i in range(20))
         info = index.stats()
     # They share two of the three blocks (the top one, and the zeros in the middle).
-    assert len(info["warnings"]) == 2
-    assert all("holds 20 fingerprints (2.8%)" in w for w in info["warnings"])
+    crowded_warnings = [w for w in info["warnings"] if "holds" in w]
+    assert len(crowded_warnings) == 2
+    assert all("holds 20 fingerprints (2.8%)" in w for w in crowded_warnings)
+    # Added as fingerprints, none has a signature: stats says so too.
+    assert info["without_signature"] == 720
+    (unsigned,) = [w for w in info["warnings"] if w not in crowded_warnings]
+    assert unsigned.startswith("720 of 720 documents have no verification signature")
 
 
 def test_readonly_answers_queries_and_refuses_writes(filled_file: Path) -> None:

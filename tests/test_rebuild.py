@@ -111,7 +111,8 @@ def test_another_open_index_follows_a_rebuild(location: str) -> None:
         assert reader.query(TEXTS[0][1])[0].key == TEXTS[0][0]
         writer.rebuild(iter(TEXTS), config={"ngram": 2, "weighting": "binary"}, blocks=5)
         # The reader notices: its text queries use the new configuration.
-        assert reader.query(TEXTS[0][1])[0] == (TEXTS[0][0], 0, writer.get(TEXTS[0][0]))
+        # (its own text: the same units, so a similarity of 1.0)
+        assert reader.query(TEXTS[0][1])[0] == (TEXTS[0][0], 0, writer.get(TEXTS[0][0]), 1.0)
         assert reader.config == writer.config and reader.layout == writer.layout
         assert [r[0].key for r in reader.query_many([t for _, t in TEXTS])] == [k for k, _ in TEXTS]
         reader.add("late", "a write through the reader after the rebuild")  # uses the new layout

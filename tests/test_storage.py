@@ -5,6 +5,7 @@ the package's own interface (no SimIndex). Fingerprints include the top bit
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,6 +37,13 @@ def opened(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[storage.S
     backend.dispose()
 
 
+def signature_of(key: str) -> bytes | None:
+    """The verification signature fill stores for a key: 64 bytes for about
+    half of them, none for the rest (a row added as a fingerprint alone)."""
+    digest = hashlib.blake2b(key.encode(), digest_size=64).digest()
+    return digest if digest[0] % 2 else None
+
+
 def fill(store: storage.Store, n: int = 2000, seed: int = 1) -> dict[str, int]:
     rng = random.Random(seed)
     stored = {f"k{i}": rng.getrandbits(64) for i in range(n)}
@@ -44,9 +52,9 @@ def fill(store: storage.Store, n: int = 2000, seed: int = 1) -> dict[str, int]:
         stored[f"near{i}"] = stored[f"k{i % 5}"] ^ (1 << rng.randrange(64))
     keys = list(stored)
     with store.backend.write() as write:
-        read, written = store.put_stream(
-            write.conn, [(keys, np.array([stored[k] for k in keys], dtype=np.uint64))]
-        )
+        fps = np.array([stored[k] for k in keys], dtype=np.uint64)
+        sigs = [signature_of(k) for k in keys]
+        read, written = store.put_stream(write.conn, [(keys, fps, sigs)])
     assert read == written == len(stored)
     return stored
 
@@ -63,12 +71,21 @@ def test_rows_round_trip(opened: storage.Store) -> None:
     with opened.backend.reading() as conn:
         assert opened.size(conn) == len(stored)
         ids, fps = opened.load(conn)
-        keys = opened.keys_for(conn, ids.tolist())
+        named = opened.keys_for(conn, ids.tolist())
+        everything = {key: (to_unsigned(fp), sig) for _, key, fp, sig in opened.everything(conn)}
+        assert opened.without_signature(conn) == sum(signature_of(k) is None for k in stored)
+    keys = {i: key for i, (key, _) in named.items()}
     assert {keys[i]: int(f) for i, f in zip(ids.tolist(), fps.tolist(), strict=True)} == stored
+    assert all(sig == signature_of(key) for key, sig in named.values())
+    assert everything == {key: (fp, signature_of(key)) for key, fp in stored.items()}
+    assert {signature_of(key) is None for key in stored} == {True, False}  # both kinds
     assert to_unsigned(opened.fetch("top") or 0) == 2**64 - 1 and opened.fetch("nope") is None
+    assert opened.fetch_row("top") == (-1, signature_of("top")) and opened.fetch_row("nope") is None
     assert opened.estimated_size() >= len(stored)
-    found = {key: to_unsigned(fp) for _, key, fp in opened.rows_by_id(ids[:50].tolist())}
-    assert found == {keys[i]: stored[keys[i]] for i in ids[:50].tolist()}
+    found = {
+        key: (to_unsigned(fp), sig) for _, key, fp, sig in opened.rows_by_id(ids[:50].tolist())
+    }
+    assert found == {keys[i]: (stored[keys[i]], signature_of(keys[i])) for i in ids[:50].tolist()}
     with opened.backend.reading() as conn:
         by_key = opened.rows_by_key(conn, ["top", "zero", "nope", *[f"k{i}" for i in range(600)]])
     assert {to_unsigned(f) for _, f in by_key} == {stored[k] for k in ["top", "zero"]} | {
@@ -101,7 +118,15 @@ def test_writes_replace_keep_and_remove(opened: storage.Store) -> None:
         assert opened.put(write.conn, keys, fps, keep=True) == 1  # only the new key
         assert opened.put(write.conn, ["k1"], np.array([7], dtype=np.uint64), keep=False) == 1
         assert opened.remove(write.conn, ["k2", "nope"]) == 1
+        signed = [bytes(range(64)), None]
+        one = np.array([8, 9], dtype=np.uint64)
+        assert opened.put(write.conn, ["k3", "k4"], one, keep=False, signatures=signed) == 2
+        kept = np.array([10], dtype=np.uint64)
+        assert opened.put(write.conn, ["k3"], kept, keep=True, signatures=[b"\0" * 64]) == 0
     assert opened.fetch("k1") == 7 and opened.fetch("k2") is None and opened.fetch("new") == 3
+    # A replaced row takes the new signature (or none); keep leaves both as they were.
+    assert opened.fetch_row("k3") == (8, bytes(range(64))) and opened.fetch_row("k4") == (9, None)
+    assert opened.fetch_row("new") == (3, None)  # put without signatures: none
 
 
 def test_writes_are_counted_where_a_snapshot_can_be_held(opened: storage.Store) -> None:
@@ -135,7 +160,8 @@ def test_a_batch_joined_on_the_server_equals_brute_force(opened: storage.Store) 
     queries = [stored[f"k{i}"] ^ (1 << rng.randrange(64)) for i in range(20)] + [2**64 - 1]
     with opened.backend.reading() as conn:
         rows = opened.join_lookup(conn, queries, LAYOUT.k)
-    got = {(qid, key) for qid, _, key, _ in rows}
+    got = {(qid, key) for qid, _, key, _, _ in rows}
+    assert all(sig == signature_of(key) for _, _, key, _, sig in rows)
     expected = {
         (qid, key)
         for qid, q in enumerate(queries)

@@ -33,6 +33,7 @@ from simindex.cli.options import (
     TextFieldOpt,
     WeightingOpt,
     WorkersOpt,
+    check_threshold_option,
     config_from,
     open_index,
     workers_option,
@@ -40,6 +41,7 @@ from simindex.cli.options import (
 from simindex.cli.output import emit_json, escaped, json_line, progress
 from simindex.dedup import Decision, dedup_stream
 from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig
+from simindex.signature import DEFAULT_THRESHOLD
 
 
 @reported
@@ -61,8 +63,9 @@ def dedup(
         bool,
         typer.Option(
             "--clusters",
-            help="Print groups instead of pairs: documents linked by chains of pairs, "
-            "the first added one first.",
+            help="Print groups instead of pairs: each group is a canonical (first added) "
+            "document and its near-duplicates (no chains: every member is a near-duplicate "
+            "of the first).",
         ),
     ] = False,
     out: Annotated[
@@ -89,6 +92,14 @@ def dedup(
     weighting: WeightingOpt = None,
     keep_stopwords: StopOpt = False,
     cjk: CjkOpt = None,
+    threshold: Annotated[
+        float | None,
+        typer.Option(
+            "--threshold",
+            help="Similarity (0-1) a pair within k needs, by the verification signatures "
+            f"(default: the index's, or {DEFAULT_THRESHOLD} for a corpus; 0: distance alone).",
+        ),
+    ] = None,
     quiet: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -102,12 +113,14 @@ def dedup(
     characters \\xNN (--json gives them as they are).
 
     `simindex dedup CORPUS... --out unique.jsonl` streams a corpus and writes
-    only the documents that are not within k of an earlier kept one (and, with
-    --report, a JSON line for each dropped one: its key, the key it duplicates
-    and the distance). Documents with no words are dropped as "no words".
+    only the documents that are not near-duplicates of an earlier kept one
+    (within k and verified at --threshold; with --report, a JSON line for
+    each dropped one: its key, the key it duplicates, the distance and the
+    similarity). Documents with no words are dropped as "no words".
     """
     if k is not None and not 0 <= k <= 15:
         raise UserError(f"--k must be from 0 to 15, not {k}")
+    check_threshold_option(threshold)
     workers = workers_option(workers)
     if out is not None:
         _dedup_corpus(
@@ -115,6 +128,7 @@ def dedup(
             out,
             report,
             k,
+            DEFAULT_THRESHOLD if threshold is None else threshold,
             fmt,
             key_field,
             text_field,
@@ -130,12 +144,14 @@ def dedup(
         raise UserError("give one index (or a corpus with --out)")
     with open_index(sources[0]) as ix:
         used_k = ix.k if k is None else k
+        used = ix.threshold if threshold is None else threshold
         if clusters:
-            groups = ix.clusters(k)
+            groups = ix.clusters(k, threshold=threshold)
             if as_json:
                 emit_json(
                     {
                         "k": used_k,
+                        "threshold": used,
                         "clusters": [
                             {"canonical": c.canonical, "members": [list(m) for m in c.members]}
                             for c in groups
@@ -147,9 +163,9 @@ def dedup(
                     members = (f"{escaped(key)}:{d}" for key, d in c.members[1:])
                     typer.echo("\t".join((escaped(c.canonical), *members)))
             return
-        pairs = ix.duplicates(k)
+        pairs = ix.duplicates(k, threshold=threshold)
     if as_json:
-        emit_json({"k": used_k, "pairs": [p._asdict() for p in pairs]})
+        emit_json({"k": used_k, "threshold": used, "pairs": [p._asdict() for p in pairs]})
     else:
         for p in pairs:
             typer.echo(f"{p.distance}\t{escaped(p.key_a)}\t{escaped(p.key_b)}")
@@ -160,6 +176,7 @@ def _dedup_corpus(
     out: str,
     report: str | None,
     k: int | None,
+    threshold: float,
     fmt: str,
     key_field: str,
     text_field: str,
@@ -198,6 +215,7 @@ def _dedup_corpus(
             with dedup_stream(
                 docs,
                 k=DEFAULT_K if k is None else k,
+                threshold=threshold,
                 config=config or DEFAULT_CONFIG,
                 workers=workers,
             ) as run:
@@ -211,11 +229,13 @@ def _dedup_corpus(
     own_skipped.tell()
     counts = run.counts
     if as_json:
-        typer.echo(json.dumps(asdict(counts) | {"k": run.k}), err=out == "-")
+        summary = asdict(counts) | {"k": run.k, "threshold": run.threshold}
+        typer.echo(json.dumps(summary), err=out == "-")
     else:
         typer.echo(
             f"read {counts.read}, kept {counts.kept}, dropped {counts.dropped} "
-            f"near-duplicates (k={run.k}) and {counts.no_words} with no words",
+            f"near-duplicates (k={run.k}, threshold {run.threshold}) and "
+            f"{counts.no_words} with no words",
             err=True,
         )
 
@@ -229,4 +249,5 @@ def _why_dropped(decision: Decision) -> dict[str, object]:
         "id": decision.key,
         "duplicate_of": decision.duplicate_of,
         "distance": decision.distance,
+        "similarity": decision.similarity,
     }

@@ -33,20 +33,24 @@ from simindex.cli.options import (
     JsonOpt,
     KeyFieldOpt,
     KOpt,
+    NewThresholdOpt,
     NgramOpt,
     QuietOpt,
     StopOpt,
     TextFieldOpt,
+    ThresholdOpt,
     WeightingOpt,
     WorkersOpt,
+    check_threshold_option,
     config_from,
+    has_words,
     open_index,
     parse_fingerprint,
     read_text_file,
     workers_option,
 )
 from simindex.cli.output import emit_json, escaped, progress
-from simindex.errors import DamagedIndexError, EmptyTextError
+from simindex.errors import DamagedIndexError
 from simindex.fingerprint import FingerprintConfig
 from simindex.index import SimIndex
 from simindex.results import CheckReport, FullScanWarning
@@ -74,15 +78,15 @@ def _fingerprinted(
     task: Any,
     skipped: list[str],
     skip_empty: bool,
-) -> Iterator[tuple[str, int]]:
-    """(key, fingerprint) of each document, fingerprinted by worker processes,
+) -> Iterator[tuple[str, int, bytes]]:
+    """(key, fingerprint, signature) of each document, made by worker processes,
     advancing the progress bar. A document with no words is an error, or,
     with skip_empty, its key goes to `skipped`."""
     stream = ingest.fingerprint_docs(docs, config, workers=workers)
-    for n, (doc, fp) in enumerate(stream, 1):
+    for n, (doc, fp, signature) in enumerate(stream, 1):
         bar.update(task, advance=doc.size, docs=n)
-        if fp is not None:
-            yield doc.key, fp
+        if fp is not None and signature is not None:
+            yield doc.key, fp, signature
         elif skip_empty:
             skipped.append(doc.key)
         else:
@@ -104,16 +108,20 @@ def init(
     weighting: WeightingOpt = None,
     keep_stopwords: StopOpt = False,
     cjk: CjkOpt = None,
+    threshold: NewThresholdOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Create an index (or check that an existing one has these settings)."""
     config = config_from(ngram, weighting, keep_stopwords, cjk)
-    with open_index(index, create=True, k=k, blocks=blocks, config=config) as ix:
+    with open_index(
+        index, create=True, k=k, blocks=blocks, config=config, threshold=threshold
+    ) as ix:
         if as_json:
             emit_json(
                 {
                     "index": ix.location,
                     "k": ix.k,
+                    "threshold": ix.threshold,
                     "blocks": list(ix.layout.widths),
                     "tables": [list(t) for t in ix.layout.tables],
                     "fingerprint": json.loads(ix.config.to_json()),
@@ -122,7 +130,7 @@ def init(
             )
         else:
             typer.echo(
-                f"{ix.location}: k={ix.k}, {layout_text(ix)}, "
+                f"{ix.location}: k={ix.k}, threshold {ix.threshold}, {layout_text(ix)}, "
                 f"{ix.config.describe()}, {len(ix)} fingerprints"
             )
 
@@ -170,6 +178,7 @@ def add(
     weighting: WeightingOpt = None,
     keep_stopwords: StopOpt = False,
     cjk: CjkOpt = None,
+    threshold: NewThresholdOpt = None,
     quiet: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -217,7 +226,9 @@ def add(
     skipped: list[str] = []
     new_file = _new_index_file(index)
     try:
-        with open_index(index, create=True, k=k, blocks=blocks, config=config) as ix:
+        with open_index(
+            index, create=True, k=k, blocks=blocks, config=config, threshold=threshold
+        ) as ix:
             with progress(total, quiet) as bar:
                 task = bar.add_task("adding", total=total, docs=0)
 
@@ -296,9 +307,14 @@ def query(
         str, typer.Option("--key-field", help="--batch: field echoed back as id.")
     ] = "id",
     text_field: Annotated[str, typer.Option("--text-field", help="--batch: text field.")] = "text",
+    threshold: ThresholdOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Print the stored documents near a text: distance and key, nearest first.
+    """Print the stored near-duplicates of a text: distance and key, nearest first.
+
+    A near-duplicate is within k and, where it and the query have signatures
+    (a query by text, a document added by text), at least --threshold similar
+    (--json gives each match's similarity).
 
     Exits 1 when there are none (with --batch: when no query found any), like grep.
     """
@@ -311,20 +327,28 @@ def query(
             raise UserError(
                 "--batch reads its queries from the file; give no TEXT, --file or --fingerprint"
             )
-        found = _query_batch(index, batch, k, limit, key_field, text_field)
+        found = _query_batch(index, batch, k, limit, key_field, text_field, threshold)
         raise typer.Exit(EXIT_OK if found else EXIT_NOT_FOUND)
     what = _query_input(text, file, fingerprint)
     with open_index(index) as ix:
         fp = what if isinstance(what, int) else ix.fingerprint(what)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", FullScanWarning)
-            matches = ix.query(fp, k=k, limit=limit)
+            matches = ix.query(what, k=k, limit=limit, threshold=threshold)
         used_k = ix.k if k is None else k
+        used_threshold = ix.threshold if threshold is None else threshold
     for w in caught:
         if issubclass(w.category, FullScanWarning):
             typer.echo(f"Warning: {w.message}", err=True)
     if as_json:
-        emit_json({"fingerprint": fp, "k": used_k, "matches": [m._asdict() for m in matches]})
+        emit_json(
+            {
+                "fingerprint": fp,
+                "k": used_k,
+                "threshold": used_threshold,
+                "matches": [m._asdict() for m in matches],
+            }
+        )
     else:
         for m in matches:
             typer.echo(f"{m.distance}\t{escaped(m.key)}")
@@ -336,21 +360,28 @@ _BATCH_QUERIES = 50_000  # queries answered per pass of query --batch (bounds me
 
 
 def _query_batch(
-    index: str, source: str, k: int | None, limit: int | None, key_field: str, text_field: str
+    index: str,
+    source: str,
+    k: int | None,
+    limit: int | None,
+    key_field: str,
+    text_field: str,
+    threshold: float | None,
 ) -> bool:
     """Stream JSON Lines of queries through query_many; True if any matched."""
     ingest.check_paths([source])
     any_found = False
     with open_index(index) as ix:
 
-        def answer(ids: list[Any], queries: list[int]) -> None:
+        def answer(ids: list[Any], queries: list[str | int]) -> None:
             nonlocal any_found
-            for qid, matches in zip(ids, ix.query_many(queries, k=k, limit=limit), strict=True):
+            found = ix.query_many(queries, k=k, limit=limit, threshold=threshold)
+            for qid, matches in zip(ids, found, strict=True):
                 any_found = any_found or bool(matches)
                 emit_json({"id": qid, "matches": [m._asdict() for m in matches]})
 
         ids: list[Any] = []
-        queries: list[int] = []
+        queries: list[str | int] = []
         name = "standard input" if source == "-" else source
         for number, line, _ in ingest.read_lines(source):
             if not line.strip():
@@ -363,10 +394,9 @@ def _query_batch(
                 if type(query) is not int or not 0 <= query < 1 << 64:
                     raise UserError(f"{where}: fingerprint must be in [0, 2**64), not {value!r}")
             elif isinstance(text := record.get(text_field), str):
-                try:
-                    query = ix.fingerprint(text)
-                except EmptyTextError:
-                    raise UserError(f"{where} has no words to look for") from None
+                if not has_words(text, ix.config):
+                    raise UserError(f"{where} has no words to look for")
+                query = text
             else:
                 raise UserError(f"{where} has neither a {text_field!r} text nor a fingerprint")
             ids.append(record.get(key_field, number))
@@ -428,6 +458,10 @@ def rebuild(
     ] = None,
     k: Annotated[int | None, typer.Option("--k", "-k", help="A new k (0-15).")] = None,
     blocks: BlocksOpt = None,
+    threshold: Annotated[
+        float | None,
+        typer.Option("--threshold", help="A new verification threshold (0-1; 0: distance alone)."),
+    ] = None,
     ngram: NgramOpt = None,
     weighting: WeightingOpt = None,
     keep_stopwords: StopOpt = False,
@@ -442,16 +476,18 @@ def rebuild(
     quiet: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Lay an index out anew (--k, --blocks), or rebuild it from its texts.
+    """Lay an index out anew (--k, --blocks, --threshold), or rebuild it from its texts.
 
-    With SOURCES the index becomes exactly those documents, fingerprinted with
-    the fingerprint options given (default: the index's own): documents not
-    in them are removed. Queries are answered from the old index meanwhile,
-    which switches to the new content in one step; writers wait (up to their
-    timeout). If the rebuild fails, the old index is left as it was.
+    With SOURCES the index becomes exactly those documents, fingerprinted (and
+    given verification signatures) with the fingerprint options given
+    (default: the index's own): documents not in them are removed. Queries
+    are answered from the old index meanwhile, which switches to the new
+    content in one step; writers wait (up to their timeout). If the rebuild
+    fails, the old index is left as it was.
     """
     config = config_from(ngram, weighting, keep_stopwords, cjk)
     workers = workers_option(workers)
+    check_threshold_option(threshold)
     paths = list(sources or [])
     own = check_sources(index, paths)
     own_skipped = Skipped("the index's own files")
@@ -472,7 +508,7 @@ def rebuild(
         if docs is None:
             if config is not None and config != ix.config:
                 raise UserError("a new fingerprint configuration needs the texts: give SOURCES")
-            rows = ix.rebuild(k=k, blocks=blocks)
+            rows = ix.rebuild(k=k, blocks=blocks, threshold=threshold)
         else:
             wanted = config or ix.config
             total = ingest.source_size(paths, skip=own) or None
@@ -481,11 +517,14 @@ def rebuild(
                 task = bar.add_task("rebuilding", total=total, docs=0)
 
                 stream = _fingerprinted(docs, wanted, workers, bar, task, skipped, skip_empty)
-                rows = ix.rebuild(fingerprints=stream, k=k, blocks=blocks, config=wanted)
+                rows = ix.rebuild(
+                    fingerprints=stream, k=k, blocks=blocks, config=wanted, threshold=threshold
+                )
         summary = {
             "index": ix.location,
             "count": rows,
             "k": ix.k,
+            "threshold": ix.threshold,
             "blocks": list(ix.layout.widths),
             "fingerprint": json.loads(ix.config.to_json()),
         }

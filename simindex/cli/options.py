@@ -9,6 +9,7 @@ SimIndex, a text, a fingerprint), raising UserError for a mistake.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -18,9 +19,10 @@ from simindex import ingest, storage
 from simindex.blocks import DEFAULT_K
 from simindex.cli.errors import UserError
 from simindex.errors import NotAnIndexError
-from simindex.fingerprint import DEFAULT_CONFIG, WEIGHTINGS, FingerprintConfig
+from simindex.fingerprint import DEFAULT_CONFIG, WEIGHTINGS, FingerprintConfig, prepare
 from simindex.index import SimIndex
-from simindex.tokenize import CJK_MODES
+from simindex.signature import DEFAULT_THRESHOLD
+from simindex.tokenize import CJK_MODES, words
 
 # --- shared options -------------------------------------------------------------
 
@@ -56,6 +58,23 @@ WeightingOpt = Annotated[
     ),
 ]
 StopOpt = Annotated[bool, typer.Option("--keep-stopwords", help="Keep stop words as features.")]
+NewThresholdOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--threshold",
+        help="Similarity (0-1) a candidate within k needs, by the documents' verification "
+        f"signatures, to be a near-duplicate, for the new index (default {DEFAULT_THRESHOLD}; "
+        "0: distance alone). An existing index keeps its own.",
+    ),
+]
+ThresholdOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--threshold",
+        help="Similarity (0-1) a candidate within k needs, by the verification signatures "
+        "(default: the index's; 0: distance alone).",
+    ),
+]
 CjkOpt = Annotated[
     str | None,
     typer.Option(
@@ -108,11 +127,11 @@ def config_from(
     The options not given are DEFAULT_CONFIG's."""
     if ngram is None and weighting is None and not keep_stopwords and cjk is None:
         return None
-    return FingerprintConfig(
+    return replace(
+        DEFAULT_CONFIG,
         ngram=DEFAULT_CONFIG.ngram if ngram is None else ngram,
         weighting=weighting or DEFAULT_CONFIG.weighting,
         stopwords=not keep_stopwords,
-        tokenizer=DEFAULT_CONFIG.tokenizer,
         cjk=cjk or DEFAULT_CONFIG.cjk,
     )
 
@@ -125,13 +144,23 @@ def open_index(
     k: int | None = None,
     blocks: int | None = None,
     config: FingerprintConfig | None = None,
+    threshold: float | None = None,
 ) -> SimIndex:
     """The index an INDEX argument names; "no index" says how to create one."""
+    check_threshold_option(threshold)
     try:
         # Commands that only read open a SQLite file read-only: they never
         # migrate or change it, and they work on a file they may not write.
         ro = readonly and "://" not in location and location != ":memory:"
-        return SimIndex(location, k=k, blocks=blocks, config=config, create=create, readonly=ro)
+        return SimIndex(
+            location,
+            k=k,
+            blocks=blocks,
+            config=config,
+            threshold=threshold,
+            create=create,
+            readonly=ro,
+        )
     except NotAnIndexError as exc:
         if str(exc).startswith("no index at"):
             shown = storage.locate(location)  # the URL with its password hidden
@@ -189,3 +218,15 @@ def parse_fingerprint(value: str, hint: str = "") -> int:
     if not 0 <= number < 1 << 64:
         raise UserError(f"a fingerprint is in [0, 2**64), not {value}")
     return number
+
+
+def check_threshold_option(threshold: float | None) -> float | None:
+    """--threshold: a number from 0 to 1 (a UserError otherwise)."""
+    if threshold is not None and not 0.0 <= threshold <= 1.0:  # NaN fails too
+        raise UserError(f"--threshold must be from 0 to 1, not {threshold}")
+    return threshold
+
+
+def has_words(text: str, config: FingerprintConfig) -> bool:
+    """Whether a text has a word to fingerprint (else queries of it raise EmptyTextError)."""
+    return bool(words(prepare(text, config), "chars"))

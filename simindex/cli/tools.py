@@ -25,14 +25,16 @@ from simindex.cli.options import (
     NgramOpt,
     StopOpt,
     WeightingOpt,
+    check_threshold_option,
     config_from,
     open_index,
     parse_fingerprint,
     read_text_file,
 )
-from simindex.cli.output import emit_json
+from simindex.cli.output import emit_json, escaped
 from simindex.explain import Explanation, explain
 from simindex.fingerprint import DEFAULT_CONFIG, hamming, simhash
+from simindex.signature import DEFAULT_THRESHOLD
 
 
 @reported
@@ -221,6 +223,14 @@ def explain_cmd(
     top: Annotated[
         int, typer.Option("--top", "-n", help="Features listed on each side (default 10).")
     ] = 10,
+    threshold: Annotated[
+        float | None,
+        typer.Option(
+            "--threshold",
+            help="Similarity the verification signatures need (0-1; default: the index's, "
+            f"or {DEFAULT_THRESHOLD}).",
+        ),
+    ] = None,
     ngram: NgramOpt = None,
     weighting: WeightingOpt = None,
     keep_stopwords: StopOpt = False,
@@ -234,8 +244,12 @@ def explain_cmd(
     similarity of the two texts' features with the distance it predicts, and
     the features credited with the bits that agree (in both texts) and with
     the bits that differ (in one text, or weighed differently). A feature's
-    score is in bits: the apart scores add up to the distance.
+    score is in bits: the apart scores add up to the distance. Then the
+    second stage: the similarity the verification signatures estimate
+    against --threshold, the exact similarity of the two texts' units (words
+    and CJK characters) it estimates, and the units only one text has.
     """
+    check_threshold_option(threshold)
     if k is not None and not 0 <= k <= 64:
         raise UserError(f"--k must be from 0 to 64, not {k}")
     if top < 0:
@@ -254,12 +268,17 @@ def explain_cmd(
     config = config_from(ngram, weighting, keep_stopwords, cjk)
     if index is not None:
         with open_index(index, readonly=True, config=config) as ix:
-            result = ix.explain(*texts, k=k, top=top)
+            result = ix.explain(*texts, k=k, top=top, threshold=threshold)
     else:
         distance = DEFAULT_K if k is None else k
         layout = BlockLayout.for_k(distance, blocks)
         result = explain(
-            *texts, k=distance, layout=layout, config=config or DEFAULT_CONFIG, top=top
+            *texts,
+            k=distance,
+            layout=layout,
+            config=config or DEFAULT_CONFIG,
+            top=top,
+            threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
         )
     if as_json:
         emit_json(result.to_dict())
@@ -284,6 +303,20 @@ def _explanation_lines(e: Explanation) -> Iterator[str]:
         if matched
         else f"tables: none of {len(e.tables)} matches"
     )
+    if e.similarity is not None:
+        yield (
+            f"signatures: similarity {e.similarity:.3f} "
+            f"{'>=' if e.verified else '<'} threshold {e.threshold:.2f}"
+        )
+    if e.unit_jaccard is not None:
+        yield (
+            f"units: {e.units_a} in a, {e.units_b} in b, {e.shared_units} shared: "
+            f"exact Jaccard {e.unit_jaccard:.3f} (what the signatures estimate)"
+        )
+        for side, only in (("a", e.only_a), ("b", e.only_b)):
+            if only:
+                shown = " ".join(u if len(u) <= 30 else u[:29] + "…" for u in only)
+                yield f"  only in {side}: {escaped(shown, backslash=False)}"
     if e.cosine is None or e.weighted_jaccard is None or e.expected_distance is None:
         return
     yield (

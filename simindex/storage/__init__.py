@@ -38,7 +38,7 @@ from simindex.storage.migrate import (
     write_settings,
 )
 from simindex.storage.rebuild import stage, start_staging, swap_in
-from simindex.storage.store import FAST_LOAD_MIN, Problem, Store
+from simindex.storage.store import FAST_LOAD_MIN, Chunk, Problem, Store
 
 
 def open_backend(
@@ -53,6 +53,7 @@ def open_backend(
 
 
 __all__ = [
+    "Chunk",
     "BUSY_TIMEOUT_S",
     "FAST_LOAD_MIN",
     "FORMAT_VERSION",

@@ -19,10 +19,12 @@ from simindex.blocks import MAX_INDEX_K, BlockLayout, probes
 from simindex.errors import (
     ConfigMismatchError,
     IndexVersionError,
+    InvalidArgumentError,
     NotAnIndexError,
     StorageError,
 )
 from simindex.fingerprint import BITS, FingerprintConfig
+from simindex.signature import DEFAULT_THRESHOLD, NAME, check_threshold
 from simindex.storage import schema
 from simindex.storage.location import Location
 
@@ -32,8 +34,9 @@ if TYPE_CHECKING:
 FORMAT_VERSION = 2  # the newest format this simindex reads (see Settings.format)
 # The Alembic revisions this simindex knows, oldest first (tests check them
 # against migrations/versions). Kept here so opening an index needs no Alembic.
-REVISIONS = ("0001",)
+REVISIONS = ("0001", "0002")
 HEAD = REVISIONS[-1]
+SIGNATURES_FROM = "0002"  # the first revision with the signature column
 
 
 def package_version() -> str:
@@ -61,12 +64,19 @@ class Settings:
     ``distance`` is the index's k, the distance queries use by default; the
     layout's tables answer up to ``layout.k`` by exact lookups and beyond it
     by probes (a layout of k or fewer blocks). None means ``layout.k``.
+    ``threshold``: the verified similarity a candidate within k needs to be
+    a near-duplicate, by default (0: distance alone; see simindex.signature).
+    ``revision``: the schema revision of the file (not stored in the meta
+    table; an index opened read-only may be older than HEAD, and is read as
+    it is: before 0002, no row has a signature).
     """
 
     layout: BlockLayout
     config: FingerprintConfig
     created_by: str = ""
     distance: int | None = None
+    threshold: float = DEFAULT_THRESHOLD
+    revision: str = HEAD
 
     def __post_init__(self) -> None:
         if self.distance is None:
@@ -76,6 +86,11 @@ class Settings:
     def k(self) -> int:
         assert self.distance is not None  # set in __post_init__
         return self.distance
+
+    @property
+    def signatures(self) -> bool:
+        """Whether the fingerprint table has the signature column."""
+        return self.revision >= SIGNATURES_FROM
 
     @property
     def format(self) -> int:
@@ -92,6 +107,8 @@ class Settings:
             "tables": json.dumps([list(t) for t in self.layout.tables]),
             "fingerprint": self.config.to_json(),
             "created_by": self.created_by,
+            "threshold": repr(self.threshold),
+            "signature": NAME,
         }
 
 
@@ -121,6 +138,11 @@ def read_settings(conn: Connection, where: Location) -> tuple[Settings, str] | N
             f"{where} was written by {theirs} (format {fmt}, schema revision {revision}); "
             f"this is {mine}: upgrade simindex to open it"
         )
+    if rows.get("signature", NAME) != NAME:
+        raise IndexVersionError(
+            f"{where} stores signatures of another kind ({rows['signature']!r}); this is "
+            f"{mine}, which makes {NAME!r}: upgrade simindex to open it"
+        )
     try:
         layout = BlockLayout.from_stored(json.loads(rows["blocks"]), json.loads(rows["tables"]))
         settings = Settings(
@@ -128,8 +150,12 @@ def read_settings(conn: Connection, where: Location) -> tuple[Settings, str] | N
             config=FingerprintConfig.from_json(rows["fingerprint"]),
             created_by=rows.get("created_by", ""),
             distance=int(rows.get("k", layout.k)),
+            # An index made before signatures: the default, which its rows
+            # (no signature) do not feel: they are matched by distance alone.
+            threshold=check_threshold(float(rows.get("threshold", DEFAULT_THRESHOLD))),
+            revision=str(revision),
         )
-    except (KeyError, ValueError, TypeError) as exc:
+    except (KeyError, ValueError, TypeError, InvalidArgumentError) as exc:
         raise NotAnIndexError(f"{where}: the index's settings are damaged ({exc})") from exc
     k = settings.k
     if (
@@ -181,16 +207,18 @@ def open_settings(
     k: int | None = None,
     blocks: int | None = None,
     config: FingerprintConfig | None = None,
+    threshold: float | None = None,
 ) -> Settings:
     """The settings of the index behind `backend`: created as `new` where there
     is none (if ``may_create``), upgraded to the newest schema revision where it is
-    older (under the write lock, alone), and checked against the k, blocks and
-    configuration the caller asked for (ConfigMismatchError if they differ)."""
+    older (under the write lock, alone; an index opened read-only is read as it
+    is), and checked against the k, blocks, configuration and threshold the
+    caller asked for (ConfigMismatchError if they differ)."""
     where = backend.where
     backend.ensure_schema(create=may_create)
     with backend.reading() as conn:
         found = read_settings(conn, where)
-    if found is None or found[1] != HEAD:
+    if found is None or (found[1] != HEAD and not backend.readonly):
         with backend.writing(alone=True) as conn:
             found = read_settings(conn, where)  # again, under the lock
             if found is None:
@@ -200,6 +228,8 @@ def open_settings(
                 return new
             if found[1] != HEAD:
                 upgrade(conn, found[0].layout)
+                found = read_settings(conn, where)
+                assert found is not None
     settings = found[0]
     if k is not None and k != settings.k:
         raise ConfigMismatchError(
@@ -216,5 +246,11 @@ def open_settings(
             f"{where} fingerprints texts as {settings.config.describe()} "
             f"({settings.config.to_json()}), not as asked ({config.to_json()}): "
             f"open it without a configuration, or build a new index"
+        )
+    if threshold is not None and threshold != settings.threshold:
+        raise ConfigMismatchError(
+            f"{where} verifies candidates at threshold {settings.threshold}, not {threshold}: "
+            f"open it without a threshold (queries may still ask for any), or change it "
+            f"with rebuild(threshold=...)"
         )
     return settings

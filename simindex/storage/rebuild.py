@@ -11,6 +11,7 @@ from sqlalchemy import (
     BigInteger,
     Column,
     Connection,
+    LargeBinary,
     MetaData,
     Table,
     Text,
@@ -33,6 +34,7 @@ def _staging() -> Table:
         MetaData(),
         Column("key", Text, primary_key=True),
         Column("fingerprint", BigInteger, nullable=False),
+        Column("signature", LargeBinary, nullable=True),
     )
 
 
@@ -41,16 +43,30 @@ def start_staging(conn: Connection) -> None:
     _staging().create(conn)
 
 
-def stage(conn: Connection, keys: Sequence[str], fingerprints: np.ndarray) -> None:
-    """Put source fingerprints in the staging table (a later key wins)."""
+def stage(
+    conn: Connection,
+    keys: Sequence[str],
+    fingerprints: np.ndarray,
+    signatures: Sequence[bytes | None] | None = None,
+) -> None:
+    """Put source fingerprints (and signatures) in the staging table (a later key wins)."""
     table = _staging()
     values = fingerprints.astype(np.uint64, copy=False).view(np.int64).tolist()
+    sigs = signatures if signatures is not None else [None] * len(keys)
     statement = dialect_of(conn).insert(table)
     statement = statement.on_conflict_do_update(
-        index_elements=[table.c.key], set_={"fingerprint": statement.excluded.fingerprint}
+        index_elements=[table.c.key],
+        set_={
+            "fingerprint": statement.excluded.fingerprint,
+            "signature": statement.excluded.signature,
+        },
     )
     conn.execute(
-        statement, [{"key": k, "fingerprint": v} for k, v in zip(keys, values, strict=True)]
+        statement,
+        [
+            {"key": k, "fingerprint": v, "signature": g}
+            for k, v, g in zip(keys, values, sigs, strict=True)
+        ],
     )
 
 
@@ -76,11 +92,16 @@ def swap_in(conn: Connection, settings: Settings, *, from_staging: bool) -> int:
         fp if mask >> 63 else fp.op(">>")(literal_column(str(shift))).op("&")(mask)
         for shift, mask in layout.spans()
     ]
-    columns = ["key", "fingerprint", *(schema.block_column(i) for i in range(len(blocks)))]
-    query = select(source.c.key, fp, *blocks)
+    columns = [
+        "key",
+        "fingerprint",
+        *(schema.block_column(i) for i in range(len(blocks))),
+        "signature",
+    ]
+    query = select(source.c.key, fp, *blocks, source.c.signature)
     if not from_staging:  # keep each row's id, so "first added" survives a re-layout
         columns.insert(0, "id")
-        query = select(source.c.id, source.c.key, fp, *blocks)
+        query = select(source.c.id, source.c.key, fp, *blocks, source.c.signature)
     conn.execute(new.insert().from_select(columns, query))
     conn.exec_driver_sql(f"DROP TABLE {schema.FINGERPRINT_TABLE}")
     conn.exec_driver_sql(f"ALTER TABLE {NEXT_TABLE} RENAME TO {schema.FINGERPRINT_TABLE}")

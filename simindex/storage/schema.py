@@ -11,7 +11,9 @@ describes the current one for the code that reads and writes it.
   signed 64-bit integer (see fingerprint.to_signed) and one column per block,
   ``block_0`` .. ``block_{m-1}``; one index per table of the layout, named
   ``ix_simindex_fingerprints_t{j}``, on (its blocks..., fingerprint), so a
-  lookup reads its candidates' fingerprints from the index alone.
+  lookup reads its candidates' fingerprints from the index alone; and, from
+  revision 0002, ``signature``: the document's verification signature
+  (simindex.signature, 64 bytes; NULL where none was made).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from sqlalchemy import (
     Column,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     PrimaryKeyConstraint,
     String,
@@ -68,6 +71,7 @@ def build(
     name: str = FINGERPRINT_TABLE,
     lookups: bool = True,
     own_constraint_names: bool = False,
+    signatures: bool = True,
 ) -> Schema:
     """The tables of an index with this block layout.
 
@@ -75,7 +79,8 @@ def build(
     table, then renames it); its constraints keep the names of the real one,
     or with ``own_constraint_names`` get names of their own (PostgreSQL,
     where two tables cannot have constraints of one name).
-    ``lookups=False`` leaves out its lookup indexes.
+    ``lookups=False`` leaves out its lookup indexes, ``signatures=False``
+    the signature column (an index of revision 0001, read without upgrading).
     """
     pk_name, uq_name = constraint_names(name if own_constraint_names else FINGERPRINT_TABLE)
     metadata = MetaData()
@@ -93,6 +98,7 @@ def build(
         Column("key", Text, nullable=False),
         Column("fingerprint", BigInteger, nullable=False),
         *(Column(block_column(i), BigInteger, nullable=False) for i in range(len(layout.widths))),
+        *([Column("signature", LargeBinary, nullable=True)] if signatures else []),
         PrimaryKeyConstraint("id", name=pk_name),
         UniqueConstraint("key", name=uq_name),
     )

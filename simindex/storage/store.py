@@ -14,7 +14,19 @@ from itertools import chain
 from typing import Any, NamedTuple
 
 import numpy as np
-from sqlalchemy import Connection, and_, bindparam, delete, func, inspect, or_, select, union_all
+from sqlalchemy import (
+    Connection,
+    LargeBinary,
+    and_,
+    bindparam,
+    delete,
+    func,
+    inspect,
+    null,
+    or_,
+    select,
+    union_all,
+)
 from sqlalchemy.exc import SQLAlchemyError
 
 from simindex.blocks import BlockLayout, Probe, probes
@@ -91,26 +103,37 @@ class Problem(NamedTuple):
     text: str
 
 
+Signatures = Sequence[bytes | None]  # one per row of a chunk (None: no signature)
+Chunk = tuple[list[str], np.ndarray, Signatures | None]  # keys, fingerprints, signatures
+
+
 def block_rows(
-    keys: Sequence[str], fingerprints: np.ndarray, layout: BlockLayout
+    keys: Sequence[str],
+    fingerprints: np.ndarray,
+    layout: BlockLayout,
+    signatures: Signatures | None = None,
 ) -> list[tuple[Any, ...]]:
-    """(key, signed fingerprint, block values...) rows, computed with numpy."""
+    """(key, signed fingerprint, block values...) rows, computed with numpy,
+    and each row's signature last when ``signatures`` are given."""
     fps = fingerprints.astype(np.uint64, copy=False)
-    columns = [fps.view(np.int64).tolist()]
+    columns: list[Any] = [fps.view(np.int64).tolist()]
     for shift, mask in layout.spans():
         block = (fps >> np.uint64(shift)) & np.uint64(mask)
         columns.append(block.view(np.int64).tolist() if mask >> 63 else block.tolist())
+    if signatures is not None:
+        columns.append(signatures)
     return list(zip(keys, *columns, strict=True))
 
 
-def _with_version(rows: list[Any]) -> tuple[list[Any], int]:
+def _with_version(rows: list[Any], at: int = -1) -> tuple[list[Any], int]:
     """A lookup's rows, and the schema cookie or generation from the marker row
-    (first column -1, the number last) the same statement read with them."""
+    (first column -1, the number in column ``at``) the same statement read
+    with them."""
     marker = rows.pop() if rows and rows[-1][0] == -1 else None
     if marker is None:  # pragma: no cover - UNION ALL keeps its order in practice
         marker = next(r for r in rows if r[0] == -1)
         rows.remove(marker)
-    return rows, int(marker[-1])
+    return rows, int(marker[at])
 
 
 class Store:
@@ -121,17 +144,23 @@ class Store:
     run in SQLAlchemy transactions that take the write lock at their start.
     """
 
-    def __init__(self, backend: Backend, layout: BlockLayout) -> None:
+    def __init__(self, backend: Backend, layout: BlockLayout, *, signatures: bool = True) -> None:
         self.backend = backend
         self.engine = backend.engine
         self.where = backend.where
         self.caps = backend.caps
         self.layout = layout
-        self.tables = schema.build(layout)
+        # signatures=False: a table of revision 0001 (read-only, not upgraded):
+        # every row reads as having no signature.
+        self.signed = signatures
+        self.tables = schema.build(layout, signatures=signatures)
         t = self.tables.fingerprints
+        self._signature: Any = (
+            t.c.signature if signatures else null().cast(LargeBinary).label("signature")
+        )
         dialect = self.engine.dialect
         blocks = [schema.block_column(i) for i in range(len(layout.widths))]
-        names = ["key", "fingerprint", *blocks]
+        names = ["key", "fingerprint", *blocks, *(["signature"] if signatures else [])]
         self._upsert = _Sql(self._upsert_statement(names), dialect, names)
         self._insert_new = _Sql(self._upsert_statement(names, keep=True), dialect, names)
         # Lookups read (id, fingerprint) from the covering indexes alone; the
@@ -156,8 +185,9 @@ class Store:
             self._matches_text = (
                 f"WITH c AS ({self._lookup.text}), "
                 f"m AS (SELECT DISTINCT c.id FROM c WHERE {distance} <= %(query_k)s::int) "
-                f"SELECT f.id, f.key, f.fingerprint FROM m JOIN {schema.FINGERPRINT_TABLE} f "
-                f"ON f.id = m.id UNION ALL SELECT -1, NULL, {GENERATION}"
+                f"SELECT f.id, f.key, f.fingerprint, f.signature "
+                f"FROM m JOIN {schema.FINGERPRINT_TABLE} f "
+                f"ON f.id = m.id UNION ALL SELECT -1, NULL, {GENERATION}, NULL"
             )
         spans = layout.spans()
         # (shift, mask) of each lookup parameter, in the driver's order.
@@ -172,12 +202,15 @@ class Store:
         )
         self.delete_keys = delete(t).where(t.c.key.in_(bindparam("keys", expanding=True)))
         self.count = select(func.count()).select_from(t)
-        self.scan = select(t.c.id, t.c.key, t.c.fingerprint)
+        self.scan = select(t.c.id, t.c.key, t.c.fingerprint, self._signature)
         self._load = _Sql(select(t.c.id, t.c.fingerprint), dialect, [])
         self._max_id = _Sql(select(func.max(t.c.id)), dialect, [])
-        self.keys_by_id = select(t.c.id, t.c.key).where(
+        self.keys_by_id = select(t.c.id, t.c.key, self._signature).where(
             t.c.id.in_(bindparam("ids", expanding=True))
         )
+        self.unsigned = select(func.count()).select_from(t)
+        if signatures:
+            self.unsigned = self.unsigned.where(t.c.signature.is_(None))
         # Reads on a kept connection run without a transaction: each statement
         # reads one snapshot (SQLite's autocommit; psycopg's, see _Held).
         self._local = threading.local()
@@ -250,7 +283,7 @@ class Store:
         then reads their keys."""
         driver = dict(zip(self._lookup_names, self._lookup_params(fingerprint), strict=True))
         driver |= {"query_fp": to_signed(fingerprint), "query_k": k}
-        return _with_version(self._read(self._matches_text, driver))
+        return _with_version(self._read(self._matches_text, driver), at=2)
 
     def can_probe(self, k: int) -> bool:
         """Whether probe_lookup answers k (a few probes), rather than a full scan."""
@@ -324,13 +357,13 @@ class Store:
             rows += [(int(i), int(f)) for i, f in conn.exec_driver_sql(sql.text, sql.params(chunk))]
         return rows
 
-    def rows_by_id(self, ids: Sequence[int]) -> list[tuple[int, str, int]]:
-        """(id, key, signed fingerprint) of the rows with these ids (a few)."""
+    def rows_by_id(self, ids: Sequence[int]) -> list[tuple[int, str, int, bytes | None]]:
+        """(id, key, signed fingerprint, signature) of the rows with these ids (a few)."""
         sql = self._by_id.get(len(ids))
         if sql is None:
             t = self.tables.fingerprints
             names = [f"id{i}" for i in range(len(ids))]
-            statement = select(t.c.id, t.c.key, t.c.fingerprint).where(
+            statement = select(t.c.id, t.c.key, t.c.fingerprint, self._signature).where(
                 t.c.id.in_([bindparam(n) for n in names])
             )
             sql = self._by_id[len(ids)] = _Sql(statement, self.engine.dialect, names)
@@ -373,13 +406,26 @@ class Store:
         rows = self._read(self._get.text, self._get.params([key]))
         return rows[0][0] if rows else None
 
+    def fetch_row(self, key: str) -> tuple[int, bytes | None] | None:
+        """(signed fingerprint, signature) stored under key, or None."""
+        t = self.tables.fingerprints
+        statement = select(t.c.fingerprint, self._signature).where(t.c.key == bindparam("key"))
+        with self.backend.reading() as conn:
+            row = conn.execute(statement, {"key": key}).first()
+        return None if row is None else (int(row[0]), row[1])
+
     # --- reads in one snapshot ---------------------------------------------
 
     def size(self, conn: Connection) -> int:
         return int(conn.execute(self.count).scalar_one())
 
-    def everything(self, conn: Connection) -> Iterable[tuple[int, str, int]]:
+    def everything(self, conn: Connection) -> Iterable[tuple[int, str, int, bytes | None]]:
+        """(id, key, signed fingerprint, signature) of every row."""
         return conn.execute(self.scan)  # type: ignore[return-value,unused-ignore]
+
+    def without_signature(self, conn: Connection) -> int:
+        """The rows that have no signature (matched by distance alone)."""
+        return int(conn.execute(self.unsigned).scalar_one())
 
     def load(self, conn: Connection) -> tuple[np.ndarray, np.ndarray]:
         """(ids, unsigned fingerprints) of every row, as numpy arrays.
@@ -404,12 +450,13 @@ class Store:
         both = np.concatenate(parts)
         return both[:, 0].copy(), both[:, 1].view(np.uint64).copy()
 
-    def keys_for(self, conn: Connection, ids: Iterable[int]) -> dict[int, str]:
+    def keys_for(self, conn: Connection, ids: Iterable[int]) -> dict[int, tuple[str, bytes | None]]:
+        """id -> (key, signature) of these rows."""
         wanted = list(dict.fromkeys(int(i) for i in ids))
-        found: dict[int, str] = {}
+        found: dict[int, tuple[str, bytes | None]] = {}
         for start in range(0, len(wanted), _CHUNK):
             rows = conn.execute(self.keys_by_id, {"ids": wanted[start : start + _CHUNK]})
-            found.update((int(i), k) for i, k in rows)
+            found.update((int(i), (k, sig)) for i, k, sig in rows)
         return found
 
     # --- writes --------------------------------------------------------------
@@ -422,16 +469,19 @@ class Store:
         *,
         keep: bool,
         written: list[tuple[int, int]] | None = None,
+        signatures: Signatures | None = None,
     ) -> int:
-        """Insert rows. A key already stored gets the new fingerprint (the later
-        one wins), or, with keep, keeps its own. Returns the rows written: with
+        """Insert rows, with their signatures (default: none). A key already
+        stored gets the new fingerprint and signature (the later one wins),
+        or, with keep, keeps its own. Returns the rows written: with
         keep, the new keys only (a key stored already, or earlier in the same
         chunk, is left as it is and not counted).
 
         With ``written``, a few rows replacing on SQLite 3.35+ go one by one
         with RETURNING and their (id, signed fingerprint) are appended to it
         (cheaper than reading them back)."""
-        rows = block_rows(keys, fingerprints, self.layout)
+        sigs = (signatures or [None] * len(keys)) if self.signed else None
+        rows = block_rows(keys, fingerprints, self.layout, sigs)
         if self.caps.bulk_copy:
             return self._put_by_copy(conn, rows, keep=keep)
         if keep:
@@ -447,8 +497,10 @@ class Store:
         return len(rows)
 
     def _temp_table(self, conn: Connection, name: str, columns: list[str]) -> None:
-        """An empty temporary table of BIGINT columns (and key TEXT) for this transaction."""
-        types = ", ".join(f"{c} TEXT" if c == "key" else f"{c} BIGINT" for c in columns)
+        """An empty temporary table of BIGINT columns (key TEXT, signature BYTEA)
+        for this transaction (PostgreSQL)."""
+        kinds = {"key": "TEXT", "signature": "BYTEA"}
+        types = ", ".join(f"{c} {kinds.get(c, 'BIGINT')}" for c in columns)
         conn.exec_driver_sql(
             f"CREATE TEMPORARY TABLE IF NOT EXISTS {name} ({types}) ON COMMIT DROP"
         )
@@ -470,8 +522,8 @@ class Store:
         SELECT moves them in (per key, the first row with keep, else the last),
         in the order they came, so row ids keep "first added" meaningful."""
         blocks = [schema.block_column(i) for i in range(len(self.layout.widths))]
-        columns = ["key", "fingerprint", *blocks]
-        load = f"simindex_load_{len(blocks)}"
+        columns = ["key", "fingerprint", *blocks, "signature"]
+        load = f"simindex_load_{len(blocks)}_s"
         self._temp_table(conn, load, ["seq", *columns])
         self._copy(conn, load, ["seq", *columns], ((i, *r) for i, r in enumerate(rows)))
         listed = ", ".join(columns)
@@ -491,7 +543,7 @@ class Store:
         return max(0, done.rowcount) if keep else len(rows)
 
     def join_lookup(self, conn: Connection, fingerprints: Sequence[int], k: int) -> list[Any]:
-        """PostgreSQL: every (query number, id, key, signed fingerprint)
+        """PostgreSQL: every (query number, id, key, signed fingerprint, signature)
         within k of a batch of queries, found by the server in one join of the
         queries (COPYed into a temporary table) with the fingerprints, one
         equality join per table of the layout. k must be at most the layout's."""
@@ -516,7 +568,7 @@ class Store:
         for table in self.layout.tables:
             on = " AND ".join(f"f.{blocks[b]} = q.{blocks[b]}" for b in table)
             parts.append(
-                f"SELECT q.qid, f.id, f.key, f.fingerprint "
+                f"SELECT q.qid, f.id, f.key, f.fingerprint, f.signature "
                 f"FROM {name} q JOIN {schema.FINGERPRINT_TABLE} f ON {on} "
                 f"WHERE {distance} <= {int(k)}"
             )
@@ -525,12 +577,12 @@ class Store:
     def put_stream(
         self,
         conn: Connection,
-        chunks: Iterable[tuple[list[str], np.ndarray]],
+        chunks: Iterable[Chunk],
         *,
         keep: bool = False,
         returned: list[tuple[int, int]] | None = None,
     ) -> tuple[int, int]:
-        """Write chunks of (keys, fingerprints) in the caller's transaction;
+        """Write chunks of (keys, fingerprints, signatures) in the caller's transaction;
         returns the rows read and the rows written (see put).
 
         A load larger than FAST_LOAD_MIN rows and than the table itself sets
@@ -543,7 +595,7 @@ class Store:
         existing: int | None = None
         set_aside = False
         read = written = 0
-        for keys, fps in chunks:
+        for keys, fps, sigs in chunks:
             if not set_aside and read + len(keys) > FAST_LOAD_MIN:
                 if existing is None:
                     existing = self.size(conn)
@@ -551,7 +603,7 @@ class Store:
                     for index in self.tables.lookups:
                         index.drop(conn)
                     set_aside = True
-            written += self.put(conn, keys, fps, keep=keep, written=returned)
+            written += self.put(conn, keys, fps, keep=keep, written=returned, signatures=sigs)
             read += len(keys)
         if set_aside:
             for index in self.tables.lookups:

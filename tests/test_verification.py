@@ -1,0 +1,356 @@
+"""The second stage: candidates within k verified by their signatures.
+
+Every way of answering (the block lookups, probes, a held snapshot, a batch
+read into memory, the server's join, a full scan) is checked against a
+brute-force oracle over every stored (fingerprint, signature): a stored
+document matches a query when it is within k and, where both have a
+signature, their similarity reaches the threshold.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import warnings
+from pathlib import Path
+
+import pytest
+
+from simindex import (
+    ConfigMismatchError,
+    FullScanWarning,
+    InvalidArgumentError,
+    Match,
+    SimIndex,
+    dedup_stream,
+    storage,
+)
+from simindex.fingerprint import DEFAULT_CONFIG, hamming
+from simindex.signature import fingerprint_and_signature, similarity
+
+_VOCAB = [a + b + c for a in "bdfgklmnprstvz" for b in "aeiouy" for c in "mnrstlk"]
+Stored = dict[str, tuple[int, bytes | None]]
+
+
+def passage(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choices(_VOCAB, k=words)) + "."
+
+
+def edited(text: str, share: float, rng: random.Random) -> str:
+    """share of the words replaced by words from the whole vocabulary."""
+    w = text.split()
+    for i in rng.sample(range(len(w)), round(share * len(w))):
+        w[i] = rng.choice(_VOCAB)
+    return " ".join(w)
+
+
+def corpus(seed: int = 3) -> dict[str, str]:
+    """Passages, copies of them edited from 2% to 60% (so some copies are
+    within k of their original but no longer similar enough), and a few
+    texts that share most of their words in another order."""
+    rng = random.Random(seed)
+    texts: dict[str, str] = {}
+    for i in range(40):
+        base = passage(rng, rng.randint(30, 150))
+        texts[f"p{i}"] = base
+        for j, share in enumerate((0.02, 0.1, 0.3, 0.45, 0.6)):
+            texts[f"p{i}-e{j}"] = edited(base, share, rng)
+    return texts
+
+
+def oracle(stored: Stored, fp: int, sig: bytes | None, k: int, threshold: float) -> list[Match]:
+    found = []
+    for key, (other, other_sig) in stored.items():
+        d = hamming(fp, other)
+        if d > k:
+            continue
+        estimate = None if sig is None or other_sig is None else similarity(sig, other_sig)
+        if estimate is not None and estimate < threshold:
+            continue
+        found.append(Match(key, d, other, estimate))
+    return sorted(found, key=lambda m: (m.distance, m.key))
+
+
+def load(index: SimIndex, texts: dict[str, str], unsigned: int = 20) -> Stored:
+    """Add the texts (the first `unsigned` of them as bare fingerprints, so
+    rows without a signature are in the mix too); what is stored."""
+    stored: Stored = {}
+    items = list(texts.items())
+    bare = [(key, index.fingerprint(text)) for key, text in items[:unsigned]]
+    index.add_fingerprints(bare)
+    stored.update((key, (fp, None)) for key, fp in bare)
+    index.add_many(items[unsigned:])
+    for key, text in items[unsigned:]:
+        stored[key] = fingerprint_and_signature(text, index.config)
+    return stored
+
+
+@pytest.fixture(scope="module")
+def texts() -> dict[str, str]:
+    return corpus()
+
+
+def test_the_corpus_has_candidates_the_signatures_reject(texts: dict[str, str]) -> None:
+    """Otherwise the oracle tests below could not tell verification from none."""
+    marks = {key: fingerprint_and_signature(t, DEFAULT_CONFIG) for key, t in texts.items()}
+    rejected = kept = 0
+    for i in range(40):
+        fp, sig = marks[f"p{i}"]
+        for j in range(5):
+            other, other_sig = marks[f"p{i}-e{j}"]
+            if hamming(fp, other) <= 12:
+                if similarity(sig, other_sig) < 0.8:
+                    rejected += 1
+                else:
+                    kept += 1
+    assert rejected >= 10 and kept >= 40
+
+
+@pytest.mark.filterwarnings("ignore::simindex.FullScanWarning")  # k = 12 on PostgreSQL
+@pytest.mark.parametrize("threshold", [None, 0.0, 0.5, 0.95])
+def test_queries_equal_brute_force(
+    index: SimIndex, texts: dict[str, str], threshold: float | None
+) -> None:
+    stored = load(index, texts)
+    at = index.threshold if threshold is None else threshold
+    rng = random.Random(5)
+    queries = [*rng.sample(sorted(texts), 25), "fresh"]
+    query_texts = [texts.get(q) or passage(rng, 80) for q in queries]
+    for k in (2, 3, 8, 12):  # 2: exact lookups (on PostgreSQL, matched by the server)
+        for text in query_texts:
+            fp, sig = fingerprint_and_signature(text, index.config)
+            assert index.query(text, k=k, threshold=threshold) == oracle(stored, fp, sig, k, at)
+            # By fingerprint: distance alone, whatever the threshold.
+            assert index.query(fp, k=k, threshold=threshold) == oracle(stored, fp, None, k, at)
+        # A small batch (lookups) and a large one (read into memory, or the
+        # server's join), each query as query() answers it.
+        many = query_texts * 10  # 260 queries: past planner.BATCH_MIN
+        for batch in (query_texts[:5], many):
+            got = index.query_many(batch, k=k, threshold=threshold)
+            want = [
+                oracle(stored, *fingerprint_and_signature(t, index.config), k, at) for t in batch
+            ]
+            assert got == want
+
+
+def test_a_held_snapshot_and_a_full_scan_verify_too(
+    db_path: Path, texts: dict[str, str], hold: None
+) -> None:
+    with SimIndex(db_path, hold=True) as index:
+        stored = load(index, texts)
+        for key in ("p1", "p2-e3", "p7-e4"):
+            fp, sig = fingerprint_and_signature(texts[key], index.config)
+            assert index.query(texts[key]) == oracle(stored, fp, sig, 8, 0.8)
+        assert index.stats()["held_in_memory_bytes"] > 0
+        # Written since the read: applied to the snapshot, verified like the rest.
+        index.add("late", texts["p1-e1"])
+        stored["late"] = fingerprint_and_signature(texts["p1-e1"], index.config)
+        fp, sig = stored["late"]
+        assert index.query(texts["p1-e1"]) == oracle(stored, fp, sig, 8, 0.8)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FullScanWarning)
+            assert index.query(texts["p3"], k=30) == oracle(
+                stored, *fingerprint_and_signature(texts["p3"], index.config), 30, 0.8
+            )
+
+
+@pytest.mark.parametrize("threshold", [None, 0.0, 0.9])
+def test_duplicates_and_clusters_equal_brute_force(
+    texts: dict[str, str], threshold: float | None
+) -> None:
+    with SimIndex() as index:
+        stored = load(index, texts)
+        at = index.threshold if threshold is None else threshold
+        keys = list(stored)  # in the order they were added
+        want = []
+        for i, a in enumerate(keys):
+            for b in keys[i + 1 :]:
+                (fa, sa), (fb, sb) = stored[a], stored[b]
+                d = hamming(fa, fb)
+                estimate = None if sa is None or sb is None else similarity(sa, sb)
+                if d <= 8 and (estimate is None or estimate >= at):
+                    want.append((*sorted((a, b)), d, estimate))
+        want.sort(key=lambda p: (p[2], p[0], p[1]))
+        assert [tuple(p) for p in index.duplicates(threshold=threshold)] == want
+        # Clusters: the leader rule over those pairs, in the order of adding.
+        pairs = {frozenset(p[:2]) for p in want}
+        leaders: dict[str, list[str]] = {}
+        for key in keys:
+            home = next((c for c in leaders if frozenset((c, key)) in pairs), None)
+            if home is None:
+                leaders[key] = [key]
+            else:
+                leaders[home].append(key)
+        groups = index.clusters(threshold=threshold)
+        assert {c.canonical: sorted(m for m, _ in c.members) for c in groups} == {
+            lead: sorted(m) for lead, m in leaders.items() if len(m) > 1
+        }
+        for c in groups:  # every member a near-duplicate of its canonical one
+            assert c.members[0] == (c.canonical, 0)
+            for key, d in c.members[1:]:
+                assert frozenset((c.canonical, key)) in pairs
+                assert d == hamming(stored[c.canonical][0], stored[key][0])
+
+
+def test_clusters_do_not_chain() -> None:
+    """b is a near copy of a and of c, but a and c are too unlike: c does not
+    join a's cluster through b (single linkage would put all three together)."""
+    rng = random.Random(9)
+    words = rng.choices(_VOCAB, k=200)
+    a = " ".join(words[:160])
+    b = " ".join(words[20:180])
+    c = " ".join(words[40:200])
+    with SimIndex(k=15) as index:
+        index.add_many([("a", a), ("b", b), ("c", c)])
+        ja, jb, jc = (index.signature(t) for t in (a, b, c))
+        assert similarity(ja, jb) >= 0.75 and similarity(jb, jc) >= 0.75 > similarity(ja, jc)
+        pairs = index.duplicates(threshold=0.75)
+        assert {(p.key_a, p.key_b) for p in pairs} == {("a", "b"), ("b", "c")}
+        assert [c.members for c in index.clusters(threshold=0.75)] == [
+            [("a", 0), ("b", hamming(index.fingerprint(a), index.fingerprint(b)))]
+        ]
+
+
+def test_the_threshold_is_stored_and_checked(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    with SimIndex(path, threshold=0.7) as index:
+        assert index.threshold == 0.7
+        assert index.stats()["threshold"] == 0.7
+    with SimIndex(path) as index:
+        assert index.threshold == 0.7
+    with pytest.raises(ConfigMismatchError, match="threshold 0.7"):
+        SimIndex(path, threshold=0.9)
+    with SimIndex(path) as index:
+        index.rebuild(threshold=0.9)
+        assert index.threshold == 0.9
+    with SimIndex(path, threshold=0.9) as index:
+        assert index.threshold == 0.9
+    for bad in (-0.1, 1.5, float("nan"), "0.8", True):
+        with pytest.raises(InvalidArgumentError, match="threshold"):
+            SimIndex(threshold=bad)  # type: ignore[arg-type]
+        with SimIndex() as index, pytest.raises(InvalidArgumentError, match="threshold"):
+            index.query("some words", threshold=bad)  # type: ignore[arg-type]
+
+
+def test_signatures_given_with_fingerprints_and_bad_ones(texts: dict[str, str]) -> None:
+    with SimIndex() as index:
+        fp, sig = fingerprint_and_signature(texts["p0"], index.config)
+        index.add_fingerprints([("a", fp, sig), ("b", fp), ("c", fp, None)])
+        index.add_fingerprint("d", fp, sig)
+        got = {m.key: m.similarity for m in index.query(texts["p0"])}
+        assert got == {"a": 1.0, "b": None, "c": None, "d": 1.0}
+        assert index.stats()["without_signature"] == 2
+        for bad in (b"short", "x" * 64, 7):
+            with pytest.raises(InvalidArgumentError, match="signature"):
+                index.add_fingerprints([("e", fp, bad)])  # type: ignore[list-item]
+        assert "e" not in index
+
+
+def test_dedup_stream_verifies() -> None:
+    """c is within k of a but too unlike it: kept at the default threshold,
+    dropped by distance alone."""
+    rng = random.Random(4)
+    base = passage(rng, 120)
+    fa, sa = fingerprint_and_signature(base, DEFAULT_CONFIG)
+    for _ in range(200):  # a half-rewritten copy that the fingerprint alone calls a duplicate
+        far = edited(base, 0.45, rng)
+        fc, sc = fingerprint_and_signature(far, DEFAULT_CONFIG)
+        if hamming(fa, fc) <= 12:
+            break
+    assert hamming(fa, fc) <= 12 and similarity(sa, sc) < 0.8
+    k = max(hamming(fa, fc), 3)
+    docs = [("a", base), ("b", edited(base, 0.02, rng)), ("c", far)]
+    run = list(dedup_stream(docs, k=k, workers=1))
+    assert [(d.key, d.kept) for d in run] == [("a", True), ("b", False), ("c", True)]
+    assert run[1].similarity is not None and run[1].similarity >= 0.8
+    alone = list(dedup_stream(docs, k=k, threshold=0, workers=1))
+    assert [(d.kept, d.duplicate_of) for d in alone] == [(True, None), (False, "a"), (False, "a")]
+    with pytest.raises(InvalidArgumentError, match="threshold"):
+        dedup_stream(docs, threshold=2)
+
+
+# --- an index made before signatures (revision 0001) ---------------------------------------
+
+
+def make_revision_1(path: Path, texts: dict[str, str]) -> dict[str, int]:
+    """An index as simindex wrote it before revision 0002: no signature column,
+    no threshold in its settings."""
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import create_engine
+
+    from simindex.blocks import BlockLayout
+    from simindex.fingerprint import simhash
+    from simindex.storage.store import block_rows
+
+    layout = BlockLayout.for_k(8)
+    settings = storage.Settings(layout=layout, config=DEFAULT_CONFIG, created_by="old", distance=8)
+    engine = create_engine(f"sqlite:///{path}")
+    with engine.begin() as conn:
+        config = Config()
+        config.set_main_option("script_location", str(storage.migrations_dir()))
+        config.attributes["connection"] = conn
+        config.attributes["simindex.layout"] = {
+            "widths": list(layout.widths),
+            "tables": [list(t) for t in layout.tables],
+        }
+        command.upgrade(config, "0001")
+        rows = settings.rows()
+        del rows["threshold"], rows["signature"]
+        conn.exec_driver_sql(
+            "INSERT INTO simindex_meta (name, value) VALUES (?, ?)", list(rows.items())
+        )
+    engine.dispose()
+    fps = {key: simhash(text, DEFAULT_CONFIG) for key, text in texts.items()}
+    import numpy as np
+
+    db = sqlite3.connect(path)
+    blocks = ", ".join(f"block_{i}" for i in range(len(layout.widths)))
+    marks = ", ".join("?" * (2 + len(layout.widths)))
+    db.executemany(
+        f"INSERT INTO simindex_fingerprints (key, fingerprint, {blocks}) VALUES ({marks})",
+        block_rows(list(fps), np.array(list(fps.values()), dtype=np.uint64), layout),
+    )
+    db.commit()
+    db.close()
+    return fps
+
+
+def test_an_older_index_upgrades_in_place_and_is_verified_once_rebuilt(
+    tmp_path: Path, texts: dict[str, str]
+) -> None:
+    path = tmp_path / "old.db"
+    some = dict(list(texts.items())[:60])
+    fps = make_revision_1(path, some)
+    # Read-only: read as it is, not upgraded; every row by distance alone.
+    with SimIndex(path, readonly=True) as index:
+        assert index.stats()["schema_revision"] == "0001"
+        assert index.stats()["without_signature"] == 60
+        fp = fps["p0"]
+        assert index.query(some["p0"]) == oracle(
+            {k: (f, None) for k, f in fps.items()}, fp, None, 8, 0
+        )
+    assert sqlite3.connect(path).execute(
+        "SELECT version_num FROM simindex_alembic_version"
+    ).fetchone() == ("0001",)
+    # Opened for writing: upgraded in place, the rows kept, still unsigned.
+    with SimIndex(path) as index:
+        info = index.stats()
+        assert (info["schema_revision"], info["without_signature"], info["count"]) == (
+            "0002",
+            60,
+            60,
+        )
+        assert index.threshold == 0.8
+        assert any("no verification signature" in w for w in info["warnings"])
+        assert {m.key for m in index.query(some["p0"])} == {
+            k for k, f in fps.items() if hamming(f, fps["p0"]) <= 8
+        }
+        # New rows get signatures; rebuilt from the texts, every row has one.
+        index.add("new", some["p0"])
+        assert index.stats()["without_signature"] == 60
+        index.rebuild(some.items())
+        assert index.stats()["without_signature"] == 0
+        stored = {k: fingerprint_and_signature(t, index.config) for k, t in some.items()}
+        fp, sig = stored["p0"]
+        assert index.query(some["p0"]) == oracle(stored, fp, sig, 8, 0.8)
