@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from simindex.fingerprint import to_signed, to_unsigned
 from simindex.results import Match
-from simindex.signature import similarity
+from simindex.signature import similarity_to
 
 _MASK64 = (1 << 64) - 1
 Row = tuple[int, str, int, "bytes | None"]  # (id, key, signed fingerprint, signature), as stored
@@ -50,16 +50,17 @@ def within(
     enough (see Verify): each once, sorted by distance, then key."""
     found: dict[int, Match] = {}
     query = None if verify is None else verify.signature
+    compare = None if query is None else similarity_to(query)
+    threshold = 0.0 if verify is None else verify.threshold
     for row_id, key, stored, signature in rows:
         other = to_unsigned(stored)
         distance = (other ^ fingerprint).bit_count()
         if distance > k:
             continue
         estimate = None
-        if query is not None and signature is not None:
-            estimate = similarity(query, signature)
-            assert verify is not None
-            if estimate < verify.threshold:
+        if compare is not None and signature is not None:
+            estimate = compare(signature)
+            if estimate < threshold:
                 continue
         found[row_id] = Match(key, distance, other, estimate)
     return sorted(found.values(), key=lambda m: (m.distance, m.key))

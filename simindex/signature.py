@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import xxhash
@@ -185,17 +185,37 @@ def jaccard_from_agreement(agree: float, bits: int = BITS) -> float:
 
 
 _LOW_NIBBLES = int.from_bytes(b"\x11" * NBYTES, "little")
+# The estimate for each number of differing bins (0..BINS): a table, so that
+# every comparison gives exactly the same float for the same bins.
+_ESTIMATES = tuple(jaccard_from_agreement((BINS - d) / BINS) for d in range(BINS + 1))
+
+
+def _differing(x: int) -> int:
+    """The 4-bit bins in which an XOR of two signatures (as an int) is not 0."""
+    return ((x | x >> 1 | x >> 2 | x >> 3) & _LOW_NIBBLES).bit_count()
 
 
 def similarity(a: bytes, b: bytes) -> float:
     """The estimated Jaccard similarity (0 to 1) of the unit sets behind two
     signatures: the share of their 128 four-bit bins that agree, less chance
-    agreement. Computed on Python ints (a few hundred nanoseconds)."""
+    agreement. Computed on Python ints (about a microsecond)."""
     if len(a) != NBYTES or len(b) != NBYTES:
         raise InvalidArgumentError(f"a signature is {NBYTES} bytes, not {len(a)} and {len(b)}")
-    x = int.from_bytes(a, "little") ^ int.from_bytes(b, "little")
-    differ = ((x | x >> 1 | x >> 2 | x >> 3) & _LOW_NIBBLES).bit_count()
-    return jaccard_from_agreement((BINS - differ) / BINS)
+    return _ESTIMATES[_differing(int.from_bytes(a, "little") ^ int.from_bytes(b, "little"))]
+
+
+def similarity_to(signature: bytes) -> Callable[[bytes], float]:
+    """similarity(signature, other) as a function of other, for comparing one
+    query with many stored signatures (the query read into an int once)."""
+    check_signature(signature)
+    query = int.from_bytes(signature, "little")
+    estimates, low, from_bytes = _ESTIMATES, _LOW_NIBBLES, int.from_bytes
+
+    def estimate(other: bytes) -> float:
+        x = query ^ from_bytes(other, "little")
+        return estimates[((x | x >> 1 | x >> 2 | x >> 3) & low).bit_count()]
+
+    return estimate
 
 
 # --- a text's signature, with its fingerprint --------------------------------------------
@@ -248,19 +268,31 @@ def fingerprint_and_signature(text: str, config: FingerprintConfig) -> tuple[int
         raise InvalidArgumentError(f"text must be a str, not {type(text).__name__}")
     if len(text) > PIECE_CHARS or not _one_pass(config):
         return simhash(text, config), signature(text, config)
-    tokens = words(prepare(text, config), "chars")
+    prepared = prepare(text, config)
+    tokens = words(prepared, "chars")
     if not tokens:
         raise EmptyTextError("the text has no word features (it is empty or only punctuation)")
-    stop = stopwords() if config.stopwords else frozenset()
-    content = [t for t in tokens if t not in stop] or tokens
-    counts = Counter(content)
-    distinct = list(dict.fromkeys(tokens))
-    hashed = dict(zip(distinct, unit_hashes(distinct).tolist(), strict=True))
-    keys = list(counts)
-    h = np.fromiter(map(hashed.__getitem__, keys), _U64, count=len(keys))
-    fingerprint = _simhash64(h, np.fromiter(counts.values(), np.float64, count=len(keys)))
-    unique = list(dict.fromkeys(units_of(tokens)))
-    return fingerprint, sketch(np.fromiter(map(hashed.__getitem__, unique), _U64, len(unique)))
+    # Counter keeps the order tokens are first seen: `distinct` and `weights`
+    # line up, and each distinct token is hashed once for both.
+    counts = Counter(tokens)
+    distinct = list(counts)
+    hashes = unit_hashes(distinct)
+    weights = np.fromiter(counts.values(), np.float64, count=len(distinct))
+    if config.stopwords:  # the fingerprint's features: the content words (all, if none)
+        stop = stopwords()
+        content = np.fromiter((t not in stop for t in distinct), bool, count=len(distinct))
+        if content.any() and not content.all():
+            fingerprint = _simhash64(hashes[content], weights[content])
+        else:
+            fingerprint = _simhash64(hashes, weights)
+    else:
+        fingerprint = _simhash64(hashes, weights)
+    if _CJK1.search(prepared):  # the signature's units: no CJK bigrams
+        single = np.fromiter(
+            (len(t) != 2 or not _CJK1.match(t) for t in distinct), bool, count=len(distinct)
+        )
+        return fingerprint, sketch(hashes[single])
+    return fingerprint, sketch(hashes)
 
 
 def check_signature(value: object) -> bytes | None:

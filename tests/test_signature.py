@@ -51,6 +51,7 @@ def test_similarity_is_the_share_of_agreeing_bins_less_chance() -> None:
         slow = sketches.minhash_similarity(sa, sb, 128, 4)  # numpy: unpack, compare
         assert sig.similarity(sa, sb) == pytest.approx(slow, abs=1e-12)
         assert sig.similarity(sa, sa) == 1.0
+        assert sig.similarity_to(sa)(sb) == sig.similarity(sa, sb)  # the same float
         assert 0.0 <= sig.similarity(sa, sb) <= 1.0
 
 
