@@ -50,10 +50,10 @@ if str(HERE.parent) not in sys.path:
 
 import numpy as np  # noqa: E402
 import quality  # noqa: E402
+import sketches as sg  # noqa: E402
 from common import output_options, save_output  # noqa: E402
 
 import simindex.tokenize as tok  # noqa: E402
-import sketches as sg  # noqa: E402
 from simindex.fingerprint import simhash  # noqa: E402
 
 tok.words = quality._original_words  # quality.py memoises words(): not in a timing

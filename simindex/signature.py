@@ -133,7 +133,8 @@ def minhash_values(h32: np.ndarray, bins: int = BINS, bits: int = BITS) -> np.nd
     smallest hash; an empty bin takes the value of the first non-empty bin on
     its probe sequence (optimal densification), else of the nearest non-empty
     bin to its right. (A hash of all ones counts as no hash: a 2**-32 chance.)"""
-    check_sketch(bins, bits)
+    if bins != BINS or bits != BITS:
+        check_sketch(bins, bits)
     shift = np.uint32(32 - bins.bit_length() + 1)
     h32 = np.asarray(h32, dtype=np.uint32)
     mins = np.full(bins, _EMPTY, dtype=np.uint32)
@@ -147,8 +148,9 @@ def minhash_values(h32: np.ndarray, bins: int = BINS, bits: int = BITS) -> np.nd
         probes = _TABLES[bins] = _probe_table(bins)
     empty = np.flatnonzero(~filled)
     hit = filled[probes[empty]]
-    source = probes[empty, hit.argmax(axis=1)]
-    lost = ~hit[np.arange(len(empty)), hit.argmax(axis=1)]
+    first = hit.argmax(axis=1)
+    source = probes[empty, first]
+    lost = ~hit[np.arange(len(empty)), first]
     if lost.any():  # very sparse: the nearest non-empty bin to the right
         where = np.flatnonzero(filled)
         source[lost] = where[np.searchsorted(where, empty[lost]) % len(where)]
@@ -280,14 +282,14 @@ def fingerprint_and_signature(text: str, config: FingerprintConfig) -> tuple[int
     weights = np.fromiter(counts.values(), np.float64, count=len(distinct))
     if config.stopwords:  # the fingerprint's features: the content words (all, if none)
         stop = stopwords()
-        content = np.fromiter((t not in stop for t in distinct), bool, count=len(distinct))
+        content = ~np.fromiter(map(stop.__contains__, distinct), bool, count=len(distinct))
         if content.any() and not content.all():
             fingerprint = _simhash64(hashes[content], weights[content])
         else:
             fingerprint = _simhash64(hashes, weights)
     else:
         fingerprint = _simhash64(hashes, weights)
-    if _CJK1.search(prepared):  # the signature's units: no CJK bigrams
+    if not prepared.isascii() and _CJK1.search(prepared):  # the units: no CJK bigrams
         single = np.fromiter(
             (len(t) != 2 or not _CJK1.match(t) for t in distinct), bool, count=len(distinct)
         )
