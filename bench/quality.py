@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """How well do simindex's fingerprints separate near-duplicates from other texts?
 
-    python bench/quality.py            # 500 pairs of each positive kind: about 80 s on 2 cores
+    python bench/quality.py            # 500 pairs of each positive kind: about 95 s on 2 cores
     python bench/quality.py --curve    # also every figure at k = 0..16, per method
     python bench/quality.py --quick    # small samples: a smoke run (under about 30 s, cache filled)
     python bench/quality.py --json     # the results as JSON on stdout instead of the tables
@@ -30,18 +30,23 @@ one source; a passage and a copy with half of its words replaced; one with
 half of its sentences replaced by sentences of other passages; random long
 texts of 1,000-4,000 words or 1,500-6,000 characters) and a borderline class
 (20% and 30% of the words edited, reported but not scored). Inserted and
-replacing words are drawn by their frequency in the passages. Every simindex
-fingerprint configuration under test (DEFAULT_CONFIG, the old default, and
-DEFAULT_CONFIG with an option or two changed) and a MinHash baseline
+replacing words are drawn by their frequency in the passages. simindex at its
+defaults (the first row: candidates within k = 8 of DEFAULT_CONFIG's
+fingerprint, kept when their verification signatures' similarity is at least
+simindex.signature.DEFAULT_THRESHOLD; both made by
+simindex.signature.fingerprint_and_signature, as SimIndex makes them), every
+fingerprint configuration under test alone (DEFAULT_CONFIG, the old default,
+and DEFAULT_CONFIG with an option or two changed) and a MinHash baseline
 (datasketch, 128 permutations over word shingles) score every pair, beside two
 ceilings (the cosine and the Jaccard each family estimates, computed exactly).
 The tables give, per method and language, the recall of each positive kind at
-the default k (Hamming distance <= 8), the false-positive rate of each negative
-kind there, the
-recall at the best operating point that keeps every negative kind's
-false-positive rate at or under 1%, and the smallest k that finds 90% of the
-positives (with the worst false-positive rate there); --curve adds every
-figure at k = 0..16. See bench/README.md.
+the defaults (Hamming distance <= 8, and for simindex's row similarity >= 0.8),
+the false-positive rate of each negative kind there, the recall at the best
+operating point that keeps every negative kind's false-positive rate at or
+under 1% (simindex's row: the threshold swept at k = 8, and k and the threshold
+both swept), and the smallest k that finds 90% of the positives (with the worst
+false-positive rate there); --curve adds every figure at k = 0..16. See
+bench/README.md.
 
 It measures; it tunes nothing. Progress goes to stderr, the tables to stdout.
 """
@@ -79,12 +84,15 @@ import numpy as np  # noqa: E402
 from common import RESULTS, git_rev, output_options, save_output  # noqa: E402
 
 import simindex.tokenize as tok  # noqa: E402
-from simindex.blocks import DEFAULT_K  # noqa: E402
+from simindex import signature as product_signature  # noqa: E402
+from simindex.blocks import DEFAULT_K, MAX_INDEX_K  # noqa: E402
+from simindex.errors import EmptyTextError  # noqa: E402
 from simindex.fingerprint import (  # noqa: E402
     DEFAULT_CONFIG,
     FingerprintConfig,
     features,
     hamming,
+    prepare,
     simhash,
 )
 
@@ -122,6 +130,19 @@ METHODS = {  # label -> FingerprintConfig: DEFAULT_CONFIG with one or two option
     "sublinear,stopwords=False": replace(DEFAULT_CONFIG, weighting="sublinear", stopwords=False),
 }
 BASELINE = "minhash"
+# The product at its defaults: SimIndex's answer, a candidate within k = 8 of
+# DEFAULT_CONFIG's fingerprint kept when the two verification signatures
+# (simindex.signature, minhash128x4/1) estimate a similarity of at least
+# DEFAULT_THRESHOLD (0.8); both made by simindex.signature.fingerprint_and_signature.
+PRODUCT = "simindex defaults"
+THRESHOLD = product_signature.DEFAULT_THRESHOLD
+PRODUCT_GRID = [x / 100 for x in range(101)]  # its operating points: t a multiple of 0.01
+PRODUCT_K = range(MAX_INDEX_K + 1)  # and k from 0 to 15 (what duplicates() answers)
+BY_THRESHOLD = (0.5, 0.6, 0.7, 0.75, 0.78, 0.8, 0.82, 0.85, 0.9, 0.95)  # the trade at k = 8
+SHOWN = {  # row labels as printed (the JSON keeps the keys)
+    PRODUCT: f"simindex defaults (k<={DEFAULT_K}, sig>={THRESHOLD:.2f})",
+    "default": f"default fingerprint alone (k<={DEFAULT_K})",
+}
 VERIFY = "default+verify"  # the default's candidates within VERIFY_K, then a cosine check
 VERIFY_K = 12
 # Ceilings: the similarities the two families estimate, computed exactly. Simhash
@@ -150,6 +171,7 @@ NEGATIVE = {
     "long": "two random long texts (consecutive passages of one source joined)",
 }
 BORDERLINE = {"edit20": "20% of the words edited", "edit30": "30% of the words edited"}
+EDITS10 = ("edit2", "edit5", "edit10")  # "copies with up to 10% edits": the target's kinds
 # Natural pairs: two passages of a language's sources (any source, any unit) that either
 # method would bring up as candidates, labelled by a measure neither method uses.
 NATURAL = {
@@ -785,7 +807,11 @@ def _cached_words(text: str, cjk: str = "words") -> list[str]:
     return list(got)
 
 
-tok.words = _cached_words  # content_words() looks it up in the module at each call
+# content_words() looks it up in the module at each call. simindex.signature bound its
+# own `words` when it was imported (at the top of this file, before this line), so the
+# product's pass (fingerprint_and_signature) is never memoised: bench/signatures.py
+# times it, and a memoised tokeniser there would time a cache.
+tok.words = _cached_words
 
 
 def score(
@@ -805,6 +831,17 @@ def score(
     m = MinHash(num_perm=NUM_PERM, seed=1)
     m.update_batch([s.encode("utf-8") for s in shingles])
     return fps, m.hashvalues.copy(), feats, shingles
+
+
+def score_main(item: tuple[str, str]) -> tuple:
+    """score(item), and the product's fingerprint and signature at its defaults
+    (simindex.signature.fingerprint_and_signature(text, DEFAULT_CONFIG); None for a
+    text with no word)."""
+    try:
+        made = product_signature.fingerprint_and_signature(item[1], DEFAULT_CONFIG)
+    except EmptyTextError:
+        made = None
+    return (*score(item), made)
 
 
 def cosine(a: dict[str, int], b: dict[str, int]) -> float:
@@ -1077,10 +1114,92 @@ def jaccard(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 1.0
 
 
-def evaluate(lang: str, pairs, fps, sigs, feats=None, shingles=None) -> dict:
-    """Per method: distances (or similarities) per kind, and the summary figures."""
+def evaluate_product(pairs, kinds, made: list) -> dict:
+    """The product's row: a pair is found when its fingerprints are within k and
+    its signatures' estimate (simindex.signature.similarity) is at least t; at the
+    defaults k = 8, t = THRESHOLD. made[i]: (fingerprint, signature) of text i.
+
+    Besides the figures at the defaults, two operating points, each the highest
+    recall of all positives keeping every negative kind's FP rate <= 1% on these
+    very pairs (as MinHash's threshold is chosen): "t swept" (k fixed at 8, t the
+    lowest multiple of 0.01 that keeps them there) and "k and t swept" (every k of
+    PRODUCT_K, each at its lowest such t; ties go to the smaller k). The k curve
+    (k = 0..16 at t = THRESHOLD) and the t curve at k = 8 show the trades."""
+    d: dict[str, list[int]] = {k: [] for k in kinds}
+    s: dict[str, list[float]] = {k: [] for k in kinds}
+    for _cls, kind, i, j in pairs:
+        if made[i] is None or made[j] is None:  # no word: never a match
+            d[kind].append(65)
+            s[kind].append(-1.0)
+            continue
+        d[kind].append(hamming(made[i][0], made[j][0]))
+        s[kind].append(product_signature.similarity(made[i][1], made[j][1]))
+    dist = {k: np.array(v) for k, v in d.items() if v}
+    sim = {k: np.array(v) for k, v in s.items() if v}
+    pos = [k for k in POSITIVE if k in dist]
+    neg = [k for k in NEGATIVE if k in dist]
+
+    both = {
+        name: (np.concatenate([dist[k] for k in ks]), np.concatenate([sim[k] for k in ks]))
+        for name, ks in (("all", pos), ("ed<=10%", [k for k in EDITS10 if k in dist]))
+    }
+
+    def rates(k_: int, t: float) -> dict[str, float]:
+        at = {kind: float(np.mean((dist[kind] <= k_) & (sim[kind] >= t))) for kind in dist}
+        for name, (dd, ss) in both.items():
+            at[name] = float(np.mean((dd <= k_) & (ss >= t)))
+        return at
+
+    def worst(at: dict) -> tuple[float, str | None]:
+        return max(((at[k], k) for k in neg), default=(0.0, None))
+
+    def lowest_t(k_: int) -> float | None:
+        for t in PRODUCT_GRID:
+            if worst(rates(k_, t))[0] <= MAX_FP:
+                return t
+        return None
+
+    def point(k_: int, t: float | None) -> dict:
+        at = rates(k_, t) if t is not None else {}
+        return {
+            "k": k_,
+            "threshold": t,
+            "recall": at.get("all", 0.0),
+            "at": at,
+            "worst_fp": worst(at) if at else None,
+        }
+
+    at_default = rates(K, THRESHOLD)
+    curve = {str(k_): rates(k_, THRESHOLD) for k_ in CURVE_K}
+    k90 = next((k_ for k_ in range(65) if rates(k_, THRESHOLD)["all"] >= TARGET), None)
+    by_k = [point(k_, lowest_t(k_)) for k_ in PRODUCT_K]
+    best = max(by_k, key=lambda p: (p["recall"], -p["k"]))
+    return {
+        "two_stage": True,
+        "k": K,
+        "threshold": THRESHOLD,
+        "at_default_k": at_default,
+        "recall_default_k": at_default["all"],
+        "worst_fp_default": worst(at_default),
+        "curve": curve,
+        "k90": k90,
+        "fp_k90": worst(rates(k90, THRESHOLD))[0] if k90 is not None else None,
+        "by_threshold": {f"{t:.2f}": rates(K, t) for t in BY_THRESHOLD},
+        "op_threshold": by_k[K],
+        "op_k_threshold": best,
+        "op_by_k": {str(p["k"]): [p["threshold"], p["recall"]] for p in by_k},
+        "median_distance": {kind: float(np.median(dist[kind])) for kind in dist},
+        "median_similarity": {kind: float(np.median(sim[kind])) for kind in sim},
+    }
+
+
+def evaluate(lang: str, pairs, fps, sigs, feats=None, shingles=None, product=None) -> dict:
+    """Per method: distances (or similarities) per kind, and the summary figures;
+    with product (see evaluate_product), the product's row first."""
     kinds = [*POSITIVE, *NEGATIVE, *BORDERLINE, *NATURAL]
     res: dict = {}
+    if product is not None:
+        res[PRODUCT] = evaluate_product(pairs, kinds, product)
     for m, label in enumerate(METHODS):
         d = {k: [] for k in kinds}
         for _cls, kind, i, j in pairs:
@@ -1173,6 +1292,19 @@ def table(lang: str, res: dict, n_pairs: Counter) -> str:
     )
     rows = [head]
     for label, r in res.items():
+        if r.get("two_stage"):  # the product: at k = 8 and t = THRESHOLD
+            a, op = r["at_default_k"], r["op_threshold"]
+            rows.append(
+                [SHOWN.get(label, label) + " +"]
+                + [pct(a.get(k)) for k in POSITIVE]
+                + [pct(r["recall_default_k"]), pct(a.get("nat+"))]
+                + [pct(a.get(k)) for k in NEGATIVE]
+                + [pct(a.get("nat-"))]
+                + [shown_point(op), pct(op["recall"])]
+                + ["-" if r["k90"] is None else str(r["k90"]), pct(r["fp_k90"])]
+                + [f"{pct(a.get('edit20'))}/{pct(a.get('edit30'))}", pct(a.get("nat~"))]
+            )
+            continue
         if "shown" in r:  # MinHash and the verification row: at their threshold
             a = r["at_best"]
             rows.append(
@@ -1187,7 +1319,7 @@ def table(lang: str, res: dict, n_pairs: Counter) -> str:
             continue
         a = r["at_default_k"]
         rows.append(
-            [label]
+            [SHOWN.get(label, label)]
             + [pct(a.get(k)) for k in POSITIVE]
             + [pct(r["recall_default_k"]), pct(a.get("nat+"))]
             + [pct(a.get(k)) for k in NEGATIVE]
@@ -1207,28 +1339,50 @@ def table(lang: str, res: dict, n_pairs: Counter) -> str:
             lines.append("-" * len(lines[0]))
     pairs = ", ".join(f"{k} {v}" for k, v in n_pairs.items())
     op, op90 = [], []
-    w = max(map(len, res))
+    w = max(len(SHOWN.get(label, label)) for label in res)
+
+    def per_kind(a: dict) -> str:
+        kinds = " ".join(f"{SHORT[k]} {pct(a.get(k))}" for k in POSITIVE)
+        fp = " ".join(f"{SHORT[k]} {pct(a.get(k))}" for k in NEGATIVE)
+        nat = f"nat+ {pct(a.get('nat+'))} | FP nat- {pct(a.get('nat-'))}"
+        return f"{kinds} | FP {fp} || {nat}"
+
     for label, r in res.items():
+        shown = SHOWN.get(label, label)
+        if r.get("two_stage"):
+            for how, p in (
+                (f"t swept at k={K}", r["op_threshold"]),
+                ("k and t swept", r["op_k_threshold"]),
+            ):
+                op.append(f"  {shown:<{w}} {how}: {shown_point(p)}, all {pct(p['recall'])}")
+                if p["at"]:
+                    op.append(f"  {'':<{w}}   {per_kind(p['at'])}")
+            if r.get("k90") is not None and str(r["k90"]) in r["curve"]:
+                a = r["curve"][str(r["k90"])]
+                op90.append(
+                    f"  {shown:<{w}} k={r['k90']:<2} nat+ {pct(a.get('nat+'))} | "
+                    f"FP nat- {pct(a.get('nat-'))} | nat~ {pct(a.get('nat~'))} "
+                    f"(t>={r['threshold']:.2f})"
+                )
+            continue
         if r.get("best_k") is not None:
-            a = r["at_best"]
-            kinds = " ".join(f"{SHORT[k]} {pct(a.get(k))}" for k in POSITIVE)
-            fp = " ".join(f"{SHORT[k]} {pct(a.get(k))}" for k in NEGATIVE)
-            nat = f"nat+ {pct(a.get('nat+'))} | FP nat- {pct(a.get('nat-'))}"
-            op.append(f"  {label:<{w}} k={r['best_k']:<2} {kinds} | FP {fp} || {nat}")
+            op.append(f"  {shown:<{w}} k={r['best_k']:<2} {per_kind(r['at_best'])}")
         elif "shown" in r:
             a = r["at_best"]
             op.append(
-                f"  {label:<{w}} {r['shown']}: nat+ {pct(a.get('nat+'))} | "
+                f"  {shown:<{w}} {r['shown']}: nat+ {pct(a.get('nat+'))} | "
                 f"FP nat- {pct(a.get('nat-'))} | nat~ {pct(a.get('nat~'))}"
             )
         if r.get("k90") is not None:
             a = r["natural_at_k90"]
             op90.append(
-                f"  {label:<{w}} k={r['k90']:<2} nat+ {pct(a.get('nat+'))} | "
+                f"  {shown:<{w}} k={r['k90']:<2} nat+ {pct(a.get('nat+'))} | "
                 f"FP nat- {pct(a.get('nat-'))} | nat~ {pct(a.get('nat~'))}"
             )
     return "\n".join(
         [
+            *headline(res),
+            "",
             *lines,
             "",
             f"Percent of pairs within k={K}, the default (FP columns: negatives within "
@@ -1236,6 +1390,17 @@ def table(lang: str, res: dict, n_pairs: Counter) -> str:
             "k keeping every negative kind's FP rate <= 1%; recall: all positives within "
             "it. k@90: the smallest k finding 90% of all positives; FP@90: the worst "
             "negative kind's FP rate there.",
+            f"+ {SHOWN[PRODUCT]}: simindex as it ships (SimIndex's query, duplicates and "
+            f"clusters): a pair is found when DEFAULT_CONFIG's fingerprints are within "
+            f"k={K} and simindex.signature.similarity of the two signatures "
+            f"({product_signature.NAME}, from "
+            "simindex.signature.fingerprint_and_signature) is >= "
+            f"{THRESHOLD:.2f}; every column but best k / recall is at that k and t. best "
+            f"k: its operating point with k fixed at {K} and t swept (the lowest multiple "
+            "of 0.01 keeping every negative kind's FP rate <= 1% on these pairs); k@90 / "
+            f"FP@90: at t={THRESHOLD:.2f}, k swept. The lines below add the point with k "
+            f"(0-{PRODUCT_K[-1]}) and t both swept. The 'default fingerprint alone' row "
+            f"is the same fingerprint without the signature (k={K}, no threshold).",
             "* minhash: estimated Jaccard of word "
             f"{SHINGLE[lang]}-shingles{' (jieba words)' if lang == 'zh' else ''}, "
             f"num_perm={NUM_PERM}; every column is at its threshold J, the lowest multiple "
@@ -1255,13 +1420,78 @@ def table(lang: str, res: dict, n_pairs: Counter) -> str:
             f"the default's distance <= {NAT_K} or shingle Jaccard >= {NAT_JACCARD}, so "
             "FP nat- is not a rate over random pairs: it is high by construction near "
             f"k={NAT_K} for the default.",
-            "At the best k (MinHash, verify: their threshold), per kind:",
+            "At the best k (MinHash, verify: their threshold; simindex defaults: its two "
+            "operating points), per kind:",
             *op,
             "The natural pairs at k@90:",
             *op90,
             f"Pairs: {pairs}",
         ]
     )
+
+
+def shown_point(p: dict) -> str:
+    """A two-stage operating point: k<=K,t>=T (or - when none keeps FP <= 1%)."""
+    return "-" if p["threshold"] is None else f"k<={p['k']},t>={p['threshold']:.2f}"
+
+
+def headline(res: dict) -> list[str]:
+    """The lines to read first: the product at its defaults beside the fingerprint
+    alone and MinHash, then recall at <= 1% FP of each, and the product's trades."""
+    if PRODUCT not in res:
+        return []
+    out = [
+        "Headline: copies with <= 10% word edits found / all positives found / the worst "
+        "negative kind's FP rate:"
+    ]
+
+    def line(name: str, at: dict, shown: str) -> str:
+        ed = float(np.mean([at[k] for k in EDITS10 if k in at]))  # the same count each
+        neg = [(at[k], k) for k in NEGATIVE if at.get(k) is not None]
+        fp, kind = max(neg)
+        fps = ", ".join(f"{SHORT[k]} {pct(at[k])}" for k in NEGATIVE if at.get(k) is not None)
+        return (
+            f"  {name}: {pct(ed)} / {pct(at['all'])} / {pct(fp)} "
+            f"({SHORT[kind] if fp else '-'}; every kind: {fps}) [{shown}]"
+        )
+
+    p = res[PRODUCT]
+    out.append(line(SHOWN[PRODUCT], p["at_default_k"], "at its defaults"))
+    fa = res["default"]
+    out.append(
+        line(SHOWN["default"], {**fa["at_default_k"], "all": fa["recall_default_k"]}, f"k<={K}")
+    )
+    if BASELINE in res:
+        mh = res[BASELINE]
+        out.append(
+            line(
+                BASELINE,
+                {**mh["at_best"], "all": mh["recall_best"]},
+                f"{mh['shown']}, tuned on these pairs",
+            )
+        )
+    a, b = p["op_threshold"], p["op_k_threshold"]
+    parts = [
+        f"{SHOWN[PRODUCT]}: {pct(a['recall'])} with t swept at k={K} ({shown_point(a)}), "
+        f"{pct(b['recall'])} with k and t swept ({shown_point(b)})",
+        f"{SHOWN['default']}: {pct(fa['recall_best'])} (best k {fa['best_k']})",
+    ]
+    if BASELINE in res:
+        parts.append(f"{BASELINE}: {pct(res[BASELINE]['recall_best'])} ({res[BASELINE]['shown']})")
+    out.append("Recall of all positives at <= 1% FP (every negative kind): " + "; ".join(parts))
+    byk = " ".join(
+        f"k={k_}: {pct(at['all'])}/{pct(max(at[k] for k in NEGATIVE if k in at))}"
+        for k_, at in p["curve"].items()
+        if int(k_) <= 12
+    )
+    out.append(f"{SHOWN[PRODUCT]} by k at t={THRESHOLD:.2f} (all found / worst FP): {byk}")
+    byt = " ".join(
+        f"t={t}: {pct(at['all'])}/{pct(at['ed<=10%'])}/"
+        f"{pct(max(at[k] for k in NEGATIVE if k in at))}"
+        for t, at in p["by_threshold"].items()
+    )
+    out.append(f"the same by t at k={K} (all found / ed<=10% found / worst FP): {byt}")
+    return out
 
 
 def curve_table(res: dict) -> str:
@@ -1275,8 +1505,10 @@ def curve_table(res: dict) -> str:
             continue
         rows = [head] + [[k_, *[pct(at.get(c)) for c in cols]] for k_, at in r["curve"].items()]
         widths = [max(len(row[c]) for row in rows) for c in range(len(head))]
+        at_t = f" (similarity >= {r['threshold']:.2f} too)" if r.get("two_stage") else ""
         out.append(
-            f"{label}: smallest k finding {100 * TARGET:.0f}% of the positives: "
+            f"{SHOWN.get(label, label)}{at_t}: smallest k finding {100 * TARGET:.0f}% of "
+            "the positives: "
             + (
                 "none up to 64"
                 if r["k90"] is None
@@ -1324,7 +1556,7 @@ def natural_header(st: dict) -> str:
 # operations, same-genre texts: licences, manual pages, templates), two Chinese
 # positive kinds (spacing for punctuation, Traditional script), and two-stage methods:
 # the default's candidates within k = 8, kept when a verification signature's estimate
-# (simindex.signature) reaches a threshold. Thresholds are tuned on one seed's pairs
+# (bench/sketches.py) reaches a threshold. Thresholds are tuned on one seed's pairs
 # (--tune-seed) and reported on another's (--seed). Written to bench/results/quality_hard.txt.
 
 HALF = (0.30, 0.50)  # the half-rewritten negatives: this share of the text changed
@@ -1362,13 +1594,14 @@ EXACT_N = (
     ("bigrams", 1),
     ("content", 1),
 )
-EDITS10 = ("edit2", "edit5", "edit10")  # "copies with up to 10% edits": the target's kinds
 _HAN = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 ZH_GAP_MARK = re.compile("(?<=[\u4e00-\u9fff])([，。！？；：、]|[ \u3000]+)(?=[\u4e00-\u9fff])")
 CJK_GAP = re.compile(f"(?<=[{_HAN}])[\\W_]+(?=[{_HAN}])")
-FOLD = "default, CJK gaps folded"
-FOLD_T2S = "default, folded + t2s"
-RECOMMENDED = "minhash128x4/1"  # the signature the folded variant is verified with
+# The fingerprint before the Chinese normalisation became the default (CJK gaps kept,
+# the script as it is), and with the gaps folded but no t2s: what each step changes.
+AS_IS = "default before CJK normalisation"
+FOLD = "CJK gaps folded, no t2s"
+RECOMMENDED = "minhash128x4/1"  # the signature simindex keeps (simindex.signature.NAME)
 FIXED_THRESHOLDS = (0.75, 0.78, 0.80)  # RECOMMENDED also at these, the same in both languages
 _OPENCC: dict = {}
 
@@ -1397,15 +1630,10 @@ def fold_gaps(text: str) -> str:
     return CJK_GAP.sub("", text)
 
 
-def fold_t2s(text: str) -> str:
-    return fold_gaps(opencc_convert("t2s", text)) if _HAS_HAN.search(text) else text
-
-
-_HAS_HAN = re.compile(f"[{_HAN}]")
-HARD_METHODS = {  # label -> the text as the fingerprint reads it
-    "default": lambda t: t,
-    FOLD: fold_gaps,
-    FOLD_T2S: fold_t2s,
+HARD_METHODS = {  # label -> the fingerprint configuration
+    "default": DEFAULT_CONFIG,
+    AS_IS: replace(DEFAULT_CONFIG, cjk_gaps="kept", script="as-is"),
+    FOLD: replace(DEFAULT_CONFIG, script="as-is"),
 }
 
 
@@ -1508,23 +1736,36 @@ def build_hard(lang: str, n: int, seed: int, genre: dict):
 
 def score_hard(item: tuple[str, str]) -> dict:
     """(lang, text) -> what the --hard rows compare: the fingerprints (HARD_METHODS),
-    every signature of simindex.signature, the exact unit shingle sets, and the two
-    MinHash baselines (datasketch, 128 permutations: word 5-shingles / jieba 3-shingles
-    as in the main run, and the signatures' own unit 3-shingles)."""
-    from simindex import signature as sg
+    the product's fingerprint and signature at its defaults
+    (simindex.signature.fingerprint_and_signature), every signature of
+    bench/sketches.py and the exact unit shingle sets (all over the text as
+    DEFAULT_CONFIG prepares it: CJK gaps folded, Traditional made Simplified, as the
+    product reads it), RECOMMENDED over the text as it is (the rows before the
+    normalisation), and the two MinHash baselines (datasketch, 128 permutations: word
+    5-shingles / jieba 3-shingles of the text as it is, as in the main run, and the
+    signatures' own unit 3-shingles)."""
+    import sketches as sg
 
     lang, text = item
     out: dict = {"fp": {}, "sig": {}}
-    for label, fold in HARD_METHODS.items():
+    for label, cfg in HARD_METHODS.items():
         try:
-            out["fp"][label] = simhash(fold(text), DEFAULT_CONFIG)
-        except ImportError:  # no opencc: the t2s row is left out
+            out["fp"][label] = simhash(text, cfg)
+        except ImportError:  # no opencc: the t2s rows are left out
             out["fp"][label] = None
-    toks = tok.words(text, "chars")
+    try:
+        out["product"] = product_signature.fingerprint_and_signature(text, DEFAULT_CONFIG)
+    except ImportError:
+        out["product"] = None
+    try:
+        prepared = prepare(text, DEFAULT_CONFIG)
+    except ImportError:
+        prepared = text
+    toks = tok.words(prepared, "chars")
     unit_lists = {m: sg.units_of(toks, m) for m in sg.UNITS}
     keys = {(s.units, s.n) for s in sg.SIGNATURES.values()} | set(EXACT_N)
     hashes = {key: sg.shingle_hashes(unit_lists[key[0]], key[1]) for key in keys}
-    feats = features(text, DEFAULT_CONFIG)
+    feats = features(prepared, DEFAULT_CONFIG)
     for name, s in sg.SIGNATURES.items():
         if s.make_features is not None:
             out["sig"][name] = s.make_features(feats)
@@ -1532,10 +1773,8 @@ def score_hard(item: tuple[str, str]) -> dict:
             out["sig"][name] = s.make(hashes[s.units, s.n])
     out["h"] = {key: np.unique(hashes[key]) for key in EXACT_N}
     out["feats"] = dict(feats)
-    out["sig_t2s"] = None
-    if lang == "zh" and have_opencc():
-        s = sg.SIGNATURES[RECOMMENDED]
-        out["sig_t2s"] = s.make(sg.shingle_hashes(sg.units(fold_t2s(text), s.units), s.n))
+    rec = sg.SIGNATURES[RECOMMENDED]
+    out["sig_as_is"] = rec.make(sg.shingle_hashes(sg.units(text, rec.units), rec.n))
     out["mh5"] = out["mh3"] = None
     try:
         from datasketch import MinHash
@@ -1561,7 +1800,7 @@ def _exact(a: np.ndarray, b: np.ndarray, how: str) -> float:
 def hard_rows(lang: str, sc: list[dict]) -> dict:
     """label -> (similarity(i, j), threshold grid, fixed threshold or None, what it is).
     A similarity is higher for nearer pairs; a distance row's is minus the distance."""
-    from simindex import signature as sg
+    import sketches as sg
 
     rows: dict = {}
 
@@ -1574,12 +1813,36 @@ def hard_rows(lang: str, sc: list[dict]) -> dict:
 
     dgrid = [-float(k_) for k_ in range(64, -1, -1)]
     fine = [x / 100 for x in range(101)]
-    rows["default k<=8"] = (dist("default"), dgrid, -float(K), "the fingerprint alone, k = 8")
+    if sc[0]["product"] is not None:
+
+        def product(i: int, j: int) -> float:
+            (fa, sa), (fb, sb) = sc[i]["product"], sc[j]["product"]
+            return product_signature.similarity(sa, sb) if hamming(fa, fb) <= K else -1.0
+
+        rows[SHOWN[PRODUCT]] = (
+            product,
+            fine,
+            THRESHOLD,
+            "simindex as it ships: candidates within k = 8 of DEFAULT_CONFIG's fingerprint, "
+            f"kept when simindex.signature.similarity >= {THRESHOLD:.2f} (both from "
+            "simindex.signature.fingerprint_and_signature)",
+        )
+    rows["default k<=8"] = (
+        dist("default"),
+        dgrid,
+        -float(K),
+        "the fingerprint alone (DEFAULT_CONFIG), k = 8",
+    )
     rows["default best k"] = (dist("default"), dgrid, None, "the fingerprint alone, tuned k")
     if lang == "zh":
-        rows[f"{FOLD} k<=8"] = (dist(FOLD), dgrid, -float(K), "punctuation as spacing")
-        if sc[0]["fp"][FOLD_T2S] is not None:
-            rows[f"{FOLD_T2S} k<=8"] = (dist(FOLD_T2S), dgrid, -float(K), "and t2s")
+        rows[f"{AS_IS} k<=8"] = (
+            dist(AS_IS),
+            dgrid,
+            -float(K),
+            "the fingerprint alone, CJK gaps kept and the script as it is (the default "
+            "before the normalisation)",
+        )
+        rows[f"{FOLD} k<=8"] = (dist(FOLD), dgrid, -float(K), "gaps folded, Traditional kept")
     if sc[0]["mh5"] is not None:
         mgrid = [x / NUM_PERM for x in range(NUM_PERM + 1)]
 
@@ -1675,16 +1938,20 @@ def hard_rows(lang: str, sc: list[dict]) -> dict:
         None,
         "its ceiling",
     )
-    if lang == "zh" and sc[0]["sig_t2s"] is not None:
-        s = sg.SIGNATURES[RECOMMENDED]
-        folded = dist(FOLD_T2S)
+    if lang == "zh":
+        before = dist(AS_IS)
 
-        def variant(i: int, j: int) -> float:
-            if folded(i, j) < -K:
+        def as_is(i: int, j: int) -> float:
+            if before(i, j) < -K:
                 return -1.0
-            return s.similarity(sc[i]["sig_t2s"], sc[j]["sig_t2s"])
+            return rec.similarity(sc[i]["sig_as_is"], sc[j]["sig_as_is"])
 
-        rows[f"folded+t2s k<=8 + {RECOMMENDED}"] = (variant, fine, None, "both stages on t2s text")
+        rows[f"{AS_IS}, k<=8 + {RECOMMENDED} at {THRESHOLD:.2f}"] = (
+            as_is,
+            fine,
+            THRESHOLD,
+            "the two stages on the text as it is (no CJK normalisation in either)",
+        )
     return rows
 
 
@@ -1820,11 +2087,19 @@ def measure_hard(args: argparse.Namespace) -> int:
             ):
                 cache[t] = r
             sc = [cache[t] for t in texts]
+            # The product's fingerprint and signature beside the rows' own: the
+            # "default" fingerprint and the RECOMMENDED sketch over the prepared text.
+            check = [r for r in sc if r["product"] is not None]
+            same = {
+                "texts": len(check),
+                "fingerprint": sum(r["product"][0] == r["fp"]["default"] for r in check),
+                "signature": sum(r["product"][1] == r["sig"][RECOMMENDED] for r in check),
+            }
             rows = hard_rows(lang, sc)
             results[which] = (
                 hard_scores(pairs, rows),
                 rows,
-                counts,
+                {**counts, "_product_same_as_rows": same} if which == "report" else counts,
                 Counter(k for _c, k, _i, _j in pairs),
             )
             log(f"{lang} seed {s_}: scored at {time.perf_counter() - t0:.0f} s")
@@ -1864,7 +2139,15 @@ def measure_hard(args: argparse.Namespace) -> int:
             print(r["error"])
             continue
         print("  pairs: " + ", ".join(f"{SHORT.get(k, k)} {v}" for k, v in r["pairs"].items()))
+        same = r["counts"].pop("_product_same_as_rows")
         print("  " + ", ".join(f"{k.strip('_')} {v}" for k, v in r["counts"].items()))
+        print(
+            f"  of the {same['texts']} texts of seed {args.seed}, the product's fingerprint "
+            f"(simindex.signature.fingerprint_and_signature, DEFAULT_CONFIG) equals the "
+            f"'default' row's for {same['fingerprint']}, its signature the "
+            f"'{RECOMMENDED}' rows' (bench/sketches.py over the prepared text) for "
+            f"{same['signature']}"
+        )
         print()
         print(r["table"])
     return 0
@@ -1892,7 +2175,7 @@ def main(argv=None) -> int:
         "--hard",
         action="store_true",
         help="the harder benchmark: half-rewritten and same-genre negatives, two-stage "
-        "methods with simindex.signature (writes bench/results/quality_hard.txt)",
+        "methods of bench/sketches.py (writes bench/results/quality_hard.txt)",
     )
     ap.add_argument(
         "--tune-seed",
@@ -1949,10 +2232,17 @@ def measure(args: argparse.Namespace) -> int:
                 f"  A {r['a']}: {head(r['text_a'])}\n  B {r['b']}: {head(r['text_b'])}"
             )
         log(f"{lang}: {len(pairs)} pairs over {len(texts)} texts; fingerprinting")
-        scored = score_all([(lang, t) for t in texts], args.workers)
+        scored = score_all([(lang, t) for t in texts], args.workers, score_main)
         fps = [s[0] for s in scored]
         sigs = [s[1] for s in scored]
-        res = evaluate(lang, pairs, fps, sigs, [s[2] for s in scored], [s[3] for s in scored])
+        made = [s[4] for s in scored]
+        # The product's fingerprint is simhash(text, DEFAULT_CONFIG): checked for every text.
+        d = list(METHODS).index("default")
+        differ = sum(m is not None and m[0] != f[d] for m, f in zip(made, fps, strict=True))
+        if differ:
+            log(f"{lang}: {differ} product fingerprints differ from simhash(text, DEFAULT_CONFIG)")
+            return 1
+        res = evaluate(lang, pairs, fps, sigs, [s[2] for s in scored], [s[3] for s in scored], made)
         n_pairs = Counter(kind for _c, kind, _i, _j in pairs)
         out["languages"][lang] = {
             "sources": counts,
@@ -1968,6 +2258,7 @@ def measure(args: argparse.Namespace) -> int:
                 ],
             },
             "pairs": dict(n_pairs),
+            "product_fingerprints_checked": len(made),
             "results": res,
             "table": table(lang, res, n_pairs),
             "curve_table": curve_table(res),
@@ -2007,6 +2298,11 @@ def measure(args: argparse.Namespace) -> int:
             f"overlapping: {r['sources'].get('_long_pairs_dropped_as_overlapping', 0)}"
         )
         print(natural_header(r["natural"]))
+        print(
+            f"  the product's fingerprints (simindex.signature.fingerprint_and_signature) "
+            f"equal simhash(text, DEFAULT_CONFIG) for all {r['product_fingerprints_checked']} "
+            "texts"
+        )
         print()
         print(r["table"])
         if args.curve:
