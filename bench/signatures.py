@@ -183,6 +183,30 @@ def short_texts(lang: str, docs: list[str], count: int, seed: int = 2) -> dict:
     return res
 
 
+def disk_bytes(rows: int, seed: int = 3) -> dict:
+    """Bytes a document of an index file (after compact()) of `rows` random
+    fingerprints and keys, without and with a 64-byte signature each."""
+    import os
+    import tempfile
+
+    from simindex import SimIndex
+
+    rng = random.Random(seed)
+    fps = [rng.getrandbits(64) for _ in range(rows)]
+    sigs = [rng.randbytes(64) for _ in range(rows)]
+    out = {"rows": rows}
+    with tempfile.TemporaryDirectory() as folder:
+        for name, signed in (("without", False), ("with", True)):
+            path = os.path.join(folder, f"{name}.db")
+            with SimIndex(path) as index:
+                index.add_fingerprints(
+                    (f"doc-{i:07d}", fp, sigs[i] if signed else None) for i, fp in enumerate(fps)
+                )
+                index.compact()
+            out[name] = os.path.getsize(path) / rows
+    return out
+
+
 def measure(args: argparse.Namespace) -> int:
     names = args.signatures.split(",") if args.signatures else list(sg.SIGNATURES)
     mb = args.mb or (0.1 if args.quick else 1.0)
@@ -197,6 +221,8 @@ def measure(args: argparse.Namespace) -> int:
         if lang == "zh":
             out["normalisation"] = normalisation_speed(docs, repeats)
         out["short"][lang] = short_texts(lang, docs, 200 if args.quick else 1000)
+    log("on disk: two indexes, without and with signatures")
+    out["disk"] = disk_bytes(10_000 if args.quick else 100_000)
     out["seconds"] = round(time.perf_counter() - t0, 1)
     if args.json:
         json.dump(out, sys.stdout, indent=1)
@@ -265,6 +291,14 @@ def measure(args: argparse.Namespace) -> int:
                 for n, r in res.items()
             )
         )
+    disk = out["disk"]
+    print()
+    print(
+        f"On disk (SQLite, {disk['rows']:,} random fingerprints and keys, after compact()): "
+        f"{disk['without']:.1f} bytes a document without signatures, {disk['with']:.1f} "
+        f"with (+{disk['with'] - disk['without']:.1f}: the 64-byte signature and its record "
+        f"header)"
+    )
     return 0
 
 
