@@ -380,9 +380,14 @@ class SimIndex(Answers, Upkeep):
             fps: list[int] = []
             sigs: list[bytes | None] = []
             for taken, item in enumerate(source, 1):
+                if not 2 <= len(item) <= 3:
+                    raise InvalidArgumentError(
+                        f"item {taken} is not (key, fingerprint) or (key, fingerprint, "
+                        f"signature): {item!r:.80}"
+                    )
                 keys.append(item[0])
                 fps.append(item[1])
-                sigs.append(_signature_of(item))
+                sigs.append(item[2] if len(item) > 2 else None)
                 if len(keys) >= chunk_size or taken == limit:
                     yield checked_chunk(keys, fps, sigs)
                     if listed is not None and len(listed) <= accelerator.APPLIED_MAX:  # bounded

@@ -50,7 +50,7 @@ def check_threshold(value: object) -> float:
         or not 0.0 <= float(value) <= 1.0  # NaN fails too
     ):
         raise InvalidArgumentError(f"threshold is a number from 0 to 1, not {value!r}")
-    return float(value)
+    return float(value) + 0.0  # -0.0 is 0.0
 
 
 _CJK1 = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")

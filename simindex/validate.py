@@ -39,7 +39,7 @@ def checked_chunk(
     """A chunk of keys, fingerprints and signatures (None: none at all),
     validated (quickly, where all is well)."""
     if sigs is not None:
-        if all(s is None for s in sigs):
+        if sigs.count(None) == len(sigs):
             sigs = None
         elif any(type(s) is not bytes or len(s) != NBYTES for s in sigs if s is not None):
             sigs = [check_signature(s) for s in sigs]

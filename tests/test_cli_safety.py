@@ -797,3 +797,39 @@ def test_the_index_s_files_in_a_folder_are_found_by_identity(tmp_path: Path) -> 
             p.name for p in folder.iterdir() if p.name.startswith("idx.db")
         )
         assert len(skipped) >= 1
+
+
+def test_an_output_that_is_a_device_or_a_pipe_is_written_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A .partial renamed over /dev/null would make it a file, and opening a
+    pipe to see whether it is a database would wait for ever: a device or a
+    pipe is written as it goes, and stays what it was."""
+    import stat
+    import threading
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "corpus").mkdir()
+    for name, text in (("a.txt", T1), ("b.txt", T1), ("c.txt", T3)):
+        (tmp_path / "corpus" / name).write_text(text, encoding="utf-8")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    ok("dedup", "corpus", "--out", fifo, "--report", "r.jsonl", "-q")
+    reader.join(timeout=30)
+    assert [json.loads(line)["id"] for line in got[0].decode().splitlines()] == [
+        "corpus/a.txt",
+        "corpus/c.txt",
+    ]
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    assert json.loads((tmp_path / "r.jsonl").read_text())["duplicate_of"] == "corpus/a.txt"
+    assert not list(tmp_path.glob(".*partial"))
+    if os.geteuid() == 0:  # a device of our own (mknod needs root): the null device
+        null = tmp_path / "null"
+        os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        ok("dedup", "corpus", "--out", null, "-q")
+        assert stat.S_ISCHR(null.stat().st_mode)
+    ok("dedup", "corpus", "--out", os.devnull, "-q")  # the real one, only ever opened
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)

@@ -326,6 +326,7 @@ def test_an_older_index_upgrades_in_place_and_is_verified_once_rebuilt(
     with SimIndex(path, readonly=True) as index:
         assert index.stats()["schema_revision"] == "0001"
         assert index.stats()["without_signature"] == 60
+        assert index.check().ok  # an older revision, read as it is, is no problem
         fp = fps["p0"]
         assert index.query(some["p0"]) == oracle(
             {k: (f, None) for k, f in fps.items()}, fp, None, 8, 0
@@ -354,3 +355,18 @@ def test_an_older_index_upgrades_in_place_and_is_verified_once_rebuilt(
         stored = {k: fingerprint_and_signature(t, index.config) for k, t in some.items()}
         fp, sig = stored["p0"]
         assert index.query(some["p0"]) == oracle(stored, fp, sig, 8, 0.8)
+
+
+def test_a_fingerprint_replacing_a_text_clears_its_signature(index: SimIndex) -> None:
+    """The old signature belonged to the old text: a key given a bare
+    fingerprint (or a new text) is verified by what it has now."""
+    text = "the signature of this text must not outlive it " * 3
+    index.add_many([("a", text), ("b", text)])
+    index.add_fingerprint("a", index.fingerprint(text))  # one at a time (RETURNING on SQLite)
+    index.add_fingerprints([("b", index.fingerprint(text))] * 2)  # a batch, a key twice
+    assert index.stats()["without_signature"] == 2
+    assert [m.similarity for m in index.query(text)] == [None, None]
+    index.add_fingerprints([("a", index.fingerprint(text), index.signature(text))])
+    assert {m.key: m.similarity for m in index.query(text)} == {"a": 1.0, "b": None}
+    index.add_fingerprints([("b", 5)], skip_existing=True)  # kept as it was
+    assert index.get("b") == index.fingerprint(text)

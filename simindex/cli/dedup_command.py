@@ -12,7 +12,9 @@ simindex.cli registers the command on its app (COMMANDS, in the order of
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -20,7 +22,7 @@ import typer
 from simindex import ingest
 from simindex.blocks import DEFAULT_K
 from simindex.cli.errors import UserError, reported
-from simindex.cli.files import Skipped, check_outputs, written_together
+from simindex.cli.files import Skipped, check_outputs, is_sqlite, written_together
 from simindex.cli.options import (
     KEYS_HELP,
     CjkOpt,
@@ -122,6 +124,8 @@ def dedup(
         raise UserError(f"--k must be from 0 to 15, not {k}")
     check_threshold_option(threshold)
     workers = workers_option(workers)
+    if out is not None and clusters:
+        raise UserError("--clusters goes with an index (dedup INDEX --clusters), not with --out")
     if out is not None:
         _dedup_corpus(
             sources,
@@ -194,6 +198,12 @@ def _dedup_corpus(
     if "-" in sources and fmt in ("auto", "text"):
         raise UserError("read a corpus from stdin with --format lines, jsonl or csv")
     ingest.check_paths(sources)
+    for source in sources:
+        if os.path.isfile(source) and is_sqlite(Path(source)):  # (never a pipe: isfile)
+            raise UserError(
+                f"{source} is a SQLite database (an index?), not a corpus: `simindex dedup "
+                f"{source}` lists its near-duplicate pairs; --out is for texts"
+            )
     own = check_outputs([("--out", out), ("--report", report)], sources)
     own_skipped = Skipped("this command's own output files")
     docs = ingest.read_docs(

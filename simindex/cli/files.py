@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -97,10 +98,13 @@ def check_outputs(outputs: list[tuple[str, str | None]], sources: list[str]) -> 
         final = Path(path)
         if final.is_dir():
             raise UserError(f"{option} {path} is a folder; give a file name")
+        kind = stream_kind(path)
+        if kind == "block device":
+            raise UserError(f"{option} {path} is a block device (a disk?); it is left alone")
         if not final.parent.is_dir():
             there = "is not a folder" if final.parent.exists() else "does not exist"
             raise UserError(f"cannot write {path}: its folder {final.parent} {there}")
-        if _is_sqlite(final):
+        if kind is None and is_sqlite(final):  # (a pipe is never opened to look)
             raise UserError(f"{option} {path} is a SQLite database (an index?); it is left alone")
         for source in sources:
             if source == ingest.STDIN:
@@ -127,7 +131,27 @@ def check_outputs(outputs: list[tuple[str, str | None]], sources: list[str]) -> 
     return [name for _, p in files if p != "-" for name in (p, partial_name(p))]
 
 
-def _is_sqlite(path: Path) -> bool:
+def stream_kind(path: str) -> str | None:
+    """What an existing output that is not a regular file is ("character
+    device", "pipe", "socket", "block device"), else None. Such an output is
+    written in place: a device or pipe cannot be replaced by a renamed file
+    (and must not be: `--out /dev/null` would become a file)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    for test, kind in (
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISFIFO, "pipe"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISBLK, "block device"),
+    ):
+        if test(mode):
+            return kind
+    return None
+
+
+def is_sqlite(path: Path) -> bool:
     try:
         with path.open("rb") as f:
             return f.read(16) == b"SQLite format 3\x00"
@@ -182,12 +206,20 @@ class Outputs:
 
     def __init__(self) -> None:
         self._files: list[tuple[Path, Path, IO[str]]] = []
+        self._streams: list[tuple[str, IO[str]]] = []  # devices and pipes, written in place
 
     def open(self, path: str | None) -> Writer | None:
         if path is None:
             return None
         if path == "-":
             return Writer(sys.stdout, "standard output")
+        if stream_kind(path) is not None:  # /dev/null, a pipe: written as it goes
+            try:
+                direct = open(path, "w", encoding="utf-8")  # noqa: SIM115 (closed in commit/discard)
+            except OSError as exc:
+                raise UserError(f"cannot write {path}: {exc.strerror or exc}") from exc
+            self._streams.append((path, direct))
+            return Writer(direct, path)
         final = Path(path)
         partial = Path(partial_name(path))
         try:
@@ -200,6 +232,12 @@ class Outputs:
     def commit(self) -> None:
         try:
             sys.stdout.flush()  # what went to stdout ('-') fails here, if it fails
+            for name, direct in self._streams:
+                try:
+                    direct.close()
+                except OSError as exc:
+                    raise UserError(f"cannot write {name}: {exc.strerror or exc}") from exc
+            self._streams.clear()
             for final, _, stream in self._files:
                 try:
                     stream.close()  # flushes: a full disk may show only here
@@ -224,6 +262,10 @@ class Outputs:
         self._files.clear()
 
     def discard(self) -> None:
+        for _, direct in self._streams:
+            with contextlib.suppress(OSError):
+                direct.close()
+        self._streams.clear()
         for _, partial, stream in self._files:
             with contextlib.suppress(OSError):
                 stream.close()

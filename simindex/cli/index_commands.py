@@ -329,7 +329,14 @@ def query(
             )
         found = _query_batch(index, batch, k, limit, key_field, text_field, threshold)
         raise typer.Exit(EXIT_OK if found else EXIT_NOT_FOUND)
+    check_threshold_option(threshold)
     what = _query_input(text, file, fingerprint)
+    if isinstance(what, int) and threshold is not None:
+        typer.echo(
+            "Note: a query by fingerprint has no signature: it is matched by distance "
+            "alone, whatever --threshold says",
+            err=True,
+        )
     with open_index(index) as ix:
         fp = what if isinstance(what, int) else ix.fingerprint(what)
         with warnings.catch_warnings(record=True) as caught:
@@ -533,8 +540,8 @@ def rebuild(
         emit_json(summary)
     else:
         typer.echo(
-            f"rebuilt {ix.location}: {rows} fingerprints, k={ix.k}, {layout_text(ix)}, "
-            f"{ix.config.describe()}"
+            f"rebuilt {ix.location}: {rows} fingerprints, k={ix.k}, threshold {ix.threshold}, "
+            f"{layout_text(ix)}, {ix.config.describe()}"
         )
 
 

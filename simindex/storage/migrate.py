@@ -250,7 +250,7 @@ def open_settings(
     if threshold is not None and threshold != settings.threshold:
         raise ConfigMismatchError(
             f"{where} verifies candidates at threshold {settings.threshold}, not {threshold}: "
-            f"open it without a threshold (queries may still ask for any), or change it "
-            f"with rebuild(threshold=...)"
+            f"open it without a threshold (queries may still ask for any), or change it by "
+            f"rebuilding it (simindex rebuild INDEX --threshold T)"
         )
     return settings

@@ -163,6 +163,12 @@ class Store:
         names = ["key", "fingerprint", *blocks, *(["signature"] if signatures else [])]
         self._upsert = _Sql(self._upsert_statement(names), dialect, names)
         self._insert_new = _Sql(self._upsert_statement(names, keep=True), dialect, names)
+        # Rows without signatures (add_fingerprints): the statements of
+        # before signatures, one parameter less a row; a replaced key's
+        # signature is cleared (it belonged to the old text).
+        bare = ["key", "fingerprint", *blocks]
+        self._upsert_bare = _Sql(self._upsert_statement(bare), dialect, bare)
+        self._insert_bare = _Sql(self._upsert_statement(bare, keep=True), dialect, bare)
         # Lookups read (id, fingerprint) from the covering indexes alone; the
         # keys of the few rows within k are read afterwards (rows_by_id).
         lookups = [
@@ -228,10 +234,10 @@ class Store:
         statement = self.backend.dialect.insert(t).values(values)
         if keep:
             return statement.on_conflict_do_nothing(index_elements=[t.c.key])
-        return statement.on_conflict_do_update(
-            index_elements=[t.c.key],
-            set_={name: statement.excluded[name] for name in names if name != "key"},
-        )
+        replaced: dict[str, Any] = {n: statement.excluded[n] for n in names if n != "key"}
+        if self.signed and "signature" not in names:
+            replaced["signature"] = null()
+        return statement.on_conflict_do_update(index_elements=[t.c.key], set_=replaced)
 
     # --- the read hot path ---------------------------------------------------
 
@@ -480,20 +486,26 @@ class Store:
         With ``written``, a few rows replacing on SQLite 3.35+ go one by one
         with RETURNING and their (id, signed fingerprint) are appended to it
         (cheaper than reading them back)."""
-        sigs = (signatures or [None] * len(keys)) if self.signed else None
-        rows = block_rows(keys, fingerprints, self.layout, sigs)
         if self.caps.bulk_copy:
-            return self._put_by_copy(conn, rows, keep=keep)
+            sigs = (signatures or [None] * len(keys)) if self.signed else None
+            return self._put_by_copy(
+                conn, block_rows(keys, fingerprints, self.layout, sigs), keep=keep
+            )
+        signed = signatures is not None and self.signed
+        rows = block_rows(keys, fingerprints, self.layout, signatures if signed else None)
+        upsert, insert_new = (
+            (self._upsert, self._insert_new) if signed else (self._upsert_bare, self._insert_bare)
+        )
         if keep:
-            done = conn.exec_driver_sql(self._insert_new.text, self._insert_new.many(rows))
+            done = conn.exec_driver_sql(insert_new.text, insert_new.many(rows))
             return max(0, done.rowcount)
         if written is not None and len(rows) <= _RETURNED_ROWS and self.caps.returning:
-            text = f"{self._upsert.text} RETURNING id, fingerprint"
+            text = f"{upsert.text} RETURNING id, fingerprint"
             for row in rows:
-                found = conn.exec_driver_sql(text, self._upsert.params(row)).one()
+                found = conn.exec_driver_sql(text, upsert.params(row)).one()
                 written.append((int(found[0]), int(found[1])))
             return len(rows)
-        conn.exec_driver_sql(self._upsert.text, self._upsert.many(rows))
+        conn.exec_driver_sql(upsert.text, upsert.many(rows))
         return len(rows)
 
     def _temp_table(self, conn: Connection, name: str, columns: list[str]) -> None:
