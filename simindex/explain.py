@@ -154,10 +154,11 @@ class Explanation:
             self.k <= MAX_INDEX_K and probes(layout, self.k) is not None
         )
         radius = probe_radius(layout, self.k) if self.k > self.layout_k else 0
-        for j, table in enumerate(self.tables):
-            if sum(self.blocks[b].differing for b in table) <= radius:
-                return answered, radius, j
-        return answered, radius, None
+        off = [sum(self.blocks[b].differing for b in table) for table in self.tables]
+        reached = [j for j, bits in enumerate(off) if bits <= radius]
+        if not reached:
+            return answered, radius, None
+        return answered, radius, min(reached, key=lambda j: (off[j], j))  # exact ones first
 
     def verdict(self) -> str:
         """One line: near-duplicates or not, and how a query would find them."""

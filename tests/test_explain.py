@@ -365,3 +365,16 @@ def test_cli_with_an_index(files: tuple[Path, Path], tmp_path: Path) -> None:
 def test_cli_errors(args: list[str], files: tuple[Path, Path]) -> None:
     tmp = files[0].parent
     error(*(x.format(tmp=tmp, a=files[0]) for x in args), input="")
+
+
+def test_the_verdict_names_a_table_that_matches_exactly_before_a_probe() -> None:
+    """Blocks 0 and 1 differ by a bit each, block 2 agrees: table 2 fetches
+    one from the other exactly, which the verdict says (not table 0, a probe
+    1 bit off)."""
+    from simindex.blocks import BlockLayout
+    from simindex.explain import explain
+
+    layout = BlockLayout.for_k(8)
+    e = explain(0, (1 << 63) | (1 << 40), k=8, layout=layout)
+    assert [b.differing for b in e.blocks] == [1, 1, 0]
+    assert "through table 2;" in e.verdict() and "probe" not in e.verdict()
