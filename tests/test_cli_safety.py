@@ -833,3 +833,29 @@ def test_an_output_that_is_a_device_or_a_pipe_is_written_in_place(
         assert stat.S_ISCHR(null.stat().st_mode)
     ok("dedup", "corpus", "--out", os.devnull, "-q")  # the real one, only ever opened
     assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+
+
+def test_an_output_through_a_link_keeps_the_link(tmp_path: Path) -> None:
+    """A link to a file: the file gets the output, the link stays a link; a
+    link to a file descriptor (/dev/stdout is one) is written through, so the
+    output reaches what the descriptor is (here a file the shell made)."""
+    (tmp_path / "corpus").mkdir()
+    for name, text in (("a.txt", T1), ("b.txt", T1), ("c.txt", T3)):
+        (tmp_path / "corpus" / name).write_text(text, encoding="utf-8")
+    (tmp_path / "real.jsonl").write_text("old\n", encoding="utf-8")
+    (tmp_path / "link.jsonl").symlink_to("real.jsonl")
+    (tmp_path / "fd").symlink_to("/proc/self/fd/1")
+    for out, stdout in (("link.jsonl", subprocess.DEVNULL), ("fd", None)):
+        with open(tmp_path / "captured.txt", "wb") as captured:
+            done = subprocess.run(
+                [sys.executable, "-m", "simindex", "dedup", "corpus", "--out", out, "-q"],
+                cwd=tmp_path,
+                stdout=stdout if stdout is not None else captured,
+                stderr=subprocess.PIPE,
+                timeout=120,
+            )
+        assert done.returncode == 0, done.stderr
+        assert (tmp_path / out).is_symlink()
+    assert len((tmp_path / "real.jsonl").read_text().splitlines()) == 2
+    assert len((tmp_path / "captured.txt").read_text().splitlines()) == 2
+    assert not list(tmp_path.glob(".*partial"))

@@ -26,7 +26,7 @@ from simindex import (
     storage,
 )
 from simindex.fingerprint import DEFAULT_CONFIG, hamming
-from simindex.signature import fingerprint_and_signature, similarity
+from simindex.signature import DEFAULT_THRESHOLD, fingerprint_and_signature, similarity
 
 _VOCAB = [a + b + c for a in "bdfgklmnprstvz" for b in "aeiouy" for c in "mnrstlk"]
 Stored = dict[str, tuple[int, bytes | None]]
@@ -99,7 +99,7 @@ def test_the_corpus_has_candidates_the_signatures_reject(texts: dict[str, str]) 
         for j in range(5):
             other, other_sig = marks[f"p{i}-e{j}"]
             if hamming(fp, other) <= 12:
-                if similarity(sig, other_sig) < 0.8:
+                if similarity(sig, other_sig) < DEFAULT_THRESHOLD:
                     rejected += 1
                 else:
                     kept += 1
@@ -140,17 +140,17 @@ def test_a_held_snapshot_and_a_full_scan_verify_too(
         stored = load(index, texts)
         for key in ("p1", "p2-e3", "p7-e4"):
             fp, sig = fingerprint_and_signature(texts[key], index.config)
-            assert index.query(texts[key]) == oracle(stored, fp, sig, 8, 0.8)
+            assert index.query(texts[key]) == oracle(stored, fp, sig, 8, DEFAULT_THRESHOLD)
         assert index.stats()["held_in_memory_bytes"] > 0
         # Written since the read: applied to the snapshot, verified like the rest.
         index.add("late", texts["p1-e1"])
         stored["late"] = fingerprint_and_signature(texts["p1-e1"], index.config)
         fp, sig = stored["late"]
-        assert index.query(texts["p1-e1"]) == oracle(stored, fp, sig, 8, 0.8)
+        assert index.query(texts["p1-e1"]) == oracle(stored, fp, sig, 8, DEFAULT_THRESHOLD)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FullScanWarning)
             assert index.query(texts["p3"], k=30) == oracle(
-                stored, *fingerprint_and_signature(texts["p3"], index.config), 30, 0.8
+                stored, *fingerprint_and_signature(texts["p3"], index.config), 30, DEFAULT_THRESHOLD
             )
 
 
@@ -257,12 +257,12 @@ def test_dedup_stream_verifies() -> None:
         fc, sc = fingerprint_and_signature(far, DEFAULT_CONFIG)
         if hamming(fa, fc) <= 12:
             break
-    assert hamming(fa, fc) <= 12 and similarity(sa, sc) < 0.8
+    assert hamming(fa, fc) <= 12 and similarity(sa, sc) < DEFAULT_THRESHOLD
     k = max(hamming(fa, fc), 3)
     docs = [("a", base), ("b", edited(base, 0.02, rng)), ("c", far)]
     run = list(dedup_stream(docs, k=k, workers=1))
     assert [(d.key, d.kept) for d in run] == [("a", True), ("b", False), ("c", True)]
-    assert run[1].similarity is not None and run[1].similarity >= 0.8
+    assert run[1].similarity is not None and run[1].similarity >= DEFAULT_THRESHOLD
     alone = list(dedup_stream(docs, k=k, threshold=0, workers=1))
     assert [(d.kept, d.duplicate_of) for d in alone] == [(True, None), (False, "a"), (False, "a")]
     with pytest.raises(InvalidArgumentError, match="threshold"):
@@ -342,7 +342,11 @@ def test_an_older_index_upgrades_in_place_and_is_verified_once_rebuilt(
             60,
             60,
         )
-        assert index.threshold == 0.8
+        assert index.threshold == DEFAULT_THRESHOLD
+    # The upgrade recorded the threshold it verifies at: a later default does not move it.
+    meta = dict(sqlite3.connect(path).execute("SELECT name, value FROM simindex_meta").fetchall())
+    assert (meta["threshold"], meta["signature"]) == ("0.8", "minhash128x4/1")
+    with SimIndex(path) as index:
         assert any("no verification signature" in w for w in info["warnings"])
         assert {m.key for m in index.query(some["p0"])} == {
             k for k, f in fps.items() if hamming(f, fps["p0"]) <= 8
@@ -354,7 +358,7 @@ def test_an_older_index_upgrades_in_place_and_is_verified_once_rebuilt(
         assert index.stats()["without_signature"] == 0
         stored = {k: fingerprint_and_signature(t, index.config) for k, t in some.items()}
         fp, sig = stored["p0"]
-        assert index.query(some["p0"]) == oracle(stored, fp, sig, 8, 0.8)
+        assert index.query(some["p0"]) == oracle(stored, fp, sig, 8, DEFAULT_THRESHOLD)
 
 
 def test_a_fingerprint_replacing_a_text_clears_its_signature(index: SimIndex) -> None:

@@ -78,8 +78,22 @@ def check_sources(index: str, paths: list[str]) -> list[str]:
 
 
 def partial_name(path: str) -> str:
-    final = Path(path)
+    """Where an output is written until the end: beside the file it names (a
+    symbolic link's target: the link stays a link)."""
+    final = Path(os.path.realpath(path))
     return str(final.with_name(f".{final.name}.partial"))
+
+
+def in_place(path: str) -> bool:
+    """Whether an output is written as it goes rather than renamed into place:
+    a device, a pipe or a socket, or a name under /dev or /proc or a link
+    into them (/dev/stdout is a link to a file descriptor: renaming over it
+    would replace the link, and the output would not reach the descriptor)."""
+    if stream_kind(path) is not None:
+        return True
+    if os.path.abspath(path).startswith(("/dev/", "/proc/")):
+        return True
+    return os.path.islink(path) and os.readlink(path).startswith(("/dev/", "/proc/"))
 
 
 def check_outputs(outputs: list[tuple[str, str | None]], sources: list[str]) -> list[str]:
@@ -213,14 +227,14 @@ class Outputs:
             return None
         if path == "-":
             return Writer(sys.stdout, "standard output")
-        if stream_kind(path) is not None:  # /dev/null, a pipe: written as it goes
+        if in_place(path):  # /dev/null, a pipe, /dev/stdout: written as it goes
             try:
                 direct = open(path, "w", encoding="utf-8")  # noqa: SIM115 (closed in commit/discard)
             except OSError as exc:
                 raise UserError(f"cannot write {path}: {exc.strerror or exc}") from exc
             self._streams.append((path, direct))
             return Writer(direct, path)
-        final = Path(path)
+        final = Path(os.path.realpath(path))  # through a link: its target is replaced
         partial = Path(partial_name(path))
         try:
             stream = open(partial, "w", encoding="utf-8")  # noqa: SIM115 (closed in commit/discard)

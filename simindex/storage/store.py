@@ -187,11 +187,12 @@ class Store:
         # PostgreSQL: the Hamming filter and the keys in the same statement.
         self.matches_on_server = self.caps.server_bit_count and not self._lookup.positional
         if self.matches_on_server:
+            signature = "f.signature" if signatures else "NULL::bytea"  # 0001: no column
             distance = "bit_count((c.fingerprint # %(query_fp)s::bigint)::bit(64))"
             self._matches_text = (
                 f"WITH c AS ({self._lookup.text}), "
                 f"m AS (SELECT DISTINCT c.id FROM c WHERE {distance} <= %(query_k)s::int) "
-                f"SELECT f.id, f.key, f.fingerprint, f.signature "
+                f"SELECT f.id, f.key, f.fingerprint, {signature} "
                 f"FROM m JOIN {schema.FINGERPRINT_TABLE} f "
                 f"ON f.id = m.id UNION ALL SELECT -1, NULL, {GENERATION}, NULL"
             )
@@ -580,7 +581,8 @@ class Store:
         for table in self.layout.tables:
             on = " AND ".join(f"f.{blocks[b]} = q.{blocks[b]}" for b in table)
             parts.append(
-                f"SELECT q.qid, f.id, f.key, f.fingerprint, f.signature "
+                f"SELECT q.qid, f.id, f.key, f.fingerprint, "
+                f"{'f.signature' if self.signed else 'NULL::bytea'} "
                 f"FROM {name} q JOIN {schema.FINGERPRINT_TABLE} f ON {on} "
                 f"WHERE {distance} <= {int(k)}"
             )
