@@ -1602,7 +1602,9 @@ CJK_GAP = re.compile(f"(?<=[{_HAN}])[\\W_]+(?=[{_HAN}])")
 AS_IS = "default before CJK normalisation"
 FOLD = "CJK gaps folded, no t2s"
 RECOMMENDED = "minhash128x4/1"  # the signature simindex keeps (simindex.signature.NAME)
-FIXED_THRESHOLDS = (0.75, 0.78, 0.80)  # RECOMMENDED also at these, the same in both languages
+FIXED_THRESHOLDS = (0.75, 0.78, 0.80, 0.82)  # RECOMMENDED also at these, in both languages
+CONTENT = "minhash128x4/1s"  # the same sketch without stop words: at 0.78 and 0.80 too
+CONTENT_THRESHOLDS = (0.78, 0.80)
 _OPENCC: dict = {}
 
 
@@ -1918,6 +1920,13 @@ def hard_rows(lang: str, sc: list[dict]) -> dict:
     for t in FIXED_THRESHOLDS:
         rows[f"k<=8 + {RECOMMENDED} at {t:.2f}"] = (
             rows[f"k<=8 + {RECOMMENDED}"][0],
+            fine,
+            t,
+            "the same, at a threshold fixed for both languages",
+        )
+    for t in CONTENT_THRESHOLDS:
+        rows[f"k<=8 + {CONTENT} at {t:.2f}"] = (
+            rows[f"k<=8 + {CONTENT}"][0],
             fine,
             t,
             "the same, at a threshold fixed for both languages",
