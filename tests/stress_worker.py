@@ -163,7 +163,7 @@ def must_contain(
         last = matches[-1]
         if (d, key) > (last.distance, last.key):
             return  # cut off by the limit, rightly
-    if (key, d, fingerprint) not in [tuple(m) for m in matches]:
+    if (key, d, fingerprint) not in [(m.key, m.distance, m.fingerprint) for m in matches]:
         raise Violation(
             f"{where}: {key} ({fingerprint:#x}, distance {d}) is missing from {matches}"
         )
