@@ -272,12 +272,13 @@ def test_dedup_stream_verifies() -> None:
 # --- an index made before signatures (revision 0001) ---------------------------------------
 
 
-def make_revision_1(path: Path, texts: dict[str, str]) -> dict[str, int]:
-    """An index as simindex wrote it before revision 0002: no signature column,
-    no threshold in its settings."""
+def make_revision_1(location: str | Path, texts: dict[str, str]) -> dict[str, int]:
+    """An index as simindex wrote it before revision 0002 (no signature column,
+    no threshold in its settings), on SQLite or PostgreSQL."""
+    import numpy as np
     from alembic import command
     from alembic.config import Config
-    from sqlalchemy import create_engine
+    from sqlalchemy import text
 
     from simindex.blocks import BlockLayout
     from simindex.fingerprint import simhash
@@ -285,35 +286,57 @@ def make_revision_1(path: Path, texts: dict[str, str]) -> dict[str, int]:
 
     layout = BlockLayout.for_k(8)
     settings = storage.Settings(layout=layout, config=DEFAULT_CONFIG, created_by="old", distance=8)
-    engine = create_engine(f"sqlite:///{path}")
-    with engine.begin() as conn:
-        config = Config()
-        config.set_main_option("script_location", str(storage.migrations_dir()))
-        config.attributes["connection"] = conn
-        config.attributes["simindex.layout"] = {
-            "widths": list(layout.widths),
-            "tables": [list(t) for t in layout.tables],
-        }
-        command.upgrade(config, "0001")
-        rows = settings.rows()
-        del rows["threshold"], rows["signature"]
-        conn.exec_driver_sql(
-            "INSERT INTO simindex_meta (name, value) VALUES (?, ?)", list(rows.items())
-        )
-    engine.dispose()
-    fps = {key: simhash(text, DEFAULT_CONFIG) for key, text in texts.items()}
-    import numpy as np
-
-    db = sqlite3.connect(path)
-    blocks = ", ".join(f"block_{i}" for i in range(len(layout.widths)))
-    marks = ", ".join("?" * (2 + len(layout.widths)))
-    db.executemany(
-        f"INSERT INTO simindex_fingerprints (key, fingerprint, {blocks}) VALUES ({marks})",
-        block_rows(list(fps), np.array(list(fps.values()), dtype=np.uint64), layout),
-    )
-    db.commit()
-    db.close()
+    fps = {key: simhash(t, DEFAULT_CONFIG) for key, t in texts.items()}
+    blocks = [f"block_{i}" for i in range(len(layout.widths))]
+    rows = block_rows(list(fps), np.array(list(fps.values()), dtype=np.uint64), layout)
+    backend = storage.open_backend(storage.locate(location))
+    try:
+        backend.ensure_schema(create=True)
+        with backend.writing(alone=True) as conn:
+            config = Config()
+            config.set_main_option("script_location", str(storage.migrations_dir()))
+            config.attributes["connection"] = conn
+            config.attributes["simindex.layout"] = {
+                "widths": list(layout.widths),
+                "tables": [list(t) for t in layout.tables],
+            }
+            command.upgrade(config, "0001")
+            meta = settings.rows()
+            del meta["threshold"], meta["signature"]
+            conn.execute(
+                text("INSERT INTO simindex_meta (name, value) VALUES (:n, :v)"),
+                [{"n": n, "v": v} for n, v in meta.items()],
+            )
+            names = ["key", "fingerprint", *blocks]
+            conn.execute(
+                text(
+                    f"INSERT INTO simindex_fingerprints ({', '.join(names)}) "
+                    f"VALUES ({', '.join(':' + n for n in names)})"
+                ),
+                [dict(zip(names, r, strict=True)) for r in rows],
+            )
+    finally:
+        backend.dispose()
     return fps
+
+
+def test_an_older_postgresql_index_is_read_as_it_is(pg_url: str, texts: dict[str, str]) -> None:
+    """Opened read-only, a revision-0001 index on PostgreSQL answers every way
+    (exact lookups and the server join name no signature column there)."""
+    some = dict(list(texts.items())[:60])
+    fps = make_revision_1(pg_url, some)
+    bare: Stored = {k: (f, None) for k, f in fps.items()}
+    with SimIndex(pg_url, readonly=True) as index:
+        assert index.stats()["schema_revision"] == "0001"
+        assert index.check().ok
+        for k in (2, 8):  # exact lookups (matched by the server), probes
+            assert index.query(some["p0"], k=k) == oracle(bare, fps["p0"], None, k, 0)
+        batch = [some[key] for key in list(some)[:10]] * 30  # 300: the server's join at k = 2
+        want = [oracle(bare, index.fingerprint(t), None, 2, 0) for t in batch]
+        assert index.query_many(batch, k=2) == want
+    with SimIndex(pg_url) as index:  # for writing: upgraded, the threshold recorded
+        assert index.stats()["schema_revision"] == "0002"
+        assert index.threshold == 0.8
 
 
 def test_an_older_index_upgrades_in_place_and_is_verified_once_rebuilt(
