@@ -42,17 +42,37 @@ import xxhash
 from simindex import signature as production
 from simindex.errors import EmptyTextError, InvalidArgumentError
 from simindex.fingerprint import DEFAULT_CONFIG, features, prepare, simhash
-from simindex.signature import (  # noqa: F401 - UNITS, units_of: for the benchmarks
-    UNITS,
-    jaccard_from_agreement,
-    minhash_values,
-    top32,
-    units,
-    units_of,
-)
+from simindex.signature import jaccard_from_agreement, minhash_values, top32
+from simindex.tokenize import has_cjk, stopwords, words
 
 SHINGLE = 3  # units a shingle: word 3-grams, CJK character 3-grams
 SMALL_SET = 15  # hybrid: texts of up to this many distinct shingles keep them all
+
+# How CJK becomes units: "chars" (the product's: words and single CJK
+# characters), "bigrams" (words and CJK character bigrams), "content"
+# ("chars" without the shipped stop words, all of them when nothing else is left).
+UNITS = ("chars", "bigrams", "content")
+
+
+def units_of(tokens: Sequence[str], mode: str = "chars") -> list[str]:
+    """The units of ``words(text, cjk="chars")``'s tokens, by mode (see UNITS)."""
+    if mode not in UNITS:
+        raise InvalidArgumentError(f"units must be one of {', '.join(UNITS)}, not {mode!r}")
+    if mode == "chars":
+        return production.units_of(tokens)
+    if mode == "content":
+        stop = stopwords()
+        kept = production.units_of(tokens)
+        return [t for t in kept if t not in stop] or kept
+    if not has_cjk("".join(tokens)):
+        return list(tokens)
+    return [t for t in tokens if len(t) != 1 or not has_cjk(t)]
+
+
+def units(text: str, mode: str = "chars") -> list[str]:
+    """A text's units, by mode (the text taken as it is)."""
+    return units_of(words(text, "chars"), mode)
+
 
 # Units are hashed as the fingerprint hashes its features (xxh64, seed 0, UTF-8), so
 # one pass can hash each distinct token once for both (fingerprint_and_signature).

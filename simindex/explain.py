@@ -57,9 +57,8 @@ from simindex.signature import (
     DEFAULT_THRESHOLD,
     check_signature,
     check_threshold,
+    signature,
     similarity,
-    sketch,
-    unit_hashes,
     units,
 )
 
@@ -298,7 +297,10 @@ def explain(
         list(dict.fromkeys(units(prepare(side, config)))) if isinstance(side, str) else None
         for side in (a, b)
     ]
-    sigs = [sketch(unit_hashes(found)) if found else given[i] for i, found in enumerate(unit_sets)]
+    sigs = [  # a text's as an index makes it; a fingerprint's as given
+        signature(side, config) if isinstance(side, str) else given[i]
+        for i, side in enumerate((a, b))
+    ]
     if sigs[0] is not None and sigs[1] is not None:
         base = replace(base, similarity=similarity(sigs[0], sigs[1]))
     ua, ub = unit_sets

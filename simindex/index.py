@@ -302,7 +302,7 @@ class SimIndex(Answers, Upkeep):
                     storage.start_staging(conn)
                     items = iter(fingerprints)
                     while batch := list(islice(items, batch_size)):
-                        keys, fps, sigs = checked_chunk(*_columns(batch))
+                        keys, fps, sigs = checked_chunk(*_columns(batch, 1))
                         storage.stage(conn, keys, fps, sigs)
                 # (swap_in rewrites simindex_meta: the count restarts with this write)
                 rows = storage.swap_in(conn, settings, from_staging=fingerprints is not None)
@@ -376,29 +376,17 @@ class SimIndex(Answers, Upkeep):
         def chunks(
             source: Iterator[Item], limit: int | None, listed: list[str] | None
         ) -> Iterator[storage.Chunk]:
-            keys: list[str] = []
-            fps: list[int] = []
-            sigs: list[bytes | None] = []
-            for taken, item in enumerate(source, 1):
-                if not 2 <= len(item) <= 3:
-                    raise InvalidArgumentError(
-                        f"item {taken} is not (key, fingerprint) or (key, fingerprint, "
-                        f"signature): {item!r:.80}"
-                    )
-                keys.append(item[0])
-                fps.append(item[1])
-                sigs.append(item[2] if len(item) > 2 else None)
-                if len(keys) >= chunk_size or taken == limit:
-                    yield checked_chunk(keys, fps, sigs)
-                    if listed is not None and len(listed) <= accelerator.APPLIED_MAX:  # bounded
-                        listed += keys
-                    keys, fps, sigs = [], [], []
-                    if taken == limit:
-                        return
-            if keys:
-                yield checked_chunk(keys, fps, sigs)
-                if listed is not None and len(listed) <= accelerator.APPLIED_MAX:
-                    listed += keys
+            read = 0  # items taken so far: at most `limit`, this transaction's
+            while taken := list(
+                islice(source, chunk_size if limit is None else min(chunk_size, limit - read))
+            ):
+                chunk = checked_chunk(*_columns(taken, read + 1))
+                yield chunk
+                if listed is not None and len(listed) <= accelerator.APPLIED_MAX:  # bounded
+                    listed += chunk[0]
+                read += len(taken)
+                if read == limit:
+                    return
 
         source = iter(items)
         written = 0
@@ -596,11 +584,14 @@ class SimIndex(Answers, Upkeep):
         )
 
 
-def _signature_of(item: Item) -> bytes | None:
-    """The signature of an (key, fingerprint[, signature]) item, or None."""
-    return item[2] if len(item) > 2 else None
-
-
-def _columns(batch: list[Item]) -> tuple[list[str], list[int], list[bytes | None]]:
-    """A batch of items as (keys, fingerprints, signatures)."""
-    return [i[0] for i in batch], [i[1] for i in batch], [_signature_of(i) for i in batch]
+def _columns(batch: list[Item], first: int) -> tuple[list[str], list[int], list[bytes | None]]:
+    """A batch of items (the first of them item number `first`) as keys,
+    fingerprints and signatures (None where an item has none)."""
+    for number, item in enumerate(batch, first):
+        if not 2 <= len(item) <= 3:
+            raise InvalidArgumentError(
+                f"item {number} is not (key, fingerprint) or (key, fingerprint, "
+                f"signature): {item!r:.80}"
+            )
+    sigs = [i[2] if len(i) > 2 else None for i in batch]
+    return [i[0] for i in batch], [i[1] for i in batch], sigs

@@ -21,7 +21,6 @@ every process, run and machine, which a stored one needs.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 
@@ -30,7 +29,7 @@ import xxhash
 
 from simindex.errors import EmptyTextError, InvalidArgumentError
 from simindex.fingerprint import FingerprintConfig, prepare, simhash
-from simindex.tokenize import PIECE_CHARS, pieces, stopwords, words
+from simindex.tokenize import PIECE_CHARS, has_cjk, pieces, stopwords, words
 
 NAME = "minhash128x4/1"  # stored in an index's settings: what its signatures are
 BINS = 128
@@ -53,7 +52,6 @@ def check_threshold(value: object) -> float:
     return float(value) + 0.0  # -0.0 is 0.0
 
 
-_CJK1 = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
 _xxh64 = xxhash.xxh64_intdigest
 _U64 = np.uint64
 
@@ -69,32 +67,25 @@ def mix(x: np.ndarray) -> np.ndarray:
 
 # --- units -----------------------------------------------------------------------------------
 
-UNITS = ("chars", "bigrams", "content")
+
+def _single(token: str) -> bool:
+    """Whether a token of words(text, "chars") is a unit: anything but a CJK
+    character bigram (a CJK run's tokens are all CJK, a word's none)."""
+    return len(token) != 2 or not has_cjk(token)
 
 
-def units_of(tokens: Sequence[str], mode: str = "chars") -> list[str]:
-    """The units of ``words(text, cjk="chars")``'s tokens: with ``mode`` "chars"
-    (the signature's), the CJK bigrams left out (words and CJK characters);
-    "bigrams" (measured, not kept), the single CJK characters left out;
-    "content" (measured, not kept), "chars" without the shipped stop words
-    (all of them when nothing else is left)."""
-    if mode not in UNITS:
-        raise InvalidArgumentError(f"units must be one of {', '.join(UNITS)}, not {mode!r}")
-    if mode == "content":
-        stop = stopwords()
-        kept = units_of(tokens, "chars")
-        return [t for t in kept if t not in stop] or kept
-    if not _CJK1.search("".join(tokens)):
+def units_of(tokens: Sequence[str]) -> list[str]:
+    """The units among ``words(text, cjk="chars")``'s tokens: its words and
+    its single CJK characters (the CJK bigrams left out)."""
+    if not has_cjk("".join(tokens)):
         return list(tokens)  # no CJK: every token is a word
-    if mode == "chars":
-        return [t for t in tokens if len(t) != 2 or not _CJK1.match(t)]
-    return [t for t in tokens if len(t) != 1 or not _CJK1.match(t)]
+    return [t for t in tokens if _single(t)]
 
 
-def units(text: str, mode: str = "chars") -> list[str]:
+def units(text: str) -> list[str]:
     """A text's units, in order (see units_of); the text is taken as it is
     (``prepare`` it first for an index's configuration)."""
-    return units_of(words(text, "chars"), mode)
+    return units_of(words(text, "chars"))
 
 
 def unit_hashes(keys: Sequence[str]) -> np.ndarray:
@@ -289,10 +280,8 @@ def fingerprint_and_signature(text: str, config: FingerprintConfig) -> tuple[int
             fingerprint = _simhash64(hashes, weights)
     else:
         fingerprint = _simhash64(hashes, weights)
-    if not prepared.isascii() and _CJK1.search(prepared):  # the units: no CJK bigrams
-        single = np.fromiter(
-            (len(t) != 2 or not _CJK1.match(t) for t in distinct), bool, count=len(distinct)
-        )
+    if not prepared.isascii() and has_cjk(prepared):  # the units: no CJK bigrams
+        single = np.fromiter(map(_single, distinct), bool, count=len(distinct))
         return fingerprint, sketch(hashes[single])
     return fingerprint, sketch(hashes)
 
