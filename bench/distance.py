@@ -5,7 +5,7 @@
 
 For each k it builds an index of N random fingerprints (seeded; half the
 queries are stored fingerprints with 0..k bits flipped, half random) with the
-layout a new index for that k gets (blocks.default_blocks: four exact blocks
+layout a new index for that k gets (costs.default_blocks: four exact blocks
 for k = 3; fewer blocks, probed, above it), then times `query` one query at a
 time: median, p90 and p99, in microseconds. Numpy brute force (popcount of
 XOR over every fingerprint) answers a sample of the same queries in the same
@@ -37,7 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from common import git_rev, output_options, save_output  # noqa: E402
 
 from simindex import SimIndex  # noqa: E402
-from simindex.blocks import lookup_cost, probe_radius  # noqa: E402
+from simindex.blocks import probe_radius  # noqa: E402
+from simindex.costs import lookup_cost  # noqa: E402
 
 
 def log(msg: str) -> None:

@@ -866,7 +866,7 @@ def natural_pairs(lang: str, src: dict) -> tuple[list[dict], dict]:
     """Pairs of passages found in the sources themselves (every source, every unit).
 
     Candidates, so that neither method is favoured: the default's fingerprints within
-    NAT_K (simindex.query.pairs_within), or an exact Jaccard of the MinHash baseline's
+    NAT_K (simindex.pairs.pairs_within), or an exact Jaccard of the MinHash baseline's
     shingle sets >= NAT_JACCARD (an inverted index over the shingles, no MinHash).
     Passages identical once whitespace is collapsed are kept once (their pairs are
     counted, not used: every method finds them). Each candidate is labelled by the
@@ -876,7 +876,7 @@ def natural_pairs(lang: str, src: dict) -> tuple[list[dict], dict]:
     from bisect import bisect_right
     from difflib import SequenceMatcher
 
-    from simindex.query import pairs_within
+    from simindex.pairs import pairs_within
 
     groups: dict[str, list[tuple[str, str]]] = {}
     for name, units in src.items():

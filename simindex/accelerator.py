@@ -2,7 +2,7 @@
 
 A query at a k above the layout's (the default k = 8 is one) looks each
 table up with hundreds of probes: about a millisecond in SQLite, whatever
-the index's size. Held in memory (a ``query.Snapshot``), the same query
+the index's size. Held in memory (a ``snapshot.Snapshot``), the same query
 costs a tenth of that. Reading the index into memory costs about 1 us a
 fingerprint, so it pays only once queries have spent about that much in the
 database: ski rental, ``charge``. Once held, a snapshot answers queries
@@ -36,10 +36,10 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from simindex.costs import HOLD_S_PER_ROW
 from simindex.fingerprint import to_unsigned
-from simindex.query import Snapshot
+from simindex.snapshot import Snapshot
 
-HOLD_S_PER_ROW = 1e-6  # reading and sorting a row (at 1M: 0.6 s to read, 0.3 s to sort)
 HOLD_FIRST_S = 0.05  # database time before the index's size is first asked
 HOLD_MAX_ROWS = 20_000_000  # bigger indexes stay in the database (~70 bytes a row held)
 HOLD_MAX_FACTOR = 16.0  # how far writes that come often push the next read back

@@ -26,9 +26,9 @@ from simindex.errors import InvalidArgumentError, StorageError
 from simindex.fingerprint import check_fingerprint
 from simindex.matching import Verify, near, within, within_each
 from simindex.planner import Way, plan_batch, plan_query
-from simindex.query import Snapshot
 from simindex.results import FullScanWarning, Match
 from simindex.signature import check_threshold, fingerprint_and_signature
+from simindex.snapshot import Snapshot
 from simindex.validate import check_limit
 
 _ONE_BY_ONE = 16  # batches up to this size are matched query by query in memory

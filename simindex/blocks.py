@@ -10,7 +10,7 @@ that are further away.
 
 - m = k + 1 (the default up to k = 3): one index per block (k = 3: four
   16-bit blocks). Above k = 3 a new index gets k or fewer blocks, probed (see
-  probe_radius and default_blocks; the default k = 8: three blocks).
+  probe_radius and DEFAULT_BLOCKS; the default k = 8: three blocks).
 - m > k + 1: more indexes, each over m - k blocks, so each lookup matches
   more bits and returns fewer false candidates (k = 3, m = 5: ten indexes over
   pairs of 13-bit blocks, about 26 bits matched per lookup).
@@ -30,6 +30,11 @@ from simindex.fingerprint import BITS, to_signed
 DEFAULT_K = 8  # a new index's k (docs/quality.md: what each k finds)
 MAX_INDEX_K = 15  # blocks of at least 4 bits; past that a lookup is nearly a scan
 MAX_TABLES = 35  # database indexes per layout (k = 3 with 7 blocks)
+# Blocks of a new index for each k from 0 to MAX_INDEX_K: k + 1 up to k = 3,
+# past that the cheapest lookup at a million fingerprints of the layouts with
+# at most six database indexes (costs.default_blocks, which computes these;
+# a test keeps the two equal).
+DEFAULT_BLOCKS = (1, 2, 3, 4, 3, 3, 4, 4, 3, 4, 4, 4, 5, 5, 5, 6)
 
 
 def check_k(k: object, *, limit: int = BITS, what: str = "k") -> int:
@@ -66,11 +71,11 @@ class BlockLayout:
     @classmethod
     def for_k(cls, k: int, blocks: int | None = None) -> BlockLayout:
         """The layout of an index for distance k with `blocks` blocks (default:
-        default_blocks(k)). With more than k blocks, one table per combination
+        DEFAULT_BLOCKS[k]). With more than k blocks, one table per combination
         of m - k of them (every lookup exact by pigeonhole); with k or fewer,
         one table per block, looked up with probes (see probe_radius)."""
         check_k(k, limit=MAX_INDEX_K, what="the index's k")
-        m = default_blocks(k) if blocks is None else blocks
+        m = DEFAULT_BLOCKS[k] if blocks is None else blocks
         if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= BITS // 4:
             raise InvalidArgumentError(
                 f"blocks must be a whole number from 1 to {BITS // 4}, not {m!r}"
@@ -174,94 +179,3 @@ def probes(layout: BlockLayout, k: int) -> list[Probe] | None:
                     flips[i] |= 1 << bit
                 out.append(Probe(j, tuple(flips)))
     return out
-
-
-# The cost of a lookup, measured at 1M fingerprints (SQLite, 2 cores): about
-# 1.2 us an index seek and 0.45 us a candidate row (k=3, 4 blocks: 42 us;
-# k=6, 4 blocks probed: 570 us; k=8, 3 blocks probed: 960 us).
-_SEEK_US = 1.2
-_ROW_US = 0.45
-_DEFAULT_N = 1_000_000
-_DEFAULT_TABLES = 6  # database indexes a default layout may have (more: ask with blocks=)
-
-
-def lookup_cost(layout: BlockLayout, k: int, n: int) -> tuple[int, float, float] | None:
-    """(seeks, expected candidate rows, estimated microseconds) of one query at
-    distance k among n uniform fingerprints, or None if it would not probe."""
-    if k <= layout.k:
-        seeks = len(layout.tables)
-        bits = [sum(layout.widths[b] for b in t) for t in layout.tables]
-    else:
-        found = probes(layout, k)
-        if found is None:
-            return None
-        seeks = len(found)
-        bits = [sum(layout.widths[b] for b in layout.tables[p.table]) for p in found]
-    rows = sum(n / 2.0**b for b in bits)
-    return seeks, rows, seeks * _SEEK_US + rows * _ROW_US
-
-
-def default_blocks(k: int) -> int:
-    """Blocks of a new index for k: k + 1 up to k = 3 (four 16-bit blocks for
-    the classic k = 3); past that, of the layouts with at most six database
-    indexes, the cheapest lookup at a million fingerprints by lookup_cost."""
-    check_k(k, limit=MAX_INDEX_K, what="k")
-    if k <= 3:
-        return k + 1
-    best: tuple[float, int] | None = None
-    for m in range(1, BITS // 4 + 1):
-        if m > k and comb(m, k) > _DEFAULT_TABLES:  # each index costs disk and load time
-            continue
-        if m > k:
-            layout = BlockLayout(even_widths(m), tuple(combinations(range(m), m - k)))
-        else:
-            layout = BlockLayout(even_widths(m), tuple((b,) for b in range(m)))
-        cost = lookup_cost(layout, k, _DEFAULT_N)
-        if cost is not None and (best is None or cost[2] < best[0]):
-            best = (cost[2], m)
-    return k + 1 if best is None else best[1]
-
-
-@dataclass(frozen=True)
-class LayoutAdvice:
-    """One candidate layout for n fingerprints and distance k."""
-
-    layout: BlockLayout
-    candidates: float  # expected rows per query that share a table's bits by chance
-    bytes_per_fingerprint: float  # estimated size on disk
-    cost: float  # estimated query cost, in microseconds (lookup_cost)
-    seeks: int  # index lookups per query (probes included)
-
-    @property
-    def blocks(self) -> int:
-        return len(self.layout.widths)
-
-
-# Measured with bench/ at 1M fingerprints (SQLite): 139 bytes per fingerprint
-# with 4 indexes, 288 with 10, so about 25 bytes per index and 40 for the row.
-_ROW_BYTES = 40.0
-_INDEX_BYTES = 25.0
-
-
-def advise(n: int, k: int) -> list[LayoutAdvice]:
-    """Every layout for k, from one block (probed) up to the table limit, with
-    its expected candidates per query (for fingerprints spread uniformly),
-    size and cost (lookup_cost, in estimated microseconds), cheapest first.
-    Real corpora share more bits than uniform ones, so treat the candidate
-    counts as a lower bound."""
-    check_k(k, limit=MAX_INDEX_K, what="k")
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise InvalidArgumentError(f"n must be a whole number of at least 0, not {n!r}")
-    out = []
-    for m in range(1, BITS // 4 + 1):
-        if m > k and comb(m, k) > MAX_TABLES:
-            break
-        try:
-            layout = BlockLayout.for_k(k, m)
-        except InvalidArgumentError:  # too many probes
-            continue
-        cost = lookup_cost(layout, k, n)
-        assert cost is not None  # for_k checked the probes
-        size = _ROW_BYTES + _INDEX_BYTES * len(layout.tables)
-        out.append(LayoutAdvice(layout, cost[1], size, cost[2], cost[0]))
-    return sorted(out, key=lambda a: (a.cost, a.blocks))

@@ -27,7 +27,7 @@ from simindex.fingerprint import (
     FingerprintConfig,
     simhash,
 )
-from simindex.query import leader_clusters, pairs_within
+from simindex.pairs import leader_clusters, pairs_within
 from simindex.results import Cluster, Pair
 from simindex.signature import (
     DEFAULT_THRESHOLD,
@@ -54,7 +54,7 @@ class SimIndex(Answers, Upkeep):
     lightly edited copies found, see the README's Quality section for what
     each k finds), ``blocks`` the number of
     blocks (default: k + 1 up to k = 3, above it the cheapest probed layout,
-    see blocks.default_blocks; more blocks mean more database indexes and
+    see blocks.DEFAULT_BLOCKS; more blocks mean more database indexes and
     fewer false candidates per query, k or fewer are looked up with probes,
     see ``simindex advise``), ``config`` the fingerprint configuration,
     ``threshold`` the similarity a candidate within k needs, by its
@@ -478,7 +478,7 @@ class SimIndex(Answers, Upkeep):
         similar (default: the index's; 0: distance alone).
 
         Reads the fingerprints in one snapshot and pairs them in memory (see
-        query.pairs_within): exact for any k from 0 to 15. Sorted by distance,
+        pairs.pairs_within): exact for any k from 0 to 15. Sorted by distance,
         then keys.
         """
         found, keys = self._pairs(k, threshold)

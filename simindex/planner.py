@@ -25,12 +25,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from enum import Enum
 
-from simindex.blocks import BlockLayout, lookup_cost
+from simindex.blocks import BlockLayout
+from simindex.costs import READ_US_PER_ROW, lookup_cost
 
 BATCH_MIN = 256  # a batch this large may be joined on the server or read into memory
-# A batch reads the index (~0.5 us a row, once) when its lookups would cost
-# at least that: lookup_cost's microseconds a query times the batch.
-READ_US_PER_ROW = 0.5
 
 
 class Way(Enum):

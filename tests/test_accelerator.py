@@ -15,7 +15,7 @@ import pytest
 
 from simindex import SimIndex, accelerator
 from simindex.accelerator import Accelerator, Stamp
-from simindex.query import Snapshot
+from simindex.snapshot import Snapshot
 from simindex.storage import store
 
 from .test_index import brute_force, flip

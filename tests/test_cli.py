@@ -194,7 +194,7 @@ def test_init_json(tmp_path: Path) -> None:
     path = tmp_path / "k5.db"
     info = ok_json("init", path, "--k", "5")
     assert info["k"] == 5
-    assert info["blocks"] == [22, 21, 21]  # three blocks, probed (blocks.default_blocks)
+    assert info["blocks"] == [22, 21, 21]  # three blocks, probed (costs.default_blocks)
     assert info["count"] == 0
     assert info["fingerprint"]["ngram"] == 1
     assert Path(info["index"]) == path

@@ -349,7 +349,7 @@ def test_one_chunk_of_input_starts_no_pool(monkeypatch: pytest.MonkeyPatch) -> N
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("a pool was started")
 
-    monkeypatch.setattr(ingest, "ProcessPoolExecutor", refuse)
+    monkeypatch.setattr(ingest.workers, "ProcessPoolExecutor", refuse)
     docs = mixed_docs(30)
     assert list(fingerprint_docs(docs, CONFIG, workers=4, chunk_size=30)) == expected(docs)
 

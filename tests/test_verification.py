@@ -282,7 +282,7 @@ def make_revision_1(location: str | Path, texts: dict[str, str]) -> dict[str, in
 
     from simindex.blocks import BlockLayout
     from simindex.fingerprint import simhash
-    from simindex.storage.store import block_rows
+    from simindex.storage.sql import block_rows
 
     layout = BlockLayout.for_k(8)
     settings = storage.Settings(layout=layout, config=DEFAULT_CONFIG, created_by="old", distance=8)

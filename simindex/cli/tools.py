@@ -54,7 +54,7 @@ def advise(
     million fingerprints). Create the recommended one with:
     simindex init INDEX --k K --blocks B.
     """
-    from simindex.blocks import advise as advise_layouts
+    from simindex.costs import advise as advise_layouts
 
     if n < 0:
         raise UserError(f"--n must be at least 0, not {n}")

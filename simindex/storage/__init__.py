@@ -12,10 +12,13 @@ package asks which database it is talking to.
     schema.py     the tables (SQLAlchemy MetaData; Alembic's migrations create them)
     migrate.py    the stored settings; Alembic upgrades
     rebuild.py    a rebuild's staging table and swap, in one transaction
-    store.py      the fingerprint table: lookups, loads, writes, upkeep
+    sql.py        statements compiled for the driver, kept read connections, block rows
+    store.py      the fingerprint table: lookups, loads, writes
+    checks.py     what check and repair ask of it (Store inherits them)
 """
 
 from simindex.storage.backend import Backend, Write, db_error
+from simindex.storage.checks import Problem
 from simindex.storage.dialects import BUSY_TIMEOUT_S, Capabilities
 from simindex.storage.location import (
     FileAccess,
@@ -38,7 +41,8 @@ from simindex.storage.migrate import (
     write_settings,
 )
 from simindex.storage.rebuild import stage, start_staging, swap_in
-from simindex.storage.store import FAST_LOAD_MIN, Chunk, Problem, Store
+from simindex.storage.sql import Chunk
+from simindex.storage.store import FAST_LOAD_MIN, Store
 
 
 def open_backend(

@@ -36,6 +36,12 @@ class Location:
     def postgres(self) -> bool:
         return self.url.drivername.split("+")[0] in ("postgresql", "postgres")
 
+    @property
+    def on_server(self) -> bool:
+        """Whether the index lives on a database server that processes on
+        other machines can reach and write at once (not a file of this one)."""
+        return self.postgres
+
     def __str__(self) -> str:
         if self.path is not None:
             return str(self.path)

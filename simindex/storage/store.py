@@ -11,7 +11,7 @@ import os
 import threading
 from collections.abc import Iterable, Sequence
 from itertools import chain
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 from sqlalchemy import (
@@ -21,7 +21,6 @@ from sqlalchemy import (
     bindparam,
     delete,
     func,
-    inspect,
     null,
     or_,
     select,
@@ -33,96 +32,15 @@ from simindex.blocks import BlockLayout, Probe, probes
 from simindex.fingerprint import BITS, to_signed
 from simindex.storage import schema
 from simindex.storage.backend import Backend, db_error
+from simindex.storage.checks import Checks
 from simindex.storage.dialects import GENERATION, SQLITE_VERSIONS_SQL
+from simindex.storage.sql import Chunk, Held, Signatures, Sql, block_rows
 
 MAX_PROBE_K = 32  # probing past this is never cheaper than reading every row
 _CHUNK = 500  # keys per IN (...) list, well under every database's parameter limit
 _RETURNED_ROWS = 16  # Store.put: rows written one by one to return their ids
 _LOAD_CHUNK = 5000  # rows per executemany
 FAST_LOAD_MIN = 20_000  # rows into one transaction before the lookup indexes are set aside
-
-
-class _Sql:
-    """A statement compiled once to the driver's own SQL and parameter style."""
-
-    def __init__(self, statement: Any, dialect: Any, names: Sequence[str]) -> None:
-        compiled = statement.compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
-        self.text = str(compiled)
-        self.positional = bool(compiled.positional)
-        order = list(compiled.positiontup or []) if self.positional else list(names)
-        index = {name: i for i, name in enumerate(names)}
-        self._order = [index[name] for name in order]
-        self._names = list(names)
-
-    def params(self, values: Sequence[Any]) -> Any:
-        """Driver parameters from values given in `names` order."""
-        if self.positional:
-            return tuple(values[i] for i in self._order)
-        return dict(zip(self._names, values, strict=True))
-
-    def many(self, rows: list[tuple[Any, ...]]) -> list[Any]:
-        """Driver parameters for executemany; rows already in order pass as they are."""
-        if self.positional and self._order == list(range(len(self._order))):
-            return rows
-        return [self.params(r) for r in rows]
-
-
-class _Held:
-    """A raw driver connection kept by one thread for reads; returned when dropped."""
-
-    def __init__(self, raw: Any, *, autocommit: bool = False) -> None:
-        self.raw = raw
-        # psycopg: each read its own statement, without BEGIN and ROLLBACK
-        # round trips (and back to transactions before the pool has it again).
-        self.autocommit = autocommit
-        if autocommit:
-            raw.driver_connection.autocommit = True
-        self.cursor = raw.cursor()
-        self.pid = os.getpid()
-
-    def close(self) -> None:
-        try:
-            if self.autocommit:
-                self.raw.driver_connection.autocommit = False
-            self.cursor.close()
-            self.raw.close()
-        except Exception:  # noqa: BLE001 - closing a connection that is already gone
-            pass
-
-    def __del__(self) -> None:
-        if self.pid == os.getpid():
-            self.close()
-
-
-class Problem(NamedTuple):
-    """Something check found wrong: its kind (what repair looks at: "column",
-    "missing index", "index", "integrity", "settings", "blocks", "read") and
-    the sentence a person reads."""
-
-    kind: str
-    text: str
-
-
-Signatures = Sequence[bytes | None]  # one per row of a chunk (None: no signature)
-Chunk = tuple[list[str], np.ndarray, Signatures | None]  # keys, fingerprints, signatures
-
-
-def block_rows(
-    keys: Sequence[str],
-    fingerprints: np.ndarray,
-    layout: BlockLayout,
-    signatures: Signatures | None = None,
-) -> list[tuple[Any, ...]]:
-    """(key, signed fingerprint, block values...) rows, computed with numpy,
-    and each row's signature last when ``signatures`` are given."""
-    fps = fingerprints.astype(np.uint64, copy=False)
-    columns: list[Any] = [fps.view(np.int64).tolist()]
-    for shift, mask in layout.spans():
-        block = (fps >> np.uint64(shift)) & np.uint64(mask)
-        columns.append(block.view(np.int64).tolist() if mask >> 63 else block.tolist())
-    if signatures is not None:
-        columns.append(signatures)
-    return list(zip(keys, *columns, strict=True))
 
 
 def _with_version(rows: list[Any], at: int = -1) -> tuple[list[Any], int]:
@@ -136,7 +54,7 @@ def _with_version(rows: list[Any], at: int = -1) -> tuple[list[Any], int]:
     return rows, int(marker[at])
 
 
-class Store:
+class Store(Checks):
     """The fingerprint table of one index: every statement simindex runs on it.
 
     Single lookups go straight to the driver (statements compiled once by
@@ -161,14 +79,14 @@ class Store:
         dialect = self.engine.dialect
         blocks = [schema.block_column(i) for i in range(len(layout.widths))]
         names = ["key", "fingerprint", *blocks, *(["signature"] if signatures else [])]
-        self._upsert = _Sql(self._upsert_statement(names), dialect, names)
-        self._insert_new = _Sql(self._upsert_statement(names, keep=True), dialect, names)
+        self._upsert = Sql(self._upsert_statement(names), dialect, names)
+        self._insert_new = Sql(self._upsert_statement(names, keep=True), dialect, names)
         # Rows without signatures (add_fingerprints): the statements of
         # before signatures, one parameter less a row; a replaced key's
         # signature is cleared (it belonged to the old text).
         bare = ["key", "fingerprint", *blocks]
-        self._upsert_bare = _Sql(self._upsert_statement(bare), dialect, bare)
-        self._insert_bare = _Sql(self._upsert_statement(bare, keep=True), dialect, bare)
+        self._upsert_bare = Sql(self._upsert_statement(bare), dialect, bare)
+        self._insert_bare = Sql(self._upsert_statement(bare, keep=True), dialect, bare)
         # Lookups read (id, fingerprint) from the covering indexes alone; the
         # keys of the few rows within k are read afterwards (rows_by_id).
         lookups = [
@@ -178,7 +96,7 @@ class Store:
             for j, table in enumerate(layout.tables)
         ]
         self._lookup_names = [f"t{j}_b{b}" for j, table in enumerate(layout.tables) for b in table]
-        self._lookup = _Sql(union_all(*lookups), dialect, self._lookup_names)
+        self._lookup = Sql(union_all(*lookups), dialect, self._lookup_names)
         # Plus the schema cookie or generation, read in the same snapshot.
         self._generation = backend.dialect.generation_sql
         self._lookup_text = (
@@ -201,17 +119,17 @@ class Store:
         ordered = [self._lookup_names[i] for i in self._lookup._order]
         self._lookup_spans = [spans[int(name.rsplit("_b", 1)[1])] for name in ordered]
         self._lookup_signed = max(layout.widths) == BITS  # a single 64-bit block
-        self._by_id: dict[int, _Sql] = {}
-        self._by_key: dict[int, _Sql] = {}
-        self._probe_sql: dict[int, tuple[_Sql, list[Probe]]] = {}
-        self._get = _Sql(
+        self._by_id: dict[int, Sql] = {}
+        self._by_key: dict[int, Sql] = {}
+        self._probe_sql: dict[int, tuple[Sql, list[Probe]]] = {}
+        self._get = Sql(
             select(t.c.fingerprint).where(t.c.key == bindparam("key")), dialect, ["key"]
         )
         self.delete_keys = delete(t).where(t.c.key.in_(bindparam("keys", expanding=True)))
         self.count = select(func.count()).select_from(t)
         self.scan = select(t.c.id, t.c.key, t.c.fingerprint, self._signature)
-        self._load = _Sql(select(t.c.id, t.c.fingerprint), dialect, [])
-        self._max_id = _Sql(select(func.max(t.c.id)), dialect, [])
+        self._load = Sql(select(t.c.id, t.c.fingerprint), dialect, [])
+        self._max_id = Sql(select(func.max(t.c.id)), dialect, [])
         self.keys_by_id = select(t.c.id, t.c.key, self._signature).where(
             t.c.id.in_(bindparam("ids", expanding=True))
         )
@@ -219,11 +137,11 @@ class Store:
         if signatures:
             self.unsigned = self.unsigned.where(t.c.signature.is_(None))
         # Reads on a kept connection run without a transaction: each statement
-        # reads one snapshot (SQLite's autocommit; psycopg's, see _Held).
+        # reads one snapshot (SQLite's autocommit; psycopg's, see Held).
         self._local = threading.local()
-        self._held: list[_Held] = []
+        self._held: list[Held] = []
         self._held_lock = threading.Lock()
-        self._versions_conn: _Held | None = None  # see versions
+        self._versions_conn: Held | None = None  # see versions
         self._versions_lock = threading.Lock()
         # The schema cookie under which this layout is the file's (SQLite):
         # a lookup that ran under another cookie may have used a new layout.
@@ -242,11 +160,11 @@ class Store:
 
     # --- the read hot path ---------------------------------------------------
 
-    def _connection(self) -> _Held:
-        held: _Held | None = getattr(self._local, "held", None)
+    def _connection(self) -> Held:
+        held: Held | None = getattr(self._local, "held", None)
         if held is None or held.pid != os.getpid():
             try:
-                held = _Held(
+                held = Held(
                     self.engine.raw_connection(),
                     autocommit=self.caps.read_autocommit,
                 )
@@ -320,7 +238,7 @@ class Store:
                 params.append(to_signed(unsigned[b] ^ flip) if flip else values[b])
         return _with_version(self._read(sql.text, sql.params(params)))
 
-    def _compile_probes(self, found: list[Probe]) -> tuple[_Sql, list[Probe]]:
+    def _compile_probes(self, found: list[Probe]) -> tuple[Sql, list[Probe]]:
         t = self.tables.fingerprints
         blocks = [schema.block_column(i) for i in range(len(self.layout.widths))]
         names: list[str] = []
@@ -341,7 +259,7 @@ class Store:
                 selects.append(select(t.c.id, t.c.fingerprint).where(column.in_(values)))
             else:  # several: OR of equalities, an index seek per term
                 selects.append(select(t.c.id, t.c.fingerprint).where(or_(*terms)))
-        sql = _Sql(union_all(*selects), self.engine.dialect, names)
+        sql = Sql(union_all(*selects), self.engine.dialect, names)
         marker = self._generation.replace("SELECT ", "SELECT -1, ", 1)
         sql.text = f"{sql.text} UNION ALL {marker}"
         return sql, found
@@ -360,7 +278,7 @@ class Store:
                 statement = select(t.c.id, t.c.fingerprint).where(
                     t.c.key.in_([bindparam(n) for n in names])
                 )
-                sql = self._by_key[len(chunk)] = _Sql(statement, self.engine.dialect, names)
+                sql = self._by_key[len(chunk)] = Sql(statement, self.engine.dialect, names)
             rows += [(int(i), int(f)) for i, f in conn.exec_driver_sql(sql.text, sql.params(chunk))]
         return rows
 
@@ -373,7 +291,7 @@ class Store:
             statement = select(t.c.id, t.c.key, t.c.fingerprint, self._signature).where(
                 t.c.id.in_([bindparam(n) for n in names])
             )
-            sql = self._by_id[len(ids)] = _Sql(statement, self.engine.dialect, names)
+            sql = self._by_id[len(ids)] = Sql(statement, self.engine.dialect, names)
         return self._read(sql.text, sql.params(list(ids)))
 
     def versions(self) -> tuple[int, int, int] | None:
@@ -388,7 +306,7 @@ class Store:
             held = self._versions_conn
             if held is None or held.pid != os.getpid():
                 try:
-                    held = self._versions_conn = _Held(self.engine.raw_connection())
+                    held = self._versions_conn = Held(self.engine.raw_connection())
                 except SQLAlchemyError as exc:
                     raise db_error(self.where, exc) from exc
                 with self._held_lock:
@@ -642,101 +560,6 @@ class Store:
             result = conn.execute(self.delete_keys, {"keys": list(keys[start : start + _CHUNK])})
             removed += result.rowcount
         return removed
-
-    # --- upkeep: check, repair, compact, buckets ----------------------------
-
-    def integrity(self, conn: Connection) -> list[Problem]:
-        """What the database's own integrity check finds wrong (nothing: [])."""
-        return [Problem("integrity", text) for text in self.backend.dialect.integrity(conn)]
-
-    def schema_problems(self, conn: Connection) -> list[Problem]:
-        """Differences between the tables the layout needs and the ones there."""
-        problems = []
-        found = inspect(conn)
-        t = self.tables.fingerprints
-        columns = {c["name"] for c in found.get_columns(t.name)}
-        for column in t.columns:
-            if column.name not in columns:
-                problems.append(Problem("column", f"column {column.name} is missing"))
-        extra = sorted(c for c in columns if c.startswith("block_") and c not in t.columns)
-        if extra:
-            text = f"block columns the layout does not have: {', '.join(extra)}"
-            problems.append(Problem("column", text))
-        have = {ix["name"]: ix["column_names"] for ix in found.get_indexes(t.name)}
-        for index in self.tables.lookups:
-            wanted = [c.name for c in index.columns]
-            if index.name not in have:
-                text = f"index {index.name} on ({', '.join(wanted)}) is missing"
-                problems.append(Problem("missing index", text))
-            elif have[index.name] != wanted:
-                problems.append(Problem("index", f"index {index.name} is on the wrong columns"))
-        return problems
-
-    def missing_lookups(self, conn: Connection) -> list[Any]:
-        have = {ix["name"] for ix in inspect(conn).get_indexes(self.tables.fingerprints.name)}
-        return [index for index in self.tables.lookups if index.name not in have]
-
-    def bad_blocks(self, conn: Connection) -> list[int]:
-        """Ids of the rows whose block columns disagree with their fingerprint."""
-        t = self.tables.fingerprints
-        blocks = [t.c[schema.block_column(i)] for i in range(len(self.layout.widths))]
-        sql = _Sql(select(t.c.id, t.c.fingerprint, *blocks), self.engine.dialect, [])
-        dbapi = conn.connection.dbapi_connection
-        assert dbapi is not None
-        cursor = dbapi.cursor()
-        bad: list[int] = []
-        try:
-            cursor.execute(sql.text, sql.params([]))
-            while rows := cursor.fetchmany(100_000):
-                width = 2 + len(blocks)
-                flat = np.fromiter(chain.from_iterable(rows), np.int64, count=width * len(rows))
-                table = flat.reshape(-1, width)
-                fps = table[:, 1].view(np.uint64)
-                wrong = np.zeros(len(rows), dtype=bool)
-                for i, (shift, mask) in enumerate(self.layout.spans()):
-                    expected = ((fps >> np.uint64(shift)) & np.uint64(mask)).view(np.int64)
-                    wrong |= table[:, 2 + i] != expected
-                bad.extend(table[wrong, 0].tolist())
-        finally:
-            cursor.close()
-        return bad
-
-    def repair_blocks(self, conn: Connection, ids: Sequence[int]) -> None:
-        """Recompute the block columns of these rows from their fingerprints."""
-        t = self.tables.fingerprints
-        for start in range(0, len(ids), _CHUNK):
-            chunk = list(ids[start : start + _CHUNK])
-            rows = conn.execute(
-                select(t.c.id, t.c.key, t.c.fingerprint).where(t.c.id.in_(chunk))
-            ).all()
-            fps = np.array([r[2] for r in rows], dtype=np.int64).view(np.uint64)
-            fixed = block_rows([r[1] for r in rows], fps, self.layout)
-            names = [schema.block_column(i) for i in range(len(self.layout.widths))]
-            conn.execute(
-                t.update()
-                .where(t.c.id == bindparam("row_id"))
-                .values({name: bindparam(name) for name in names}),
-                [
-                    {"row_id": r[0]} | dict(zip(names, f[2:], strict=True))
-                    for r, f in zip(rows, fixed, strict=True)
-                ],
-            )
-
-    def largest_buckets(self, conn: Connection) -> list[tuple[int, int]]:
-        """For each table, (its most common block values' row count, table number)."""
-        t = self.tables.fingerprints
-        out = []
-        for j, table in enumerate(self.layout.tables):
-            columns = [t.c[schema.block_column(b)] for b in table]
-            statement = (
-                select(func.count())
-                .select_from(t)
-                .group_by(*columns)
-                .order_by(func.count().desc())
-                .limit(1)
-            )
-            out.append((int(conn.execute(statement).scalar() or 0), j))
-        return out
 
     def close(self) -> None:
         """Close the kept connections (the next read opens new ones)."""

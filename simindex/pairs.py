@@ -1,0 +1,203 @@
+"""All pairs within k in memory (SimIndex.duplicates and clusters), and the leader rule.
+
+pairs_within sorts one table per block of an even layout (pairs_plan, the
+cheapest by costs.pairs_table_ns) and pairs the fingerprints of equal runs,
+and with probes the runs a probe's flips apart; each pair is reported once,
+by the first table whose bits it agrees on within the plan's radius.
+leader_clusters turns pairs into clusters without chaining.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from math import comb
+from typing import Any
+
+import numpy as np
+
+from simindex.blocks import BlockLayout, even_widths, probe_radius
+from simindex.costs import pairs_by_offsets, pairs_table_ns
+from simindex.fingerprint import BITS
+from simindex.tables import Plan, earlier, keyed_by, plan_for
+
+_CHUNK = 1 << 18  # lookups made at once (bounds memory)
+_MAX_FLIPS = 1 << 16  # probes of a plan pairs_plan considers
+
+
+def pairs_plan(n: int, k: int, *, blocks: int | None = None) -> Plan:
+    """The cheapest plan to pair n fingerprints within k (uniform estimate,
+    see costs.pairs_table_ns): unlike a query's, each probe is a pass over the whole
+    table. ``blocks`` forces the number of blocks (tests)."""
+    if blocks is None:
+        best: tuple[float, int] | None = None
+        for m in range(1, min(k + 1, BITS // 4) + 1):
+            widths = even_widths(m)
+            radius = probe_radius(BlockLayout(widths, tuple((b,) for b in range(m))), k)
+            if sum(comb(w, i) for w in widths for i in range(radius + 1)) > _MAX_FLIPS:
+                continue
+            cost = sum(pairs_table_ns(n, w, radius) for w in widths)
+            if best is None or cost < best[0]:
+                best = (cost, m)
+        blocks = k + 1 if best is None else best[1]
+    return plan_for(n, k, blocks=blocks)
+
+
+def _flipped(
+    sorted_keys: np.ndarray, flips: list[Any], offsets: int | None
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Every (a, b) of positions in sorted_keys whose keys differ by one of the
+    flips (none of them 0), each pair once, in pieces of bounded size.
+
+    Each pair is taken from the side whose key has the flip's highest bit
+    clear (so key_a < key_b): each of its positions looks up the run of
+    key ^ flip, by offset (in a table of every key of `offsets` bits) or,
+    when offsets is None, by binary search among the distinct keys.
+    """
+    n = len(sorted_keys)
+    if not n or not flips:
+        return
+    # Keys of up to 32 bits as numpy's index type: gathers and searches
+    # with them are about twice as fast as with narrower ones.
+    dtype = np.dtype(np.intp) if sorted_keys.itemsize <= 4 else sorted_keys.dtype
+    keys = sorted_keys.astype(dtype)
+    if offsets is not None:
+        sizes = np.bincount(keys, minlength=1 << offsets)
+        starts = np.zeros(len(sizes) + 1, dtype=np.intp)
+        np.cumsum(sizes, out=starts[1:])
+        # A narrower copy of the run lengths to test every lookup against
+        # (most find nothing) before reading the run's start.
+        sizes = sizes.astype(np.uint8) if sizes.max() <= 0xFF else sizes
+    else:
+        bounds = np.flatnonzero(keys[1:] != keys[:-1]) + 1
+        bounds = np.concatenate(([0], bounds, [n]))
+        values = keys[bounds[:-1]]  # the distinct keys, their runs bounds[i]:bounds[i + 1]
+    top = np.array([int(f).bit_length() - 1 for f in flips])
+    flip_array = np.array(flips, dtype=dtype)
+    one = dtype.type(1)
+    for bit in np.unique(top).tolist():
+        mine = np.flatnonzero((keys >> dtype.type(bit)) & one == 0)
+        if not mine.size:
+            continue
+        mine_keys = keys[mine]
+        group = flip_array[top == bit]
+        per = max(1, _CHUNK // len(mine))
+        for c in range(0, len(group), per):
+            wanted = (mine_keys[None, :] ^ group[c : c + per, None]).ravel()
+            if offsets is not None:
+                count = sizes[wanted]
+                hit = np.flatnonzero(count != 0)
+                lo, count = starts[wanted[hit]], count[hit]
+            else:
+                at = np.minimum(np.searchsorted(values, wanted), len(values) - 1)
+                hit = np.flatnonzero(values[at] == wanted)
+                at = at[hit]
+                lo, count = bounds[at], bounds[at + 1] - bounds[at]
+            a = mine[hit % len(mine)] if len(wanted) > len(mine) else mine[hit]
+            yield a, lo  # the first row of each run found
+            longer = np.flatnonzero(count > 1)
+            if longer.size:
+                rest = count[longer].astype(np.intp) - 1
+                yield from _rest_of_runs(a[longer], lo[longer] + 1, rest)
+
+
+def _rest_of_runs(
+    a: np.ndarray, lo: np.ndarray, count: np.ndarray
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(a[i], lo[i] + j) for every j below count[i], in pieces of about
+    _CHUNK pairs (or one run, if longer)."""
+    ends = np.cumsum(count)
+    start = 0
+    while start < len(a):
+        done = int(ends[start - 1]) if start else 0
+        stop = max(start + 1, int(np.searchsorted(ends, done + _CHUNK, side="right")))
+        runs = count[start:stop]
+        within = np.arange(int(ends[stop - 1]) - done) - np.repeat(
+            ends[start:stop] - runs - done, runs
+        )
+        yield np.repeat(a[start:stop], runs), np.repeat(lo[start:stop], runs) + within
+        start = stop
+
+
+def pairs_within(fps: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every pair (a, b, distance), a < b as positions in fps, within distance k.
+
+    For each table (pairs_plan): sort by its bits, then compare each
+    fingerprint with the ones 1, 2, 3... places further on while they still
+    share those bits (the positions still inside a run shrink at every step);
+    with probes, also pair the runs whose bits differ by each probe's flips
+    (_flipped). Each pair is reported once: by the first table whose bits it
+    agrees on within the plan's radius.
+    """
+    fps = fps.astype(np.uint64, copy=False)
+    n = len(fps)
+    plan = pairs_plan(n, k)
+    masks = plan.masks
+    out_a, out_b, out_d = [], [], []
+
+    def keep(a: np.ndarray, b: np.ndarray, d: np.ndarray, t: int) -> None:
+        # Found already through an earlier table?
+        fresh = ~earlier(fps[a] ^ fps[b], [np.uint64(m) for m in masks[:t]], plan.radius)
+        a, b, d = a[fresh], b[fresh], d[fresh]
+        out_a.append(np.minimum(a, b))
+        out_b.append(np.maximum(a, b))
+        out_d.append(d.astype(np.int64))
+
+    for t, mask in enumerate(masks):
+        keyed, flips = keyed_by(fps, mask, plan.flips[t])
+        order = np.argsort(keyed, kind="stable")
+        sorted_keys, sorted_fps = keyed[order], fps[order]
+        # Pairs whose bits here differ by a probe's flips.
+        width = mask.bit_count()
+        offsets = width if pairs_by_offsets(n, width, len(flips) - 1) else None
+        for a, b in _flipped(sorted_keys, flips[1:], offsets):
+            distance = np.bitwise_count(sorted_fps[a] ^ sorted_fps[b])
+            near = np.flatnonzero(distance <= k)
+            if near.size:
+                keep(order[a[near]], order[b[near]], distance[near], t)
+        step = 1
+        # While most positions are still inside a run, whole-array slices are
+        # cheaper than gathering the live positions.
+        while step < n:
+            same = sorted_keys[:-step] == sorted_keys[step:]
+            if 4 * int(np.count_nonzero(same)) < n:
+                break
+            distance = np.bitwise_count(sorted_fps[:-step] ^ sorted_fps[step:])
+            hit = np.flatnonzero(same & (distance <= k))
+            if hit.size:
+                keep(order[hit], order[hit + step], distance[hit], t)
+            step += 1
+        alive = np.flatnonzero(sorted_keys[step:] == sorted_keys[:-step]) if step < n else order[:0]
+        while alive.size:
+            other = alive + step
+            distance = np.bitwise_count(sorted_fps[alive] ^ sorted_fps[other])
+            near = distance <= k
+            if near.any():
+                keep(order[alive[near]], order[other[near]], distance[near], t)
+            step += 1
+            alive = alive[alive + step < n]
+            alive = alive[sorted_keys[alive + step] == sorted_keys[alive]]
+    if not out_a:
+        empty = np.zeros(0, np.int64)
+        return empty, empty, empty
+    return np.concatenate(out_a), np.concatenate(out_b), np.concatenate(out_d)
+
+
+def leader_clusters(pairs: Iterable[tuple[int, int]]) -> list[list[int]]:
+    """Clusters (of two or more) of the pairs' graph by the leader rule: in
+    the order of the ids (a pair (a, b) has a < b), each one joins the cluster
+    of the first leader it is paired with, else leads a cluster of its own.
+    So every member is paired with its cluster's first member (no chains: A~B
+    and B~C do not put C with A unless C~A). Each cluster: its leader, then
+    its members in id order."""
+    neighbours: dict[int, set[int]] = {}
+    for a, b in pairs:
+        neighbours.setdefault(a, set()).add(b)
+        neighbours.setdefault(b, set()).add(a)
+    members: dict[int, list[int]] = {}  # leader -> members, leaders in id order
+    for node in sorted(neighbours):  # leaders so far all come before node
+        home = min((x for x in neighbours[node] if x in members), default=None)
+        if home is None:
+            members[node] = [node]
+        else:
+            members[home].append(node)
+    return [m for m in members.values() if len(m) > 1]

@@ -1,0 +1,301 @@
+"""A snapshot of an index's fingerprints held in memory, and how it answers.
+
+Snapshot holds the ids and fingerprints read at one moment, per k the tables
+that answer a single query (single_layout: one-block tables found by offset
+or binary search, the layout cheapest by costs.held_table_us) or a batch
+(tables.plan_for), and the rows written since, compared one by one until
+they are merged. The accelerator (accelerator.py) decides when to read one
+and whether it is current; this module only answers from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from simindex.blocks import MAX_INDEX_K, BlockLayout, Probe, even_widths, probes
+from simindex.costs import held_table_us
+from simindex.fingerprint import BITS
+from simindex.tables import Plan, earlier, equal_pairs, keyed_by, plan_for, run_positions, sort_key
+
+_QUERY_CHUNK = 8192  # queries matched at once in a batch (bounds memory)
+# A single-query table finds a block value's rows by offset (one array entry
+# per possible value) when there are at most this many entries a row, else by
+# binary search; and never past blocks of _OFFSETS_MAX_BITS.
+_OFFSETS_PER_ROW = 8
+_OFFSETS_MAX_BITS = 26
+_OFFSET_LOOKUPS = 1 << 18  # a batch's lookups by offset made at once (bounds memory)
+_ADDED_COMPARED = 1 << 20  # Snapshot.added_within: comparisons made at once (bounds memory)
+
+# A sorted table in memory: (mask, sorted keys, positions in that order, probe flips).
+_Table = tuple[int, np.ndarray, np.ndarray, list[Any]]
+
+
+class _Probed(NamedTuple):
+    """One table of the single-query lookup (one block of a layout for k):
+    the positions in order of the block's bits, found by offset when the
+    block is narrow beside the snapshot, else by binary search."""
+
+    shift: int  # the block's lowest bit
+    span: int  # its bits, shifted down
+    starts: np.ndarray | None  # positions with block value v: order[starts[v] : starts[v + 1]]
+    keys: np.ndarray  # the block values in sorted order (searched when starts is None)
+    order: np.ndarray  # positions, sorted by block value
+    flips: np.ndarray  # the values to XOR into the query's block value: 0, then the probes
+
+
+def _offsets_fit(width: int, n: int) -> bool:
+    """Whether a table of a width-bit block finds its rows by offset (see _Probed)."""
+    return width <= _OFFSETS_MAX_BITS and 1 << width <= _OFFSETS_PER_ROW * n
+
+
+def single_layout(n: int, k: int) -> tuple[BlockLayout, list[Probe] | None] | None:
+    """The layout of one-block tables that answers one query within k among n
+    fingerprints in memory soonest (costs.held_table_us), and its probes
+    (None: exact lookups, m > k); None past MAX_INDEX_K."""
+    if k > MAX_INDEX_K:
+        return None
+    best: tuple[float, BlockLayout, list[Probe] | None] | None = None
+    for m in range(1, min(k + 1, BITS // 4) + 1):
+        layout = BlockLayout(even_widths(m), tuple((b,) for b in range(m)))
+        found = probes(layout, k) if m <= k else None
+        if m <= k and (found is None or m == 1):  # (a probed 64-bit block: not in int64)
+            continue
+        cost = 0.0
+        for t, width in enumerate(layout.widths):
+            count = None if found is None else sum(p.table == t for p in found)
+            cost += held_table_us(width, n, count, _offsets_fit(width, n))
+        if best is None or cost < best[0]:
+            best = (cost, layout, found)
+    assert best is not None  # m = k + 1 always qualifies
+    return best[1], best[2]
+
+
+def _probed_tables(fps: np.ndarray, k: int) -> list[_Probed] | None:
+    """The tables that answer one query within k (see single_layout), or None
+    past MAX_INDEX_K."""
+    chosen = single_layout(len(fps), k)
+    if chosen is None:
+        return None
+    layout, found = chosen
+    tables = []
+    for t, (shift, span) in enumerate(layout.spans()):
+        keyed = sort_key(fps, span << shift)
+        order = np.argsort(keyed, kind="stable")
+        keys = keyed[order]
+        index_type = np.int32 if len(fps) < 2**31 else np.int64
+        starts = None
+        if _offsets_fit(span.bit_length(), len(fps)):
+            starts = np.zeros(span + 2, dtype=index_type)
+            np.cumsum(np.bincount(keyed, minlength=span + 1), out=starts[1:])
+        flips = [0] if found is None else [p.flips[0] for p in found if p.table == t]
+        tables.append(
+            _Probed(shift, span, starts, keys, order.astype(index_type), np.array(flips, np.int64))
+        )
+    return tables
+
+
+class Snapshot:
+    """The fingerprints of an index at one moment, held in memory for batch
+    queries: the ids and fingerprints, and per k the tables sorted by their bits
+    (built on first use, kept for the next batch).
+
+    Rows written since (by the holder, which knows them: see add) are kept
+    apart, ``added_ids`` / ``added_fps``, and compared one by one (added_within)
+    until there are many of them (merged). Threads may share a snapshot: the
+    two added arrays are replaced together, in one assignment, so a reader
+    always sees a pair that belongs together, and tables built on first use
+    by two threads at once are built twice, never half."""
+
+    def __init__(self, ids: np.ndarray, fps: np.ndarray, version: object) -> None:
+        self.ids = ids
+        self.fps = fps.astype(np.uint64, copy=False)
+        self.version = version  # what the index looked like; compared by the caller
+        self._tables: dict[int, tuple[Plan, list[_Table]]] = {}
+        self._probed: dict[int, list[_Probed] | None] = {}
+        self._added = (np.zeros(0, np.int64), np.zeros(0, np.uint64))
+
+    @property
+    def added_ids(self) -> np.ndarray:
+        return self._added[0]
+
+    @property
+    def added_fps(self) -> np.ndarray:
+        return self._added[1]
+
+    def add(self, ids: Sequence[int], fps: Sequence[int]) -> None:
+        """Rows written since it was read: (id, unsigned fingerprint). A row
+        written again is found by both entries; the caller rechecks each
+        candidate's stored fingerprint, so the older one finds nothing."""
+        added_ids, added_fps = self._added
+        self._added = (
+            np.concatenate([added_ids, np.array(ids, dtype=np.int64)]),
+            np.concatenate([added_fps, np.array(fps, dtype=np.uint64)]),
+        )
+
+    def merged(self) -> Snapshot:
+        """The same rows with the added ones among the others (tables rebuilt
+        on first use): the ids added replace the held rows of those ids."""
+        added_ids, added_fps = self._added
+        keep = ~np.isin(self.ids, added_ids)
+        # The last entry of an id added twice is its newest fingerprint.
+        last = len(added_ids) - 1 - np.unique(added_ids[::-1], return_index=True)[1]
+        ids = np.concatenate([self.ids[keep], added_ids[last]])
+        fps = np.concatenate([self.fps[keep], added_fps[last]])
+        return Snapshot(ids, fps, self.version)
+
+    def added_within(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(query position, id) of every added row within distance k of each
+        unsigned fingerprint: compared one by one (in chunks bounding memory)."""
+        out_q, out_ids = [], []
+        added_ids, added_fps = self._added
+        if added_ids.size:
+            per = max(1, _ADDED_COMPARED // len(added_ids))
+            for start in range(0, len(queries), per):
+                chunk = queries[start : start + per]
+                near = np.bitwise_count(chunk[:, None] ^ added_fps[None, :]) <= k
+                q, a = np.nonzero(near)
+                out_q.append(q + start)
+                out_ids.append(added_ids[a])
+        if not out_q:
+            empty = np.zeros(0, np.int64)
+            return empty, empty
+        return np.concatenate(out_q), np.concatenate(out_ids)
+
+    @property
+    def nbytes(self) -> int:
+        """The memory its arrays take, the tables built so far included."""
+        arrays = [self.ids, self.fps, *self._added]
+        for _plan, tables in self._tables.values():
+            arrays += [a for _mask, keys, order, _flips in tables for a in (keys, order)]
+        for probed in self._probed.values():
+            for t in probed or ():
+                arrays += [t.keys, t.order, t.flips] + ([] if t.starts is None else [t.starts])
+        return sum(a.nbytes for a in arrays)
+
+    def _match_by_offsets(
+        self, queries: np.ndarray, k: int, tables: list[_Probed]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """match through the single-query tables: per table, each query's
+        block value XOR each flip, found by offset, in chunks of queries. A
+        pair is kept by the first table that finds it (earlier)."""
+        stored = self.fps
+        radius = max(int(f).bit_count() for f in tables[0].flips.tolist())
+        masks = [np.uint64(t.span << t.shift) for t in tables]
+        out_q, out_s, out_d = [], [], []
+        for t, table in enumerate(tables):
+            assert table.starts is not None  # the caller checked
+            flips = table.flips
+            per = max(1, _OFFSET_LOOKUPS // len(flips))  # queries at once
+            for start in range(0, len(queries), per):
+                chunk = queries[start : start + per]
+                keys = ((chunk >> np.uint64(table.shift)) & np.uint64(table.span)).astype(np.int64)
+                wanted = (keys[:, None] ^ flips[None, :]).ravel()
+                lo = table.starts[wanted]
+                counts = table.starts[wanted + 1] - lo
+                hit = np.flatnonzero(counts)
+                if not hit.size:
+                    continue
+                lo, counts = lo[hit], counts[hit]
+                q = np.repeat(hit // len(flips), counts) + start
+                s = table.order[run_positions(lo, counts)]
+                x = stored[s] ^ queries[q]
+                distance = np.bitwise_count(x)
+                keep = distance <= k
+                if t:
+                    keep &= ~earlier(x, masks[:t], radius)
+                out_q.append(q[keep])
+                out_s.append(s[keep].astype(np.int64))
+                out_d.append(distance[keep].astype(np.int64))
+        if not out_q:
+            empty = np.zeros(0, np.int64)
+            return empty, empty, empty
+        return np.concatenate(out_q), np.concatenate(out_s), np.concatenate(out_d)
+
+    def _tables_for(self, k: int) -> tuple[Plan, list[_Table]]:
+        found = self._tables.get(k)
+        if found is None:
+            plan = plan_for(len(self.fps), k)
+            tables: list[_Table] = []
+            for t, mask in enumerate(plan.masks):
+                keyed, flips = keyed_by(self.fps, mask, plan.flips[t])
+                order = np.argsort(keyed, kind="stable")
+                tables.append((mask, keyed[order], order, flips))
+            found = self._tables[k] = (plan, tables)
+        return found
+
+    def near(self, fingerprint: int, k: int) -> np.ndarray:
+        """The positions of the fingerprints within distance k of one unsigned
+        fingerprint, each once: per table of the layout for k, the rows whose
+        block equals the query's or one of its probes (one vectorised
+        lookup a table, where match loops over the probes for a batch)."""
+        if k not in self._probed:
+            self._probed[k] = _probed_tables(self.fps, k)
+        tables = self._probed[k]
+        if tables is None:
+            _, s, _ = self.match(np.array([fingerprint], dtype=np.uint64), k)
+            return np.unique(s)
+        found = []
+        for table in tables:
+            key = (fingerprint >> table.shift) & table.span
+            if len(table.flips) == 1:  # no probes: one slice (cheaper than the arrays below)
+                if table.starts is not None:
+                    lo, hi = table.starts[key : key + 2].tolist()
+                else:
+                    lo = int(table.keys.searchsorted(key, side="left"))
+                    hi = int(table.keys.searchsorted(key, side="right"))
+                found.append(table.order[lo:hi])
+                continue
+            wanted = table.flips ^ key
+            if table.starts is not None:
+                lo_all = table.starts[wanted]
+                counts = table.starts[wanted + 1] - lo_all
+            else:
+                wanted = wanted.astype(table.keys.dtype)
+                lo_all = np.searchsorted(table.keys, wanted, side="left")
+                counts = np.searchsorted(table.keys, wanted, side="right") - lo_all
+            found.append(table.order[run_positions(lo_all, counts)])
+        candidates = np.concatenate(found) if found else np.zeros(0, np.int64)
+        distance = np.bitwise_count(self.fps[candidates] ^ np.uint64(fingerprint))
+        return np.unique(candidates[distance <= k])
+
+    def match(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every (query position, stored position, distance) within distance k,
+        each once, for an array of unsigned fingerprints.
+
+        Where the single-query tables (see near) find their rows by offset,
+        a batch uses them too, every query's probes looked up at once;
+        else tables sorted for the batch plan (plan_for), probe by probe."""
+        queries = queries.astype(np.uint64, copy=False)
+        if k not in self._probed:
+            self._probed[k] = _probed_tables(self.fps, k)
+        probed = self._probed[k]
+        if probed is not None and all(t.starts is not None for t in probed):
+            return self._match_by_offsets(queries, k, probed)
+        stored = self.fps
+        plan, tables = self._tables_for(k)
+        masks = [np.uint64(mask) for mask, _, _, _ in tables]
+        out_q, out_s, out_d = [], [], []
+        for start in range(0, len(queries), _QUERY_CHUNK):
+            chunk = queries[start : start + _QUERY_CHUNK]
+            for t, (mask, keyed_sorted, order, flips) in enumerate(tables):
+                keyed, _ = keyed_by(chunk, mask, [])
+                for flip in flips:  # the query's own value, then the probes
+                    q, at = equal_pairs(keyed_sorted, keyed ^ flip)
+                    if not q.size:
+                        continue
+                    s = order[at]
+                    distance = np.bitwise_count(stored[s] ^ chunk[q])
+                    keep = distance <= k
+                    q, s, distance = q[keep], s[keep], distance[keep]
+                    fresh = ~earlier(stored[s] ^ chunk[q], masks[:t], plan.radius)
+                    q, s, distance = q[fresh], s[fresh], distance[fresh]
+                    out_q.append(q + start)
+                    out_s.append(s)
+                    out_d.append(distance.astype(np.int64))
+        if not out_q:
+            empty = np.zeros(0, np.int64)
+            return empty, empty, empty
+        return np.concatenate(out_q), np.concatenate(out_s), np.concatenate(out_d)

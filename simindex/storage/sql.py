@@ -1,0 +1,86 @@
+"""Statements compiled once to the driver's SQL, the connection a thread
+keeps for reads, and fingerprints as the rows the table stores."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from simindex.blocks import BlockLayout
+
+
+class Sql:
+    """A statement compiled once to the driver's own SQL and parameter style."""
+
+    def __init__(self, statement: Any, dialect: Any, names: Sequence[str]) -> None:
+        compiled = statement.compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
+        self.text = str(compiled)
+        self.positional = bool(compiled.positional)
+        order = list(compiled.positiontup or []) if self.positional else list(names)
+        index = {name: i for i, name in enumerate(names)}
+        self._order = [index[name] for name in order]
+        self._names = list(names)
+
+    def params(self, values: Sequence[Any]) -> Any:
+        """Driver parameters from values given in `names` order."""
+        if self.positional:
+            return tuple(values[i] for i in self._order)
+        return dict(zip(self._names, values, strict=True))
+
+    def many(self, rows: list[tuple[Any, ...]]) -> list[Any]:
+        """Driver parameters for executemany; rows already in order pass as they are."""
+        if self.positional and self._order == list(range(len(self._order))):
+            return rows
+        return [self.params(r) for r in rows]
+
+
+class Held:
+    """A raw driver connection kept by one thread for reads; returned when dropped."""
+
+    def __init__(self, raw: Any, *, autocommit: bool = False) -> None:
+        self.raw = raw
+        # psycopg: each read its own statement, without BEGIN and ROLLBACK
+        # round trips (and back to transactions before the pool has it again).
+        self.autocommit = autocommit
+        if autocommit:
+            raw.driver_connection.autocommit = True
+        self.cursor = raw.cursor()
+        self.pid = os.getpid()
+
+    def close(self) -> None:
+        try:
+            if self.autocommit:
+                self.raw.driver_connection.autocommit = False
+            self.cursor.close()
+            self.raw.close()
+        except Exception:  # noqa: BLE001 - closing a connection that is already gone
+            pass
+
+    def __del__(self) -> None:
+        if self.pid == os.getpid():
+            self.close()
+
+
+Signatures = Sequence[bytes | None]  # one per row of a chunk (None: no signature)
+Chunk = tuple[list[str], np.ndarray, Signatures | None]  # keys, fingerprints, signatures
+
+
+def block_rows(
+    keys: Sequence[str],
+    fingerprints: np.ndarray,
+    layout: BlockLayout,
+    signatures: Signatures | None = None,
+) -> list[tuple[Any, ...]]:
+    """(key, signed fingerprint, block values...) rows, computed with numpy,
+    and each row's signature last when ``signatures`` are given."""
+    fps = fingerprints.astype(np.uint64, copy=False)
+    columns: list[Any] = [fps.view(np.int64).tolist()]
+    for shift, mask in layout.spans():
+        block = (fps >> np.uint64(shift)) & np.uint64(mask)
+        columns.append(block.view(np.int64).tolist() if mask >> 63 else block.tolist())
+    if signatures is not None:
+        columns.append(signatures)
+    return list(zip(keys, *columns, strict=True))

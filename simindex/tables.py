@@ -1,0 +1,102 @@
+"""Sorted tables in memory: the plan and the primitives every in-memory path shares.
+
+The in-memory paths (snapshot.py for queries, pairs.py for all pairs) use the
+same pigeonhole argument as the database: for a layout of tables
+(combinations of blocks), two fingerprints within distance k agree on every
+bit of at least one table's mask, so sorting by ``fp & mask`` and comparing
+only equal runs (and the runs a probe's flips away) finds every pair. They
+work for any k <= 15, whatever layout the index itself was built with.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+from math import comb
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from simindex.blocks import MAX_PROBES, BlockLayout, even_widths, probe_radius
+from simindex.costs import batch_table_cost
+from simindex.fingerprint import BITS
+
+
+class Plan(NamedTuple):
+    """How the in-memory paths find everything within k among n fingerprints:
+    one sorted table per block of an even layout of m blocks, each looked up
+    with every value within `radius` bits of the query's (blocks.probe_radius;
+    0 when m > k: the plain pigeonhole lookup)."""
+
+    masks: list[int]  # per block, its bits in the fingerprint
+    radius: int
+    flips: list[list[int]]  # per block, the XORs (within its bits) to look up
+
+
+def plan_for(n: int, k: int, *, blocks: int | None = None) -> Plan:
+    """The cheapest plan for k over n fingerprints (costs.batch_table_cost).
+    ``blocks`` forces the number of blocks (tests)."""
+    best: tuple[float, int] | None = None
+    if blocks is not None:
+        best = (0.0, blocks)
+    for m in range(1, min(k + 1, BITS // 4) + 1) if blocks is None else ():
+        layout = BlockLayout(even_widths(m), tuple((b,) for b in range(m)))
+        radius = probe_radius(layout, k)
+        probes = [sum(comb(w, i) for i in range(radius + 1)) for w in layout.widths]
+        if sum(probes) > 4 * MAX_PROBES:
+            continue
+        cost = sum(batch_table_cost(p, w, n) for p, w in zip(probes, layout.widths, strict=True))
+        if best is None or cost < best[0]:
+            best = (cost, m)
+    m = k + 1 if best is None else best[1]
+    layout = BlockLayout(even_widths(m), tuple((b,) for b in range(m)))
+    radius = probe_radius(layout, k)
+    flips = []
+    for shift, mask in layout.spans():
+        bits = [1 << (shift + i) for i in range(mask.bit_length())]
+        flips.append([sum(c) for r in range(radius + 1) for c in combinations(bits, r)])
+    return Plan(layout.table_masks(), radius, flips)
+
+
+def earlier(x: np.ndarray, masks: list[np.uint64], radius: int) -> np.ndarray:
+    """Which XORs x a table before this one found already (its bits differ in <= radius)."""
+    found = np.zeros(len(x), dtype=bool)
+    for mask in masks:
+        found |= np.bitwise_count(x & mask) <= radius
+    return found
+
+
+def keyed_by(fps: np.ndarray, mask: int, flips: list[int]) -> tuple[np.ndarray, list[Any]]:
+    """A block's bits as sort keys (see sort_key), and the probes' flips in the same terms."""
+    keyed = sort_key(fps, mask)
+    low = (mask & -mask).bit_length() - 1
+    span = mask >> low
+    shift = 0 if span & (span + 1) else low  # sort_key shifted contiguous bits down
+    return keyed, [keyed.dtype.type(f >> shift) for f in flips]
+
+
+def run_positions(lo: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The positions of every run lo[i] .. lo[i] + counts[i] - 1, run after run."""
+    total = int(counts.sum())
+    return np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(total)
+
+
+def equal_pairs(sorted_keys: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every (position in wanted, position in sorted_keys) holding equal values."""
+    lo = np.searchsorted(sorted_keys, wanted, side="left")
+    counts = np.searchsorted(sorted_keys, wanted, side="right") - lo
+    return np.repeat(np.arange(len(wanted)), counts), run_positions(lo, counts)
+
+
+def sort_key(fps: np.ndarray, mask: int) -> np.ndarray:
+    """The bits of fps under mask, as the narrowest integers that hold them
+    (a table of one block of <= 16 bits sorts by radix, several times faster)."""
+    low = (mask & -mask).bit_length() - 1
+    span = mask >> low
+    if span & (span + 1):  # blocks that are not side by side: keep the bits in place
+        return fps & np.uint64(mask)
+    keyed = (fps >> np.uint64(low)) & np.uint64(span)
+    if span <= 0xFFFF:
+        return keyed.astype(np.uint16)
+    if span <= 0xFFFF_FFFF:
+        return keyed.astype(np.uint32)
+    return keyed

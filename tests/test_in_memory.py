@@ -1,0 +1,195 @@
+"""The in-memory paths against brute force: a held snapshot's single and
+batch queries (snapshot.py), all pairs (pairs.py) and streaming dedup's
+kept fingerprints (dedup.Seen), on random fingerprints with planted
+neighbours and the top bit set, for every plan each of them can pick."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from simindex import BlockLayout, hamming, pairs, snapshot
+from simindex.blocks import even_widths, probe_radius, probes
+from simindex.dedup import Seen
+from simindex.snapshot import Snapshot
+from simindex.tables import plan_for
+from tests.test_index import flip
+
+
+@pytest.mark.parametrize("k", [0, 1, 3, 5, 7, 9, 12])
+def test_in_memory_probing_equals_brute_force_for_every_block_count(
+    k: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batch queries and all pairs in memory, with every plan of m blocks that
+    probes (radius > 0 for m <= k) or not: the same as brute force. All pairs
+    both ways (offsets where the blocks allow, binary search), a flip at a
+    time and many at once. (Batch queries here take the sorted tables of
+    plan_for: no lookups by offset, see the test below.)"""
+
+    monkeypatch.setattr(snapshot, "_OFFSETS_PER_ROW", 0)
+
+    rng = random.Random(k)
+    fps = [rng.getrandbits(64) for _ in range(300)]
+    fps += [flip(fps[i % 40], i % 14, rng) for i in range(300)] + [0, 2**63, 2**64 - 1]
+    queries = [flip(rng.choice(fps), rng.randrange(0, 10), rng) for _ in range(60)] + [2**63]
+    want_pairs = sorted(
+        (i, j, hamming(fps[i], fps[j]))
+        for i in range(len(fps))
+        for j in range(i + 1, len(fps))
+        if hamming(fps[i], fps[j]) <= k
+    )
+    plans = []  # (m, the plan for queries, the plan for all pairs)
+    for m in range(1, min(k + 1, 16) + 1):
+        layout = BlockLayout(even_widths(m), tuple((b,) for b in range(m)))
+        radius = probe_radius(layout, k)
+        if sum(math.comb(w, i) for w in layout.widths for i in range(radius + 1)) <= 20_000:
+            plans.append(
+                (m, plan_for(len(fps), k, blocks=m), pairs.pairs_plan(len(fps), k, blocks=m))
+            )
+    assert len(plans) >= min(k + 1, 3)
+    for m, plan, pair_plan in plans:
+        monkeypatch.setattr(snapshot, "plan_for", lambda n, k_, plan=plan: plan)
+        monkeypatch.setattr(pairs, "pairs_plan", lambda n, k_, plan=pair_plan: plan)
+        held = Snapshot(np.arange(len(fps)), np.array(fps, dtype=np.uint64), None)
+        q, s, d = held.match(np.array(queries, dtype=np.uint64), k)
+        got = sorted(zip(q.tolist(), s.tolist(), d.tolist(), strict=True))
+        want = sorted(
+            (qi, si, hamming(fp, qv))
+            for qi, qv in enumerate(queries)
+            for si, fp in enumerate(fps)
+            if hamming(fp, qv) <= k
+        )
+        assert got == want, (k, m, plan.radius)
+        for offsets, chunk in [(True, 1 << 18), (False, 1 << 18), (True, 1), (False, 1)]:
+            monkeypatch.setattr(pairs, "pairs_by_offsets", lambda n, w, p, o=offsets: o and w <= 22)
+            monkeypatch.setattr(pairs, "_CHUNK", chunk)
+            a, b, d = pairs.pairs_within(np.array(fps, dtype=np.uint64), k)
+            got_pairs = sorted(zip(a.tolist(), b.tolist(), d.tolist(), strict=True))
+            assert got_pairs == want_pairs, (k, m, plan.radius, offsets, chunk)
+
+
+def test_pairs_within_long_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs of more rows than a byte counts (300 equal fingerprints, the top
+    bit set) paired with runs a bit apart in every block, so that the first
+    table finds them by a probe: every pair once, probed or not."""
+
+    pairs_plan = pairs.pairs_plan  # before it is patched below
+    x = 2**63 + 12345
+    y = x ^ 1 << 5 ^ 1 << 30 ^ 1 << 50
+    z = y ^ 1 << 6 ^ 1 << 31 ^ 1 << 51
+    fps = np.array([x] * 300 + [y] * 300 + [z] * 2, dtype=np.uint64)
+    distance = np.bitwise_count(fps[:, None] ^ fps[None, :])
+    for blocks, offsets in [(3, False), (3, True), (9, False)]:
+        plan = pairs_plan(len(fps), 8, blocks=blocks)
+        monkeypatch.setattr(pairs, "pairs_plan", lambda n, k_, plan=plan: plan)
+        monkeypatch.setattr(pairs, "pairs_by_offsets", lambda n, w, p, o=offsets: o)
+        a, b, d = pairs.pairs_within(fps, 8)
+        assert len(set(zip(a.tolist(), b.tolist(), strict=True))) == len(a)
+        want_a, want_b = np.nonzero(np.triu(distance <= 8, 1))
+        assert sorted(zip(a.tolist(), b.tolist(), d.tolist(), strict=True)) == sorted(
+            zip(want_a.tolist(), want_b.tolist(), distance[want_a, want_b].tolist(), strict=True)
+        )
+
+
+@pytest.mark.parametrize("k", [9, 10, 15])
+def test_pairs_within_default_plan_equals_brute_force(k: int) -> None:
+    """10,000 fingerprints (random, planted neighbours, the top bit set):
+    the plan pairs_plan picks probes, and finds what brute force does."""
+
+    rng = np.random.default_rng(k)
+    base = rng.integers(0, 2**64, 9_000, dtype=np.uint64)
+    bits = np.uint64(1) << rng.integers(0, 64, (1_000, k)).astype(np.uint64)
+    near = base[:1_000] ^ np.bitwise_or.reduce(bits, axis=1)
+    fps = np.concatenate([base, near, [2**63, 2**64 - 1]]).astype(np.uint64)
+    assert pairs.pairs_plan(len(fps), k).radius > 0
+    want = []
+    for i in range(len(fps)):
+        distance = np.bitwise_count(fps[i] ^ fps[i + 1 :])
+        (j,) = np.nonzero(distance <= k)
+        want += zip([i] * len(j), (j + i + 1).tolist(), distance[j].tolist(), strict=True)
+    a, b, d = pairs.pairs_within(fps, k)
+    assert sorted(zip(a.tolist(), b.tolist(), d.tolist(), strict=True)) == sorted(want)
+    assert len(want) >= 1_000
+
+
+def test_pairs_plan_probes_only_where_it_pays() -> None:
+    """k <= 3 keeps k + 1 blocks (no probes, one pass a table) at every size;
+    a million fingerprints at k = 8 take three blocks probed within 2 bits
+    (a few hundred passes) rather than narrow blocks' billions of candidates."""
+
+    for n in (0, 1, 1_000, 100_000, 1_000_000, 10_000_000):
+        for k in range(4):
+            plan = pairs.pairs_plan(n, k)
+            assert (len(plan.masks), plan.radius) == (k + 1, 0), (n, k)
+    plan = pairs.pairs_plan(1_000_000, 8)
+    assert (len(plan.masks), plan.radius) == (3, 2)
+
+
+@pytest.mark.parametrize("k", [0, 3, 5, 8, 11])
+def test_streaming_dedup_finds_the_nearest_kept_as_brute_force(k: int) -> None:
+    """dedup.Seen (simindex dedup CORPUS): k + 1 exact blocks up to 3, probes above."""
+
+    rng = random.Random(k)
+    seen = Seen(k)
+    # Probed k go through the bitmaps of kept block values; exact k need none.
+    assert any(b is not None for b in seen._bitmaps) == (k > 3)
+    kept: list[int] = []
+    for i in range(1500):
+        fp = (
+            flip(rng.choice(kept), rng.randrange(0, k + 3), rng)
+            if kept and i % 3
+            else rng.getrandbits(64)
+        )
+        distances = [(hamming(fp, other), pos) for pos, other in enumerate(kept)]
+        within = [(d, pos) for d, pos in distances if d <= k]
+        expected = None if not within else min(within)[::-1]
+        assert seen.nearest(fp) == expected
+        if expected is None or i % 2:
+            assert seen.add(fp) == len(kept)
+            kept.append(fp)
+
+
+@pytest.mark.parametrize("k", range(16))
+@pytest.mark.parametrize("offsets", [True, False])
+def test_one_query_in_memory_equals_brute_force(
+    k: int, offsets: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Snapshot.near (what a held snapshot answers single queries with), with
+    its tables found by offset and by binary search: the same as brute force."""
+
+    monkeypatch.setattr(snapshot, "_OFFSETS_PER_ROW", 2**40 if offsets else 0)
+    rng = random.Random(100 + k)
+    fps = [rng.getrandbits(64) for _ in range(400)]
+    fps += [flip(fps[i % 50], i % 17, rng) for i in range(400)]
+    fps += [0, 1, 2**63 - 1, 2**63, 2**64 - 1, 2**64 - 1]
+    queries = [flip(rng.choice(fps), rng.randrange(0, 12), rng) for _ in range(40)]
+    queries += [0, 2**63, 2**64 - 1, rng.getrandbits(64)]
+    want = {q: [i for i, fp in enumerate(fps) if hamming(fp, q) <= k] for q in queries}
+    held = Snapshot(np.arange(len(fps)), np.array(fps, dtype=np.uint64), None)
+    for q in queries:  # the layout single_layout picks
+        assert held.near(q, k).tolist() == want[q], (k, q)
+    # Every layout of one-block tables that probes within MAX_PROBES.
+    original, tried = snapshot.single_layout, 0
+    for m in range(1, k + 2):
+        layout = BlockLayout(even_widths(m), tuple((b,) for b in range(m)))
+        found = probes(layout, k) if m <= k else None
+        if m <= k and (found is None or m == 1):  # as single_layout
+            continue
+        tried += 1
+        monkeypatch.setattr(snapshot, "single_layout", lambda n, k_, c=(layout, found): c)
+        held = Snapshot(np.arange(len(fps)), np.array(fps, dtype=np.uint64), None)
+        for q in queries:
+            assert held.near(q, k).tolist() == want[q], (k, m, q)
+        # A batch: by offset through the same tables where they have offsets.
+        monkeypatch.setattr(snapshot, "_OFFSET_LOOKUPS", 64)  # several chunks
+        qs, ss, ds = held.match(np.array(queries, dtype=np.uint64), k)
+        got = sorted(zip(qs.tolist(), ss.tolist(), ds.tolist(), strict=True))
+        expected = sorted(
+            (qi, si, hamming(fps[si], qv)) for qi, qv in enumerate(queries) for si in want[qv]
+        )
+        assert got == expected, (k, m)
+    monkeypatch.setattr(snapshot, "single_layout", original)
+    assert tried >= (1 if k <= 1 else 2)

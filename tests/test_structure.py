@@ -1,0 +1,95 @@
+"""The house rules a newcomer can check: every module readable in one sitting,
+every dependency between simindex's modules pointing one way (no import
+cycles, lazy imports inside functions included), and nothing outside
+simindex/storage/ asking which database it talks to."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "simindex"
+MAX_LINES = 620  # about what one sitting reads
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """The simindex modules this one imports, anywhere in it (TYPE_CHECKING included)."""
+    found = set()
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*up, *([base] if base else [])])
+            for alias in node.names:
+                target = f"{base}.{alias.name}"
+                found.add(target if target in known else base)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    # A package's own modules are its rooms, not its dependencies.
+    return {m for m in found if m in known and m != name and not m.startswith(name + ".")}
+
+
+def test_no_module_is_longer_than_one_sitting() -> None:
+    long = {
+        str(path.relative_to(PACKAGE.parent)): n
+        for path in modules().values()
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert not long, f"modules over {MAX_LINES} lines: {long}"
+
+
+def test_every_dependency_points_one_way() -> None:
+    known = modules()
+    graph = {name: imports(name, path, known) for name, path in known.items()}
+    # A module a package's __init__ re-exports may import the package itself
+    # (``from simindex import ingest``): that is an edge to the package's
+    # exports, which reach only its own rooms.
+    cycles = []
+    state: dict[str, int] = {}  # 1 visiting, 2 done
+    trail: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        trail.append(node)
+        for other in sorted(graph[node]):
+            if state.get(other) == 1:
+                cycles.append(trail[trail.index(other) :] + [other])
+            elif other not in state:
+                visit(other)
+        trail.pop()
+        state[node] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name)
+    assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+    # The graph is real: the facade reaches storage, storage never the facade.
+    assert "simindex.storage" in graph["simindex.index"]
+    assert not any(m.startswith("simindex.index") for m in graph["simindex.storage.store"])
+
+
+def test_no_database_kind_is_asked_outside_storage() -> None:
+    """As `grep -rn "dialect\\|postgres" simindex --include=*.py` outside
+    simindex/storage/ (the words code would use; a sentence to a user may
+    name PostgreSQL)."""
+    words = re.compile(r"dialect|postgres")
+    found = [
+        f"{path.relative_to(PACKAGE.parent)}:{number}: {line.strip()}"
+        for name, path in modules().items()
+        if not name.startswith("simindex.storage")
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if words.search(line)
+    ]
+    assert not found, "\n".join(found)
