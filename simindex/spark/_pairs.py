@@ -1,0 +1,327 @@
+"""Every near-duplicate pair of a DataFrame of fingerprints, by a block-keyed shuffle.
+
+The plan is the library's own (``pairs.pairs_plan``, as ``SimIndex.duplicates``
+pairs in memory): tables of one block each, every table looked up with each
+value within ``radius`` bits of a row's (the plan's flips). Here each row goes
+into the shuffle under (table, its block value), and again under (table, its
+value XOR each flip) as a probe; rows meeting under one key are compared.
+A probe is sent only by the side whose value has the flip's highest bit
+clear (so a pair of buckets is compared once), rows within one bucket are
+paired once (row a < row b), and a pair is kept only by the first table whose
+bits it agrees on within the radius (``pairs.pairs_within``'s rule). So every
+pair within k is found, once.
+
+Skew: many rows with one block value (boilerplate, templates, copies) make
+one bucket, and a bucket's pairs would all land on one task. A bucket of more
+than ``bucket_limit`` rows is *big*: its rows leave the plain join and go to
+a salted one of their own. For a big bucket B of c rows, its neighbourhood
+N(B) is every row whose value is within the radius of B's (B itself, and the
+buckets its probes reach: found by a broadcast join on those values). B is
+cut into ceil(c / limit) sub-buckets and N(B) into ceil(|N(B)| / limit), each
+row by a hash of its row number; every sub-bucket of B is joined with every
+sub-bucket of N(B) (each row is copied once per sub-bucket on the other
+side), so no task compares more than about limit x limit rows. A pair of two
+big buckets is compared by the one with the smaller value. At most _MAX_BIG
+buckets are big (their list and neighbourhoods go through the driver): past
+that the limit rises to the size of the _MAX_BIG-th largest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import reduce
+from math import ceil
+from typing import TYPE_CHECKING, Any
+
+from simindex.blocks import DEFAULT_K, MAX_INDEX_K, check_k
+from simindex.errors import InvalidArgumentError
+from simindex.fingerprint import to_signed, to_unsigned
+from simindex.pairs import pairs_plan
+from simindex.signature import DEFAULT_THRESHOLD, check_threshold, similarity
+from simindex.spark._fingerprints import check_columns
+from simindex.tables import Plan
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import Column, DataFrame
+
+BUCKET_LIMIT = 2048  # rows a bucket may have before it is split (see the module's docstring)
+_MAX_BIG = 1000  # big buckets at most (their list is built on the driver)
+SCHEMA = "key_a string, key_b string, distance int, similarity double"
+
+
+def near_duplicates(
+    fps: DataFrame,
+    *,
+    k: int | None = None,
+    threshold: float | None = None,
+    bucket_limit: int | None = None,
+    blocks: int | None = None,
+) -> DataFrame:
+    """Every pair of rows within Hamming distance k (default DEFAULT_K, up to
+    15) whose signatures, where both rows have one, are at least
+    ``threshold`` similar (default DEFAULT_THRESHOLD; 0: distance alone), as
+    (key_a, key_b, distance int, similarity double): exactly the pairs
+    ``SimIndex.duplicates()`` gives for the same rows, key_a < key_b, the
+    similarity NULL where a side has no signature.
+
+    ``fps``: (key, fingerprint long[, signature binary][, position long]), as
+    ``fingerprints`` makes it (keys unique; rows with a NULL fingerprint are
+    left out). ``position`` numbers the rows when present (unique), else
+    they are numbered here. ``bucket_limit`` (default BUCKET_LIMIT): rows a
+    block bucket may have before it is split across tasks (see the module's
+    docstring). ``blocks`` forces the plan's number of blocks, as
+    ``pairs_plan``'s does (tests: a probed plan at a small n). Runs its jobs
+    when called (a count, the big buckets, the pairs) and returns the pairs
+    checkpointed; ``fps`` is read several times, so cache it if it is
+    costly to compute.
+    """
+    distance = DEFAULT_K if k is None else check_k(k, limit=MAX_INDEX_K)
+    at = DEFAULT_THRESHOLD if threshold is None else check_threshold(threshold)
+    limit = BUCKET_LIMIT if bucket_limit is None else bucket_limit
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise InvalidArgumentError(f"bucket_limit is a whole number of at least 1, not {limit!r}")
+    if blocks is not None and (
+        isinstance(blocks, bool) or not isinstance(blocks, int) or not 1 <= blocks <= 16
+    ):
+        raise InvalidArgumentError(f"blocks is a whole number from 1 to 16, not {blocks!r}")
+    check_columns(fps, "key", "fingerprint")
+    from pyspark import StorageLevel
+
+    rows = _numbered(fps).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        n = rows.count()
+        plan = pairs_plan(max(n, 1), distance, blocks=blocks)
+        found = _pair_rows(rows.select("row", "fp"), plan, distance, limit)
+        return _verified(found, rows, at).localCheckpoint(eager=True)
+    finally:
+        rows.unpersist()
+
+
+def _numbered(fps: DataFrame) -> DataFrame:
+    """(row, key, fp, signature) of the rows with a fingerprint."""
+    from pyspark.sql import functions as F
+
+    signature = F.col("signature") if "signature" in fps.columns else F.lit(None)
+    row = F.col("position") if "position" in fps.columns else F.monotonically_increasing_id()
+    return fps.where(F.col("fingerprint").isNotNull()).select(
+        row.cast("long").alias("row"),
+        F.col("key").cast("string").alias("key"),
+        F.col("fingerprint").cast("long").alias("fp"),
+        signature.cast("binary").alias("signature"),
+    )
+
+
+def _lit(value: int) -> Column:
+    """An unsigned 64-bit value as Spark's signed long literal."""
+    from pyspark.sql import functions as F
+
+    return F.lit(to_signed(value)).cast("long")
+
+
+def _pair_rows(slim: DataFrame, plan: Plan, k: int, limit: int) -> DataFrame:
+    """(row_a, row_b, distance) of every pair within k, each once."""
+    from pyspark.sql import functions as F
+
+    spark = slim.sparkSession
+    tables = reduce(
+        lambda x, y: x.unionByName(y),
+        [
+            slim.select(
+                F.lit(t).alias("t"), (F.col("fp").bitwiseAND(_lit(mask))).alias("v"), "row", "fp"
+            )
+            for t, mask in enumerate(plan.masks)
+        ],
+    )
+    counts = (
+        tables.groupBy("t", "v")
+        .count()
+        .where(F.col("count") > limit)
+        .orderBy(F.col("count").desc())
+        .limit(_MAX_BIG + 1)
+        .collect()
+    )
+    if len(counts) > _MAX_BIG:
+        limit = counts[_MAX_BIG]["count"]
+        counts = [c for c in counts if c["count"] > limit]
+    big = [(int(c["t"]), int(c["v"])) for c in counts]
+    small = tables
+    if big:
+        big_df = spark.createDataFrame(big, "t int, v long")
+        small = tables.join(F.broadcast(big_df), ["t", "v"], "left_anti")
+    a = small.select("t", "v", F.col("row").alias("row_a"), F.col("fp").alias("fp_a"))
+    b = small.select("t", "v", F.col("row").alias("row_b"), F.col("fp").alias("fp_b"))
+    columns = ["t", "row_a", "fp_a", "row_b", "fp_b"]
+    parts = [a.join(b, ["t", "v"]).where(F.col("row_a") < F.col("row_b")).select(*columns)]
+    if plan.radius:
+        probes = _probes(small, plan)
+        parts.append(probes.join(b, ["t", "v"]).select(*columns))
+    if big:
+        parts.append(_big_pairs(tables, plan, big, [c["count"] for c in counts], limit))
+    found = reduce(lambda x, y: x.unionByName(y), parts)
+    dist = F.bit_count(F.col("fp_a").bitwiseXOR(F.col("fp_b")))
+    return (
+        found.withColumn("distance", dist.cast("int"))
+        .where((F.col("distance") <= k) & _first_table(plan))
+        .select("row_a", "row_b", "distance")
+    )
+
+
+def _top(flip: int) -> int:
+    return 1 << (flip.bit_length() - 1)
+
+
+def _probes(small: DataFrame, plan: Plan) -> DataFrame:
+    """(t, v, row_a, fp_a): each row under its value XOR each of its table's
+    flips (but 0) whose highest bit its value has clear."""
+    from pyspark.sql import functions as F
+
+    parts = []
+    for t, flips in enumerate(plan.flips):
+        offsets = F.array(
+            *[
+                F.struct(_lit(f).alias("flip"), _lit(_top(f)).alias("top"))
+                for f in flips
+                if f  # 0: the row's own bucket, paired by the exact join
+            ]
+        )
+        parts.append(small.where(F.col("t") == t).select("t", "v", "row", "fp", F.inline(offsets)))
+    probes = reduce(lambda x, y: x.unionByName(y), parts)
+    return probes.where(F.col("fp").bitwiseAND(F.col("top")) == 0).select(
+        "t",
+        F.col("v").bitwiseXOR(F.col("flip")).alias("v"),
+        F.col("row").alias("row_a"),
+        F.col("fp").alias("fp_a"),
+    )
+
+
+def _big_pairs(
+    tables: DataFrame, plan: Plan, big: list[tuple[int, int]], sizes: list[int], limit: int
+) -> DataFrame:
+    """(t, row_a, fp_a, row_b, fp_b) of every pair with a row in a big bucket
+    found through its table: each big bucket's sub-buckets joined with its
+    neighbourhood's (see the module's docstring)."""
+    from pyspark.sql import functions as F
+
+    spark = tables.sparkSession
+    near = [(t, to_signed(to_unsigned(v) ^ flip), v) for t, v in big for flip in plan.flips[t]]
+    near_df = spark.createDataFrame(near, "t int, v long, vb long")
+    hood = tables.join(F.broadcast(near_df), ["t", "v"])  # t, v, row, fp, vb
+    hood_sizes = {
+        (int(r["t"]), int(r["vb"])): int(r["count"])
+        for r in hood.groupBy("t", "vb").count().collect()
+    }
+    split = [
+        (t, v, ceil(c / limit), ceil(hood_sizes[t, v] / limit))
+        for (t, v), c in zip(big, sizes, strict=True)
+    ]
+    split_df = F.broadcast(spark.createDataFrame(split, "t int, vb long, sa int, sb int"))
+    big_df = F.broadcast(
+        spark.createDataFrame(big, "t int, v long").withColumn("b_big", F.lit(True))
+    )
+    left = (
+        tables.withColumnRenamed("v", "vb")
+        .join(split_df, ["t", "vb"])
+        .select(
+            "t",
+            "vb",
+            F.pmod(F.xxhash64("row"), F.col("sa")).cast("int").alias("i"),
+            F.explode(F.sequence(F.lit(0), F.col("sb") - 1)).alias("j"),
+            F.col("row").alias("row_a"),
+            F.col("fp").alias("fp_a"),
+        )
+    )
+    right = (
+        hood.join(split_df, ["t", "vb"])
+        .join(big_df, ["t", "v"], "left")
+        .select(
+            "t",
+            "vb",
+            F.explode(F.sequence(F.lit(0), F.col("sa") - 1)).alias("i"),
+            F.pmod(F.xxhash64("row"), F.col("sb")).cast("int").alias("j"),
+            F.col("row").alias("row_b"),
+            F.col("fp").alias("fp_b"),
+            F.col("v").alias("v_b"),
+            "b_big",
+        )
+    )
+    same = F.col("v_b") == F.col("vb")
+    owned = (F.col("v_b") != F.col("vb")) & (F.col("b_big").isNull() | (F.col("v_b") > F.col("vb")))
+    return (
+        left.join(right, ["t", "vb", "i", "j"])
+        .where((same & (F.col("row_a") < F.col("row_b"))) | owned)
+        .select("t", "row_a", "fp_a", "row_b", "fp_b")
+    )
+
+
+def _first_table(plan: Plan) -> Column:
+    """Whether table t is the first whose bits the pair agrees on within the radius."""
+    from pyspark.sql import functions as F
+
+    xor = F.col("fp_a").bitwiseXOR(F.col("fp_b"))
+    rule: Any = None
+    for t in range(1, len(plan.masks)):
+        later = reduce(
+            lambda x, y: x & y,
+            [F.bit_count(xor.bitwiseAND(_lit(m))) > plan.radius for m in plan.masks[:t]],
+        )
+        rule = F.when(F.col("t") == t, later) if rule is None else rule.when(F.col("t") == t, later)
+    return F.lit(True) if rule is None else rule.otherwise(F.lit(True))
+
+
+def _verified(found: DataFrame, rows: DataFrame, threshold: float) -> DataFrame:
+    """The pairs with their keys, similarity and threshold applied (see near_duplicates)."""
+    from pyspark.sql import functions as F
+
+    side_a = rows.select(
+        F.col("row").alias("row_a"), F.col("key").alias("ka"), F.col("signature").alias("sig_a")
+    )
+    side_b = rows.select(
+        F.col("row").alias("row_b"), F.col("key").alias("kb"), F.col("signature").alias("sig_b")
+    )
+    keyed = found.join(side_a, "row_a").join(side_b, "row_b")
+    ordered = keyed.select(
+        F.least("ka", "kb").alias("key_a"),
+        F.greatest("ka", "kb").alias("key_b"),
+        "distance",
+        "sig_a",
+        "sig_b",
+    )
+    return ordered.mapInArrow(_similar(threshold), SCHEMA)
+
+
+def _similar(threshold: float) -> Any:
+    def compute(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        schema = pa.schema(
+            [
+                ("key_a", pa.string()),
+                ("key_b", pa.string()),
+                ("distance", pa.int32()),
+                ("similarity", pa.float64()),
+            ]
+        )
+        for batch in batches:
+            keep: list[bool] = []
+            estimates: list[float | None] = []
+            sigs = zip(
+                batch.column("sig_a").to_pylist(), batch.column("sig_b").to_pylist(), strict=True
+            )
+            for sig_a, sig_b in sigs:
+                estimate = None if sig_a is None or sig_b is None else similarity(sig_a, sig_b)
+                estimates.append(estimate)
+                keep.append(estimate is None or estimate >= threshold)
+            mask = pa.array(keep, pa.bool_())
+            out = pa.RecordBatch.from_arrays(
+                [
+                    batch.column("key_a"),
+                    batch.column("key_b"),
+                    batch.column("distance"),
+                    pa.array(estimates, pa.float64()),
+                ],
+                schema=schema,
+            )
+            yield out.filter(mask)
+
+    return compute
