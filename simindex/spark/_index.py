@@ -6,7 +6,9 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from simindex.errors import InvalidArgumentError
+from sqlalchemy import URL
+
+from simindex import storage
 from simindex.fingerprint import FingerprintConfig, to_unsigned
 from simindex.spark._fingerprints import check_columns
 
@@ -17,13 +19,9 @@ _BATCH = 5000  # rows a transaction from an executor: under storage.FAST_LOAD_MI
 # concurrent writers never set the lookup indexes aside under each other
 
 
-def _is_server(location: str | os.PathLike[str]) -> bool:
-    return isinstance(location, str) and location.startswith(("postgresql:", "postgresql+"))
-
-
 def to_index(
     fps: DataFrame,
-    location: str | os.PathLike[str],
+    location: str | os.PathLike[str] | URL,
     *,
     k: int | None = None,
     blocks: int | None = None,
@@ -42,13 +40,14 @@ def to_index(
       ``clusters`` gives) through ``toLocalIterator``, one partition at a time,
       and go in as one transaction (all or nothing; large loads set the
       lookup indexes aside and rebuild them at the end).
-    - A PostgreSQL URL is written by the executors, each partition opening
-      ``SimIndex(url)`` and adding its rows in transactions of 5,000 (the
-      index is created first, from the driver). Every executor needs simindex
-      with its ``postgres`` extra and must reach the server. Add order (and
-      so ``SimIndex.clusters()``) then follows the partitions, not
-      ``position``; a failed task's retry writes its rows again, which
-      replaces them (a key names one document).
+    - A PostgreSQL URL (a server every executor can write) is written by
+      the executors, each partition opening ``SimIndex(url)`` and adding its
+      rows in transactions of 5,000 (the index is created first, from the
+      driver). Every executor needs simindex with the PostgreSQL driver (its
+      extra) and must reach the server. Add order (and so
+      ``SimIndex.clusters()``) then follows the partitions, not ``position``;
+      a failed task's retry writes its rows again, which replaces them (a
+      key names one document).
     """
     check_columns(fps, "key", "fingerprint")
     from pyspark.sql import functions as F
@@ -61,17 +60,12 @@ def to_index(
         rows = rows.orderBy("position")
     rows = rows.select("key", "fingerprint", signature.cast("binary").alias("signature"))
     options: dict[str, Any] = {"k": k, "blocks": blocks, "config": config, "threshold": threshold}
-    if not _is_server(location):
-        if isinstance(location, str) and "://" in location:
-            raise InvalidArgumentError(
-                f"to_index writes a SQLite file or a postgresql URL, not {location!r}"
-            )
+    if not storage.locate(location).on_server:
         with SimIndex(location, **options) as index:
             return index.add_fingerprints(_items(rows.toLocalIterator(prefetchPartitions=True)))
-    assert isinstance(location, str)
     with SimIndex(location, **options):
         pass  # created (or checked) once, before the executors open it
-    url = location
+    url = str(location) if not isinstance(location, URL) else location
     written = fps.sparkSession.sparkContext.accumulator(0)
 
     def write(partition: Iterator[Row]) -> None:
