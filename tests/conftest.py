@@ -50,17 +50,13 @@ def pg_url() -> Iterator[str]:
         engine.dispose()
 
 
-@pytest.fixture(autouse=True)
-def database_lookups(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Queries go to the database, as documented, however long a test runs:
-    an index holds its fingerprints in memory only where a test asks with
-    `hold` (see simindex.accelerator)."""
-    monkeypatch.setattr(accelerator, "HOLD_FIRST_S", float("inf"))
-
-
 @pytest.fixture
 def hold(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Indexes hold their fingerprints in memory from their first database query."""
+    """Indexes left at the default hold read their fingerprints into memory
+    at their first probed database query (the rent paid at once), so the
+    tests of what the default does with a held snapshot need no long run.
+    Elsewhere an index is made with the hold it is about (``hold=True`` or
+    ``hold=False``), or left to the default's own rent."""
     monkeypatch.setattr(accelerator, "HOLD_FIRST_S", 0.0)
     monkeypatch.setattr(accelerator, "HOLD_S_PER_ROW", 0.0)
 

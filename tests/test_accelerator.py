@@ -21,15 +21,6 @@ from simindex.storage import store
 from .test_index import brute_force, flip
 
 
-@pytest.fixture(autouse=True)
-def real_rent(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
-    """The unit tests below use the real rent (the suite's autouse fixture sets
-    an infinite first rent, so that other tests ask the database)."""
-    if "db_path" not in request.fixturenames:
-        monkeypatch.setattr(accelerator, "HOLD_FIRST_S", 0.05)
-        monkeypatch.setattr(accelerator, "HOLD_S_PER_ROW", 1e-6)
-
-
 def charged(accel: Accelerator, seconds: float, rows: int, most: int = 100_000) -> int:
     """Charge until the accelerator says read; returns how many charges it took."""
     for n in range(1, most + 1):

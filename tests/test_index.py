@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import random
 import sqlite3
@@ -69,16 +68,6 @@ def corpora(draw: st.DrawFn) -> tuple[dict[str, int], list[int]]:
     return stored, queries
 
 
-@contextlib.contextmanager
-def holding(held: bool) -> Iterator[None]:
-    """Indexes made inside hold their fingerprints in memory from their first
-    database query (held=True; see SimIndex._spent), or never (False)."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(accelerator, "HOLD_FIRST_S", 0.0 if held else float("inf"))
-        mp.setattr(accelerator, "HOLD_S_PER_ROW", 0.0)
-        yield
-
-
 @pytest.mark.parametrize("held", [False, True])
 @pytest.mark.parametrize(
     ("index_k", "blocks"),
@@ -92,7 +81,7 @@ def test_query_equals_brute_force(
     """Every query, through the database (held=False) or from the fingerprints
     held in memory after the first query (held=True): what brute force gives."""
     stored, queries = data
-    with holding(held), SimIndex(":memory:", k=index_k, blocks=blocks) as index:
+    with SimIndex(":memory:", k=index_k, blocks=blocks, hold=held) as index:
         index.add_fingerprints(stored.items())
         assert len(index) == len(stored)
         for query in queries:
@@ -483,7 +472,7 @@ def test_a_k_above_the_index_probes_and_equals_brute_force(
     keys = list(stored)
     for i in range(400):  # neighbours at every distance up to 12, top bit set or not
         stored[f"near{i}"] = flip(stored[keys[i % 60]], i % 13, rng)
-    with holding(held), SimIndex(location, k=index_k, blocks=blocks) as index:
+    with SimIndex(location, k=index_k, blocks=blocks, hold=held) as index:
         index.add_fingerprints(stored.items())
         queries = [flip(stored[keys[i]], rng.randrange(0, 6), rng) for i in range(40)]
         queries += [0, 2**63, 2**64 - 1]
