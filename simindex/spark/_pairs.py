@@ -149,8 +149,10 @@ def _pair_rows(slim: DataFrame, plan: Plan, k: int, limit: int) -> DataFrame:
     if big:
         big_df = spark.createDataFrame(big, "t int, v long")
         small = tables.join(F.broadcast(big_df), ["t", "v"], "left_anti")
+    # Sort-merge joins, named: Spark would broadcast a side it guesses small
+    # from a cached input's size, and a table of every row is not small.
     a = small.select("t", "v", F.col("row").alias("row_a"), F.col("fp").alias("fp_a"))
-    b = small.select("t", "v", F.col("row").alias("row_b"), F.col("fp").alias("fp_b"))
+    b = small.select("t", "v", F.col("row").alias("row_b"), F.col("fp").alias("fp_b")).hint("merge")
     columns = ["t", "row_a", "fp_a", "row_b", "fp_b"]
     parts = [a.join(b, ["t", "v"]).where(F.col("row_a") < F.col("row_b")).select(*columns)]
     if plan.radius:
@@ -248,7 +250,7 @@ def _big_pairs(
     same = F.col("v_b") == F.col("vb")
     owned = (F.col("v_b") != F.col("vb")) & (F.col("b_big").isNull() | (F.col("v_b") > F.col("vb")))
     return (
-        left.join(right, ["t", "vb", "i", "j"])
+        left.join(right.hint("merge"), ["t", "vb", "i", "j"])
         .where((same & (F.col("row_a") < F.col("row_b"))) | owned)
         .select("t", "row_a", "fp_a", "row_b", "fp_b")
     )
@@ -279,7 +281,7 @@ def _verified(found: DataFrame, rows: DataFrame, threshold: float) -> DataFrame:
     side_b = rows.select(
         F.col("row").alias("row_b"), F.col("key").alias("kb"), F.col("signature").alias("sig_b")
     )
-    keyed = found.join(side_a, "row_a").join(side_b, "row_b")
+    keyed = found.join(side_a.hint("merge"), "row_a").join(side_b.hint("merge"), "row_b")
     ordered = keyed.select(
         F.least("ka", "kb").alias("key_a"),
         F.greatest("ka", "kb").alias("key_b"),
