@@ -41,7 +41,9 @@ from simindex.fingerprint import to_unsigned
 from simindex.snapshot import Snapshot
 
 HOLD_FIRST_S = 0.05  # database time before the index's size is first asked
-HOLD_MAX_ROWS = 20_000_000  # bigger indexes stay in the database (~70 bytes a row held)
+HOLD_MAX_ROWS = (
+    20_000_000  # bigger indexes stay in the database (~70 bytes a row held, ~135 signed)
+)
 HOLD_MAX_FACTOR = 16.0  # how far writes that come often push the next read back
 # Rows the owner writes are applied to the snapshot (Snapshot.add) in writes
 # of up to APPLIED_MAX rows (a larger one lets it go), and compared one by one

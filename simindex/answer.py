@@ -24,7 +24,7 @@ from simindex.accelerator import Accelerator, Stamp
 from simindex.blocks import MAX_INDEX_K, check_k
 from simindex.errors import InvalidArgumentError, StorageError
 from simindex.fingerprint import check_fingerprint
-from simindex.matching import Verify, near, within, within_each
+from simindex.matching import Verify, near, unverified, within, within_each
 from simindex.planner import Way, plan_batch, plan_query
 from simindex.results import FullScanWarning, Match
 from simindex.signature import check_threshold, fingerprint_and_signature
@@ -280,9 +280,10 @@ class Answers:
         versions = self._store.versions()  # before the read: a write between shows later
         with self._backend.reading() as conn:
             ids, fps = self._store.load(conn)
+            signatures = self._store.load_signatures(conn, ids)
             writes = self._backend.writes_counted(conn)
         stamp = None if versions is None or writes is None else Stamp(versions[0], writes)
-        return Snapshot(ids, fps, None), stamp
+        return Snapshot(ids, fps, None, signatures), stamp
 
     def _match_on_server(
         self, used: storage.Store, fps: Sequence[int], checks: Sequence[Verify], k: int
@@ -321,17 +322,21 @@ class Answers:
             snapshot = merged
         queries = np.array(fps, dtype=np.uint64)
         if len(fps) == 1:  # a single query (the held path): no batch bookkeeping
-            ids = snapshot.ids[snapshot.near(fps[0], k)].tolist()
-            qs = [0] * len(ids)
-            if not ids and not snapshot.added_ids.size:
+            s = snapshot.near(fps[0], k)
+            q = np.zeros(len(s), dtype=np.intp)
+            if not s.size and not snapshot.added_ids.size:
                 return [[]]
         elif len(fps) <= _ONE_BY_ONE:
             found = [snapshot.near(fp, k) for fp in fps]
             q = np.repeat(np.arange(len(fps)), [len(f) for f in found])
-            qs, ids = q.tolist(), snapshot.ids[np.concatenate(found)].tolist()
+            s = np.concatenate(found)
         else:
             q, s, _ = snapshot.match(queries, k)
-            qs, ids = q.tolist(), snapshot.ids[s].tolist()
+        if snapshot.signatures is not None and s.size:
+            # Verified in memory first: only the rows that can still match are read.
+            keep = unverified(q, s, checks, snapshot.signatures)
+            q, s = q[keep], s[keep]
+        qs, ids = q.tolist(), snapshot.ids[s].tolist()
         if snapshot.added_ids.size:  # rows written through this object since the read
             added_q, added_ids = snapshot.added_within(queries, k)
             if added_q.size:  # each (query, id) once: a row written again is held twice

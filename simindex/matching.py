@@ -18,9 +18,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
+import numpy as np
+
 from simindex.fingerprint import to_signed, to_unsigned
 from simindex.results import Match
-from simindex.signature import similarity_to
+from simindex.signature import as_words, estimates, similarity_to
 
 _MASK64 = (1 << 64) - 1
 Row = tuple[int, str, int, "bytes | None"]  # (id, key, signed fingerprint, signature), as stored
@@ -80,3 +82,35 @@ def within_each(
         rows[position].append(row)
     checks = verify if verify is not None else [None] * len(fingerprints)
     return [within(r, fp, k, v) for r, fp, v in zip(rows, fingerprints, checks, strict=True)]
+
+
+def unverified(
+    queries: np.ndarray,
+    stored: np.ndarray,
+    checks: Sequence[Verify | None],
+    held: tuple[np.ndarray, np.ndarray],
+) -> np.ndarray:
+    """Which candidate pairs (query position, stored position) may still be
+    matches, judged in memory before their rows are read: False only where
+    the query and the held row both have a signature and its similarity is
+    under the query's threshold, the very test ``within`` makes on the row
+    (so the rows read afterwards lose nothing). ``held``: the stored rows'
+    signatures as words and which have one (Snapshot.signatures). A row
+    written since the snapshot was read may fail here on its old signature:
+    its new fingerprint is among the snapshot's added rows, which are not
+    judged here, so it is found through them if it matches."""
+    keep = np.ones(len(queries), dtype=bool)
+    signed = [v is not None and v.signature is not None and v.threshold > 0 for v in checks]
+    if not len(queries) or not any(signed):
+        return keep
+    words, present = held
+    query_words, query_present = as_words(
+        [v.signature if s and v is not None else None for v, s in zip(checks, signed, strict=True)]
+    )
+    thresholds = np.array([v.threshold if v is not None else 0.0 for v in checks])
+    judged = query_present[queries] & present[stored]
+    at = np.flatnonzero(judged)
+    if at.size:
+        q, s = queries[at], stored[at]
+        keep[at] = estimates(query_words[q], words[s]) >= thresholds[q]
+    return keep

@@ -211,6 +211,33 @@ def similarity_to(signature: bytes) -> Callable[[bytes], float]:
     return estimate
 
 
+# Held in memory (a snapshot's signatures): each as NBYTES // 8 little-endian
+# 64-bit words, a row of a matrix, compared many at once.
+WORDS = NBYTES // 8
+_LOW_WORD = np.uint64(0x1111_1111_1111_1111)
+_ESTIMATE_ARRAY = np.array(_ESTIMATES, dtype=np.float64)
+
+
+def as_words(signatures: Sequence[bytes | None]) -> tuple[np.ndarray, np.ndarray]:
+    """The signatures as a (n, WORDS) matrix of uint64, and which of them are
+    signatures (a None, or a stored blob of another length, is a row of zeros
+    marked absent: matched by distance alone, as ``similarity_to`` never
+    sees it)."""
+    held = [s if s is not None and len(s) == NBYTES else None for s in signatures]
+    present = np.array([s is not None for s in held], dtype=bool)
+    zero = bytes(NBYTES)
+    blob = b"".join(zero if s is None else bytes(s) for s in held)
+    return np.frombuffer(blob, dtype="<u8").reshape(-1, WORDS).astype(np.uint64), present
+
+
+def estimates(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """similarity() of each row of a with the same row of b (word matrices, see
+    as_words), exactly the same floats: the bins that differ, counted at once."""
+    x = a ^ b
+    x = (x | x >> np.uint64(1) | x >> np.uint64(2) | x >> np.uint64(3)) & _LOW_WORD
+    return _ESTIMATE_ARRAY[np.bitwise_count(x).sum(axis=1, dtype=np.intp)]
+
+
 # --- a text's signature, with its fingerprint --------------------------------------------
 
 

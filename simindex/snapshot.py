@@ -109,10 +109,20 @@ class Snapshot:
     always sees a pair that belongs together, and tables built on first use
     by two threads at once are built twice, never half."""
 
-    def __init__(self, ids: np.ndarray, fps: np.ndarray, version: object) -> None:
+    def __init__(
+        self,
+        ids: np.ndarray,
+        fps: np.ndarray,
+        version: object,
+        signatures: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> None:
         self.ids = ids
         self.fps = fps.astype(np.uint64, copy=False)
         self.version = version  # what the index looked like; compared by the caller
+        # The rows' signatures as words (signature.as_words) and which rows
+        # have one, position by position, or None (not held): what lets a
+        # query drop candidates that fail verification before reading them.
+        self.signatures = signatures
         self._tables: dict[int, tuple[Plan, list[_Table]]] = {}
         self._probed: dict[int, list[_Probed] | None] = {}
         self._added = (np.zeros(0, np.int64), np.zeros(0, np.uint64))
@@ -144,7 +154,14 @@ class Snapshot:
         last = len(added_ids) - 1 - np.unique(added_ids[::-1], return_index=True)[1]
         ids = np.concatenate([self.ids[keep], added_ids[last]])
         fps = np.concatenate([self.fps[keep], added_fps[last]])
-        return Snapshot(ids, fps, self.version)
+        signatures = None
+        if self.signatures is not None:  # the added rows' signatures are not held
+            words, present = self.signatures
+            signatures = (
+                np.concatenate([words[keep], np.zeros((len(last), words.shape[1]), np.uint64)]),
+                np.concatenate([present[keep], np.zeros(len(last), bool)]),
+            )
+        return Snapshot(ids, fps, self.version, signatures)
 
     def added_within(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(query position, id) of every added row within distance k of each
@@ -167,7 +184,7 @@ class Snapshot:
     @property
     def nbytes(self) -> int:
         """The memory its arrays take, the tables built so far included."""
-        arrays = [self.ids, self.fps, *self._added]
+        arrays = [self.ids, self.fps, *self._added, *(self.signatures or ())]
         for _plan, tables in self._tables.values():
             arrays += [a for _mask, keys, order, _flips in tables for a in (keys, order)]
         for probed in self._probed.values():

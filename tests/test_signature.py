@@ -134,3 +134,29 @@ def test_checks() -> None:
             sig.check_signature(wrong)
     with pytest.raises(InvalidArgumentError):
         sig.similarity(bytes(64), bytes(32))
+
+
+def test_estimates_in_memory_are_the_same_floats_as_similarity() -> None:
+    """signature.estimates over word matrices (a held snapshot's) gives exactly
+    similarity()'s floats, at every number of differing bins; as_words marks
+    None and blobs of another length absent."""
+    rng = random.Random(4)
+    pairs = []
+    for differing in range(0, sig.BINS + 1):
+        a = bytes(rng.getrandbits(8) for _ in range(sig.NBYTES))
+        nibbles = bytearray(a)
+        for b in rng.sample(range(sig.BINS), differing):
+            byte, high = divmod(b, 2)
+            shift = 4 if high else 0
+            old = nibbles[byte] >> shift & 0xF
+            new = (old + rng.randrange(1, 16)) & 0xF
+            nibbles[byte] = nibbles[byte] & ~(0xF << shift) & 0xFF | new << shift
+        pairs.append((a, bytes(nibbles)))
+    left, _ = sig.as_words([a for a, _ in pairs])
+    right, present = sig.as_words([b for _, b in pairs])
+    assert present.all()
+    got = sig.estimates(left, right).tolist()
+    assert got == [sig.similarity(a, b) for a, b in pairs]
+    assert got[0] == 1.0 and got[-1] == 0.0
+    words, present = sig.as_words([None, b"short", pairs[0][0]])
+    assert present.tolist() == [False, False, True] and not words[:2].any()

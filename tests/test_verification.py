@@ -154,6 +154,54 @@ def test_a_held_snapshot_and_a_full_scan_verify_too(
             )
 
 
+@pytest.mark.parametrize("threshold", [None, 0.0, 0.5, 0.95])
+def test_a_held_snapshot_verifies_in_memory_as_the_rows_do(
+    db_path: Path, texts: dict[str, str], threshold: float | None
+) -> None:
+    """The held signatures drop candidates before their rows are read: every
+    answer still equals brute force, single and batched, after this object
+    replaced rows (their held signatures are stale), wrote rows without
+    signatures and removed some, and after the writes are merged in."""
+    rng = random.Random(11)
+    with SimIndex(db_path, hold=True) as index:
+        stored = load(index, texts)
+        at = index.threshold if threshold is None else threshold
+        keys = sorted(texts)
+        queries = [texts[q] for q in rng.sample(keys, 30)] + [passage(rng, 60)]
+
+        def check() -> None:
+            marks = [fingerprint_and_signature(t, index.config) for t in queries]
+            want = [oracle(stored, fp, sig, 8, at) for fp, sig in marks]
+            assert [index.query(t, threshold=threshold) for t in queries] == want
+            assert index.query_many(queries, threshold=threshold) == want
+            assert index.query_many(queries * 9, threshold=threshold) == want * 9
+
+        check()
+        snapshot = index._accel.snapshot
+        assert snapshot is not None and snapshot.signatures is not None
+        words, present = snapshot.signatures
+        assert int(present.sum()) == sum(sig is not None for _, sig in stored.values())
+        # Replaced (the same ids, new texts: the held signatures are stale),
+        # signatures dropped, rows removed: all through this object.
+        for key in rng.sample(keys, 12):
+            other = texts[rng.choice(keys)]
+            index.add(key, other)
+            stored[key] = fingerprint_and_signature(other, index.config)
+        for key in rng.sample(keys, 5):
+            fp = index.fingerprint(texts[key])
+            index.add_fingerprint(key, fp)
+            stored[key] = (fp, None)
+        gone = rng.sample(keys, 5)
+        index.remove_many(gone)
+        for key in gone:
+            stored.pop(key)
+        assert index._accel.snapshot is snapshot  # the writes were applied, not reread
+        check()
+        merged = snapshot.merged()
+        index._accel.replace(snapshot, merged)
+        check()
+
+
 @pytest.mark.parametrize("threshold", [None, 0.0, 0.9])
 def test_duplicates_and_clusters_equal_brute_force(
     texts: dict[str, str], threshold: float | None

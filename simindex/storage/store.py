@@ -30,6 +30,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from simindex.blocks import BlockLayout, Probe, probes
 from simindex.fingerprint import BITS, to_signed
+from simindex.signature import WORDS, as_words
 from simindex.storage import schema
 from simindex.storage.backend import Backend, db_error
 from simindex.storage.checks import Checks
@@ -129,6 +130,11 @@ class Store(Checks):
         self.count = select(func.count()).select_from(t)
         self.scan = select(t.c.id, t.c.key, t.c.fingerprint, self._signature)
         self._load = Sql(select(t.c.id, t.c.fingerprint), dialect, [])
+        self._load_signed = (
+            Sql(select(t.c.id, t.c.signature).where(t.c.signature.is_not(None)), dialect, [])
+            if signatures
+            else None
+        )
         self._max_id = Sql(select(func.max(t.c.id)), dialect, [])
         self.keys_by_id = select(t.c.id, t.c.key, self._signature).where(
             t.c.id.in_(bindparam("ids", expanding=True))
@@ -374,6 +380,41 @@ class Store(Checks):
             return np.zeros(0, np.int64), np.zeros(0, np.uint64)
         both = np.concatenate(parts)
         return both[:, 0].copy(), both[:, 1].view(np.uint64).copy()
+
+    def load_signatures(
+        self, conn: Connection, ids: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The signatures of the rows ``ids`` (as load read them, in the same
+        transaction) as words and a presence mask, position by position
+        (signature.as_words), or None when no row has one."""
+        statement = self._load_signed
+        if statement is None:
+            return None
+        dbapi = conn.connection.dbapi_connection
+        assert dbapi is not None  # an open connection inside a transaction
+        cursor = dbapi.cursor()
+        found_ids, parts, present = [], [], []
+        try:
+            cursor.execute(statement.text, statement.params([]))
+            while rows := cursor.fetchmany(100_000):
+                found_ids.append(np.fromiter((r[0] for r in rows), np.int64, count=len(rows)))
+                words, held = as_words([r[1] for r in rows])
+                parts.append(words)
+                present.append(held)
+        finally:
+            cursor.close()
+        if not parts or not len(ids):
+            return None
+        signed_ids = np.concatenate(found_ids)
+        order = np.argsort(ids, kind="stable")
+        at = np.minimum(np.searchsorted(ids, signed_ids, sorter=order), len(ids) - 1)
+        where = order[at]
+        known = ids[where] == signed_ids  # (always, in one snapshot)
+        words = np.zeros((len(ids), WORDS), dtype=np.uint64)
+        mask = np.zeros(len(ids), dtype=bool)
+        words[where[known]] = np.concatenate(parts)[known]
+        mask[where[known]] = np.concatenate(present)[known]
+        return words, mask
 
     def keys_for(self, conn: Connection, ids: Iterable[int]) -> dict[int, tuple[str, bytes | None]]:
         """id -> (key, signature) of these rows."""
