@@ -1,0 +1,168 @@
+#!/usr/bin/env python
+"""simindex.spark.near_duplicates in local mode beside SimIndex.duplicates(),
+on the same fingerprints, in the same run.
+
+    python bench/spark.py              # 200,000 fingerprints, 3 runs (a few minutes)
+    python bench/spark.py --quick      # 20,000, 1 run: a smoke run (prints only)
+    python bench/spark.py --n 1000000  # another size
+    python bench/spark.py --no-save    # print only (else bench/results/spark.txt)
+
+Rows: N random 64-bit fingerprints with the top bit set, 1% of them planted
+near-duplicates of another row (0-8 bits flipped), no signatures (pairs by
+distance alone, so both sides do the same work), k = 8 (the default).
+
+- `SimIndex.duplicates()`: an in-memory index (":memory:") holding the rows
+  (add_fingerprints, not timed), then duplicates(8): read and paired in
+  memory (pairs.pairs_within), medians of R runs;
+- `near_duplicates`: the same rows as a cached DataFrame in local[M]
+  (default local[2]; shuffle partitions 8), near_duplicates(k=8) and a count
+  of its pairs, medians of R runs; the SparkSession's start is reported
+  apart (once a run, not in the medians), and the shuffle written by one run
+  (Spark's own stage metrics, read from its status API) per fingerprint.
+
+Both must find the same pairs (checked: the run fails otherwise).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+if str(HERE.parent) not in sys.path:
+    sys.path.insert(0, str(HERE.parent))
+
+from common import output_options, save_output  # noqa: E402
+
+from simindex import SimIndex  # noqa: E402
+from simindex.fingerprint import to_signed  # noqa: E402
+from simindex.pairs import pairs_plan  # noqa: E402
+
+
+def rows(n: int, seed: int = 1) -> list[tuple[str, int]]:
+    rng = random.Random(seed)
+    planted = n // 100
+    fps = [rng.getrandbits(63) | 1 << 63 for _ in range(n - planted)]
+    for _ in range(planted):
+        fp = rng.choice(fps)
+        for bit in rng.sample(range(64), rng.randrange(9)):
+            fp ^= 1 << bit
+        fps.append(fp)
+    return [(f"doc-{i:08d}", fp) for i, fp in enumerate(fps)]
+
+
+def shuffle_bytes(spark: object, since: int) -> int:
+    """Shuffle bytes written by the stages after stage id `since`, from Spark's status API."""
+    url = spark.sparkContext.uiWebUrl  # type: ignore[attr-defined]
+    app = spark.sparkContext.applicationId  # type: ignore[attr-defined]
+    with urllib.request.urlopen(f"{url}/api/v1/applications/{app}/stages") as reply:
+        stages = json.load(reply)
+    return sum(s.get("shuffleWriteBytes", 0) for s in stages if s["stageId"] > since)
+
+
+def last_stage(spark: object) -> int:
+    url = spark.sparkContext.uiWebUrl  # type: ignore[attr-defined]
+    app = spark.sparkContext.applicationId  # type: ignore[attr-defined]
+    with urllib.request.urlopen(f"{url}/api/v1/applications/{app}/stages") as reply:
+        stages = json.load(reply)
+    return max((s["stageId"] for s in stages), default=-1)
+
+
+def measure(args: argparse.Namespace) -> int:
+    n = 20_000 if args.quick else args.n
+    runs = 1 if args.quick else args.runs
+    k = 8
+    data = rows(n)
+    plan = pairs_plan(n, k)
+    print(
+        f"{n:,} random fingerprints ({n // 100:,} planted near-duplicates), k = {k}, "
+        f"no signatures; plan: {len(plan.masks)} tables, radius {plan.radius}, "
+        f"{sum(len(f) - 1 for f in plan.flips)} probes a row (about half sent)"
+    )
+    with SimIndex(":memory:") as index:
+        index.add_fingerprints(data)
+        local = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            want = index.duplicates(k)
+            local.append(time.perf_counter() - start)
+    print(f"SimIndex.duplicates(): {len(want):,} pairs")
+
+    start = time.perf_counter()
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master(args.master)
+        .appName("bench spark")
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.range(1).count()
+    session = time.perf_counter() - start
+    from simindex.spark import near_duplicates
+
+    df = spark.createDataFrame(
+        [(key, to_signed(fp), i) for i, (key, fp) in enumerate(data)],
+        "key string, fingerprint long, position long",
+    ).cache()
+    df.count()
+    distributed = []
+    shuffled = 0
+    for run in range(runs):
+        before = last_stage(spark)
+        start = time.perf_counter()
+        pairs = near_duplicates(df, k=k)
+        got = pairs.count()
+        distributed.append(time.perf_counter() - start)
+        if run == 0:
+            time.sleep(2)  # the status API hears of finished stages a moment later
+            shuffled = shuffle_bytes(spark, before)
+            found = sorted((r.key_a, r.key_b, r.distance) for r in pairs.collect())
+            if found != sorted((p.key_a, p.key_b, p.distance) for p in want):
+                print("near_duplicates and SimIndex.duplicates() differ", file=sys.stderr)
+                return 1
+        if got != len(want):
+            print(f"near_duplicates found {got} pairs, not {len(want)}", file=sys.stderr)
+            return 1
+    spark.stop()
+    d, s = statistics.median(distributed), statistics.median(local)
+    print(f"same pairs: yes ({len(want):,})\n")
+    print(f"{'':34} {'median s':>9} {'runs':>5} {'fps/s':>10}")
+    print(f"{'SimIndex.duplicates() in memory':34} {s:9.2f} {runs:5d} {n / s:10,.0f}")
+    print(f"{'near_duplicates, ' + args.master:34} {d:9.2f} {runs:5d} {n / d:10,.0f}")
+    print(f"\nratio: near_duplicates takes {d / s:.1f}x SimIndex.duplicates() on this machine")
+    print(f"SparkSession start (apart): {session:.1f} s")
+    print(
+        f"shuffle written by one near_duplicates run: {shuffled / 1e6:,.0f} MB, "
+        f"{shuffled / n:,.0f} bytes a fingerprint"
+    )
+    print(
+        f"runs (s): SimIndex {[round(x, 2) for x in local]}, spark "
+        f"{[round(x, 2) for x in distributed]}"
+    )
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="20,000 fingerprints, 1 run: a smoke run")
+    ap.add_argument("--n", type=int, default=200_000, help="fingerprints (default 200,000)")
+    ap.add_argument("--runs", type=int, default=3, help="runs of each (default 3)")
+    ap.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    output_options(ap)
+    args = ap.parse_args(argv)
+    return save_output("spark", args, lambda: measure(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
