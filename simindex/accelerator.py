@@ -14,8 +14,9 @@ the SimIndex does the reading (the database, the clock) and tells it what
 happened:
 
 - ``current(versions)``: the snapshot, if the versions read now (SQLite's
-  data_version on the index's version connection, the schema cookie and the
-  write transactions counted in simindex_meta) say it is still current; else
+  data_version on the index's version connection, 0 on PostgreSQL; the
+  schema cookie or generation; the write transactions counted in
+  simindex_meta) say it is still current; else
   None, and a stale one is let go (doubling the next rent when it did not
   pay for itself, halving it when it did: writes that come often push the
   next read back, up to 16 times).

@@ -258,11 +258,10 @@ class Answers:
 
     def _spent(self, seconds: float) -> None:
         """A probed query spent `seconds` in the database: charge the
-        accelerator, and read the index into memory when it says so (SQLite
-        only: other databases give no cheap way to know nothing changed)."""
+        accelerator, and read the index into memory when it says so."""
         if not self._accel.charge(seconds, self._store.estimated_size):
             return
-        if not self._backend.caps.can_hold:  # no data_version: never held
+        if not self._backend.caps.can_hold:  # no way to tell it is current: never held
             self._accel.never()
             return
         started = time.perf_counter()
@@ -279,9 +278,11 @@ class Answers:
         self._refresh()
         versions = self._store.versions()  # before the read: a write between shows later
         with self._backend.reading() as conn:
+            # The count first: were the reads not one snapshot, a write
+            # between would show as a count the snapshot has not seen.
+            writes = self._backend.writes_counted(conn)
             ids, fps = self._store.load(conn)
             signatures = self._store.load_signatures(conn, ids)
-            writes = self._backend.writes_counted(conn)
         stamp = None if versions is None or writes is None else Stamp(versions[0], writes)
         return Snapshot(ids, fps, None, signatures), stamp
 

@@ -3,8 +3,9 @@
 A ``Dialect`` makes its engine (with its pragmas or session settings), says
 what the database can do (``Capabilities``, detected once per index and kept),
 and gives the few statements that differ: how a rebuild elsewhere is noticed
-(SQLite's schema cookie, PostgreSQL's generation row), how writes are
-counted for a held snapshot (SQLite), how writers keep out of a rebuild's
+(SQLite's schema cookie, PostgreSQL's generation row), how a held snapshot
+tells that it is current (writes counted on both; SQLite's data_version
+too), how writers keep out of a rebuild's
 way (PostgreSQL's advisory locks), the integrity check and compaction
 (SQLite). Everything else is portable SQLAlchemy Core, in store.py.
 """
@@ -35,18 +36,24 @@ GENERATION = (
 )
 SQLITE_COOKIE_SQL = "SELECT schema_version FROM pragma_schema_version"
 GENERATION_SQL = f"SELECT {GENERATION}"
-# SQLite: the write transactions of simindex counted in simindex_meta (the
-# row is made by the first one), so that a holder of fingerprints in memory
-# can tell its own writes (which it applies) from anyone else's.
+# The write transactions of simindex counted in simindex_meta (the row is
+# made by the first one), so that a holder of fingerprints in memory can tell
+# its own writes (which it applies) from anyone else's. The count is a write
+# transaction's last statement: on PostgreSQL its row lock is held only while
+# the transaction commits.
 _CHANGES = f"(SELECT CAST(value AS INTEGER) FROM {schema.META_TABLE} WHERE name = 'changes')"
 _COUNT_WRITE_SQL = (
     f"INSERT INTO {schema.META_TABLE} (name, value) VALUES ('changes', '1') "
-    "ON CONFLICT (name) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"
+    "ON CONFLICT (name) DO UPDATE "
+    f"SET value = CAST(CAST({schema.META_TABLE}.value AS INTEGER) + 1 AS TEXT)"
 )
 SQLITE_VERSIONS_SQL = (
     "SELECT (SELECT data_version FROM pragma_data_version), "
     f"(SELECT schema_version FROM pragma_schema_version), COALESCE({_CHANGES}, 0)"
 )
+# PostgreSQL has no data_version: 0 in its place, the generation for the
+# cookie, and the writes counted (read in autocommit: the latest committed).
+POSTGRES_VERSIONS_SQL = f"SELECT 0, {GENERATION}, COALESCE({_CHANGES}, 0)"
 # PostgreSQL: every write transaction holds this advisory lock (one per
 # schema), shared; creating, upgrading or rebuilding an index holds it alone.
 # So a write never runs against a layout a rebuild is replacing meanwhile.
@@ -57,7 +64,7 @@ _ADVISORY_KEY = "hashtext('simindex:' || COALESCE(current_schema(), ''))"
 class Capabilities:
     """What the database of one index can do, detected once when it is opened."""
 
-    can_hold: bool  # data_version: a snapshot held in memory can tell it is current
+    can_hold: bool  # a snapshot held in memory can tell it is current (versions_sql)
     returning: bool  # INSERT ... RETURNING (SQLite 3.35+)
     server_join: bool  # a batch of queries joined with the index on the server
     bulk_copy: bool  # rows loaded with COPY through a temporary table
@@ -92,12 +99,28 @@ class Dialect:
     def no_rebuild_meanwhile(self, conn: Connection) -> None:
         """Hold off creation, upgrades and rebuilds until the transaction ends."""
 
+    # One row: (data_version or 0, schema cookie or generation, writes counted).
+    versions_sql = ""
+
     def count_write(self, conn: Connection, caps: Capabilities) -> int | None:
-        """Inside a write transaction: count it (see SQLITE); None where not counted."""
-        return None
+        """Count the write transaction, as its last statement; returns the
+        count it makes (the one before it is that minus one: the write lock,
+        or on PostgreSQL the counter row's lock, is held). One statement
+        where the database has RETURNING: reading the table again in the
+        write transaction cost about 100 us on SQLite (a single add ~170)."""
+        if caps.returning or self.returning_always:
+            return int(conn.exec_driver_sql(f"{_COUNT_WRITE_SQL} RETURNING value").scalar_one())
+        conn.exec_driver_sql(_COUNT_WRITE_SQL)
+        return int(conn.exec_driver_sql(f"SELECT {_CHANGES}").scalar_one())
+
+    returning_always = False  # RETURNING whatever caps.returning says (PostgreSQL)
 
     def writes_counted(self, conn: Connection) -> int | None:
-        return None
+        return int(conn.exec_driver_sql(f"SELECT COALESCE({_CHANGES}, 0)").scalar_one())
+
+    def read_options(self) -> dict[str, Any]:
+        """Execution options of a read transaction (its isolation)."""
+        return {}
 
     def integrity(self, conn: Connection) -> list[str]:
         """What the database's own integrity check finds wrong (nothing: [])."""
@@ -125,6 +148,7 @@ class Dialect:
 
 class _Sqlite(Dialect):
     name = "sqlite"
+    versions_sql = SQLITE_VERSIONS_SQL
     schema_cookie = True
     renames_constraints = False  # SQLite lets two tables' constraints share a name
 
@@ -165,19 +189,6 @@ class _Sqlite(Dialect):
     @property
     def generation_sql(self) -> str:
         return SQLITE_COOKIE_SQL
-
-    def count_write(self, conn: Connection, caps: Capabilities) -> int | None:
-        """Count the write transaction; returns the count it makes (the one
-        before it is that minus one: the write lock is held). One statement
-        where SQLite has RETURNING (3.35): reading the table again in the
-        write transaction cost about 100 us (a single add costs ~170)."""
-        if caps.returning:
-            return int(conn.exec_driver_sql(f"{_COUNT_WRITE_SQL} RETURNING value").scalar_one())
-        conn.exec_driver_sql(_COUNT_WRITE_SQL)
-        return int(conn.exec_driver_sql(f"SELECT {_CHANGES}").scalar_one())
-
-    def writes_counted(self, conn: Connection) -> int | None:
-        return int(conn.exec_driver_sql(f"SELECT COALESCE({_CHANGES}, 0)").scalar_one())
 
     def integrity(self, conn: Connection) -> list[str]:
         rows = [r[0] for r in conn.exec_driver_sql("PRAGMA integrity_check").fetchall()]
@@ -240,6 +251,8 @@ def _on_sqlite_begin(connection: Connection) -> None:
 
 class _Postgres(Dialect):
     name = "postgresql"
+    versions_sql = POSTGRES_VERSIONS_SQL
+    returning_always = True
 
     def make_engine(
         self, where: Location, *, timeout: float, readonly: bool, immutable: bool
@@ -263,14 +276,19 @@ class _Postgres(Dialect):
             engine.connect().close()
         version = engine.dialect.server_version_info or (0,)
         return Capabilities(
-            can_hold=False,
-            returning=False,  # (it has RETURNING; only a held snapshot needs it)
+            can_hold=True,  # by the writes counted (no data_version)
+            returning=False,  # (it has RETURNING; the rows of a small write are read back)
             server_join=True,
             bulk_copy=True,
             read_autocommit=True,
             server_bit_count=version >= (14,),
             vacuum_after_load=True,
         )
+
+    def read_options(self) -> dict[str, Any]:
+        """Reads see one snapshot for the whole transaction (REPEATABLE READ:
+        a read-only transaction never fails to serialise), as SQLite's do."""
+        return {"isolation_level": "REPEATABLE READ"}
 
     def begin_write(self, conn: Connection, *, alone: bool) -> None:
         if alone:

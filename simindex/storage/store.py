@@ -34,7 +34,7 @@ from simindex.signature import WORDS, as_words
 from simindex.storage import schema
 from simindex.storage.backend import Backend, db_error
 from simindex.storage.checks import Checks
-from simindex.storage.dialects import GENERATION, SQLITE_VERSIONS_SQL
+from simindex.storage.dialects import GENERATION
 from simindex.storage.sql import Chunk, Held, Signatures, Sql, block_rows
 
 MAX_PROBE_K = 32  # probing past this is never cheaper than reading every row
@@ -302,23 +302,28 @@ class Store(Checks):
 
     def versions(self) -> tuple[int, int, int] | None:
         """(data_version, schema cookie, write transactions counted) in one
-        read, or None where the database has no data_version. data_version
-        changes when a connection other than the one reading it commits, so
-        its values are comparable only on one connection: every thread reads
-        it on the same one (the accelerator's snapshot is shared by them)."""
+        read, or None where a held snapshot cannot tell it is current. On
+        SQLite data_version changes when a connection other than the one
+        reading it commits, so its values are comparable only on one
+        connection: every thread reads it on the same one (the accelerator's
+        snapshot is shared by them). PostgreSQL has none (0 in its place), its
+        generation stands for the cookie, and the count is read in autocommit."""
         if not self.caps.can_hold:
             return None
         with self._versions_lock:
             held = self._versions_conn
             if held is None or held.pid != os.getpid():
                 try:
-                    held = self._versions_conn = Held(self.engine.raw_connection())
+                    held = self._versions_conn = Held(
+                        self.engine.raw_connection(), autocommit=self.caps.read_autocommit
+                    )
                 except SQLAlchemyError as exc:
                     raise db_error(self.where, exc) from exc
                 with self._held_lock:
                     self._held.append(held)
             try:
-                row = held.cursor.execute(SQLITE_VERSIONS_SQL, ()).fetchone()
+                held.cursor.execute(self.backend.dialect.versions_sql, ())
+                row = held.cursor.fetchone()
             except self.backend.driver_error as exc:
                 raise db_error(self.where, exc) from exc
         return int(row[0]), int(row[1]), int(row[2])
