@@ -103,6 +103,16 @@ def test_backends_benchmark_runs_on_both() -> None:
     assert json.loads(printed)
 
 
+def test_holding_benchmark_runs_on_both() -> None:
+    """Every path of bench/holding.py checked against brute force, on SQLite
+    and the PostgreSQL server .ci/run starts."""
+    from .conftest import postgres_or_skip
+
+    postgres_or_skip()
+    printed = run_script("bench/holding.py", "--n", "3000", "--queries", "300", "--no-save")
+    assert "same answers: yes" in printed and "PostgreSQL" in printed
+
+
 def test_quality_benchmark_quick_run() -> None:
     """Offline, from the texts it caches; skipped until a full run has filled the cache."""
     cache = os.environ.get("SIMINDEX_QUALITY_CACHE", "~/.cache/simindex-quality")

@@ -1,0 +1,216 @@
+#!/usr/bin/env python
+"""Single queries at the default k on SQLite and PostgreSQL: from the database,
+held in memory, and what an application opening the index gets, beside numpy
+brute force measured in the same run.
+
+    python bench/holding.py                      # N=1,000,000, both backends (a few minutes)
+    python bench/holding.py --quick              # N=50,000: a smoke run (no results file)
+    python bench/holding.py --postgres-url URL   # or set SIMINDEX_TEST_POSTGRES_URL
+    python bench/holding.py --skip-postgres      # SQLite alone
+
+Data: N random 64-bit fingerprints (seeded; about half with the top bit set),
+every 100th a planted near-duplicate of an earlier one (1..8 bits), and Q
+queries, half planted (a stored fingerprint with 0..8 bits flipped), half
+random. Per backend, an index made with the defaults (k = 8, three probed
+blocks) gets all N through add_fingerprints, then:
+
+  database      query() with hold=False, after 200 untimed: p50 us
+  held          query() with hold=True: the first query (it reads the index
+                in) in ms, then the others' p50 us
+  open + Q      a new SimIndex at the default hold, opened and asked the Q
+                queries one by one: mean us a query, everything included
+                (the opening, the database queries before it holds, the read)
+  query_many    one call over the Q queries on a newly opened index (default
+                hold): queries a second
+
+numpy brute force (``np.bitwise_count(fps ^ q) <= k`` over an array of all
+N) is timed over the same queries in the same process: its p50 is the
+baseline of the `x numpy` column. Every path's answers are checked to be the
+same (exit 1 if not). Progress goes to stderr, the table to stdout and
+bench/results/holding.txt (common.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from common import output_options, save_output  # noqa: E402
+
+from simindex import SimIndex  # noqa: E402
+
+WARM = 200
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def make_data(n: int, q: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    fps = rng.integers(0, 2**64, n, dtype=np.uint64)
+    planted = np.arange(100, n, 100)
+
+    def flipped(values: np.ndarray, most: int) -> np.ndarray:
+        out = values.copy()
+        counts = rng.integers(0, most + 1, len(values))
+        for i, c in enumerate(counts.tolist()):
+            for b in rng.choice(64, c, replace=False).tolist():
+                out[i] ^= np.uint64(1) << np.uint64(b)
+        return out
+
+    fps[planted] = flipped(fps[planted - rng.integers(1, 100, len(planted))], 8)
+    fps[:3] = [0, 2**63, 2**64 - 1]
+    half = q // 2
+    queries = np.concatenate(
+        [flipped(fps[rng.integers(0, n, half)], 8), rng.integers(0, 2**64, q - half, np.uint64)]
+    )
+    return fps, queries
+
+
+def brute(fps: np.ndarray, queries: np.ndarray, k: int) -> tuple[list[list[int]], float]:
+    """Positions within k of each query, and the p50 seconds a query."""
+    times, found = [], []
+    for q in queries:
+        start = time.perf_counter()
+        hits = np.flatnonzero(np.bitwise_count(fps ^ q) <= k)
+        times.append(time.perf_counter() - start)
+        found.append(sorted(hits.tolist()))
+    return found, statistics.median(times)
+
+
+def timed(index: SimIndex, queries: list[int]) -> tuple[list[list[str]], list[float]]:
+    times, found = [], []
+    for q in queries:
+        start = time.perf_counter()
+        matches = index.query(q)
+        times.append(time.perf_counter() - start)
+        found.append(sorted(m.key for m in matches))
+    return found, times
+
+
+def measure_backend(
+    location: str, fps: np.ndarray, queries: list[int], want: list[list[str]]
+) -> dict[str, float] | str:
+    keys = [f"k{i}" for i in range(len(fps))]
+    start = time.perf_counter()
+    with SimIndex(location) as index:
+        index.add_fingerprints(zip(keys, fps.tolist(), strict=True))
+    say(f"  loaded {len(fps):,} in {time.perf_counter() - start:.1f} s")
+    out: dict[str, float] = {}
+    with SimIndex(location, hold=False) as index:
+        timed(index, queries[:WARM])
+        found, times = timed(index, queries)
+        if found != want:
+            return "database answers differ from brute force"
+        out["database"] = statistics.median(times)
+    with SimIndex(location, hold=True) as index:
+        found, times = timed(index, queries)
+        if found != want:
+            return "held answers differ from brute force"
+        out["first"] = times[0]
+        out["held"] = statistics.median(times[1:])
+    start = time.perf_counter()
+    with SimIndex(location) as index:
+        found, _ = timed(index, queries)
+    out["open"] = (time.perf_counter() - start) / len(queries)
+    if found != want:
+        return "default-hold answers differ from brute force"
+    with SimIndex(location) as index:
+        start = time.perf_counter()
+        many = index.query_many(queries)
+        out["many"] = len(queries) / (time.perf_counter() - start)
+    if [sorted(m.key for m in ms) for ms in many] != want:
+        return "query_many answers differ from brute force"
+    return out
+
+
+def measure(args: argparse.Namespace) -> int:
+    n = 50_000 if args.quick else args.n
+    fps, queries = make_data(n, args.queries, args.seed)
+    say(f"data: {n:,} fingerprints, {len(queries):,} queries")
+    k = 8
+    positions, numpy_p50 = brute(fps, queries, k)
+    want = [sorted(f"k{i}" for i in p) for p in positions]
+    backends: list[tuple[str, str]] = []
+    folder = tempfile.mkdtemp(prefix="simindex-holding-")
+    backends.append(("SQLite", str(Path(folder) / "index.db")))
+    url = args.postgres_url
+    if url and not args.skip_postgres:
+        schema = f"simindex_bench_{uuid.uuid4().hex[:8]}"
+        backends.append(("PostgreSQL", f"{url}{'&' if '?' in url else '?'}schema={schema}"))
+    results = {}
+    try:
+        for name, location in backends:
+            say(f"{name}:")
+            got = measure_backend(location, fps, queries.tolist(), want)
+            if isinstance(got, str):
+                print(f"{name}: {got}", file=sys.stderr)
+                return 1
+            results[name] = got
+    finally:
+        for name, location in backends:
+            if name == "PostgreSQL":
+                drop_schema(url, location.rsplit("schema=", 1)[1])
+        for path in Path(folder).glob("*"):
+            path.unlink()
+        os.rmdir(folder)
+    print(f"single queries at the default k (8), N={n:,}, Q={len(queries):,} (half planted)")
+    print(f"numpy brute force over all N, same run: p50 {numpy_p50 * 1e6:,.0f} us a query\n")
+    print(f"{'':44} {'unit':>6} " + " ".join(f"{b:>12} {'x numpy':>8}" for b in results))
+    rows = [
+        ("query, database (hold=False), p50", "database", 1e6, "us"),
+        ("query, held (hold=True), p50", "held", 1e6, "us"),
+        ("first query with hold=True (reads it in)", "first", 1e3, "ms"),
+        ("open + Q queries, default hold, mean", "open", 1e6, "us"),
+    ]
+    for label, key, scale, unit in rows:
+        cells = []
+        for r in results.values():
+            ratio = f"{r[key] / numpy_p50:8.2f}" if unit == "us" else f"{'':8}"
+            cells.append(f"{r[key] * scale:12,.0f} {ratio}")
+        print(f"{label:44} {unit:>6} " + " ".join(cells))
+    many = " ".join(f"{r['many']:12,.0f} {'':8}" for r in results.values())
+    print(f"{'query_many(Q), default hold':44} {'q/s':>6} {many}")
+    print("\nx numpy: the row's figure over numpy brute force's p50 (under 1: faster).")
+    print("same answers: yes (every path against brute force)")
+    return 0
+
+
+def drop_schema(url: str, schema: str) -> None:
+    from sqlalchemy import create_engine
+
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    finally:
+        engine.dispose()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=1_000_000, help="fingerprints (default 1,000,000)")
+    ap.add_argument("--queries", type=int, default=2000, help="queries (default 2,000)")
+    ap.add_argument("--quick", action="store_true", help="N=50,000: a smoke run")
+    ap.add_argument("--postgres-url", default=os.environ.get("SIMINDEX_TEST_POSTGRES_URL"))
+    ap.add_argument("--skip-postgres", action="store_true", help="SQLite alone")
+    ap.add_argument("--seed", type=int, default=20261201)
+    output_options(ap)
+    args = ap.parse_args(argv)
+    return save_output("holding", args, lambda: measure(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
