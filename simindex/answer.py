@@ -82,13 +82,14 @@ class Answers:
         four blocks, see blocks.probe_radius), else by reading every
         row, which says so with a FullScanWarning.
 
-        On SQLite, once a thread's probed queries (a k above the layout's,
-        such as the default 8) have spent in the database about what reading
-        the whole index would cost (~1 us a fingerprint), the index reads its
-        fingerprints into memory (~70 bytes each, indexes of up to 20M; see
-        ``hold``) and answers those from there, with the thread's own writes
-        applied, until anyone else writes to it: the same answers, several
-        times sooner.
+        Once probed queries (a k above the layout's, such as the default 8)
+        have spent in the database about what reading the whole index would
+        cost (~1 us a fingerprint), the index reads its fingerprints and
+        signatures into memory (~70 bytes each, ~135 with signatures;
+        indexes of up to 20M; see ``hold``) and answers those from there,
+        with its own writes applied, until anyone else writes to it: the same
+        answers, several times sooner (on PostgreSQL from schema revision
+        0003, docs/storage.md).
         """
         if k is not None:
             check_k(k)
@@ -261,7 +262,7 @@ class Answers:
         accelerator, and read the index into memory when it says so."""
         if not self._accel.charge(seconds, self._store.estimated_size):
             return
-        if not self._backend.caps.can_hold:  # no way to tell it is current: never held
+        if not self._store.holds:  # no way to tell it is current: never held
             self._accel.never()
             return
         started = time.perf_counter()
@@ -278,8 +279,9 @@ class Answers:
         self._refresh()
         versions = self._store.versions()  # before the read: a write between shows later
         with self._backend.reading() as conn:
-            # The count first: were the reads not one snapshot, a write
-            # between would show as a count the snapshot has not seen.
+            # The count first: where the reads are not one snapshot
+            # (PostgreSQL's READ COMMITTED), a write between shows as a
+            # count the snapshot has not seen, and the snapshot is let go.
             writes = self._backend.writes_counted(conn)
             ids, fps = self._store.load(conn)
             signatures = self._store.load_signatures(conn, ids)

@@ -217,7 +217,12 @@ class SimIndex(Answers, Upkeep):
         # One assignment, so a thread reads a settings and Store that belong
         # together. The old Store is not closed here: another thread may be
         # reading through it this moment; its connections close when it goes.
-        fresh = storage.Store(self._backend, settings.layout, signatures=settings.signatures)
+        fresh = storage.Store(
+            self._backend,
+            settings.layout,
+            signatures=settings.signatures,
+            counted=settings.counted,
+        )
         fresh.valid_for = cookie
         self._state = (settings, fresh)
         self._accel.drop()  # held under the old layout

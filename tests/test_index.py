@@ -595,6 +595,40 @@ def test_a_held_snapshot_answers_as_brute_force_and_sees_every_write(
         assert index.k == 8
 
 
+def test_postgresql_holds_only_an_index_every_writer_counts(location: str) -> None:
+    """Before revision 0003 a simindex wrote PostgreSQL indexes without
+    counting its writes: such an index, read as it is, is never held there
+    (SQLite's data_version sees every commit: held); upgraded, it is."""
+    from sqlalchemy import create_engine
+
+    stored = {f"k{i}": i * 0x9E3779B97F4A7C15 % 2**64 for i in range(200)}
+    with SimIndex(location) as index:
+        index.add_fingerprints(stored.items())
+    from simindex.storage import locate
+
+    where = locate(location)
+    engine = create_engine(where.url) if where.path is None else None
+    if engine is not None:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(
+                f"UPDATE {where.schema}.simindex_alembic_version SET version_num = '0002'"
+            )
+        engine.dispose()
+    else:
+        with sqlite3.connect(location) as conn:
+            conn.execute("UPDATE simindex_alembic_version SET version_num = '0002'")
+        conn.close()
+    q = stored["k7"] ^ 0b11
+    with SimIndex(location, readonly=True, hold=True) as index:
+        assert index.stats()["schema_revision"] == "0002"
+        assert index.query(q) == brute_force(stored, q, 8)
+        assert (index._accel.snapshot is not None) == (engine is None)
+    with SimIndex(location, hold=True) as index:  # for writing: upgraded to 0003
+        assert index.stats()["schema_revision"] == "0003"
+        assert index.query(q) == brute_force(stored, q, 8)
+        assert index._accel.snapshot is not None
+
+
 def test_hold_says_when_queries_come_from_memory(db_path: Path) -> None:
     rng = random.Random(3)
     stored = {f"k{i}": rng.getrandbits(64) for i in range(500)}

@@ -371,6 +371,24 @@ def test_fingerprints_order_and_columns(spark: Any) -> None:
         fingerprints(docs, key_col="k")
 
 
+def test_an_order_with_ties_is_refused(spark: Any) -> None:
+    """An add order has no ties: two documents at one position would share
+    a row in the pairs and a node in the clusters, so both refuse it."""
+    from simindex.spark import clusters, fingerprints, near_duplicates
+
+    docs = spark.createDataFrame(
+        [("d0", "the same words here", 5), ("d1", "the same words here", 5)],
+        "id string, text string, ts long",
+    )
+    fps = fingerprints(docs, order_col="ts")
+    with pytest.raises(ValueError, match="each needs its own value: it is 5 for 2"):
+        near_duplicates(fps)
+    pairs = near_duplicates(fingerprints(docs))  # the input's order: no ties
+    assert [tuple(r) for r in pairs.collect()] == [("d0", "d1", 0, 1.0)]
+    with pytest.raises(ValueError, match="its own value"):
+        clusters(pairs, fps)
+
+
 # --- to_index -------------------------------------------------------------------------------
 
 
@@ -494,6 +512,10 @@ def test_command_refusals(spark: Any, tmp_path: Path) -> None:
     bad.write_text('{"id": "a", "text": "x"}\nnot json\n', encoding="utf-8")
     twice = tmp_path / "twice.jsonl"
     twice.write_text('{"id": "a", "text": "x"}\n{"id": "a", "text": "y"}\n', encoding="utf-8")
+    tied = tmp_path / "tied.jsonl"
+    tied.write_text(
+        '{"id": "a", "text": "x", "ts": 1}\n{"id": "b", "text": "y", "ts": 1}\n', encoding="utf-8"
+    )
     odd = tmp_path / "odd.txt"
     odd.write_text("x", encoding="utf-8")
     cases = {
@@ -506,10 +528,17 @@ def test_command_refusals(spark: Any, tmp_path: Path) -> None:
         "cannot read": [str(bad), "--out", str(tmp_path / "o5")],
         "keys must be unique": [str(twice), "--out", str(tmp_path / "o6")],
         "JSON Lines or Parquet": [str(odd), "--out", str(tmp_path / "o7")],
+        "its own value: it is 1 for 2": [
+            str(tied),
+            "--out",
+            str(tmp_path / "o8"),
+            "--order-col",
+            "ts",
+        ],
     }
     for message, args in cases.items():
         assert message in _error(run_command(*args)), args
-    assert not any((tmp_path / f"o{i}").exists() for i in range(1, 8))
+    assert not any((tmp_path / f"o{i}").exists() for i in range(1, 9))
     assert news.read_bytes().count(b"\n") == 36  # the input untouched
 
 

@@ -173,6 +173,7 @@ def test_a_held_snapshot_verifies_in_memory_as_the_rows_do(
             marks = [fingerprint_and_signature(t, index.config) for t in queries]
             want = [oracle(stored, fp, sig, 8, at) for fp, sig in marks]
             assert [index.query(t, threshold=threshold) for t in queries] == want
+            assert index.query_many(queries[:5], threshold=threshold) == want[:5]  # one by one
             assert index.query_many(queries, threshold=threshold) == want
             assert index.query_many(queries * 9, threshold=threshold) == want * 9
 
@@ -383,7 +384,7 @@ def test_an_older_postgresql_index_is_read_as_it_is(pg_url: str, texts: dict[str
         want = [oracle(bare, index.fingerprint(t), None, 2, 0) for t in batch]
         assert index.query_many(batch, k=2) == want
     with SimIndex(pg_url) as index:  # for writing: upgraded, the threshold recorded
-        assert index.stats()["schema_revision"] == "0002"
+        assert index.stats()["schema_revision"] == "0003"
         assert index.threshold == 0.8
 
 
@@ -409,7 +410,7 @@ def test_an_older_index_upgrades_in_place_and_is_verified_once_rebuilt(
     with SimIndex(path) as index:
         info = index.stats()
         assert (info["schema_revision"], info["without_signature"], info["count"]) == (
-            "0002",
+            "0003",
             60,
             60,
         )

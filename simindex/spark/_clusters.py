@@ -31,7 +31,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from simindex.errors import InvalidArgumentError
-from simindex.spark._fingerprints import check_columns
+from simindex.spark._fingerprints import check_columns, check_order
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -68,6 +68,7 @@ def clusters(
             raise InvalidArgumentError(f"{name} is a whole number of at least 0, not {value!r}")
     check_columns(pairs, "key_a", "key_b", "distance")
     check_columns(fps, "key", order_col)
+    check_order(fps, order_col)
     from pyspark.sql import functions as F
 
     spark = pairs.sparkSession

@@ -26,7 +26,7 @@ import typer
 
 from simindex.blocks import MAX_INDEX_K, check_k
 from simindex.cli.errors import EXIT_INTERRUPTED, UserError, fail
-from simindex.errors import SimIndexError
+from simindex.errors import InvalidArgumentError, SimIndexError
 from simindex.signature import check_threshold
 
 HOW = "pip install 'simindex[spark]'"
@@ -224,6 +224,8 @@ def _read(spark: Any, source: Path, fmt: str, columns: tuple[str, str, str | Non
     from pyspark.errors import PySparkException
     from pyspark.sql import functions as F
 
+    from simindex.spark._fingerprints import check_order
+
     key_col, text_col, order_col = columns
     named = [(key_col, "--key-col"), (text_col, "--text-col")]
     if order_col is not None:
@@ -247,6 +249,11 @@ def _read(spark: Any, source: Path, fmt: str, columns: tuple[str, str, str | Non
                 f"key {twice[0]['key']!r} names {twice[0]['count']} documents in {source}: "
                 f"keys must be unique"
             )
+        if order_col is not None:
+            try:
+                check_order(docs, order_col)
+            except InvalidArgumentError as exc:
+                raise UserError(f"{source}: {exc} (--order-col)") from exc
     except PySparkException as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(f"cannot read {source} as {fmt}: {first}") from exc

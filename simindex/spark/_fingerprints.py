@@ -38,6 +38,27 @@ def check_columns(df: DataFrame, *names: str) -> None:
             )
 
 
+def check_order(df: DataFrame, column: str) -> None:
+    """Raise InvalidArgumentError unless every row has its own value in
+    ``column`` (it stands for an index's add order, which has no ties)."""
+    from pyspark.sql import functions as F
+
+    tied = (
+        df.groupBy(F.col(column).alias("value"))
+        .count()
+        .where((F.col("count") > 1) | F.col("value").isNull())
+        .limit(1)
+        .collect()
+    )
+    if tied:
+        value, count = tied[0]["value"], tied[0]["count"]
+        what = "is empty" if value is None else f"is {value!r}"
+        raise InvalidArgumentError(
+            f"column {column!r} orders the documents as an index's add order does, so each "
+            f"needs its own value: it {what} for {count} of them"
+        )
+
+
 def fingerprints(
     df: DataFrame,
     *,

@@ -38,7 +38,7 @@ from simindex.errors import InvalidArgumentError
 from simindex.fingerprint import to_signed, to_unsigned
 from simindex.pairs import pairs_plan
 from simindex.signature import DEFAULT_THRESHOLD, check_threshold, similarity
-from simindex.spark._fingerprints import check_columns
+from simindex.spark._fingerprints import check_columns, check_order
 from simindex.tables import Plan
 
 if TYPE_CHECKING:
@@ -87,7 +87,10 @@ def near_duplicates(
         raise InvalidArgumentError(f"blocks is a whole number from 1 to 16, not {blocks!r}")
     check_columns(fps, "key", "fingerprint")
     from pyspark import StorageLevel
+    from pyspark.sql import functions as F
 
+    if "position" in fps.columns:
+        check_order(fps.where(F.col("fingerprint").isNotNull()), "position")
     rows = _numbered(fps).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         n = rows.count()

@@ -15,6 +15,7 @@ package asks which database it is talking to.
     sql.py        statements compiled for the driver, kept read connections, block rows
     store.py      the fingerprint table: lookups, loads, writes
     checks.py     what check and repair ask of it (Store inherits them)
+    copying.py    PostgreSQL's COPY loads and the server's join of a batch (inherited too)
 """
 
 from simindex.storage.backend import Backend, Write, db_error

@@ -126,12 +126,8 @@ class Backend:
         SQLAlchemy, or from the driver's own cursors used inside it, become
         one StorageError."""
         try:
-            with self.engine.connect() as conn:
-                options = self.dialect.read_options()
-                if options:
-                    conn.execution_options(**options)
-                with conn.begin():
-                    yield conn
+            with self.engine.connect() as conn, conn.begin():
+                yield conn
         except (SQLAlchemyError, self.driver_error) as exc:
             raise self.error(exc) from exc
 

@@ -41,11 +41,11 @@ GENERATION_SQL = f"SELECT {GENERATION}"
 # its own writes (which it applies) from anyone else's. The count is a write
 # transaction's last statement: on PostgreSQL its row lock is held only while
 # the transaction commits.
-_CHANGES = f"(SELECT CAST(value AS INTEGER) FROM {schema.META_TABLE} WHERE name = 'changes')"
+_CHANGES = f"(SELECT CAST(value AS BIGINT) FROM {schema.META_TABLE} WHERE name = 'changes')"
 _COUNT_WRITE_SQL = (
     f"INSERT INTO {schema.META_TABLE} (name, value) VALUES ('changes', '1') "
     "ON CONFLICT (name) DO UPDATE "
-    f"SET value = CAST(CAST({schema.META_TABLE}.value AS INTEGER) + 1 AS TEXT)"
+    f"SET value = CAST(CAST({schema.META_TABLE}.value AS BIGINT) + 1 AS TEXT)"
 )
 SQLITE_VERSIONS_SQL = (
     "SELECT (SELECT data_version FROM pragma_data_version), "
@@ -65,6 +65,7 @@ class Capabilities:
     """What the database of one index can do, detected once when it is opened."""
 
     can_hold: bool  # a snapshot held in memory can tell it is current (versions_sql)
+    data_version: bool  # it sees any other commit, counted or not (SQLite's data_version)
     returning: bool  # INSERT ... RETURNING (SQLite 3.35+)
     server_join: bool  # a batch of queries joined with the index on the server
     bulk_copy: bool  # rows loaded with COPY through a temporary table
@@ -117,10 +118,6 @@ class Dialect:
 
     def writes_counted(self, conn: Connection) -> int | None:
         return int(conn.exec_driver_sql(f"SELECT COALESCE({_CHANGES}, 0)").scalar_one())
-
-    def read_options(self) -> dict[str, Any]:
-        """Execution options of a read transaction (its isolation)."""
-        return {}
 
     def integrity(self, conn: Connection) -> list[str]:
         """What the database's own integrity check finds wrong (nothing: [])."""
@@ -178,6 +175,7 @@ class _Sqlite(Dialect):
     def capabilities(self, engine: Engine) -> Capabilities:
         return Capabilities(
             can_hold=True,
+            data_version=True,
             returning=sqlite3.sqlite_version_info >= (3, 35),
             server_join=False,
             bulk_copy=False,
@@ -276,7 +274,8 @@ class _Postgres(Dialect):
             engine.connect().close()
         version = engine.dialect.server_version_info or (0,)
         return Capabilities(
-            can_hold=True,  # by the writes counted (no data_version)
+            can_hold=True,  # by the writes counted, at revision 0003 (Store.holds)
+            data_version=False,
             returning=False,  # (it has RETURNING; the rows of a small write are read back)
             server_join=True,
             bulk_copy=True,
@@ -284,11 +283,6 @@ class _Postgres(Dialect):
             server_bit_count=version >= (14,),
             vacuum_after_load=True,
         )
-
-    def read_options(self) -> dict[str, Any]:
-        """Reads see one snapshot for the whole transaction (REPEATABLE READ:
-        a read-only transaction never fails to serialise), as SQLite's do."""
-        return {"isolation_level": "REPEATABLE READ"}
 
     def begin_write(self, conn: Connection, *, alone: bool) -> None:
         if alone:

@@ -34,9 +34,10 @@ if TYPE_CHECKING:
 FORMAT_VERSION = 2  # the newest format this simindex reads (see Settings.format)
 # The Alembic revisions this simindex knows, oldest first (tests check them
 # against migrations/versions). Kept here so opening an index needs no Alembic.
-REVISIONS = ("0001", "0002")
+REVISIONS = ("0001", "0002", "0003")
 HEAD = REVISIONS[-1]
 SIGNATURES_FROM = "0002"  # the first revision with the signature column
+COUNTED_FROM = "0003"  # the first whose every writer counts its writes (PostgreSQL)
 
 
 def package_version() -> str:
@@ -91,6 +92,12 @@ class Settings:
     def signatures(self) -> bool:
         """Whether the fingerprint table has the signature column."""
         return self.revision >= SIGNATURES_FROM
+
+    @property
+    def counted(self) -> bool:
+        """Whether every simindex that may write the index counts its writes
+        (revision 0003; SQLite's data_version sees the others anyway)."""
+        return self.revision >= COUNTED_FROM
 
     @property
     def format(self) -> int:
