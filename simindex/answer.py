@@ -15,7 +15,7 @@ import time
 import warnings
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
@@ -110,6 +110,12 @@ class Answers:
         fingerprint, verify = self._as_query(text_or_fingerprint, settings, threshold)
         distance = settings.k if k is None else k
         probed = distance > settings.layout.k
+        if probed and used.confirms_with_rows and used is self._store:
+            # On a server, answered from memory first and confirmed current by
+            # the statement that reads the matches' rows: one round trip.
+            found = self._in_memory_confirmed(fingerprint, verify, distance)
+            if found is not None:
+                return found
         # Exact lookups (k up to the layout's) cost a few seeks: always the
         # database. Probes cost hundreds: memory, once that pays (_spent).
         held = self._held(distance) if probed else None
@@ -303,13 +309,47 @@ class Answers:
         candidates = ((qid, (i, key, f, sig)) for qid, i, key, f, sig in rows)
         return within_each(candidates, fps, k, checks)
 
+    def _in_memory_confirmed(self, fingerprint: int, verify: Verify, k: int) -> list[Match] | None:
+        """One query answered from the held snapshot, its rows read in the
+        statement that also reads the versions (Store.rows_and_versions); the
+        answer stands only if those say the snapshot was still current then
+        (no write but this object's since it was read, no rebuild): its
+        candidates were then exactly the index's. Else None (the caller asks
+        again the usual way, which lets a stale snapshot go)."""
+        snapshot = self._accel.snapshot
+        if snapshot is None or k > MAX_INDEX_K:
+            return None
+        found = self._match_in_memory([fingerprint], [verify], k, snapshot, confirm=True)
+        return None if found is None else found[0]
+
+    @overload
     def _match_in_memory(
         self,
         fps: Sequence[int],
         checks: Sequence[Verify],
         k: int,
         snapshot: Snapshot | None = None,
-    ) -> list[list[Match]]:
+        confirm: Literal[False] = False,
+    ) -> list[list[Match]]: ...
+
+    @overload
+    def _match_in_memory(
+        self,
+        fps: Sequence[int],
+        checks: Sequence[Verify],
+        k: int,
+        snapshot: Snapshot | None,
+        confirm: Literal[True],
+    ) -> list[list[Match]] | None: ...
+
+    def _match_in_memory(
+        self,
+        fps: Sequence[int],
+        checks: Sequence[Verify],
+        k: int,
+        snapshot: Snapshot | None = None,
+        confirm: bool = False,
+    ) -> list[list[Match]] | None:
         if snapshot is None:  # a batch: the held snapshot if current, else read one
             snapshot = self._held(k)
             if snapshot is None:
@@ -327,7 +367,7 @@ class Answers:
         if len(fps) == 1:  # a single query (the held path): no batch bookkeeping
             s = snapshot.near(fps[0], k)
             q = np.zeros(len(s), dtype=np.intp)
-            if not s.size and not snapshot.added_ids.size:
+            if not s.size and not snapshot.added_ids.size and not confirm:
                 return [[]]
         elif len(fps) <= _ONE_BY_ONE:
             found = [snapshot.near(fp, k) for fp in fps]
@@ -350,6 +390,14 @@ class Answers:
         # have replaced a row since the snapshot).
         rows: dict[int, tuple[int, str, int, bytes | None]] = {}
         unique = list(dict.fromkeys(ids))
+        if confirm:  # the rows and the versions in one statement
+            if len(unique) > 500:
+                return None
+            read, versions = self._store.rows_and_versions(unique)
+            if self._changed(versions[1]) or self._accel.current(versions) is not snapshot:
+                return None
+            rows.update((r[0], r) for r in read)
+            unique = []
         for start in range(0, len(unique), 500):
             rows.update((r[0], r) for r in self._store.rows_by_id(unique[start : start + 500]))
         candidates = ((qi, rows[i]) for qi, i in zip(qs, ids, strict=True) if i in rows)

@@ -629,6 +629,42 @@ def test_postgresql_holds_only_an_index_every_writer_counts(location: str) -> No
         assert index._accel.snapshot is not None
 
 
+def test_a_held_query_on_a_server_reads_its_rows_and_versions_at_once(
+    pg_url: str, hold: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL: a held query is answered from memory and confirmed by the
+    one statement that reads its matches' rows with the versions (no
+    separate versions read); a write elsewhere shows in that statement and
+    the query is asked again the usual way, with the same answers."""
+    rng = random.Random(12)
+    stored = {f"k{i}": rng.getrandbits(64) for i in range(3000)}
+    keys = list(stored)
+    with SimIndex(pg_url, k=3) as index, SimIndex(pg_url) as other:
+        index.add_fingerprints(stored.items())
+        q = stored[keys[5]] ^ 0b1011
+        assert index.query(q, k=8) == brute_force(stored, q, 8)  # reads it in
+        first = index._accel.snapshot
+        assert first is not None
+        calls: list[str] = []
+        for name in ("versions", "rows_by_id", "rows_and_versions"):
+            real = getattr(store.Store, name)
+            monkeypatch.setattr(
+                store.Store,
+                name,
+                lambda self, *a, _n=name, _f=real: calls.append(_n) or _f(self, *a),
+            )
+        for query in (q, rng.getrandbits(64)):  # with matches, and without
+            calls.clear()
+            assert index.query(query, k=8) == brute_force(stored, query, 8)
+            assert calls == ["rows_and_versions"], calls
+        other.add_fingerprint("new", q ^ 1)  # elsewhere: the next query sees it
+        stored["new"] = q ^ 1
+        calls.clear()
+        assert index.query(q, k=8) == brute_force(stored, q, 8)
+        assert calls[0] == "rows_and_versions" and "versions" in calls
+        assert index._accel.snapshot is not first  # let go (and read again: the rent is 0)
+
+
 def test_hold_says_when_queries_come_from_memory(db_path: Path) -> None:
     rng = random.Random(3)
     stored = {f"k{i}": rng.getrandbits(64) for i in range(500)}

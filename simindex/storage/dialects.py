@@ -54,6 +54,7 @@ SQLITE_VERSIONS_SQL = (
 # PostgreSQL has no data_version: 0 in its place, the generation for the
 # cookie, and the writes counted (read in autocommit: the latest committed).
 POSTGRES_VERSIONS_SQL = f"SELECT 0, {GENERATION}, COALESCE({_CHANGES}, 0)"
+CHANGES = f"COALESCE({_CHANGES}, 0)"  # the writes counted, as a column
 # PostgreSQL: every write transaction holds this advisory lock (one per
 # schema), shared; creating, upgrading or rebuilding an index holds it alone.
 # So a write never runs against a layout a rebuild is replacing meanwhile.

@@ -21,6 +21,7 @@ from sqlalchemy import (
     bindparam,
     delete,
     func,
+    literal_column,
     null,
     or_,
     select,
@@ -35,7 +36,7 @@ from simindex.storage import schema
 from simindex.storage.backend import Backend, db_error
 from simindex.storage.checks import Checks
 from simindex.storage.copying import Copying
-from simindex.storage.dialects import GENERATION
+from simindex.storage.dialects import CHANGES, GENERATION
 from simindex.storage.sql import Chunk, Held, Signatures, Sql, block_rows
 
 MAX_PROBE_K = 32  # probing past this is never cheaper than reading every row
@@ -133,6 +134,7 @@ class Store(Checks, Copying):
         self._lookup_spans = [spans[int(name.rsplit("_b", 1)[1])] for name in ordered]
         self._lookup_signed = max(layout.widths) == BITS  # a single 64-bit block
         self._by_id: dict[int, Sql] = {}
+        self._with_versions: dict[int, Sql] = {}
         self._by_key: dict[int, Sql] = {}
         self._probe_sql: dict[int, tuple[Sql, list[Probe]]] = {}
         self._get = Sql(
@@ -311,6 +313,36 @@ class Store(Checks, Copying):
             )
             sql = self._by_id[len(ids)] = Sql(statement, self.engine.dialect, names)
         return self._read(sql.text, sql.params(list(ids)))
+
+    @property
+    def confirms_with_rows(self) -> bool:
+        """Whether rows_and_versions may stand for versions() then rows_by_id:
+        where versions carry no data_version (PostgreSQL), they read the same
+        on any connection, so one statement can bring both (a round trip
+        less for a held query on a server)."""
+        return self.holds and not self.caps.data_version
+
+    def rows_and_versions(
+        self, ids: Sequence[int]
+    ) -> tuple[list[tuple[int, str, int, bytes | None]], tuple[int, int, int]]:
+        """rows_by_id(ids) and versions() in one statement (see
+        confirms_with_rows): the rows, and (0, generation, writes counted)
+        read with them."""
+        sql = self._with_versions.get(len(ids))
+        if sql is None:
+            t = self.tables.fingerprints
+            names = [f"id{i}" for i in range(len(ids))]
+            v = select(
+                literal_column(GENERATION).label("g"), literal_column(CHANGES).label("c")
+            ).subquery("v")
+            joined = v.outerjoin(t, t.c.id.in_([bindparam(n) for n in names]))
+            statement = select(
+                t.c.id, t.c.key, t.c.fingerprint, self._signature, v.c.g, v.c.c
+            ).select_from(joined)
+            sql = self._with_versions[len(ids)] = Sql(statement, self.engine.dialect, names)
+        found = self._read(sql.text, sql.params(list(ids)))
+        versions = (0, int(found[0][4]), int(found[0][5]))
+        return [(r[0], r[1], r[2], r[3]) for r in found if r[0] is not None], versions
 
     def versions(self) -> tuple[int, int, int] | None:
         """(data_version, schema cookie, write transactions counted) in one
