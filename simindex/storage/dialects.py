@@ -67,7 +67,7 @@ class Capabilities:
 
     can_hold: bool  # a snapshot held in memory can tell it is current (versions_sql)
     data_version: bool  # it sees any other commit, counted or not (SQLite's data_version)
-    returning: bool  # INSERT ... RETURNING (SQLite 3.35+)
+    returning: bool  # INSERT ... RETURNING (SQLite 3.35+, PostgreSQL)
     server_join: bool  # a batch of queries joined with the index on the server
     bulk_copy: bool  # rows loaded with COPY through a temporary table
     read_autocommit: bool  # a kept read connection is put in autocommit (psycopg)
@@ -110,12 +110,10 @@ class Dialect:
         or on PostgreSQL the counter row's lock, is held). One statement
         where the database has RETURNING: reading the table again in the
         write transaction cost about 100 us on SQLite (a single add ~170)."""
-        if caps.returning or self.returning_always:
+        if caps.returning:
             return int(conn.exec_driver_sql(f"{_COUNT_WRITE_SQL} RETURNING value").scalar_one())
         conn.exec_driver_sql(_COUNT_WRITE_SQL)
         return int(conn.exec_driver_sql(f"SELECT {_CHANGES}").scalar_one())
-
-    returning_always = False  # RETURNING whatever caps.returning says (PostgreSQL)
 
     def writes_counted(self, conn: Connection) -> int | None:
         return int(conn.exec_driver_sql(f"SELECT COALESCE({_CHANGES}, 0)").scalar_one())
@@ -251,7 +249,6 @@ def _on_sqlite_begin(connection: Connection) -> None:
 class _Postgres(Dialect):
     name = "postgresql"
     versions_sql = POSTGRES_VERSIONS_SQL
-    returning_always = True
 
     def make_engine(
         self, where: Location, *, timeout: float, readonly: bool, immutable: bool
@@ -277,7 +274,7 @@ class _Postgres(Dialect):
         return Capabilities(
             can_hold=True,  # by the writes counted, at revision 0003 (Store.holds)
             data_version=False,
-            returning=False,  # (it has RETURNING; the rows of a small write are read back)
+            returning=True,  # (its writes go through COPY: Store.put never asks)
             server_join=True,
             bulk_copy=True,
             read_autocommit=True,
