@@ -14,8 +14,10 @@ distance alone, so both sides do the same work), k = 8 (the default).
 - `SimIndex.duplicates()`: an in-memory index (":memory:") holding the rows
   (add_fingerprints, not timed), then duplicates(8): read and paired in
   memory (pairs.pairs_within), medians of R runs;
-- `near_duplicates`: the same rows as a cached DataFrame in local[M]
-  (default local[2]; shuffle partitions 8), near_duplicates(k=8) and a count
+- `near_duplicates`: the same rows, written to a Parquet file (pyarrow, not
+  timed) and read back as a cached DataFrame in local[M] (default local[2];
+  shuffle partitions: N / 100,000, at least 8; driver memory 4g),
+  near_duplicates(k=8) and a count
   of its pairs, medians of R runs; the SparkSession's start is reported
   apart (once a run, not in the medians), and the shuffle written by one run
   (Spark's own stage metrics, read from its status API) per fingerprint.
@@ -30,6 +32,7 @@ import json
 import random
 import statistics
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -86,6 +89,21 @@ def measure(args: argparse.Namespace) -> int:
         f"no signatures; plan: {len(plan.masks)} tables, radius {plan.radius}, "
         f"{sum(len(f) - 1 for f in plan.flips)} probes a row (about half sent)"
     )
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    scratch = tempfile.TemporaryDirectory(prefix="bench-spark-")
+    table = Path(scratch.name) / "rows.parquet"
+    pq.write_table(
+        pa.table(
+            {
+                "key": [key for key, _ in data],
+                "fingerprint": pa.array([to_signed(fp) for _, fp in data], pa.int64()),
+                "position": pa.array(range(n), pa.int64()),
+            }
+        ),
+        table,
+    )
     with SimIndex(":memory:") as index:
         index.add_fingerprints(data)
         local = []
@@ -94,16 +112,19 @@ def measure(args: argparse.Namespace) -> int:
             want = index.duplicates(k)
             local.append(time.perf_counter() - start)
     print(f"SimIndex.duplicates(): {len(want):,} pairs")
+    expected = sorted((p.key_a, p.key_b, p.distance) for p in want)
+    del data, want
 
+    partitions = max(8, n // 100_000)
     start = time.perf_counter()
     from pyspark.sql import SparkSession
 
     spark = (
         SparkSession.builder.master(args.master)
         .appName("bench spark")
-        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.sql.shuffle.partitions", str(partitions))
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", "2g")
+        .config("spark.driver.memory", "4g")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
@@ -111,10 +132,8 @@ def measure(args: argparse.Namespace) -> int:
     session = time.perf_counter() - start
     from simindex.spark import near_duplicates
 
-    df = spark.createDataFrame(
-        [(key, to_signed(fp), i) for i, (key, fp) in enumerate(data)],
-        "key string, fingerprint long, position long",
-    ).cache()
+    print(f"shuffle partitions: {partitions}")
+    df = spark.read.parquet(str(table)).cache()
     df.count()
     distributed = []
     shuffled = 0
@@ -128,15 +147,16 @@ def measure(args: argparse.Namespace) -> int:
             time.sleep(2)  # the status API hears of finished stages a moment later
             shuffled = shuffle_bytes(spark, before)
             found = sorted((r.key_a, r.key_b, r.distance) for r in pairs.collect())
-            if found != sorted((p.key_a, p.key_b, p.distance) for p in want):
+            if found != expected:
                 print("near_duplicates and SimIndex.duplicates() differ", file=sys.stderr)
                 return 1
-        if got != len(want):
-            print(f"near_duplicates found {got} pairs, not {len(want)}", file=sys.stderr)
+        if got != len(expected):
+            print(f"near_duplicates found {got} pairs, not {len(expected)}", file=sys.stderr)
             return 1
     spark.stop()
+    scratch.cleanup()
     d, s = statistics.median(distributed), statistics.median(local)
-    print(f"same pairs: yes ({len(want):,})\n")
+    print(f"same pairs: yes ({len(expected):,})\n")
     print(f"{'':34} {'median s':>9} {'runs':>5} {'fps/s':>10}")
     print(f"{'SimIndex.duplicates() in memory':34} {s:9.2f} {runs:5d} {n / s:10,.0f}")
     print(f"{'near_duplicates, ' + args.master:34} {d:9.2f} {runs:5d} {n / d:10,.0f}")
