@@ -79,6 +79,56 @@ def test_two_indexes_in_one_database_do_not_collide(pg_url: str) -> None:
         engine.dispose()
 
 
+def test_lookup_indexes_carry_the_id_after_a_bulk_load_and_a_rebuild(pg_url: str) -> None:
+    from sqlalchemy import create_engine, text
+
+    def definitions() -> list[str]:
+        engine = create_engine(postgres_or_skip())
+        try:
+            with engine.connect() as conn:
+                return sorted(
+                    conn.execute(
+                        text(
+                            "SELECT indexdef FROM pg_indexes WHERE schemaname = :s "
+                            "AND indexname LIKE 'ix_simindex_fingerprints_t%'"
+                        ),
+                        {"s": pg_url.rsplit("schema=", 1)[1]},
+                    ).scalars()
+                )
+        finally:
+            engine.dispose()
+
+    rng = random.Random(5)
+    with SimIndex(pg_url) as index:
+        index.add_fingerprints((f"k{i}", rng.getrandbits(64)) for i in range(30_000))
+        made = definitions()
+        index.rebuild(k=3)
+        rebuilt = definitions()
+    assert len(made) == 3 and len(rebuilt) == 4  # k = 8: 3 tables; k = 3: 4 blocks, 4 tables
+    assert all(d.endswith("INCLUDE (id)") for d in made + rebuilt), made + rebuilt
+
+
+def test_a_sqlite_process_opening_an_index_never_loads_postgresql_s_dialect(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Creating an index runs its migrations (Alembic loads every dialect it
+    knows); opening one, querying, adding and rebuilding load SQLite's alone."""
+    import subprocess
+    import sys
+
+    path = str(tmp_path / "x.db")
+    SimIndex(path).close()
+    code = (
+        "import sys\n"
+        "from simindex import SimIndex\n"
+        f"with SimIndex({path!r}) as index:\n"
+        "    index.add_fingerprints([('a', 1), ('b', 3)])\n"
+        "    index.rebuild(k=3)\n"
+        "    assert [m.key for m in index.query(1)] == ['a', 'b']\n"
+        "print(sorted(m for m in sys.modules if m.startswith('sqlalchemy.dialects.postgresql')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout
+
+
 def test_an_index_that_is_not_there_is_not_created_when_told_not_to(pg_url: str) -> None:
     with pytest.raises(NotAnIndexError, match="no index"):
         SimIndex(pg_url, create=False)
