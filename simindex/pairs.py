@@ -18,7 +18,7 @@ import numpy as np
 from simindex.blocks import BlockLayout, even_widths, probe_radius
 from simindex.costs import pairs_by_offsets, pairs_table_ns
 from simindex.fingerprint import BITS
-from simindex.tables import Plan, earlier, keyed_by, plan_for
+from simindex.tables import Plan, earlier, keyed_by, plan_for, stable_order
 
 _CHUNK = 1 << 18  # lookups made at once (bounds memory)
 _MAX_FLIPS = 1 << 16  # probes of a plan pairs_plan considers
@@ -144,7 +144,7 @@ def pairs_within(fps: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.nd
 
     for t, mask in enumerate(masks):
         keyed, flips = keyed_by(fps, mask, plan.flips[t])
-        order = np.argsort(keyed, kind="stable")
+        order = stable_order(keyed)
         sorted_keys, sorted_fps = keyed[order], fps[order]
         # Pairs whose bits here differ by a probe's flips.
         width = mask.bit_count()

@@ -18,7 +18,16 @@ import numpy as np
 from simindex.blocks import MAX_INDEX_K, BlockLayout, Probe, even_widths, probes
 from simindex.costs import held_table_us
 from simindex.fingerprint import BITS
-from simindex.tables import Plan, earlier, equal_pairs, keyed_by, plan_for, run_positions, sort_key
+from simindex.tables import (
+    Plan,
+    earlier,
+    equal_pairs,
+    keyed_by,
+    plan_for,
+    run_positions,
+    sort_key,
+    stable_order,
+)
 
 _QUERY_CHUNK = 8192  # queries matched at once in a batch (bounds memory)
 # A single-query table finds a block value's rows by offset (one array entry
@@ -83,7 +92,7 @@ def _probed_tables(fps: np.ndarray, k: int) -> list[_Probed] | None:
     tables = []
     for t, (shift, span) in enumerate(layout.spans()):
         keyed = sort_key(fps, span << shift)
-        order = np.argsort(keyed, kind="stable")
+        order = stable_order(keyed)
         keys = keyed[order]
         index_type = np.int32 if len(fps) < 2**31 else np.int64
         starts = None
@@ -238,7 +247,7 @@ class Snapshot:
             tables: list[_Table] = []
             for t, mask in enumerate(plan.masks):
                 keyed, flips = keyed_by(self.fps, mask, plan.flips[t])
-                order = np.argsort(keyed, kind="stable")
+                order = stable_order(keyed)
                 tables.append((mask, keyed[order], order, flips))
             found = self._tables[k] = (plan, tables)
         return found

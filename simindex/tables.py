@@ -87,6 +87,28 @@ def equal_pairs(sorted_keys: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray
     return np.repeat(np.arange(len(wanted)), counts), run_positions(lo, counts)
 
 
+def stable_order(keys: np.ndarray) -> np.ndarray:
+    """np.argsort(keys, kind="stable") of unsigned integer keys, by radix:
+    one stable pass per 16 bits of the largest key, low digit first (numpy
+    sorts 16-bit integers by radix; wider ones by merging, several times
+    slower: a million 22-bit keys in about a quarter of the time)."""
+    if keys.dtype.kind != "u":
+        raise TypeError(f"stable_order sorts unsigned integers, not {keys.dtype}")
+    if keys.itemsize <= 2 or len(keys) < 2:
+        return np.argsort(keys, kind="stable")
+    top = int(keys.max()).bit_length()
+    order: np.ndarray | None = None
+    for shift in range(0, max(top, 1), 16):
+        digits = keys if order is None else keys[order]
+        if shift:
+            digits = digits >> keys.dtype.type(shift)
+        digits = (digits & keys.dtype.type(0xFFFF)).astype(np.uint16)
+        step = np.argsort(digits, kind="stable")
+        order = step if order is None else order[step]
+    assert order is not None
+    return order
+
+
 def sort_key(fps: np.ndarray, mask: int) -> np.ndarray:
     """The bits of fps under mask, as the narrowest integers that hold them
     (a table of one block of <= 16 bits sorts by radix, several times faster)."""

@@ -193,3 +193,27 @@ def test_one_query_in_memory_equals_brute_force(
         assert got == expected, (k, m)
     monkeypatch.setattr(snapshot, "single_layout", original)
     assert tried >= (1 if k <= 1 else 2)
+
+
+@pytest.mark.parametrize("dtype", [np.uint16, np.uint32, np.uint64])
+@pytest.mark.parametrize("n", [0, 1, 2, 5_000])
+def test_stable_order_is_numpys_stable_argsort(dtype: type, n: int) -> None:
+    """The radix order the sorted tables are built with: the same positions as
+    np.argsort(kind="stable"), ties (many) in their first order, keys up to
+    the top bit of the type and none above the lowest digit."""
+    from simindex.tables import stable_order
+
+    rng = np.random.default_rng(n)
+    bits = np.dtype(dtype).itemsize * 8
+    wide = rng.integers(0, 2**63, n, dtype=np.int64).astype(np.uint64) << np.uint64(1)
+    wide |= rng.integers(0, 2, n).astype(np.uint64)
+    cases = [
+        (wide >> np.uint64(64 - bits)).astype(dtype),  # the top bit set in about half
+        (wide >> np.uint64(64 - bits)).astype(dtype) % dtype(7),  # ties, one digit
+        (wide & np.uint64(0xFFFF_0000)).astype(dtype) if bits > 16 else wide.astype(dtype),
+    ]
+    for keys in cases:
+        keys[: n // 3] = keys[n // 3 : 2 * (n // 3)]
+        assert np.array_equal(stable_order(keys), np.argsort(keys, kind="stable"))
+    with pytest.raises(TypeError):
+        stable_order(np.arange(3, dtype=np.int64))
