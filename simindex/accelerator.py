@@ -20,8 +20,10 @@ happened:
   None, and a stale one is let go (doubling the next rent when it did not
   pay for itself, halving it when it did: writes that come often push the
   next read back, up to 16 times).
-- ``charge(seconds, size)``: a probed query spent this long in the database;
-  True when it is time to read the index (``install`` it then).
+- ``charge(seconds, size, stored)``: a probed query spent this long in the
+  database; True when it is time to read the index (``install`` it then).
+  Reading it costs less where the last snapshot read is stored in the index
+  and still current (storage/stored.py): ``stored()`` says so.
 - ``committed(writes, rows)``: a write of the owner's has committed, counted
   as ``writes``; ``rows`` are the (id, signed fingerprint) it wrote, or None
   when unknown (too many to list, or a rebuild): applied to the snapshot, or
@@ -37,7 +39,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from simindex.costs import HOLD_S_PER_ROW
+from simindex.costs import HOLD_S_PER_ROW, STORED_S_PER_ROW
 from simindex.fingerprint import to_unsigned
 from simindex.snapshot import Snapshot
 
@@ -141,12 +143,19 @@ class Accelerator:
         with self._lock:
             self.snapshot = self.stamp = None
 
-    def charge(self, seconds: float, size: Callable[[], int]) -> bool:
+    def charge(
+        self,
+        seconds: float,
+        size: Callable[[], int],
+        stored: Callable[[], bool] = lambda: False,
+    ) -> bool:
         """A probed query spent `seconds` in the database. True when it is time
         to read the index into memory: once the time spent reaches what reading
-        it costs (``size()`` rows at HOLD_S_PER_ROW, times the factor), or at
-        once with hold=True. Queries then cost at most about twice what the
-        better of the two ways would have, whatever the mix of reads and writes."""
+        it costs (``size()`` rows at HOLD_S_PER_ROW, or STORED_S_PER_ROW where
+        ``stored()`` says the last snapshot read is stored and current; times
+        the factor), or at once with hold=True. Queries then cost at most about
+        twice what the better of the two ways would have, whatever the mix of
+        reads and writes."""
         if self.hold is False:
             return False
         with self._lock:
@@ -159,8 +168,9 @@ class Accelerator:
             if self.hold is None and account.spent < rent:
                 return False
             rows = size()
+            per_row = STORED_S_PER_ROW if rows <= HOLD_MAX_ROWS and stored() else HOLD_S_PER_ROW
             account.rent = (
-                rows * HOLD_S_PER_ROW * account.factor if rows <= HOLD_MAX_ROWS else float("inf")
+                rows * per_row * account.factor if rows <= HOLD_MAX_ROWS else float("inf")
             )
             self.reading = bool(self.hold) or account.spent >= account.rent
             return self.reading

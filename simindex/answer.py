@@ -266,7 +266,8 @@ class Answers:
     def _spent(self, seconds: float) -> None:
         """A probed query spent `seconds` in the database: charge the
         accelerator, and read the index into memory when it says so."""
-        if not self._accel.charge(seconds, self._store.estimated_size):
+        store = self._store
+        if not self._accel.charge(seconds, store.estimated_size, store.stored_current):
             return
         if not self._store.holds:  # no way to tell it is current: never held
             self._accel.never()
@@ -283,15 +284,24 @@ class Answers:
         """The index's fingerprints, read in one snapshot, and the stamp they
         were read under (None where nothing can tell that they are current)."""
         self._refresh()
-        versions = self._store.versions()  # before the read: a write between shows later
+        store = self._store
+        versions = store.versions()  # before the read: a write between shows later
         with self._backend.reading() as conn:
             # The count first: where the reads are not one snapshot
             # (PostgreSQL's READ COMMITTED), a write between shows as a
             # count the snapshot has not seen, and the snapshot is let go.
             writes = self._backend.writes_counted(conn)
-            ids, fps = self._store.load(conn)
-            signatures = self._store.load_signatures(conn, ids)
+            generation = self._backend.schema_version(conn)
+            stored = store.load_stored(conn, generation, writes)
+            if stored is None:
+                ids, fps = store.load(conn)
+                signatures = store.load_signatures(conn, ids)
+            else:
+                ids, fps, signatures = stored
         stamp = None if versions is None or writes is None else Stamp(versions[0], writes)
+        if stored is None and stamp is not None and writes is not None:
+            # For the next reader; storing moves data_version (no row changes).
+            stamp.own = store.store_snapshot(ids, fps, signatures, generation, writes)
         return Snapshot(ids, fps, None, signatures), stamp
 
     def _match_on_server(

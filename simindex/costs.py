@@ -8,7 +8,7 @@ a result.
 
 - The database lookup (lookup_cost): seeks and candidate rows of one query.
 - A new index's number of blocks (default_blocks) and the advisor (advise).
-- Reading the index into memory (READ_US_PER_ROW, HOLD_S_PER_ROW).
+- Reading the index into memory (READ_US_PER_ROW, HOLD_S_PER_ROW, STORED_S_PER_ROW).
 - In memory: one table of a batch query (batch_table_cost), one table of a
   single query (held_table_us), and one table of all pairs (pairs_table_ns,
   pairs_by_offsets).
@@ -140,6 +140,9 @@ def advise(n: int, k: int) -> list[LayoutAdvice]:
 READ_US_PER_ROW = 0.5
 # Holding it: reading and sorting a row (at 1M: 0.6 s to read, 0.3 s to sort).
 HOLD_S_PER_ROW = 1e-6
+# The same from the stored snapshot (storage/stored.py; at 1M: about 0.03 s
+# to read its arrays, 0.1 s to sort).
+STORED_S_PER_ROW = 1.5e-7
 
 
 # -- in memory --------------------------------------------------------------

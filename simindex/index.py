@@ -222,6 +222,7 @@ class SimIndex(Answers, Upkeep):
             settings.layout,
             signatures=settings.signatures,
             counted=settings.counted,
+            stored=settings.stores_snapshots,
         )
         fresh.valid_for = cookie
         self._state = (settings, fresh)
@@ -455,6 +456,14 @@ class SimIndex(Answers, Upkeep):
         for key, value in rows:
             yield key, value & ((1 << 64) - 1)
 
+    def _fingerprints(self, conn: Connection) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, unsigned fingerprints) of every row, in the caller's read
+        transaction: from the stored snapshot while it is current (the
+        count first, as a held read takes it), else from the rows."""
+        writes = self._backend.writes_counted(conn)
+        found = self._store.load_stored(conn, self._backend.schema_version(conn), writes)
+        return self._store.load(conn) if found is None else (found[0], found[1])
+
     def _pairs(
         self, k: int | None, threshold: float | None
     ) -> tuple[list[tuple[int, int, int, float | None]], dict[int, str]]:
@@ -464,7 +473,7 @@ class SimIndex(Answers, Upkeep):
         distance = self.k if k is None else check_k(k, limit=MAX_INDEX_K)
         at = self.threshold if threshold is None else check_threshold(threshold)
         with self._lock, self._backend.reading() as conn:
-            ids, fps = self._store.load(conn)
+            ids, fps = self._fingerprints(conn)
             order = np.argsort(ids, kind="stable")
             ids, fps = ids[order], fps[order]
             a, b, d = pairs_within(fps, distance)

@@ -98,7 +98,7 @@ def _probed_tables(fps: np.ndarray, k: int) -> list[_Probed] | None:
         starts = None
         if _offsets_fit(span.bit_length(), len(fps)):
             starts = np.zeros(span + 2, dtype=index_type)
-            np.cumsum(np.bincount(keyed, minlength=span + 1), out=starts[1:])
+            np.cumsum(np.bincount(keyed, minlength=span + 1), dtype=index_type, out=starts[1:])
         flips = [0] if found is None else [p.flips[0] for p in found if p.table == t]
         tables.append(
             _Probed(shift, span, starts, keys, order.astype(index_type), np.array(flips, np.int64))

@@ -59,6 +59,7 @@ def hold(monkeypatch: pytest.MonkeyPatch) -> None:
     ``hold=False``), or left to the default's own rent."""
     monkeypatch.setattr(accelerator, "HOLD_FIRST_S", 0.0)
     monkeypatch.setattr(accelerator, "HOLD_S_PER_ROW", 0.0)
+    monkeypatch.setattr(accelerator, "STORED_S_PER_ROW", 0.0)
 
 
 @pytest.fixture

@@ -53,6 +53,27 @@ def test_it_reads_once_the_database_time_reaches_the_reading_cost() -> None:
     assert accel.snapshot is not None and accel.account.spent == 0.0
 
 
+def test_a_stored_current_snapshot_is_read_sooner() -> None:
+    """Where the last snapshot read is stored and current, reading costs
+    STORED_S_PER_ROW a row: the rent is that much smaller (asked only once
+    the size is)."""
+    asked: list[int] = []
+
+    def stored() -> bool:
+        asked.append(1)
+        return True
+
+    accel = Accelerator()
+    assert not accel.charge(0.03, size(), stored)
+    assert asked == []
+    n = 0
+    while not accel.charge(0.001, size(), stored):
+        n += 1
+    rent = accelerator.STORED_S_PER_ROW * 1_000_000
+    assert 0.03 + 0.001 * (n + 1) == pytest.approx(max(rent, accelerator.HOLD_FIRST_S), abs=0.002)
+    assert asked
+
+
 def test_hold_true_reads_at_the_first_probed_query_and_false_never() -> None:
     assert Accelerator(hold=True).charge(1e-6, size())
     never = Accelerator(hold=False)

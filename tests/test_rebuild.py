@@ -77,6 +77,7 @@ def test_rebuild_from_a_source_with_a_new_configuration(location: str) -> None:
     assert tables(location) == {
         "simindex_meta",
         "simindex_fingerprints",
+        "simindex_snapshot",
         "simindex_alembic_version",
     }
 

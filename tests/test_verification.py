@@ -384,7 +384,7 @@ def test_an_older_postgresql_index_is_read_as_it_is(pg_url: str, texts: dict[str
         want = [oracle(bare, index.fingerprint(t), None, 2, 0) for t in batch]
         assert index.query_many(batch, k=2) == want
     with SimIndex(pg_url) as index:  # for writing: upgraded, the threshold recorded
-        assert index.stats()["schema_revision"] == "0003"
+        assert index.stats()["schema_revision"] == storage.HEAD
         assert index.threshold == 0.8
 
 
@@ -410,7 +410,7 @@ def test_an_older_index_upgrades_in_place_and_is_verified_once_rebuilt(
     with SimIndex(path) as index:
         info = index.stats()
         assert (info["schema_revision"], info["without_signature"], info["count"]) == (
-            "0003",
+            storage.HEAD,
             60,
             60,
         )

@@ -12,6 +12,7 @@ StorageError in ``db_error``, here and nowhere else.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -132,22 +133,33 @@ class Backend:
             raise self.error(exc) from exc
 
     @contextmanager
-    def writing(self, *, alone: bool = False) -> Iterator[Connection]:
+    def writing(self, *, alone: bool = False, wait: float | None = None) -> Iterator[Connection]:
         """A write transaction that holds the write lock from its start; all or
-        nothing. A writer that holds the lock longer than the timeout makes
-        this fail with a StorageError."""
-        where, timeout = self.where, self.timeout
+        nothing. A writer that holds the lock longer than the timeout (or
+        ``wait`` seconds, 0: not at all; SQLite) makes this fail with a
+        StorageError."""
+        where = self.where
+        timeout = self.timeout if wait is None else wait
         if self.readonly:
             raise StorageError(f"{where} is open read-only: nothing can be written to it")
         deadline = time.monotonic() + timeout
+
+        def release(conn: Connection) -> None:
+            if wait is not None:  # the pool's connections wait the usual time
+                with contextlib.suppress(SQLAlchemyError, self.driver_error):
+                    self.dialect.lock_wait(conn, self.timeout)
+            conn.close()
+
         while True:
             conn = self.engine.connect()
             try:
                 conn.execution_options(**{WRITE_OPTION: True})
+                if wait is not None:
+                    self.dialect.lock_wait(conn, wait)
                 transaction = conn.begin()
                 break
             except DBAPIError as exc:
-                conn.close()
+                release(conn)
                 if not _is_busy(exc):
                     raise self.error(exc) from exc
                 if time.monotonic() >= deadline:
@@ -156,12 +168,15 @@ class Backend:
                     ) from exc
                 time.sleep(0.05)
             except BaseException:
-                conn.close()
+                release(conn)
                 raise
         try:
-            with conn, transaction:
-                self.dialect.begin_write(conn, alone=alone)
-                yield conn
+            try:
+                with transaction:
+                    self.dialect.begin_write(conn, alone=alone)
+                    yield conn
+            finally:
+                release(conn)
         except DBAPIError as exc:
             if _is_busy(exc):
                 raise StorageError(

@@ -98,6 +98,10 @@ class Dialect:
     def begin_write(self, conn: Connection, *, alone: bool) -> None:
         """First statement of a write transaction (nothing, or a lock)."""
 
+    def lock_wait(self, conn: Connection, seconds: float) -> None:
+        """How long this connection's next write transaction waits for the
+        write lock (SQLite's busy timeout; elsewhere the timeout stays)."""
+
     def no_rebuild_meanwhile(self, conn: Connection) -> None:
         """Hold off creation, upgrades and rebuilds until the transaction ends."""
 
@@ -204,6 +208,15 @@ class _Sqlite(Dialect):
             cursor.close()
         finally:
             raw.close()
+
+    def lock_wait(self, conn: Connection, seconds: float) -> None:
+        # On the driver's connection: a statement through SQLAlchemy would
+        # begin the transaction before the caller's BEGIN IMMEDIATE.
+        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
+        finally:
+            cursor.close()
 
     def compact(self, engine: Engine) -> None:
         raw = engine.raw_connection()

@@ -34,10 +34,11 @@ if TYPE_CHECKING:
 FORMAT_VERSION = 2  # the newest format this simindex reads (see Settings.format)
 # The Alembic revisions this simindex knows, oldest first (tests check them
 # against migrations/versions). Kept here so opening an index needs no Alembic.
-REVISIONS = ("0001", "0002", "0003")
+REVISIONS = ("0001", "0002", "0003", "0004")
 HEAD = REVISIONS[-1]
 SIGNATURES_FROM = "0002"  # the first revision with the signature column
 COUNTED_FROM = "0003"  # the first whose every writer counts its writes (PostgreSQL)
+STORED_FROM = "0004"  # the first with the table of the last snapshot read (stored.py)
 
 
 def package_version() -> str:
@@ -98,6 +99,11 @@ class Settings:
         """Whether every simindex that may write the index counts its writes
         (revision 0003; SQLite's data_version sees the others anyway)."""
         return self.revision >= COUNTED_FROM
+
+    @property
+    def stores_snapshots(self) -> bool:
+        """Whether the index has the table a snapshot read is kept in (revision 0004)."""
+        return self.revision >= STORED_FROM
 
     @property
     def format(self) -> int:

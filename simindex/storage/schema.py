@@ -14,6 +14,10 @@ describes the current one for the code that reads and writes it.
   lookup reads its candidates' fingerprints from the index alone; and, from
   revision 0002, ``signature``: the document's verification signature
   (simindex.signature, 64 bytes; NULL where none was made).
+- ``simindex_snapshot`` (from revision 0004): the arrays a snapshot held in
+  memory is made of, as the last holder read them (storage/stored.py), in
+  parts of bytes: ``header`` (what they are and the generation and write
+  count they were read at), then each array's parts in order.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from sqlalchemy.schema import CreateIndex
 from simindex.blocks import BlockLayout
 
 META_TABLE = "simindex_meta"
+SNAPSHOT_TABLE = "simindex_snapshot"
 FINGERPRINT_TABLE = "simindex_fingerprints"
 VERSION_TABLE = "simindex_alembic_version"
 
@@ -78,6 +83,7 @@ class Schema:
     meta: Table
     fingerprints: Table
     lookups: tuple[Index, ...]  # one per table of the layout, in order
+    snapshot: Table
 
 
 def constraint_names(table: str) -> tuple[str, str]:
@@ -122,6 +128,14 @@ def build(
         PrimaryKeyConstraint("id", name=pk_name),
         UniqueConstraint("key", name=uq_name),
     )
+    snapshot = Table(
+        SNAPSHOT_TABLE,
+        metadata,
+        Column("name", String(64), nullable=False),
+        Column("part", Integer, nullable=False),
+        Column("data", LargeBinary, nullable=False),
+        PrimaryKeyConstraint("name", "part", name=f"pk_{SNAPSHOT_TABLE}"),
+    )
     indexes = tuple(
         Index(
             table_index_name(j),
@@ -132,4 +146,4 @@ def build(
         for j, table in enumerate(layout.tables)
         if lookups
     )
-    return Schema(metadata, meta, fingerprints, indexes)
+    return Schema(metadata, meta, fingerprints, indexes, snapshot)

@@ -38,6 +38,7 @@ from simindex.storage.checks import Checks
 from simindex.storage.copying import Copying
 from simindex.storage.dialects import CHANGES, GENERATION
 from simindex.storage.sql import Chunk, Held, Signatures, Sql, block_rows
+from simindex.storage.stored import Stored
 
 MAX_PROBE_K = 32  # probing past this is never cheaper than reading every row
 _CHUNK = 500  # keys per IN (...) list, well under every database's parameter limit
@@ -57,7 +58,7 @@ def _with_version(rows: list[Any], at: int = -1) -> tuple[list[Any], int]:
     return rows, int(marker[at])
 
 
-class Store(Checks, Copying):
+class Store(Checks, Copying, Stored):
     """The fingerprint table of one index: every statement simindex runs on it.
 
     Single lookups go straight to the driver (statements compiled once by
@@ -72,6 +73,7 @@ class Store(Checks, Copying):
         *,
         signatures: bool = True,
         counted: bool = True,
+        stored: bool = True,
     ) -> None:
         self.backend = backend
         self.engine = backend.engine
@@ -85,6 +87,8 @@ class Store(Checks, Copying):
         # data_version sees every commit; elsewhere the writes counted tell,
         # once every writer counts (counted: revision 0003, Settings.counted).
         self.holds = self.caps.can_hold and (self.caps.data_version or counted)
+        # The table of the last snapshot read (revision 0004, stored.py).
+        self.stores = stored
         self.tables = schema.build(layout, signatures=signatures)
         t = self.tables.fingerprints
         self._signature: Any = (

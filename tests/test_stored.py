@@ -1,0 +1,223 @@
+"""The stored snapshot (storage/stored.py): a holder stores the arrays it read
+from the rows, the next holder reads those instead while no write has been
+counted since, and every answer from them equals brute force (and the
+database's own answer, where signatures verify). On both databases."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from simindex import SimIndex
+from simindex.storage import store as store_module
+from simindex.storage import stored
+
+from .test_index import brute_force, brute_force_pairs, flip
+
+pytestmark = pytest.mark.parametrize("location", ["sqlite", "postgres"], indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def small_snapshots_are_stored(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stored, "STORE_MIN_ROWS", 0)
+
+
+def corpus(n: int = 600, seed: int = 3) -> dict[str, int]:
+    rng = random.Random(seed)
+    fps = {f"k{i}": rng.getrandbits(64) | (1 << 63) * (i % 2) for i in range(n)}
+    keys = list(fps)
+    for i in range(n // 4):  # planted neighbours
+        fps[f"near{i}"] = flip(fps[keys[i]], i % 9, rng)
+    return fps
+
+
+def queries(fps: dict[str, int], seed: int = 4) -> list[int]:
+    rng = random.Random(seed)
+    values = list(fps.values())
+    return [flip(rng.choice(values), rng.randrange(9), rng) for _ in range(40)] + [2**63, 1]
+
+
+def made(location: str, *, stored: bool = False) -> tuple[dict[str, int], list[int]]:
+    """An index of corpus() at location, and queries for it; ``stored``: held
+    once, so that its snapshot is stored."""
+    fps = corpus()
+    with SimIndex(location) as index:
+        index.add_fingerprints(fps.items())
+    qs = queries(fps)
+    if stored:
+        held_answers(location, qs)
+    return fps, qs
+
+
+class RowReads:
+    """Counts the snapshots read from the rows (Store.load)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        original = store_module.Store.load
+
+        def load(store: store_module.Store, conn: object) -> object:
+            self.count += 1
+            return original(store, conn)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(store_module.Store, "load", load)
+
+
+def held_answers(location: str, qs: list[int]) -> list[list[object]]:
+    with SimIndex(location, hold=True) as index:
+        answers = [index.query(q) for q in qs]
+        assert index._accel.snapshot is not None
+    return answers
+
+
+def test_the_next_holder_reads_the_stored_arrays_and_answers_as_brute_force(
+    location: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fps, qs = made(location)
+    reads = RowReads(monkeypatch)
+    want = [brute_force(fps, q, 8) for q in qs]
+    assert held_answers(location, qs) == want  # read from the rows, then stored
+    assert reads.count == 1
+    assert held_answers(location, qs) == want  # from the stored arrays
+    assert held_answers(location, qs[::-1]) == want[::-1]
+    assert reads.count == 1
+
+
+def test_a_write_since_makes_the_next_holder_read_the_rows(
+    location: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fps, qs = made(location, stored=True)
+    reads = RowReads(monkeypatch)
+    with SimIndex(location, hold=False) as writer:  # another index object: counted
+        writer.add_fingerprint("new", qs[0] ^ 1)
+        writer.remove(next(iter(fps)))
+    fps["new"] = qs[0] ^ 1
+    del fps[next(iter(fps))]
+    want = [brute_force(fps, q, 8) for q in qs]
+    assert held_answers(location, qs) == want
+    assert reads.count == 1  # the stored arrays were stale
+    assert held_answers(location, qs) == want
+    assert reads.count == 1  # stored again, and read
+
+
+def test_a_holder_that_writes_keeps_answering_as_brute_force(location: str) -> None:
+    """Storing is not a write of the index: the holder's snapshot stays held,
+    its own writes applied, and a holder elsewhere sees them."""
+    fps, qs = made(location)
+    with SimIndex(location, hold=True) as a, SimIndex(location, hold=True) as b:
+        assert [a.query(q) for q in qs] == [brute_force(fps, q, 8) for q in qs]
+        assert b.query(qs[0]) == brute_force(fps, qs[0], 8)
+        a.add_fingerprint("mine", qs[1] ^ 3)
+        fps["mine"] = qs[1] ^ 3
+        assert a._accel.snapshot is not None  # its own write, applied
+        for q in qs:
+            assert a.query(q) == brute_force(fps, q, 8)
+            assert b.query(q) == brute_force(fps, q, 8)
+
+
+def test_text_queries_from_the_stored_arrays_verify_as_the_database_does(
+    location: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(9)
+    words = [f"w{i}" for i in range(300)]
+    texts = {f"d{i}": " ".join(rng.choice(words) for _ in range(60)) for i in range(150)}
+    for i in range(40):  # edited copies: some verify, some do not
+        base = texts[f"d{i}"].split()
+        for j in rng.sample(range(len(base)), i % 20):
+            base[j] = rng.choice(words)
+        texts[f"copy{i}"] = " ".join(base)
+    with SimIndex(location) as index:
+        index.add_many(texts.items())
+    asked = list(texts.values())[::5]
+    with SimIndex(location, hold=False) as index:
+        want = [index.query(t) for t in asked]
+    reads = RowReads(monkeypatch)
+    for _ in range(2):  # from the rows (then stored), from the stored arrays
+        with SimIndex(location, hold=True) as index:
+            index.query(asked[0])
+            assert index._accel.snapshot is not None
+            assert index._accel.snapshot.signatures is not None
+            assert [index.query(t) for t in asked] == want
+    assert reads.count == 1
+
+
+def test_a_rebuild_makes_the_stored_arrays_stale(
+    location: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fps, qs = made(location, stored=True)
+    with SimIndex(location) as index:
+        index.rebuild(k=6, blocks=4)
+    reads = RowReads(monkeypatch)
+    assert held_answers(location, qs) == [brute_force(fps, q, 6) for q in qs]
+    assert reads.count == 1
+
+
+def test_damaged_stored_arrays_are_not_read(location: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    fps, qs = made(location, stored=True)
+    with SimIndex(location) as index, index._backend.engine.begin() as conn:
+        conn.exec_driver_sql("DELETE FROM simindex_snapshot WHERE name = 'fps'")
+    reads = RowReads(monkeypatch)
+    assert held_answers(location, qs) == [brute_force(fps, q, 8) for q in qs]
+    assert reads.count == 1
+
+
+def test_storing_never_waits_for_another_writer(location: str) -> None:
+    if not location.endswith(".db"):
+        pytest.skip("SQLite's write lock (PostgreSQL writers of other tables do not block it)")
+    fps, qs = made(location)
+    locked, release = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        conn = sqlite3.connect(location, isolation_level=None)
+        conn.execute("BEGIN IMMEDIATE")
+        locked.set()
+        release.wait(30)
+        conn.execute("ROLLBACK")
+        conn.close()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        locked.wait(10)
+        with SimIndex(location, hold=True, timeout=20) as index:
+            started = time.monotonic()
+            answers = [index.query(q) for q in qs]
+            took = time.monotonic() - started
+            assert index._accel.snapshot is not None  # held, though not stored
+    finally:
+        release.set()
+        thread.join()
+    assert answers == [brute_force(fps, q, 8) for q in qs]
+    assert took < 5  # not the 20 s timeout
+    header = sqlite3.connect(location).execute("SELECT count(*) FROM simindex_snapshot")
+    assert header.fetchone() == (0,)
+
+
+def test_a_read_only_index_holds_without_storing(location: str, tmp_path: Path) -> None:
+    fps, qs = made(location)
+    with SimIndex(location, readonly=True, hold=True) as index:
+        assert [index.query(q) for q in qs] == [brute_force(fps, q, 8) for q in qs]
+        assert index._accel.snapshot is not None
+    with SimIndex(location) as index, index._backend.reading() as conn:
+        assert index._store.stored_header(conn) is None
+
+
+def test_duplicates_read_the_stored_arrays_while_current(
+    location: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fps, _ = made(location, stored=True)
+    reads = RowReads(monkeypatch)
+    with SimIndex(location, hold=False) as index:
+        found = index.duplicates()
+        assert [(p.key_a, p.key_b, p.distance) for p in found] == brute_force_pairs(fps, 8)
+        assert reads.count == 0
+        index.add_fingerprint("late", fps["k3"] ^ 0b101)
+        fps["late"] = fps["k3"] ^ 0b101
+        found = index.duplicates()
+        assert [(p.key_a, p.key_b, p.distance) for p in found] == brute_force_pairs(fps, 8)
+        assert reads.count == 1  # stale: the rows
