@@ -29,9 +29,11 @@ blocks) gets all N through add_fingerprints, then:
 
 numpy brute force (``np.bitwise_count(fps ^ q) <= k`` over an array of all
 N) is timed over the same queries in the same process: its p50 is the
-baseline of the `x numpy` column. Every path's answers are checked to be the
-same (exit 1 if not). Progress goes to stderr, the table to stdout and
-bench/results/holding.txt (common.py).
+baseline of the `x numpy` column. faiss IndexBinaryMultiHash (3 x 21 bits,
+nflip = 2, one thread), when installed, answers them too, one by one and in
+one batched range_search: its figures are printed above the table. Every
+path's answers are checked to be the same (exit 1 if not). Progress goes to
+stderr, the table to stdout and bench/results/holding.txt (common.py).
 """
 
 from __future__ import annotations
@@ -92,6 +94,38 @@ def brute(fps: np.ndarray, queries: np.ndarray, k: int) -> tuple[list[list[int]]
         times.append(time.perf_counter() - start)
         found.append(sorted(hits.tolist()))
     return found, statistics.median(times)
+
+
+def faiss_baseline(fps: np.ndarray, queries: np.ndarray, k: int, want: list[list[int]]) -> str:
+    """faiss IndexBinaryMultiHash (3 tables of 21 bits, 2 flips: the plan of
+    simindex's default) over the same data: single p50 and one batched
+    range_search, answers checked; a line for the header, or why not."""
+    try:
+        import faiss  # type: ignore[import-untyped]
+    except ImportError:
+        return "faiss: not installed (pip install -e '.[bench]'): no faiss rows"
+    faiss.omp_set_num_threads(1)
+    codes = np.ascontiguousarray(fps.astype("<u8")).view(np.uint8).reshape(-1, 8)
+    asked = np.ascontiguousarray(queries.astype("<u8")).view(np.uint8).reshape(-1, 8)
+    index = faiss.IndexBinaryMultiHash(64, 3, 21)
+    index.nflip = 2
+    index.add(codes)
+    times, found = [], []
+    for i in range(len(asked)):
+        start = time.perf_counter()
+        lims, _, labels = index.range_search(asked[i : i + 1], k + 1)
+        times.append(time.perf_counter() - start)
+        found.append(sorted(labels.tolist()))
+    start = time.perf_counter()
+    lims, _, labels = index.range_search(asked, k + 1)
+    batch = len(asked) / (time.perf_counter() - start)
+    batched = [sorted(labels[lims[i] : lims[i + 1]].tolist()) for i in range(len(asked))]
+    same = "same answers" if found == want == batched else "answers differ (faiss misses some)"
+    return (
+        f"faiss {faiss.__version__} IndexBinaryMultiHash(3x21 bits, nflip=2), one thread, "
+        "same run: "
+        f"single p50 {statistics.median(times) * 1e6:,.0f} us, batched {batch:,.0f} q/s ({same})"
+    )
 
 
 def timed(index: SimIndex, queries: list[int]) -> tuple[list[list[str]], list[float]]:
@@ -163,6 +197,8 @@ def measure(args: argparse.Namespace) -> int:
     say(f"data: {n:,} fingerprints, {len(queries):,} queries")
     k = 8
     positions, numpy_p50 = brute(fps, queries, k)
+    faiss_line = faiss_baseline(fps, queries, k, positions)
+    say(faiss_line)
     want = [sorted(f"k{i}" for i in p) for p in positions]
     backends: list[tuple[str, str]] = []
     folder = tempfile.mkdtemp(prefix="simindex-holding-")
@@ -188,7 +224,8 @@ def measure(args: argparse.Namespace) -> int:
             path.unlink()
         os.rmdir(folder)
     print(f"single queries at the default k (8), N={n:,}, Q={len(queries):,} (half planted)")
-    print(f"numpy brute force over all N, same run: p50 {numpy_p50 * 1e6:,.0f} us a query\n")
+    print(f"numpy brute force over all N, same run: p50 {numpy_p50 * 1e6:,.0f} us a query")
+    print(f"{faiss_line}\n")
     print(f"{'':48} {'unit':>6} " + " ".join(f"{b:>12} {'x numpy':>8}" for b in results))
     rows = [
         ("query, database (hold=False), p50", "database", 1e6, "us"),

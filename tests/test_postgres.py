@@ -108,6 +108,19 @@ def test_lookup_indexes_carry_the_id_after_a_bulk_load_and_a_rebuild(pg_url: str
     assert all(d.endswith("INCLUDE (id)") for d in made + rebuilt), made + rebuilt
 
 
+def test_the_stored_snapshot_is_kept_uncompressed(pg_url: str) -> None:
+    from sqlalchemy import text
+
+    with SimIndex(pg_url) as index, index._backend.reading() as conn:
+        storage = conn.execute(
+            text(
+                "SELECT attstorage FROM pg_attribute WHERE attrelid = "
+                "'simindex_snapshot'::regclass AND attname = 'data'"
+            )
+        ).scalar_one()
+    assert storage == "e"  # EXTERNAL: out of line, never compressed
+
+
 def test_a_sqlite_process_opening_an_index_never_loads_postgresql_s_dialect(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Creating an index runs its migrations (Alembic loads every dialect it
     knows); opening one, querying, adding and rebuilding load SQLite's alone."""

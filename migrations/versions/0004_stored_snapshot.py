@@ -37,6 +37,10 @@ def upgrade() -> None:
         sa.Column("data", sa.LargeBinary(), nullable=False),
         sa.PrimaryKeyConstraint("name", "part", name="pk_simindex_snapshot"),
     )
+    if op.get_context().dialect.name == "postgresql":
+        # Its parts are incompressible: stored as they are, not tried with
+        # pglz first (a million fingerprints stored in 0.08 s, not 0.7).
+        op.execute("ALTER TABLE simindex_snapshot ALTER COLUMN data SET STORAGE EXTERNAL")
 
 
 def downgrade() -> None:
