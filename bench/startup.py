@@ -1,0 +1,103 @@
+#!/usr/bin/env python
+"""What a shell user waits for: `simindex query` on a small index, the whole
+process, beside what importing each dependency alone costs in the same run.
+
+    python bench/startup.py            # 15 fresh processes a row (about a minute)
+    python bench/startup.py --runs 5   # fewer
+    python bench/startup.py --no-save  # print only (else bench/results/startup.txt)
+
+The index: examples/news.jsonl added to a SQLite file in a temporary
+directory (not timed). Each row is the median wall time of R fresh
+processes, the rows interleaved run by run so a busy moment of the machine
+falls on all of them alike: `python -c pass` (the interpreter alone), one
+`import` of each dependency the query needs (alone, so each includes what it
+imports), all of them together, `import simindex.cli`, and the command
+itself (`simindex query INDEX TEXT`, through the installed entry point,
+TEXT the file's first document, which it finds). A row's "beyond python" is its median less the
+interpreter's: what the import or the command adds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from common import output_options, save_output  # noqa: E402
+
+EXAMPLE = HERE.parent / "examples" / "news.jsonl"
+PY = sys.executable
+IMPORTS = {
+    "numpy": "import numpy",
+    "sqlalchemy": "import sqlalchemy",
+    "sqlalchemy + SQLite dialect": "import sqlalchemy.dialects.sqlite",
+    "typer": "import typer",
+    "typer + pydantic (typer's parsing of any option)": "import typer._adapters",
+    "all of the above": "import numpy, sqlalchemy.dialects.sqlite, typer, typer._adapters",
+    "simindex.cli": "import simindex.cli",
+}
+
+
+def timed(cmd: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - start
+
+
+def measure(args: argparse.Namespace) -> int:
+    exe = shutil.which("simindex")
+    if exe is None:
+        print("no `simindex` command on PATH: pip install -e . first", file=sys.stderr)
+        return 1
+    with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
+        db = str(Path(tmp) / "small.db")
+        with EXAMPLE.open(encoding="utf-8") as lines:
+            first = json.loads(next(lines))
+        text, key = first["text"], first["id"]
+        subprocess.run([exe, "add", db, str(EXAMPLE)], check=True, capture_output=True)
+        found = subprocess.run([exe, "query", db, text], capture_output=True, text=True)
+        if found.returncode != 0 or key not in found.stdout:
+            print(f"simindex query did not find {key} (exit {found.returncode})", file=sys.stderr)
+            return 1
+        rows: dict[str, list[str]] = {"python -c pass": [PY, "-c", "pass"]}
+        rows |= {f"import {name}": [PY, "-c", code] for name, code in IMPORTS.items()}
+        rows["simindex query INDEX TEXT (whole process)"] = [exe, "query", db, text]
+        times: dict[str, list[float]] = {name: [] for name in rows}
+        for cmd in rows.values():  # a warm-up round, not kept
+            timed(cmd)
+        for run in range(args.runs):
+            print(f"round {run + 1} of {args.runs}", file=sys.stderr)
+            for name, cmd in rows.items():
+                times[name].append(timed(cmd))
+    base = statistics.median(times["python -c pass"])
+    print(
+        f"`simindex query` on a small index (examples/news.jsonl, SQLite), whole process, "
+        f"beside imports alone; medians of {args.runs} fresh processes a row, interleaved\n"
+    )
+    print(f"{'':52} {'median ms':>10} {'beyond python':>14}")
+    for name, values in times.items():
+        median = statistics.median(values)
+        print(f"{name:52} {median * 1000:10.0f} {(median - base) * 1000:14.0f}")
+    print("\ntarget (issue 16): the command's whole process <= 250 ms")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=15, help="fresh processes a row (default 15)")
+    output_options(ap)
+    args = ap.parse_args(argv)
+    return save_output("startup", args, lambda: measure(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
