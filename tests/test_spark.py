@@ -89,14 +89,18 @@ def _sig_near(rng: random.Random, sig: bytes, bins: int) -> bytes:
 
 
 def corpus(seed: int, n: int = 1200, planted: int = 400) -> list[Row]:
-    """Random fingerprints with the top bit set, and planted near-duplicates
-    (copies of copies too: chains) at 0-10 bits, with signatures 0-40 bins
-    apart (around the default threshold) or none (one row in eight)."""
+    """Random fingerprints, about half with the top bit set (negative as
+    Spark's signed longs: every shift and mask on them must not care),
+    0, 2**63 and 2**64 - 1 among them, and planted near-duplicates (copies of
+    copies too: chains) at 0-10 bits, across the sign bit too, with
+    signatures 0-40 bins apart (around the default threshold) or none (one
+    row in eight)."""
     rng = random.Random(seed)
     rows: list[Row] = []
-    for _ in range(n):
+    for i in range(n):
         sig = rng.randbytes(NBYTES) if rng.random() > 0.125 else None
-        rows.append(("", rng.getrandbits(63) | 1 << 63, sig))
+        fp = (0, 1 << 63, (1 << 64) - 1)[i] if i < 3 else rng.getrandbits(64)
+        rows.append(("", fp, sig))
     for _ in range(planted):
         _, fp, sig = rng.choice(rows)
         copy = None if sig is None or rng.random() < 0.1 else _sig_near(rng, sig, rng.randrange(41))
@@ -110,7 +114,7 @@ def skewed(seed: int, n: int = 2000, same: int = 2500) -> list[Row]:
     values in every plan's first tables) among n random ones."""
     rng = random.Random(seed)
     top = rng.getrandbits(32) << 32 | 1 << 63
-    rows = [rng.getrandbits(63) | 1 << 63 for _ in range(n)]
+    rows = [rng.getrandbits(64) for _ in range(n)]
     rows += [top | rng.getrandbits(32) for _ in range(same)]
     rng.shuffle(rows)
     return [(f"s{i:05d}", fp, None) for i, fp in enumerate(rows)]
