@@ -55,6 +55,52 @@ class _Probed(NamedTuple):
     flips: np.ndarray  # the values to XOR into the query's block value: 0, then the probes
 
 
+class _Joined(NamedTuple):
+    """The single-query tables of one k laid end to end, when every one is
+    found by offset: one lookup for all their probes, not one a table.
+    Each table's starts index the one order array (its own part of it)."""
+
+    spans: list[tuple[int, int]]  # per table: (its lowest bit, its bits shifted down)
+    table_of: np.ndarray  # per probe: its table
+    flips: np.ndarray  # per probe: the value XORed into its table's block value
+    base: np.ndarray  # per probe: where its table's starts begin in starts
+    starts: np.ndarray  # every table's starts, end to end
+    order: np.ndarray  # every table's positions, end to end
+
+
+def _joined(tables: list[_Probed]) -> tuple[list[_Probed], _Joined | None]:
+    """The tables with their starts and orders laid end to end (the same
+    lookups, one copy of the arrays), and how near looks them up at once;
+    the tables as they are where one is found by binary search."""
+    if len(tables) < 2 or any(t.starts is None for t in tables):
+        return tables, None
+    n = len(tables[0].order)
+    index_type = np.int32 if len(tables) * n < 2**31 else np.int64
+    order = np.concatenate([t.order for t in tables]).astype(index_type, copy=False)
+    parts, at, joined = [], 0, []
+    for t, table in enumerate(tables):
+        assert table.starts is not None
+        parts.append(table.starts.astype(index_type) + index_type(t * n))
+        joined.append((at, len(table.starts)))
+        at += len(table.starts)
+    starts = np.concatenate(parts)
+    del parts
+    views = [
+        t._replace(starts=starts[lo : lo + size], order=order)
+        for t, (lo, size) in zip(tables, joined, strict=True)
+    ]
+    sizes = [len(t.flips) for t in tables]
+    lookup = _Joined(
+        [(t.shift, t.span) for t in tables],
+        np.repeat(np.arange(len(tables)), sizes),
+        np.concatenate([t.flips for t in tables]),
+        np.repeat(np.array([lo for lo, _ in joined], np.int64), sizes),
+        starts,
+        order,
+    )
+    return views, lookup
+
+
 def _offsets_fit(width: int, n: int) -> bool:
     """Whether a table of a width-bit block finds its rows by offset (see _Probed)."""
     return width <= _OFFSETS_MAX_BITS and 1 << width <= _OFFSETS_PER_ROW * n
@@ -134,6 +180,7 @@ class Snapshot:
         self.signatures = signatures
         self._tables: dict[int, tuple[Plan, list[_Table]]] = {}
         self._probed: dict[int, list[_Probed] | None] = {}
+        self._joined: dict[int, _Joined | None] = {}
         self._added = (np.zeros(0, np.int64), np.zeros(0, np.uint64))
 
     @property
@@ -199,7 +246,13 @@ class Snapshot:
         for probed in self._probed.values():
             for t in probed or ():
                 arrays += [t.keys, t.order, t.flips] + ([] if t.starts is None else [t.starts])
-        return sum(a.nbytes for a in arrays)
+        for joined in self._joined.values():
+            if joined is not None:  # (its starts and order: the tables' own, counted above)
+                arrays += [joined.table_of, joined.flips, joined.base]
+        # Each array once: joined tables share one order array, their starts
+        # are views of one array (counted as their own parts).
+        unique = {id(a): a for a in arrays}
+        return sum(a.nbytes for a in unique.values())
 
     def _match_by_offsets(
         self, queries: np.ndarray, k: int, tables: list[_Probed]
@@ -252,17 +305,35 @@ class Snapshot:
             found = self._tables[k] = (plan, tables)
         return found
 
+    def _probed_for(self, k: int) -> tuple[list[_Probed] | None, _Joined | None]:
+        """The single-query tables for k (built on first use), and their
+        joined lookup where every one is found by offset."""
+        if k not in self._probed:
+            tables = _probed_tables(self.fps, k)
+            joined = None
+            if tables is not None:
+                tables, joined = _joined(tables)
+            self._joined[k] = joined  # (before the tables: see the class's docstring)
+            self._probed[k] = tables
+        return self._probed[k], self._joined.get(k)
+
     def near(self, fingerprint: int, k: int) -> np.ndarray:
         """The positions of the fingerprints within distance k of one unsigned
         fingerprint, each once: per table of the layout for k, the rows whose
         block equals the query's or one of its probes (one vectorised
         lookup a table, where match loops over the probes for a batch)."""
-        if k not in self._probed:
-            self._probed[k] = _probed_tables(self.fps, k)
-        tables = self._probed[k]
+        tables, joined = self._probed_for(k)
         if tables is None:
             _, s, _ = self.match(np.array([fingerprint], dtype=np.uint64), k)
             return np.unique(s)
+        if joined is not None:  # every table by offset: all their probes at once
+            keys = np.array([(fingerprint >> a) & b for a, b in joined.spans], np.int64)
+            wanted = (joined.flips ^ keys[joined.table_of]) + joined.base
+            lo = joined.starts[wanted]
+            counts = joined.starts[wanted + 1] - lo
+            candidates = joined.order[run_positions(lo, counts)]
+            distance = np.bitwise_count(self.fps[candidates] ^ np.uint64(fingerprint))
+            return np.unique(candidates[distance <= k])
         found = []
         for table in tables:
             key = (fingerprint >> table.shift) & table.span
@@ -295,9 +366,7 @@ class Snapshot:
         a batch uses them too, every query's probes looked up at once;
         else tables sorted for the batch plan (plan_for), probe by probe."""
         queries = queries.astype(np.uint64, copy=False)
-        if k not in self._probed:
-            self._probed[k] = _probed_tables(self.fps, k)
-        probed = self._probed[k]
+        probed, _ = self._probed_for(k)
         if probed is not None and all(t.starts is not None for t in probed):
             return self._match_by_offsets(queries, k, probed)
         stored = self.fps

@@ -172,7 +172,7 @@ def test_one_query_in_memory_equals_brute_force(
     for q in queries:  # the layout single_layout picks
         assert held.near(q, k).tolist() == want[q], (k, q)
     # Every layout of one-block tables that probes within MAX_PROBES.
-    original, tried = snapshot.single_layout, 0
+    original, tried, joined = snapshot.single_layout, 0, 0
     for m in range(1, k + 2):
         layout = BlockLayout(even_widths(m), tuple((b,) for b in range(m)))
         found = probes(layout, k) if m <= k else None
@@ -183,6 +183,10 @@ def test_one_query_in_memory_equals_brute_force(
         held = Snapshot(np.arange(len(fps)), np.array(fps, dtype=np.uint64), None)
         for q in queries:
             assert held.near(q, k).tolist() == want[q], (k, m, q)
+        tables = held._probed[k] or []
+        by_offset = len(tables) > 1 and all(t.starts is not None for t in tables)
+        assert (held._joined[k] is not None) == by_offset  # all probes in one lookup
+        joined += by_offset
         # A batch: by offset through the same tables where they have offsets.
         monkeypatch.setattr(snapshot, "_OFFSET_LOOKUPS", 64)  # several chunks
         qs, ss, ds = held.match(np.array(queries, dtype=np.uint64), k)
@@ -193,6 +197,7 @@ def test_one_query_in_memory_equals_brute_force(
         assert got == expected, (k, m)
     monkeypatch.setattr(snapshot, "single_layout", original)
     assert tried >= (1 if k <= 1 else 2)
+    assert joined >= (1 if offsets and k >= 2 else 0)
 
 
 @pytest.mark.parametrize("dtype", [np.uint16, np.uint32, np.uint64])
