@@ -68,39 +68,6 @@ class _Joined(NamedTuple):
     order: np.ndarray  # every table's positions, end to end
 
 
-def _joined(tables: list[_Probed]) -> tuple[list[_Probed], _Joined | None]:
-    """The tables with their starts and orders laid end to end (the same
-    lookups, one copy of the arrays), and how near looks them up at once;
-    the tables as they are where one is found by binary search."""
-    if len(tables) < 2 or any(t.starts is None for t in tables):
-        return tables, None
-    n = len(tables[0].order)
-    index_type = np.int32 if len(tables) * n < 2**31 else np.int64
-    order = np.concatenate([t.order for t in tables]).astype(index_type, copy=False)
-    parts, at, joined = [], 0, []
-    for t, table in enumerate(tables):
-        assert table.starts is not None
-        parts.append(table.starts.astype(index_type) + index_type(t * n))
-        joined.append((at, len(table.starts)))
-        at += len(table.starts)
-    starts = np.concatenate(parts)
-    del parts
-    views = [
-        t._replace(starts=starts[lo : lo + size], order=order)
-        for t, (lo, size) in zip(tables, joined, strict=True)
-    ]
-    sizes = [len(t.flips) for t in tables]
-    lookup = _Joined(
-        [(t.shift, t.span) for t in tables],
-        np.repeat(np.arange(len(tables)), sizes),
-        np.concatenate([t.flips for t in tables]),
-        np.repeat(np.array([lo for lo, _ in joined], np.int64), sizes),
-        starts,
-        order,
-    )
-    return views, lookup
-
-
 def _offsets_fit(width: int, n: int) -> bool:
     """Whether a table of a width-bit block finds its rows by offset (see _Probed)."""
     return width <= _OFFSETS_MAX_BITS and 1 << width <= _OFFSETS_PER_ROW * n
@@ -128,28 +95,58 @@ def single_layout(n: int, k: int) -> tuple[BlockLayout, list[Probe] | None] | No
     return best[1], best[2]
 
 
-def _probed_tables(fps: np.ndarray, k: int) -> list[_Probed] | None:
-    """The tables that answer one query within k (see single_layout), or None
-    past MAX_INDEX_K."""
+def _probed_tables(fps: np.ndarray, k: int) -> tuple[list[_Probed], _Joined | None] | None:
+    """The tables that answer one query within k (see single_layout), and
+    their joined lookup where every one is found by offset (their starts
+    and orders then built end to end, each table's starts a view of the one
+    array shifted to its part of the one order array); None past MAX_INDEX_K."""
     chosen = single_layout(len(fps), k)
     if chosen is None:
         return None
     layout, found = chosen
-    tables = []
-    for t, (shift, span) in enumerate(layout.spans()):
+    spans = list(layout.spans())
+    n = len(fps)
+    joined = len(spans) > 1 and all(_offsets_fit(span.bit_length(), n) for _, span in spans)
+    index_type = np.int32 if (len(spans) if joined else 1) * n < 2**31 else np.int64
+    none = np.zeros(0, np.uint64)  # the sorted keys a table found by offset never searches
+    all_starts = np.empty(sum(span + 2 for _, span in spans) if joined else 0, index_type)
+    all_order = np.empty(len(spans) * n if joined else 0, index_type)
+    tables, bases = [], []
+    for t, (shift, span) in enumerate(spans):
         keyed = sort_key(fps, span << shift)
         order = stable_order(keyed)
-        keys = keyed[order]
-        index_type = np.int32 if len(fps) < 2**31 else np.int64
+        offsets = _offsets_fit(span.bit_length(), n)
         starts = None
-        if _offsets_fit(span.bit_length(), len(fps)):
-            starts = np.zeros(span + 2, dtype=index_type)
-            np.cumsum(np.bincount(keyed, minlength=span + 1), dtype=index_type, out=starts[1:])
+        if joined:
+            base = sum(b + 2 for _, b in spans[:t])
+            starts = all_starts[base : base + span + 2]
+            all_order[t * n : (t + 1) * n] = order
+            table_order = all_order
+            bases.append(base)
+        else:
+            table_order = order.astype(index_type)
+            if offsets:
+                starts = np.empty(span + 2, index_type)
+        if starts is not None:
+            starts[0] = 0
+            np.cumsum(np.bincount(keyed, minlength=span + 1).astype(index_type), out=starts[1:])
+            if joined and t:
+                starts += index_type(t * n)
+        keys = none if offsets else keyed[order]
         flips = [0] if found is None else [p.flips[0] for p in found if p.table == t]
-        tables.append(
-            _Probed(shift, span, starts, keys, order.astype(index_type), np.array(flips, np.int64))
-        )
-    return tables
+        tables.append(_Probed(shift, span, starts, keys, table_order, np.array(flips, np.int64)))
+    if not joined:
+        return tables, None
+    sizes = [len(t.flips) for t in tables]
+    lookup = _Joined(
+        [(t.shift, t.span) for t in tables],
+        np.repeat(np.arange(len(tables)), sizes),
+        np.concatenate([t.flips for t in tables]),
+        np.repeat(np.array(bases, np.int64), sizes),
+        all_starts,
+        all_order,
+    )
+    return tables, lookup
 
 
 class Snapshot:
@@ -309,10 +306,8 @@ class Snapshot:
         """The single-query tables for k (built on first use), and their
         joined lookup where every one is found by offset."""
         if k not in self._probed:
-            tables = _probed_tables(self.fps, k)
-            joined = None
-            if tables is not None:
-                tables, joined = _joined(tables)
+            built = _probed_tables(self.fps, k)
+            tables, joined = (None, None) if built is None else built
             self._joined[k] = joined  # (before the tables: see the class's docstring)
             self._probed[k] = tables
         return self._probed[k], self._joined.get(k)
