@@ -296,13 +296,25 @@ class Answers:
             if stored is None:
                 ids, fps = store.load(conn)
                 signatures = store.load_signatures(conn, ids)
+                orders: dict[int, np.ndarray] = {}
             else:
-                ids, fps, signatures = stored
+                ids, fps, signatures, orders = stored
+        snapshot = Snapshot(ids, fps, None, signatures, orders)
         stamp = None if versions is None or writes is None else Stamp(versions[0], writes)
-        if stored is None and stamp is not None and writes is not None:
-            # For the next reader; storing moves data_version (no row changes).
-            stamp.own = store.store_snapshot(ids, fps, signatures, generation, writes)
-        return Snapshot(ids, fps, None, signatures), stamp
+        if (
+            stored is None
+            and stamp is not None
+            and writes is not None
+            and store.would_store(len(ids))
+        ):
+            # For the next reader, with its tables for the index's k sorted
+            # (sorting is most of a read's time once the rows come stored);
+            # storing moves data_version (no row changes).
+            k = self._state[0].k
+            order = snapshot.order(k) if k <= MAX_INDEX_K else None
+            orders = {} if order is None else {k: order}
+            stamp.own = store.store_snapshot(ids, fps, signatures, generation, writes, orders)
+        return snapshot, stamp
 
     def _match_on_server(
         self, used: storage.Store, fps: Sequence[int], checks: Sequence[Verify], k: int

@@ -95,11 +95,29 @@ def single_layout(n: int, k: int) -> tuple[BlockLayout, list[Probe] | None] | No
     return best[1], best[2]
 
 
-def _probed_tables(fps: np.ndarray, k: int) -> tuple[list[_Probed], _Joined | None] | None:
+def _seeded(keyed: np.ndarray, order: np.ndarray) -> bool:
+    """Whether `order` is exactly stable_order(keyed): a permutation that
+    sorts the keys, equal keys in position order (a stored order is
+    checked before it is used: it is then what sorting would give)."""
+    n = len(keyed)
+    if len(order) != n or (n and (int(order.min()) < 0 or int(order.max()) >= n)):
+        return False
+    if n and not np.array_equal(np.bincount(order, minlength=n), np.ones(n, np.intp)):
+        return False
+    keys = keyed[order].astype(np.int64)
+    rises, steps = np.diff(keys), np.diff(order.astype(np.int64))
+    return bool(np.all((rises > 0) | ((rises == 0) & (steps > 0))))
+
+
+def _probed_tables(
+    fps: np.ndarray, k: int, seed: np.ndarray | None = None
+) -> tuple[list[_Probed], _Joined | None] | None:
     """The tables that answer one query within k (see single_layout), and
     their joined lookup where every one is found by offset (their starts
     and orders then built end to end, each table's starts a view of the one
-    array shifted to its part of the one order array); None past MAX_INDEX_K."""
+    array shifted to its part of the one order array); None past MAX_INDEX_K.
+    ``seed``: a joined order array read with the snapshot (Snapshot.order):
+    each table's part is used where it is what sorting would give."""
     chosen = single_layout(len(fps), k)
     if chosen is None:
         return None
@@ -112,9 +130,11 @@ def _probed_tables(fps: np.ndarray, k: int) -> tuple[list[_Probed], _Joined | No
     all_starts = np.empty(sum(span + 2 for _, span in spans) if joined else 0, index_type)
     all_order = np.empty(len(spans) * n if joined else 0, index_type)
     tables, bases = [], []
+    usable = joined and seed is not None and len(seed) == len(all_order)
     for t, (shift, span) in enumerate(spans):
         keyed = sort_key(fps, span << shift)
-        order = stable_order(keyed)
+        part = seed[t * n : (t + 1) * n] if usable and seed is not None else None
+        order = part if part is not None and _seeded(keyed, part) else stable_order(keyed)
         offsets = _offsets_fit(span.bit_length(), n)
         starts = None
         if joined:
@@ -167,6 +187,7 @@ class Snapshot:
         fps: np.ndarray,
         version: object,
         signatures: tuple[np.ndarray, np.ndarray] | None = None,
+        orders: dict[int, np.ndarray] | None = None,
     ) -> None:
         self.ids = ids
         self.fps = fps.astype(np.uint64, copy=False)
@@ -178,6 +199,7 @@ class Snapshot:
         self._tables: dict[int, tuple[Plan, list[_Table]]] = {}
         self._probed: dict[int, list[_Probed] | None] = {}
         self._joined: dict[int, _Joined | None] = {}
+        self._seeds: dict[int, np.ndarray] = dict(orders or {})
         self._added = (np.zeros(0, np.int64), np.zeros(0, np.uint64))
 
     @property
@@ -302,11 +324,18 @@ class Snapshot:
             found = self._tables[k] = (plan, tables)
         return found
 
+    def order(self, k: int) -> np.ndarray | None:
+        """The single-query tables' joined order array for k (built now if
+        not yet), or None where they are not joined: what a stored snapshot
+        keeps so that the next reader need not sort (``orders``)."""
+        _, joined = self._probed_for(k)
+        return None if joined is None else joined.order
+
     def _probed_for(self, k: int) -> tuple[list[_Probed] | None, _Joined | None]:
         """The single-query tables for k (built on first use), and their
         joined lookup where every one is found by offset."""
         if k not in self._probed:
-            built = _probed_tables(self.fps, k)
+            built = _probed_tables(self.fps, k, self._seeds.pop(k, None))
             tables, joined = (None, None) if built is None else built
             self._joined[k] = joined  # (before the tables: see the class's docstring)
             self._probed[k] = tables

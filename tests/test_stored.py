@@ -221,3 +221,40 @@ def test_duplicates_read_the_stored_arrays_while_current(
         found = index.duplicates()
         assert [(p.key_a, p.key_b, p.distance) for p in found] == brute_force_pairs(fps, 8)
         assert reads.count == 1  # stale: the rows
+
+
+def test_the_stored_order_of_the_tables_is_used_only_where_it_sorts(
+    location: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The holder that reads the rows stores its single-query tables' order
+    for the index's k; the next one builds its tables from it without
+    sorting, but only after checking it is what sorting would give: a
+    stored order that does not sort is sorted anew, answers unchanged."""
+    import numpy as np
+
+    from simindex import snapshot
+
+    monkeypatch.setattr(snapshot, "_OFFSETS_PER_ROW", 2**40)  # tables by offset: joined
+    fps, qs = made(location, stored=True)
+    with SimIndex(location) as index, index._backend.reading() as conn:
+        header = index._store.stored_header(conn)
+    assert header is not None and "order_k8" in header["arrays"]
+    sorts = []
+    original = snapshot.stable_order
+    monkeypatch.setattr(snapshot, "stable_order", lambda keys: sorts.append(1) or original(keys))
+    want = [brute_force(fps, q, 8) for q in qs]
+    assert held_answers(location, qs) == want
+    assert sorts == []  # from the stored order
+    with SimIndex(location) as index, index._backend.writing() as conn:
+        (data,) = conn.exec_driver_sql(
+            "SELECT data FROM simindex_snapshot WHERE name = 'order_k8'"
+        ).one()
+        order = np.frombuffer(bytes(data), dtype="<i4")
+        conn.execute(
+            index._store.tables.snapshot.update()
+            .where(index._store.tables.snapshot.c.name == "order_k8")
+            .values(data=order[::-1].tobytes())  # every position once, but not sorted
+        )
+    assert held_answers(location, qs) == want
+    tables = len(order) // len(fps)
+    assert tables >= 2 and len(sorts) == tables  # each table sorted anew

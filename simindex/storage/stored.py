@@ -42,16 +42,24 @@ HEADER = "header"
 # Smaller snapshots are not stored: their rows read in a few milliseconds.
 STORE_MIN_ROWS = 20_000
 
-# (ids, unsigned fingerprints, signatures as (words, present) or None)
-Arrays = tuple[np.ndarray, np.ndarray, "tuple[np.ndarray, np.ndarray] | None"]
+# (ids, unsigned fingerprints, signatures as (words, present) or None, and
+# per k the single-query tables' order, snapshot.Snapshot.order)
+Arrays = tuple[
+    np.ndarray, np.ndarray, "tuple[np.ndarray, np.ndarray] | None", dict[int, np.ndarray]
+]
+ORDER = "order_k"  # an order array's name: ORDER and its k
 
 
-def _named(ids: np.ndarray, fps: np.ndarray, signatures: Any) -> dict[str, np.ndarray]:
+def _named(
+    ids: np.ndarray, fps: np.ndarray, signatures: Any, orders: dict[int, np.ndarray]
+) -> dict[str, np.ndarray]:
     arrays = {"ids": ids.astype("<i8", copy=False), "fps": fps.astype("<u8", copy=False)}
     if signatures is not None:
         words, present = signatures
         arrays["words"] = words.astype("<u8", copy=False)
         arrays["present"] = present.astype(np.bool_, copy=False)
+    for k, order in orders.items():
+        arrays[f"{ORDER}{k}"] = order.astype(order.dtype.newbyteorder("<"), copy=False)
     return arrays
 
 
@@ -138,7 +146,16 @@ class Stored:
         signatures = None
         if "words" in arrays and "present" in arrays:
             signatures = (arrays["words"], arrays["present"])
-        return arrays["ids"], arrays["fps"], signatures
+        orders = {
+            int(name[len(ORDER) :]): array
+            for name, array in arrays.items()
+            if name.startswith(ORDER) and name[len(ORDER) :].isdigit()
+        }
+        return arrays["ids"], arrays["fps"], signatures, orders
+
+    def would_store(self, rows: int) -> bool:
+        """Whether a snapshot of this many rows is stored (store_snapshot)."""
+        return self.stores and not self.backend.readonly and rows >= STORE_MIN_ROWS
 
     def store_snapshot(
         self,
@@ -147,14 +164,16 @@ class Stored:
         signatures: tuple[np.ndarray, np.ndarray] | None,
         generation: int,
         writes: int,
+        orders: dict[int, np.ndarray] | None = None,
     ) -> bool:
         """Store the arrays of a snapshot read at this generation and write
-        count, in place of what was stored, if both are still the index's
-        and the write lock is free at once; True if stored. Never raises for
-        what the database refuses (read-only, locked, full): nothing is stored."""
-        if not self.stores or self.backend.readonly or len(ids) < STORE_MIN_ROWS:
+        count (and its tables' orders, per k), in place of what was stored,
+        if both are still the index's and the write lock is free at once;
+        True if stored. Never raises for what the database refuses
+        (read-only, locked, full): nothing is stored."""
+        if not self.would_store(len(ids)):
             return False
-        arrays = _named(ids, fps, signatures)
+        arrays = _named(ids, fps, signatures, orders or {})
         header = {
             "format": FORMAT,
             "generation": generation,
