@@ -280,40 +280,38 @@ class Answers:
             raise
         self._accel.install(snapshot, stamp, time.perf_counter() - started)
 
-    def _read_snapshot(self) -> tuple[Snapshot, Stamp | None]:
-        """The index's fingerprints, read in one snapshot, and the stamp they
-        were read under (None where nothing can tell that they are current)."""
+    def _read_snapshot(self, *, store: bool = True) -> tuple[Snapshot, Stamp | None]:
+        """The index's fingerprints, read in one snapshot (from the stored
+        snapshot while it is current), and the stamp they were read under
+        (None where nothing can tell that they are current). ``store``: what
+        was read from the rows is stored for the next reader (a read to
+        hold; a batch's own read is not: its tables may be another k's)."""
         self._refresh()
-        store = self._store
-        versions = store.versions()  # before the read: a write between shows later
+        used = self._store
+        versions = used.versions()  # before the read: a write between shows later
         with self._backend.reading() as conn:
             # The count first: where the reads are not one snapshot
             # (PostgreSQL's READ COMMITTED), a write between shows as a
             # count the snapshot has not seen, and the snapshot is let go.
             writes = self._backend.writes_counted(conn)
             generation = self._backend.schema_version(conn)
-            stored = store.load_stored(conn, generation, writes)
+            stored = used.load_stored(conn, generation, writes)
             if stored is None:
-                ids, fps = store.load(conn)
-                signatures = store.load_signatures(conn, ids)
+                ids, fps = used.load(conn)
+                signatures = used.load_signatures(conn, ids)
                 orders: dict[int, np.ndarray] = {}
             else:
                 ids, fps, signatures, orders = stored
         snapshot = Snapshot(ids, fps, None, signatures, orders)
         stamp = None if versions is None or writes is None else Stamp(versions[0], writes)
-        if (
-            stored is None
-            and stamp is not None
-            and writes is not None
-            and store.would_store(len(ids))
-        ):
+        if store and stored is None and stamp is not None and used.would_store(len(ids)):
             # For the next reader, with its tables for the index's k sorted
             # (sorting is most of a read's time once the rows come stored);
             # storing moves data_version (no row changes).
             k = self._state[0].k
             order = snapshot.order(k) if k <= MAX_INDEX_K else None
             orders = {} if order is None else {k: order}
-            stamp.own = store.store_snapshot(ids, fps, signatures, generation, writes, orders)
+            stamp.own = used.store_snapshot(ids, fps, signatures, generation, stamp.writes, orders)
         return snapshot, stamp
 
     def _match_on_server(
@@ -376,7 +374,7 @@ class Answers:
             snapshot = self._held(k)
             if snapshot is None:
                 started = time.perf_counter()
-                snapshot, stamp = self._read_snapshot()
+                snapshot, stamp = self._read_snapshot(store=self._accel.hold is not False)
                 # Kept for later queries, unless hold=False (then it serves this batch only).
                 self._accel.install(snapshot, stamp, time.perf_counter() - started)
         if (

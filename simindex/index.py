@@ -312,6 +312,7 @@ class SimIndex(Answers, Upkeep):
                         storage.stage(conn, keys, fps, sigs)
                 # (swap_in rewrites simindex_meta: the count restarts with this write)
                 rows = storage.swap_in(conn, settings, from_staging=fingerprints is not None)
+                self._store.drop_stored(conn)  # (of the old table: stale from now on)
             self._adopt(settings, None)
             self._store.valid_for = self._store.schema_version()
         return rows
@@ -461,7 +462,8 @@ class SimIndex(Answers, Upkeep):
         transaction: from the stored snapshot while it is current (the
         count first, as a held read takes it), else from the rows."""
         writes = self._backend.writes_counted(conn)
-        found = self._store.load_stored(conn, self._backend.schema_version(conn), writes)
+        generation = self._backend.schema_version(conn)
+        found = self._store.load_stored(conn, generation, writes, fingerprints_only=True)
         return self._store.load(conn) if found is None else (found[0], found[1])
 
     def _pairs(

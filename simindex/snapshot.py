@@ -130,7 +130,8 @@ def _probed_tables(
     all_starts = np.empty(sum(span + 2 for _, span in spans) if joined else 0, index_type)
     all_order = np.empty(len(spans) * n if joined else 0, index_type)
     tables, bases = [], []
-    usable = joined and seed is not None and len(seed) == len(all_order)
+    usable = joined and seed is not None and seed.shape == all_order.shape
+    usable = usable and seed is not None and seed.dtype == all_order.dtype
     for t, (shift, span) in enumerate(spans):
         keyed = sort_key(fps, span << shift)
         part = seed[t * n : (t + 1) * n] if usable and seed is not None else None
@@ -268,6 +269,7 @@ class Snapshot:
         for joined in self._joined.values():
             if joined is not None:  # (its starts and order: the tables' own, counted above)
                 arrays += [joined.table_of, joined.flips, joined.base]
+        arrays += list(self._seeds.values())  # stored orders not used yet
         # Each array once: joined tables share one order array, their starts
         # are views of one array (counted as their own parts).
         unique = {id(a): a for a in arrays}

@@ -180,6 +180,11 @@ class Upkeep:
         file's size before and after (bytes, WAL included)."""
         before = self._file_bytes()
         with self._lock:
+            if self._where.path is not None and self._store.stores:
+                # VACUUM moves SQLite's schema cookie: the stored snapshot
+                # would be stale, so its space comes back too.
+                with self._backend.writing() as conn:
+                    self._store.drop_stored(conn)
             self._store.close()  # no connection may read while the file is rewritten
             self._backend.compact()
             self._accel.drop()

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from simindex import SimIndex
+from simindex import costs as costs_module
 from simindex.storage import store as store_module
 from simindex.storage import stored
 
@@ -166,24 +167,49 @@ def test_damaged_stored_arrays_are_not_read(location: str, monkeypatch: pytest.M
     assert reads.count == 1
 
 
-def test_storing_never_waits_for_another_writer(location: str) -> None:
-    if not location.endswith(".db"):
-        pytest.skip("SQLite's write lock (PostgreSQL writers of other tables do not block it)")
-    fps, qs = made(location)
+@pytest.mark.parametrize("blocker", ["writer", "rebuild"])
+def test_storing_never_waits_for_another_writer(location: str, blocker: str) -> None:
+    """A holder that would store while another transaction holds what
+    storing needs (SQLite: the write lock; PostgreSQL: the stored rows, under
+    another process's store, or the lock a rebuild holds) holds without
+    storing, at once, not after its 20 s timeout."""
+    postgres = not location.endswith(".db")
+    if not postgres and blocker == "rebuild":
+        pytest.skip("SQLite: one write lock, the case above")
+    fps, qs = made(location, stored=True)
+    with SimIndex(location, hold=False) as writer:  # counted: the stored one is stale
+        writer.add_fingerprint("late", qs[0] ^ 3)
+    fps["late"] = qs[0] ^ 3
     locked, release = threading.Event(), threading.Event()
 
-    def writer() -> None:
-        conn = sqlite3.connect(location, isolation_level=None)
-        conn.execute("BEGIN IMMEDIATE")
-        locked.set()
-        release.wait(30)
-        conn.execute("ROLLBACK")
-        conn.close()
+    def hold_the_lock() -> None:
+        if not postgres:
+            conn = sqlite3.connect(location, isolation_level=None)
+            conn.execute("BEGIN IMMEDIATE")
+            locked.set()
+            release.wait(30)
+            conn.execute("ROLLBACK")
+            conn.close()
+            return
+        from simindex.storage.dialects import _ADVISORY_KEY
 
-    thread = threading.Thread(target=writer)
+        with (
+            SimIndex(location, hold=False) as other,
+            other._backend.engine.connect() as conn,
+            conn.begin(),
+        ):
+            if blocker == "writer":  # another process storing (uncommitted)
+                conn.exec_driver_sql("DELETE FROM simindex_snapshot")
+            else:  # a rebuild (it holds this lock alone)
+                conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_ADVISORY_KEY})")
+            locked.set()
+            release.wait(30)
+            conn.rollback()
+
+    thread = threading.Thread(target=hold_the_lock)
     thread.start()
     try:
-        locked.wait(10)
+        assert locked.wait(10)
         with SimIndex(location, hold=True, timeout=20) as index:
             started = time.monotonic()
             answers = [index.query(q) for q in qs]
@@ -194,8 +220,76 @@ def test_storing_never_waits_for_another_writer(location: str) -> None:
         thread.join()
     assert answers == [brute_force(fps, q, 8) for q in qs]
     assert took < 5  # not the 20 s timeout
-    header = sqlite3.connect(location).execute("SELECT count(*) FROM simindex_snapshot")
-    assert header.fetchone() == (0,)
+    with SimIndex(location, hold=False) as index, index._backend.reading() as conn:
+        current = index._store.load_stored(
+            conn, index._backend.schema_version(conn), index._backend.writes_counted(conn)
+        )
+    assert current is None  # nothing stored meanwhile
+
+
+def test_an_in_memory_index_and_a_batch_with_hold_false_store_nothing(
+    location: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if location.endswith(".db"):
+        location = ":memory:"  # (nobody else could read what it stored)
+    fps = corpus()
+    with SimIndex(location, hold=location == ":memory:") as index:
+        index.add_fingerprints(fps.items())
+        qs = queries(fps)
+        reads = RowReads(monkeypatch)
+        if location == ":memory:":
+            assert [index.query(q) for q in qs] == [brute_force(fps, q, 8) for q in qs]
+        else:  # a batch too large to answer from the database: read for itself
+            monkeypatch.setattr(costs_module, "READ_US_PER_ROW", 0.0)
+            assert index.query_many(qs * 20) == [brute_force(fps, q, 8) for q in qs] * 20
+        assert reads.count == 1
+        with index._backend.reading() as conn:
+            assert index._store.stored_header(conn) is None
+
+
+def test_compact_and_rebuild_drop_the_stored_snapshot(location: str) -> None:
+    fps, qs = made(location, stored=True)
+    with SimIndex(location) as index:
+        if location.endswith(".db"):
+            index.compact()
+            with index._backend.reading() as conn:
+                assert index._store.stored_header(conn) is None
+            held_answers(location, qs)  # stored again
+        index.rebuild(k=6)
+        with index._backend.reading() as conn:
+            assert index._store.stored_header(conn) is None
+    assert held_answers(location, qs) == [brute_force(fps, q, 6) for q in qs]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda h: h["arrays"]["fps"].__setitem__(1, [h["rows"] - 1]),  # shorter than the rows
+        lambda h: h["arrays"]["ids"].__setitem__(0, "<f8"),  # not integers
+        lambda h: h["arrays"].pop("ids"),  # missing
+        lambda h: h.__setitem__("arrays", 7),  # not a mapping
+        lambda h: h["arrays"].__setitem__("order_kx", ["<i4", [1]]),  # not an order
+    ],
+)
+def test_a_header_that_does_not_hold_together_is_not_read(
+    location: str, monkeypatch: pytest.MonkeyPatch, damage: object
+) -> None:
+    import json
+
+    fps, qs = made(location, stored=True)
+    with SimIndex(location) as index, index._backend.writing() as conn:
+        t = index._store.tables.snapshot
+        (data,) = conn.execute(
+            t.select().with_only_columns(t.c.data).where(t.c.name == "header")
+        ).one()
+        header = json.loads(bytes(data))
+        damage(header)  # type: ignore[operator]
+        conn.execute(
+            t.update().where(t.c.name == "header").values(data=json.dumps(header).encode())
+        )
+    reads = RowReads(monkeypatch)
+    assert held_answers(location, qs) == [brute_force(fps, q, 8) for q in qs]
+    assert reads.count == 1
 
 
 def test_a_read_only_index_holds_without_storing(location: str, tmp_path: Path) -> None:

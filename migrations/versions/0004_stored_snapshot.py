@@ -7,7 +7,8 @@ arrays the last holder read (ids, fingerprints, signatures) as a few large
 parts of bytes with the generation and write count they were read at, so
 that the next process that holds the index reads those instead while no
 write has been counted since (storage/stored.py). It is a copy, never the
-index: an older simindex ignores the table, and a stale one is never read.
+index: a stale one is never read. A simindex from before this revision
+refuses an upgraded index (it does not know the revision).
 Creating an empty table rewrites nothing: an index upgrades in place, in a
 moment.
 

@@ -136,8 +136,8 @@ class Backend:
     def writing(self, *, alone: bool = False, wait: float | None = None) -> Iterator[Connection]:
         """A write transaction that holds the write lock from its start; all or
         nothing. A writer that holds the lock longer than the timeout (or
-        ``wait`` seconds, 0: not at all; SQLite) makes this fail with a
-        StorageError."""
+        ``wait`` seconds, 0: as good as not at all; on PostgreSQL any lock its
+        statements wait for) makes this fail with a StorageError."""
         where = self.where
         timeout = self.timeout if wait is None else wait
         if self.readonly:
@@ -151,7 +151,10 @@ class Backend:
             conn.close()
 
         while True:
-            conn = self.engine.connect()
+            try:
+                conn = self.engine.connect()
+            except (SQLAlchemyError, self.driver_error) as exc:
+                raise self.error(exc) from exc
             try:
                 conn.execution_options(**{WRITE_OPTION: True})
                 if wait is not None:
@@ -173,7 +176,7 @@ class Backend:
         try:
             try:
                 with transaction:
-                    self.dialect.begin_write(conn, alone=alone)
+                    self.dialect.begin_write(conn, alone=alone, wait=wait)
                     yield conn
             finally:
                 release(conn)

@@ -95,12 +95,14 @@ class Dialect:
         """One row, one column: the number that changes with every rebuild."""
         return GENERATION_SQL
 
-    def begin_write(self, conn: Connection, *, alone: bool) -> None:
-        """First statement of a write transaction (nothing, or a lock)."""
+    def begin_write(self, conn: Connection, *, alone: bool, wait: float | None = None) -> None:
+        """First statements of a write transaction (nothing, or a lock);
+        ``wait``: how long its statements may wait for any lock (PostgreSQL;
+        SQLite's waits are set before its BEGIN, see lock_wait)."""
 
     def lock_wait(self, conn: Connection, seconds: float) -> None:
         """How long this connection's next write transaction waits for the
-        write lock (SQLite's busy timeout; elsewhere the timeout stays)."""
+        write lock (SQLite's busy timeout; PostgreSQL's: begin_write)."""
 
     def no_rebuild_meanwhile(self, conn: Connection) -> None:
         """Hold off creation, upgrades and rebuilds until the transaction ends."""
@@ -295,7 +297,9 @@ class _Postgres(Dialect):
             vacuum_after_load=True,
         )
 
-    def begin_write(self, conn: Connection, *, alone: bool) -> None:
+    def begin_write(self, conn: Connection, *, alone: bool, wait: float | None = None) -> None:
+        if wait is not None:  # this transaction only (0 would mean no limit)
+            conn.exec_driver_sql(f"SET LOCAL lock_timeout = {max(1, int(wait * 1000))}")
         if alone:
             conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_ADVISORY_KEY})")
         else:

@@ -64,7 +64,7 @@ def table_index_name(j: int) -> str:
 # carry the rowid anyway). Not Index(postgresql_include=...): a dialect
 # keyword makes SQLAlchemy load that dialect to check it, which cost every
 # SQLite user's process about 20 ms of importing PostgreSQL's.
-INCLUDE = "include"
+INCLUDE = "simindex_include"  # (a key of simindex's own: the hook is process-wide)
 
 
 @compiles(CreateIndex, "postgresql")

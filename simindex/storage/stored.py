@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sqlalchemy import Connection, bindparam, select
+from sqlalchemy.exc import SQLAlchemyError
 
 from simindex.errors import StorageError
 from simindex.storage import schema
@@ -67,6 +68,33 @@ def _parts(array: np.ndarray) -> Iterator[bytes]:
     data = np.ascontiguousarray(array).view(np.uint8).reshape(-1)
     for start in range(0, max(len(data), 1), PART_BYTES):
         yield data[start : start + PART_BYTES].tobytes()
+
+
+def _shapes(header: dict[str, Any]) -> dict[str, tuple[np.dtype, tuple[int, ...], int]] | None:
+    """Each array the header names: (dtype, shape, bytes), or None if the
+    header does not hold together (what a snapshot needs missing, an array
+    of another length than the rows or of a kind it cannot be)."""
+    try:
+        rows = int(header["rows"])
+        shapes = {}
+        for name, (dtype, shape) in header["arrays"].items():
+            kind, dims = np.dtype(dtype), tuple(int(d) for d in shape)
+            shapes[str(name)] = (kind, dims, int(np.prod(dims, dtype=np.int64)) * kind.itemsize)
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return None
+    wanted = {"ids": "i", "fps": "u", "words": "u", "present": "b"}
+    for name, (kind, dims, _) in shapes.items():
+        expected = "iu" if name.startswith(ORDER) else wanted.get(name)
+        if expected is None or kind.kind not in expected or not dims:
+            return None
+        if name.startswith(ORDER):
+            if not name[len(ORDER) :].isdigit() or len(dims) != 1 or dims[0] % max(rows, 1):
+                return None
+        elif dims[0] != rows or (name == "words") != (len(dims) == 2):
+            return None
+    if "ids" not in shapes or "fps" not in shapes or ("words" in shapes) != ("present" in shapes):
+        return None
+    return shapes
 
 
 class Stored:
@@ -111,9 +139,18 @@ class Stored:
             now = (self.backend.schema_version(conn), self.backend.writes_counted(conn))
         return (header.get("generation"), header.get("writes")) == now
 
-    def load_stored(self, conn: Connection, generation: int, writes: int | None) -> Arrays | None:
+    def load_stored(
+        self,
+        conn: Connection,
+        generation: int,
+        writes: int | None,
+        *,
+        fingerprints_only: bool = False,
+    ) -> Arrays | None:
         """The arrays stored, if they were read at this generation and write
-        count (the caller read both in this transaction); else None."""
+        count (the caller read both in this transaction); else None (also
+        for a header or parts that do not hold together: the rows are read
+        instead). ``fingerprints_only``: the ids and fingerprints alone."""
         if writes is None:
             return None
         header = self.stored_header(conn)
@@ -122,40 +159,52 @@ class Stored:
             writes,
         ):
             return None
+        shapes = _shapes(header)
+        if shapes is None:
+            return None
+        if fingerprints_only:
+            shapes = {name: shapes[name] for name in ("ids", "fps")}
+        # Each array's parts copied into place as they come (one copy of
+        # the bytes in memory, not every part kept until the last).
+        buffers = {name: bytearray(size) for name, (_, _, size) in shapes.items()}
+        filled = dict.fromkeys(shapes, 0)
         _, parts = self._stored_sql
         dbapi = conn.connection.dbapi_connection
         assert dbapi is not None  # an open connection inside a transaction
         cursor = dbapi.cursor()
-        chunks: dict[str, list[Any]] = {}
         try:
             cursor.execute(parts.text, parts.params([HEADER]))
-            while rows := cursor.fetchmany(16):
+            while rows := cursor.fetchmany(4):
                 for name, data in rows:
-                    chunks.setdefault(name, []).append(data)
+                    if name not in buffers:
+                        continue
+                    at, size = filled[name], len(data)
+                    if at + size > len(buffers[name]):
+                        return None  # (more than the header says: damaged)
+                    buffers[name][at : at + size] = data
+                    filled[name] = at + size
         finally:
             cursor.close()
         arrays: dict[str, np.ndarray] = {}
-        for name, (dtype, shape) in header.get("arrays", {}).items():
-            data = bytearray().join(chunks.get(name, []))  # (writable, like a read's arrays)
-            wanted = int(np.prod(shape)) * np.dtype(dtype).itemsize
-            if len(data) != wanted:
-                return None  # (a damaged table: read the rows instead)
-            arrays[name] = np.frombuffer(data, dtype=dtype).reshape(shape)
-        if "ids" not in arrays or "fps" not in arrays or len(arrays["ids"]) != header.get("rows"):
-            return None
+        for name, (dtype, shape, size) in shapes.items():
+            if filled[name] != size:
+                return None  # (a part missing or short: damaged)
+            arrays[name] = np.frombuffer(buffers.pop(name), dtype=dtype).reshape(shape)
         signatures = None
         if "words" in arrays and "present" in arrays:
             signatures = (arrays["words"], arrays["present"])
-        orders = {
-            int(name[len(ORDER) :]): array
-            for name, array in arrays.items()
-            if name.startswith(ORDER) and name[len(ORDER) :].isdigit()
-        }
+        orders = {int(n[len(ORDER) :]): a for n, a in arrays.items() if n.startswith(ORDER)}
         return arrays["ids"], arrays["fps"], signatures, orders
 
     def would_store(self, rows: int) -> bool:
         """Whether a snapshot of this many rows is stored (store_snapshot)."""
-        return self.stores and not self.backend.readonly and rows >= STORE_MIN_ROWS
+        backend = self.backend  # (an in-memory index: nobody else could read it)
+        return (
+            self.stores
+            and not backend.readonly
+            and not backend.shared_connection
+            and rows >= STORE_MIN_ROWS
+        )
 
     def store_snapshot(
         self,
@@ -193,8 +242,8 @@ class Stored:
                 for name, array in arrays.items():
                     for part, data in enumerate(_parts(array)):
                         conn.execute(t.insert(), [{"name": name, "part": part, "data": data}])
-        except StorageError:
-            return False
+        except (StorageError, SQLAlchemyError, self.backend.driver_error):
+            return False  # (locked, read-only, full, gone: the next reader reads the rows)
         return True
 
     def drop_stored(self, conn: Connection) -> None:
