@@ -104,6 +104,10 @@ class Dialect:
         """How long this connection's next write transaction waits for the
         write lock (SQLite's busy timeout; PostgreSQL's: begin_write)."""
 
+    def bytes_cursor(self, dbapi_connection: Any) -> Any:
+        """A driver cursor for reading large binary values (the stored snapshot)."""
+        return dbapi_connection.cursor()
+
     def no_rebuild_meanwhile(self, conn: Connection) -> None:
         """Hold off creation, upgrades and rebuilds until the transaction ends."""
 
@@ -307,6 +311,10 @@ class _Postgres(Dialect):
 
     def no_rebuild_meanwhile(self, conn: Connection) -> None:
         conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock_shared({_ADVISORY_KEY})")
+
+    def bytes_cursor(self, dbapi_connection: Any) -> Any:
+        # psycopg's binary format: BYTEA as its bytes, not hex text to decode.
+        return dbapi_connection.cursor(binary=True)
 
     def tidy_after_load(self, cursor: Any) -> None:
         """VACUUM, so that the visibility map lets lookups read their (id,

@@ -171,7 +171,7 @@ class Stored:
         _, parts = self._stored_sql
         dbapi = conn.connection.dbapi_connection
         assert dbapi is not None  # an open connection inside a transaction
-        cursor = dbapi.cursor()
+        cursor = self.backend.dialect.bytes_cursor(dbapi)
         try:
             cursor.execute(parts.text, parts.params([HEADER]))
             while rows := cursor.fetchmany(4):
