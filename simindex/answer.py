@@ -28,7 +28,7 @@ from simindex.matching import Verify, near, unverified, within, within_each
 from simindex.planner import Way, plan_batch, plan_query
 from simindex.results import FullScanWarning, Match
 from simindex.signature import check_threshold, fingerprint_and_signature
-from simindex.snapshot import Snapshot
+from simindex.snapshot import Seed, Snapshot
 from simindex.validate import check_limit
 
 _ONE_BY_ONE = 16  # batches up to this size are matched query by query in memory
@@ -299,7 +299,7 @@ class Answers:
             if stored is None:
                 ids, fps = used.load(conn)
                 signatures = used.load_signatures(conn, ids)
-                orders: dict[int, np.ndarray] = {}
+                orders: dict[int, Seed] = {}
             else:
                 ids, fps, signatures, orders = stored
         snapshot = Snapshot(ids, fps, None, signatures, orders)

@@ -140,9 +140,10 @@ def advise(n: int, k: int) -> list[LayoutAdvice]:
 READ_US_PER_ROW = 0.5
 # Holding it: reading and sorting a row (at 1M: 0.6 s to read, 0.3 s to sort).
 HOLD_S_PER_ROW = 1e-6
-# The same from the stored snapshot (storage/stored.py; at 1M: about 0.04 s
-# to read its arrays, 0.08 s to check its tables' stored order and build them).
-STORED_S_PER_ROW = 1.2e-7
+# The same from the stored snapshot (storage/stored.py; at 1M: about 0.05 s
+# to read its arrays and check their digests, 0.05 s to build its tables
+# from their stored order).
+STORED_S_PER_ROW = 1e-7
 
 
 # -- in memory --------------------------------------------------------------

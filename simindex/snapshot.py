@@ -95,29 +95,21 @@ def single_layout(n: int, k: int) -> tuple[BlockLayout, list[Probe] | None] | No
     return best[1], best[2]
 
 
-def _seeded(keyed: np.ndarray, order: np.ndarray) -> bool:
-    """Whether `order` is exactly stable_order(keyed): a permutation that
-    sorts the keys, equal keys in position order (a stored order is
-    checked before it is used: it is then what sorting would give)."""
-    n = len(keyed)
-    if len(order) != n or (n and (int(order.min()) < 0 or int(order.max()) >= n)):
-        return False
-    if n and not np.array_equal(np.bincount(order, minlength=n), np.ones(n, np.intp)):
-        return False
-    keys = keyed[order].astype(np.int64)
-    rises, steps = np.diff(keys), np.diff(order.astype(np.int64))
-    return bool(np.all((rises > 0) | ((rises == 0) & (steps > 0))))
+# A stored order of the single-query tables for one k (Snapshot.order): the
+# (shift, span) of each table's block, and the joined order array.
+Seed = tuple[tuple[tuple[int, int], ...], np.ndarray]
 
 
 def _probed_tables(
-    fps: np.ndarray, k: int, seed: np.ndarray | None = None
+    fps: np.ndarray, k: int, seed: Seed | None = None
 ) -> tuple[list[_Probed], _Joined | None] | None:
     """The tables that answer one query within k (see single_layout), and
     their joined lookup where every one is found by offset (their starts
     and orders then built end to end, each table's starts a view of the one
     array shifted to its part of the one order array); None past MAX_INDEX_K.
-    ``seed``: a joined order array read with the snapshot (Snapshot.order):
-    each table's part is used where it is what sorting would give."""
+    ``seed``: the order read with the snapshot (Snapshot.order; its bytes
+    checked by their digest, storage/stored.py), used in place of sorting
+    where it is of these very tables: the same blocks, the same size."""
     chosen = single_layout(len(fps), k)
     if chosen is None:
         return None
@@ -130,12 +122,14 @@ def _probed_tables(
     all_starts = np.empty(sum(span + 2 for _, span in spans) if joined else 0, index_type)
     all_order = np.empty(len(spans) * n if joined else 0, index_type)
     tables, bases = [], []
-    usable = joined and seed is not None and seed.shape == all_order.shape
-    usable = usable and seed is not None and seed.dtype == all_order.dtype
+    given = None
+    if joined and seed is not None and seed[0] == tuple(spans):
+        order_seed = seed[1]
+        if order_seed.shape == all_order.shape and order_seed.dtype == all_order.dtype:
+            given = order_seed
     for t, (shift, span) in enumerate(spans):
         keyed = sort_key(fps, span << shift)
-        part = seed[t * n : (t + 1) * n] if usable and seed is not None else None
-        order = part if part is not None and _seeded(keyed, part) else stable_order(keyed)
+        order = stable_order(keyed) if given is None else given[t * n : (t + 1) * n]
         offsets = _offsets_fit(span.bit_length(), n)
         starts = None
         if joined:
@@ -188,7 +182,7 @@ class Snapshot:
         fps: np.ndarray,
         version: object,
         signatures: tuple[np.ndarray, np.ndarray] | None = None,
-        orders: dict[int, np.ndarray] | None = None,
+        orders: dict[int, Seed] | None = None,
     ) -> None:
         self.ids = ids
         self.fps = fps.astype(np.uint64, copy=False)
@@ -200,7 +194,7 @@ class Snapshot:
         self._tables: dict[int, tuple[Plan, list[_Table]]] = {}
         self._probed: dict[int, list[_Probed] | None] = {}
         self._joined: dict[int, _Joined | None] = {}
-        self._seeds: dict[int, np.ndarray] = dict(orders or {})
+        self._seeds: dict[int, Seed] = dict(orders or {})
         self._added = (np.zeros(0, np.int64), np.zeros(0, np.uint64))
 
     @property
@@ -269,7 +263,7 @@ class Snapshot:
         for joined in self._joined.values():
             if joined is not None:  # (its starts and order: the tables' own, counted above)
                 arrays += [joined.table_of, joined.flips, joined.base]
-        arrays += list(self._seeds.values())  # stored orders not used yet
+        arrays += [order for _, order in self._seeds.values()]  # stored orders not used yet
         # Each array once: joined tables share one order array, their starts
         # are views of one array (counted as their own parts).
         unique = {id(a): a for a in arrays}
@@ -326,12 +320,13 @@ class Snapshot:
             found = self._tables[k] = (plan, tables)
         return found
 
-    def order(self, k: int) -> np.ndarray | None:
-        """The single-query tables' joined order array for k (built now if
-        not yet), or None where they are not joined: what a stored snapshot
-        keeps so that the next reader need not sort (``orders``)."""
+    def order(self, k: int) -> Seed | None:
+        """The single-query tables' blocks and joined order array for k
+        (built now if not yet), or None where they are not joined: what a
+        stored snapshot keeps so that the next reader need not sort
+        (``orders``)."""
         _, joined = self._probed_for(k)
-        return None if joined is None else joined.order
+        return None if joined is None else (tuple(joined.spans), joined.order)
 
     def _probed_for(self, k: int) -> tuple[list[_Probed] | None, _Joined | None]:
         """The single-query tables for k (built on first use), and their

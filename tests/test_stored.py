@@ -158,10 +158,20 @@ def test_a_rebuild_makes_the_stored_arrays_stale(
     assert reads.count == 1
 
 
-def test_damaged_stored_arrays_are_not_read(location: str, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("damage", ["missing", "changed"])
+def test_damaged_stored_arrays_are_not_read(
+    location: str, monkeypatch: pytest.MonkeyPatch, damage: str
+) -> None:
     fps, qs = made(location, stored=True)
     with SimIndex(location) as index, index._backend.engine.begin() as conn:
-        conn.exec_driver_sql("DELETE FROM simindex_snapshot WHERE name = 'fps'")
+        if damage == "missing":
+            conn.exec_driver_sql("DELETE FROM simindex_snapshot WHERE name = 'fps'")
+        else:  # one byte of the fingerprints, the length kept
+            t = index._store.tables.snapshot
+            where = (t.c.name == "fps") & (t.c.part == 0)
+            (data,) = conn.execute(t.select().with_only_columns(t.c.data).where(where)).one()
+            changed = bytes([data[0] ^ 1]) + bytes(data[1:])
+            conn.execute(t.update().where(where).values(data=changed))
     reads = RowReads(monkeypatch)
     assert held_answers(location, qs) == [brute_force(fps, q, 8) for q in qs]
     assert reads.count == 1
@@ -317,13 +327,16 @@ def test_duplicates_read_the_stored_arrays_while_current(
         assert reads.count == 1  # stale: the rows
 
 
-def test_the_stored_order_of_the_tables_is_used_only_where_it_sorts(
+def test_the_stored_order_of_the_tables_is_used_only_for_the_same_tables(
     location: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The holder that reads the rows stores its single-query tables' order
-    for the index's k; the next one builds its tables from it without
-    sorting, but only after checking it is what sorting would give: a
-    stored order that does not sort is sorted anew, answers unchanged."""
+    for the index's k, with the blocks it sorts; the next one builds its
+    tables from it without sorting. An order stored for other blocks is not
+    used (the tables are sorted anew); changed bytes make the whole stored
+    snapshot unread (its digest), and the rows are read."""
+    import json
+
     import numpy as np
 
     from simindex import snapshot
@@ -332,23 +345,32 @@ def test_the_stored_order_of_the_tables_is_used_only_where_it_sorts(
     fps, qs = made(location, stored=True)
     with SimIndex(location) as index, index._backend.reading() as conn:
         header = index._store.stored_header(conn)
-    assert header is not None and "order_k8" in header["arrays"]
+    assert header is not None and "order_k8" in header["arrays"] and "8" in header["layouts"]
+    tables = len(header["layouts"]["8"])
     sorts = []
     original = snapshot.stable_order
     monkeypatch.setattr(snapshot, "stable_order", lambda keys: sorts.append(1) or original(keys))
     want = [brute_force(fps, q, 8) for q in qs]
     assert held_answers(location, qs) == want
     assert sorts == []  # from the stored order
-    with SimIndex(location) as index, index._backend.writing() as conn:
-        (data,) = conn.exec_driver_sql(
-            "SELECT data FROM simindex_snapshot WHERE name = 'order_k8'"
-        ).one()
-        order = np.frombuffer(bytes(data), dtype="<i4")
-        conn.execute(
-            index._store.tables.snapshot.update()
-            .where(index._store.tables.snapshot.c.name == "order_k8")
-            .values(data=order[::-1].tobytes())  # every position once, but not sorted
-        )
+
+    def change(name: str, edit: object) -> None:
+        with SimIndex(location) as index, index._backend.writing() as conn:
+            t = index._store.tables.snapshot
+            where = t.c.name == name
+            (data,) = conn.execute(t.select().with_only_columns(t.c.data).where(where)).one()
+            conn.execute(t.update().where(where).values(data=edit(bytes(data))))  # type: ignore[operator]
+
+    def other_blocks(data: bytes) -> bytes:
+        header = json.loads(data)
+        header["layouts"]["8"][0][0] += 1  # another table's block
+        return json.dumps(header).encode()
+
+    change("header", other_blocks)
+    reads = RowReads(monkeypatch)
     assert held_answers(location, qs) == want
-    tables = len(order) // len(fps)
-    assert tables >= 2 and len(sorts) == tables  # each table sorted anew
+    assert reads.count == 0 and len(sorts) == tables  # the stored rows, sorted anew
+    sorts.clear()
+    change("order_k8", lambda data: np.frombuffer(data, "<i4")[::-1].tobytes())
+    assert held_answers(location, qs) == want
+    assert reads.count == 1 and len(sorts) == tables  # not read at all: the rows

@@ -27,6 +27,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import xxhash
 from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -37,29 +38,35 @@ from simindex.storage.sql import Sql
 if TYPE_CHECKING:
     from simindex.storage.backend import Backend
 
-FORMAT = 1  # of the header; another is not read
+FORMAT = 2  # of the header; another is not read (1: no digests)
 PART_BYTES = 1 << 25  # an array is stored in parts of at most 32 MB (bounds a statement)
 HEADER = "header"
 # Smaller snapshots are not stored: their rows read in a few milliseconds.
 STORE_MIN_ROWS = 20_000
 
-# (ids, unsigned fingerprints, signatures as (words, present) or None, and
-# per k the single-query tables' order, snapshot.Snapshot.order)
-Arrays = tuple[
-    np.ndarray, np.ndarray, "tuple[np.ndarray, np.ndarray] | None", dict[int, np.ndarray]
-]
+# Per k, the single-query tables' order and the (shift, span) of the
+# blocks it sorts (snapshot.Snapshot.order).
+Spans = tuple[tuple[int, int], ...]
+Orders = dict[int, tuple[Spans, np.ndarray]]
+# (ids, unsigned fingerprints, signatures as (words, present) or None, orders)
+Arrays = tuple[np.ndarray, np.ndarray, "tuple[np.ndarray, np.ndarray] | None", Orders]
 ORDER = "order_k"  # an order array's name: ORDER and its k
 
 
+def _digest(data: Any) -> str:
+    """An array's bytes' xxh3 digest (a damaged part is never read as data)."""
+    return xxhash.xxh3_64_hexdigest(data)
+
+
 def _named(
-    ids: np.ndarray, fps: np.ndarray, signatures: Any, orders: dict[int, np.ndarray]
+    ids: np.ndarray, fps: np.ndarray, signatures: Any, orders: Orders
 ) -> dict[str, np.ndarray]:
     arrays = {"ids": ids.astype("<i8", copy=False), "fps": fps.astype("<u8", copy=False)}
     if signatures is not None:
         words, present = signatures
         arrays["words"] = words.astype("<u8", copy=False)
         arrays["present"] = present.astype(np.bool_, copy=False)
-    for k, order in orders.items():
+    for k, (_, order) in orders.items():
         arrays[f"{ORDER}{k}"] = order.astype(order.dtype.newbyteorder("<"), copy=False)
     return arrays
 
@@ -70,20 +77,24 @@ def _parts(array: np.ndarray) -> Iterator[bytes]:
         yield data[start : start + PART_BYTES].tobytes()
 
 
-def _shapes(header: dict[str, Any]) -> dict[str, tuple[np.dtype, tuple[int, ...], int]] | None:
-    """Each array the header names: (dtype, shape, bytes), or None if the
-    header does not hold together (what a snapshot needs missing, an array
-    of another length than the rows or of a kind it cannot be)."""
+Shape = tuple[np.dtype, tuple[int, ...], int, str]  # dtype, shape, bytes, digest
+
+
+def _shapes(header: dict[str, Any]) -> dict[str, Shape] | None:
+    """Each array the header names: (dtype, shape, bytes, digest), or None if
+    the header does not hold together (what a snapshot needs missing, an
+    array of another length than the rows or of a kind it cannot be)."""
     try:
         rows = int(header["rows"])
         shapes = {}
-        for name, (dtype, shape) in header["arrays"].items():
+        for name, (dtype, shape, digest) in header["arrays"].items():
             kind, dims = np.dtype(dtype), tuple(int(d) for d in shape)
-            shapes[str(name)] = (kind, dims, int(np.prod(dims, dtype=np.int64)) * kind.itemsize)
+            size = int(np.prod(dims, dtype=np.int64)) * kind.itemsize
+            shapes[str(name)] = (kind, dims, size, str(digest))
     except (AttributeError, KeyError, TypeError, ValueError):
         return None
     wanted = {"ids": "i", "fps": "u", "words": "u", "present": "b"}
-    for name, (kind, dims, _) in shapes.items():
+    for name, (kind, dims, _, _) in shapes.items():
         expected = "iu" if name.startswith(ORDER) else wanted.get(name)
         if expected is None or kind.kind not in expected or not dims:
             return None
@@ -166,7 +177,7 @@ class Stored:
             shapes = {name: shapes[name] for name in ("ids", "fps")}
         # Each array's parts copied into place as they come (one copy of
         # the bytes in memory, not every part kept until the last).
-        buffers = {name: bytearray(size) for name, (_, _, size) in shapes.items()}
+        buffers = {name: bytearray(size) for name, (_, _, size, _) in shapes.items()}
         filled = dict.fromkeys(shapes, 0)
         _, parts = self._stored_sql
         dbapi = conn.connection.dbapi_connection
@@ -186,14 +197,24 @@ class Stored:
         finally:
             cursor.close()
         arrays: dict[str, np.ndarray] = {}
-        for name, (dtype, shape, size) in shapes.items():
-            if filled[name] != size:
-                return None  # (a part missing or short: damaged)
-            arrays[name] = np.frombuffer(buffers.pop(name), dtype=dtype).reshape(shape)
+        for name, (dtype, shape, size, digest) in shapes.items():
+            data = buffers.pop(name)
+            if filled[name] != size or _digest(data) != digest:
+                return None  # (a part missing, short or changed: damaged)
+            arrays[name] = np.frombuffer(data, dtype=dtype).reshape(shape)
         signatures = None
         if "words" in arrays and "present" in arrays:
             signatures = (arrays["words"], arrays["present"])
-        orders = {int(n[len(ORDER) :]): a for n, a in arrays.items() if n.startswith(ORDER)}
+        layouts = header.get("layouts", {})
+        orders: Orders = {}
+        for name, array in arrays.items():
+            k = name[len(ORDER) :]
+            if name.startswith(ORDER) and isinstance(layouts.get(k), list):
+                try:
+                    spans = tuple((int(a), int(b)) for a, b in layouts[k])
+                except (TypeError, ValueError):
+                    continue
+                orders[int(k)] = (spans, array)
         return arrays["ids"], arrays["fps"], signatures, orders
 
     def would_store(self, rows: int) -> bool:
@@ -213,7 +234,7 @@ class Stored:
         signatures: tuple[np.ndarray, np.ndarray] | None,
         generation: int,
         writes: int,
-        orders: dict[int, np.ndarray] | None = None,
+        orders: Orders | None = None,
     ) -> bool:
         """Store the arrays of a snapshot read at this generation and write
         count (and its tables' orders, per k), in place of what was stored,
@@ -222,13 +243,18 @@ class Stored:
         (read-only, locked, full): nothing is stored."""
         if not self.would_store(len(ids)):
             return False
-        arrays = _named(ids, fps, signatures, orders or {})
+        given = orders or {}
+        arrays = _named(ids, fps, signatures, given)
         header = {
             "format": FORMAT,
             "generation": generation,
             "writes": writes,
             "rows": len(ids),
-            "arrays": {name: [a.dtype.str, list(a.shape)] for name, a in arrays.items()},
+            "arrays": {
+                name: [a.dtype.str, list(a.shape), _digest(np.ascontiguousarray(a))]
+                for name, a in arrays.items()
+            },
+            "layouts": {str(k): [list(b) for b in spans] for k, (spans, _) in given.items()},
         }
         t = self.tables.snapshot
         try:
