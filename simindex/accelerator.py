@@ -104,8 +104,10 @@ class Accelerator:
         (data_version, schema cookie, writes counted): no write counted but the
         owner's, and no commit at all unless the owner wrote. (A writer that does
         not count its writes, older than this simindex or not simindex at all,
-        goes unseen only if it commits between the owner's own write and its
-        next query.) Else None, and a stale snapshot is let go."""
+        goes unseen only if it commits between the owner's own commit, a
+        write or the storing of a snapshot it read (storage/stored.py), and
+        its next query; for a stored one, from the versions read before that
+        read.) Else None, and a stale snapshot is let go."""
         with self._lock:
             snapshot, stamp = self.snapshot, self.stamp
             if snapshot is None or stamp is None:
