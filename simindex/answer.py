@@ -290,11 +290,10 @@ class Answers:
         used = self._store
         versions = used.versions()  # before the read: a write between shows later
         with self._backend.reading() as conn:
-            # The count first: where the reads are not one snapshot
-            # (PostgreSQL's READ COMMITTED), a write between shows as a
-            # count the snapshot has not seen, and the snapshot is let go.
-            writes = self._backend.writes_counted(conn)
-            generation = self._backend.schema_version(conn)
+            # The count first (stamp_now): a write between it and the rows
+            # read (PostgreSQL's READ COMMITTED) shows as a count the
+            # snapshot has not seen, and the snapshot is let go.
+            generation, writes = used.stamp_now(conn)
             stored = used.load_stored(conn, generation, writes)
             if stored is None:
                 ids, fps = used.load(conn)

@@ -459,10 +459,9 @@ class SimIndex(Answers, Upkeep):
 
     def _fingerprints(self, conn: Connection) -> tuple[np.ndarray, np.ndarray]:
         """(ids, unsigned fingerprints) of every row, in the caller's read
-        transaction: from the stored snapshot while it is current (the
-        count first, as a held read takes it), else from the rows."""
-        writes = self._backend.writes_counted(conn)
-        generation = self._backend.schema_version(conn)
+        transaction: from the stored snapshot while it is current, else
+        from the rows."""
+        generation, writes = self._store.stamp_now(conn)
         found = self._store.load_stored(conn, generation, writes, fingerprints_only=True)
         return self._store.load(conn) if found is None else (found[0], found[1])
 

@@ -60,7 +60,7 @@ class _Joined(NamedTuple):
     found by offset: one lookup for all their probes, not one a table.
     Each table's starts index the one order array (its own part of it)."""
 
-    spans: list[tuple[int, int]]  # per table: (its lowest bit, its bits shifted down)
+    spans: tuple[tuple[int, int], ...]  # per table: (its lowest bit, its bits shifted down)
     table_of: np.ndarray  # per probe: its table
     flips: np.ndarray  # per probe: the value XORed into its table's block value
     base: np.ndarray  # per probe: where its table's starts begin in starts
@@ -114,16 +114,17 @@ def _probed_tables(
     if chosen is None:
         return None
     layout, found = chosen
-    spans = list(layout.spans())
+    spans = tuple(layout.spans())
     n = len(fps)
     joined = len(spans) > 1 and all(_offsets_fit(span.bit_length(), n) for _, span in spans)
     index_type = np.int32 if (len(spans) if joined else 1) * n < 2**31 else np.int64
     none = np.zeros(0, np.uint64)  # the sorted keys a table found by offset never searches
     all_starts = np.empty(sum(span + 2 for _, span in spans) if joined else 0, index_type)
     all_order = np.empty(len(spans) * n if joined else 0, index_type)
-    tables, bases = [], []
+    tables = []
+    bases = [sum(b + 2 for _, b in spans[:t]) for t in range(len(spans))]  # in all_starts
     given = None
-    if joined and seed is not None and seed[0] == tuple(spans):
+    if joined and seed is not None and seed[0] == spans:
         order_seed = seed[1]
         if order_seed.shape == all_order.shape and order_seed.dtype == all_order.dtype:
             given = order_seed
@@ -133,11 +134,9 @@ def _probed_tables(
         offsets = _offsets_fit(span.bit_length(), n)
         starts = None
         if joined:
-            base = sum(b + 2 for _, b in spans[:t])
-            starts = all_starts[base : base + span + 2]
+            starts = all_starts[bases[t] : bases[t] + span + 2]
             all_order[t * n : (t + 1) * n] = order
             table_order = all_order
-            bases.append(base)
         else:
             table_order = order.astype(index_type)
             if offsets:
@@ -154,7 +153,7 @@ def _probed_tables(
         return tables, None
     sizes = [len(t.flips) for t in tables]
     lookup = _Joined(
-        [(t.shift, t.span) for t in tables],
+        spans,
         np.repeat(np.arange(len(tables)), sizes),
         np.concatenate([t.flips for t in tables]),
         np.repeat(np.array(bases, np.int64), sizes),
@@ -326,7 +325,7 @@ class Snapshot:
         stored snapshot keeps so that the next reader need not sort
         (``orders``)."""
         _, joined = self._probed_for(k)
-        return None if joined is None else (tuple(joined.spans), joined.order)
+        return None if joined is None else (joined.spans, joined.order)
 
     def _probed_for(self, k: int) -> tuple[list[_Probed] | None, _Joined | None]:
         """The single-query tables for k (built on first use), and their

@@ -121,27 +121,6 @@ def test_the_stored_snapshot_is_kept_uncompressed(pg_url: str) -> None:
     assert storage == "e"  # EXTERNAL: out of line, never compressed
 
 
-def test_a_sqlite_process_opening_an_index_never_loads_postgresql_s_dialect(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """Creating an index runs its migrations (Alembic loads every dialect it
-    knows); opening one, querying, adding and rebuilding load SQLite's alone."""
-    import subprocess
-    import sys
-
-    path = str(tmp_path / "x.db")
-    SimIndex(path).close()
-    code = (
-        "import sys\n"
-        "from simindex import SimIndex\n"
-        f"with SimIndex({path!r}) as index:\n"
-        "    index.add_fingerprints([('a', 1), ('b', 3)])\n"
-        "    index.rebuild(k=3)\n"
-        "    assert [m.key for m in index.query(1)] == ['a', 'b']\n"
-        "print(sorted(m for m in sys.modules if m.startswith('sqlalchemy.dialects.postgresql')))\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "[]", done.stdout
-
-
 def test_an_index_that_is_not_there_is_not_created_when_told_not_to(pg_url: str) -> None:
     with pytest.raises(NotAnIndexError, match="no index"):
         SimIndex(pg_url, create=False)

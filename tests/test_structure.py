@@ -93,3 +93,28 @@ def test_no_database_kind_is_asked_outside_storage() -> None:
         if words.search(line)
     ]
     assert not found, "\n".join(found)
+
+
+def test_a_sqlite_process_opening_an_index_never_loads_postgresql_s_dialect(
+    tmp_path: Path,
+) -> None:
+    """Creating an index runs its migrations (Alembic loads every dialect it
+    knows); opening one, querying, adding and rebuilding load SQLite's alone."""
+    import subprocess
+    import sys
+
+    from simindex import SimIndex
+
+    path = str(tmp_path / "x.db")
+    SimIndex(path).close()
+    code = (
+        "import sys\n"
+        "from simindex import SimIndex\n"
+        f"with SimIndex({path!r}) as index:\n"
+        "    index.add_fingerprints([('a', 1), ('b', 3)])\n"
+        "    index.rebuild(k=3)\n"
+        "    assert [m.key for m in index.query(1)] == ['a', 'b']\n"
+        "print(sorted(m for m in sys.modules if m.startswith('sqlalchemy.dialects.postgresql')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout

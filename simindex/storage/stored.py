@@ -108,6 +108,15 @@ def _shapes(header: dict[str, Any]) -> dict[str, Shape] | None:
     return shapes
 
 
+def _stamped(header: dict[str, Any] | None, generation: int, writes: int | None) -> bool:
+    """Whether a header was written for arrays read at this generation and count."""
+    return (
+        header is not None
+        and writes is not None
+        and (header.get("generation"), header.get("writes")) == (generation, writes)
+    )
+
+
 class Stored:
     """The stored snapshot (a part of Store)."""
 
@@ -139,16 +148,20 @@ class Stored:
             return None
         return found if isinstance(found, dict) and found.get("format") == FORMAT else None
 
+    def stamp_now(self, conn: Connection) -> tuple[int, int | None]:
+        """(generation, writes counted) of the index now, in the caller's
+        transaction; the count read first: where the reads are not one
+        snapshot (PostgreSQL's READ COMMITTED), a write between shows as a
+        count the arrays read after it have not seen, which never matches."""
+        writes = self.backend.writes_counted(conn)
+        return self.backend.schema_version(conn), writes
+
     def stored_current(self) -> bool:
         """Whether the stored snapshot is the index's now (one read)."""
         if not self.stores:
             return False
         with self.backend.reading() as conn:
-            header = self.stored_header(conn)
-            if header is None:
-                return False
-            now = (self.backend.schema_version(conn), self.backend.writes_counted(conn))
-        return (header.get("generation"), header.get("writes")) == now
+            return _stamped(self.stored_header(conn), *self.stamp_now(conn))
 
     def load_stored(
         self,
@@ -162,13 +175,8 @@ class Stored:
         count (the caller read both in this transaction); else None (also
         for a header or parts that do not hold together: the rows are read
         instead). ``fingerprints_only``: the ids and fingerprints alone."""
-        if writes is None:
-            return None
         header = self.stored_header(conn)
-        if header is None or (header.get("generation"), header.get("writes")) != (
-            generation,
-            writes,
-        ):
+        if header is None or not _stamped(header, generation, writes):
             return None
         shapes = _shapes(header)
         if shapes is None:
@@ -259,8 +267,7 @@ class Stored:
         t = self.tables.snapshot
         try:
             with self.backend.writing(wait=0.0) as conn:
-                now = (self.backend.schema_version(conn), self.backend.writes_counted(conn))
-                if now != (generation, writes):
+                if self.stamp_now(conn) != (generation, writes):
                     return False  # written meanwhile: what was read is not the index now
                 conn.execute(t.delete())
                 rows = [{"name": HEADER, "part": 0, "data": json.dumps(header).encode()}]
