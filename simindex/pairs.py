@@ -201,3 +201,115 @@ def leader_clusters(pairs: Iterable[tuple[int, int]]) -> list[list[int]]:
         else:
             members[home].append(node)
     return [m for m in members.values() if len(m) > 1]
+
+
+# --- all pairs of a group (the Spark path's task: simindex.spark) -----------------------------
+
+
+def prefix_mask(mask: int, bits: int) -> int:
+    """The highest ``bits`` bits of a table's mask (its group's bits)."""
+    prefix = 0
+    for _ in range(bits):
+        prefix |= 1 << ((mask & ~prefix).bit_length() - 1)
+    return prefix
+
+
+def visit_flips(plan: Plan, t: int, prefix: int) -> list[int]:
+    """The flips of table t inside ``prefix`` (but 0): a row visits the group
+    of its prefix XOR each of them whose highest bit its prefix has clear."""
+    return [f for f in plan.flips[t] if f and not f & ~prefix]
+
+
+def group_pairs(
+    fps: np.ndarray, k: int, plan: Plan, t: int, prefix: int, group: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs (a, b, distance) of positions in fps within k that table t
+    finds in one group, each once, and only those no earlier table finds.
+
+    A group holds the rows whose bits under ``prefix`` (prefix_mask of the
+    table's mask) equal ``group`` (its home rows) and the rows that visit it
+    (visit_flips: their prefix is h = 1..radius bits from the group's). Two
+    home rows pair when the rest of the table's bits are within the radius;
+    a visitor pairs with a home row when they are within radius - h: so a
+    pair the table finds, found in the group of whichever side's prefix has
+    the differing bits' highest bit set, is found once over all groups.
+    """
+    fps = fps.astype(np.uint64, copy=False)
+    mask, radius = plan.masks[t], plan.radius
+    rest = mask & ~prefix
+    away = np.bitwise_count((fps & np.uint64(prefix)) ^ np.uint64(group))
+    home = np.flatnonzero(away == 0)
+    flips = [f for f in plan.flips[t] if not f & prefix]  # within the rest, 0 first
+    if rest:
+        keys, key_flips = keyed_by(fps, rest, flips)
+    else:
+        keys, key_flips = np.zeros(len(fps), dtype=np.uint16), [np.uint16(0)]
+    order = stable_order(keys[home])
+    sorted_keys, at = keys[home][order], home[order]  # at: sorted position -> position in fps
+    earlier_masks = [np.uint64(m) for m in plan.masks[:t]]
+    out_a, out_b, out_d = [], [], []
+    for a, b in _group_candidates(sorted_keys, at, keys, away, flips, key_flips, radius, rest):
+        x = fps[a] ^ fps[b]
+        distance = np.bitwise_count(x)
+        keep = (distance <= k) & ~earlier(x, earlier_masks, radius)
+        out_a.append(a[keep])
+        out_b.append(b[keep])
+        out_d.append(distance[keep].astype(np.int64))
+    if not out_a:
+        empty = np.zeros(0, np.int64)
+        return empty, empty.copy(), empty.copy()
+    return np.concatenate(out_a), np.concatenate(out_b), np.concatenate(out_d)
+
+
+def _group_candidates(
+    sorted_keys: np.ndarray,
+    at: np.ndarray,
+    keys: np.ndarray,
+    away: np.ndarray,
+    flips: list[int],
+    key_flips: list[Any],
+    radius: int,
+    rest: int,
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """group_pairs' candidates, as positions in fps: home rows with equal
+    keys or a flip apart, then each visitor with the home rows its flips
+    (of at most radius - h bits) reach."""
+    n = len(sorted_keys)
+    step = 1
+    alive = np.flatnonzero(sorted_keys[1:] == sorted_keys[:-1])
+    while alive.size:
+        yield at[alive], at[alive + step]
+        step += 1
+        alive = alive[alive + step < n]
+        alive = alive[sorted_keys[alive + step] == sorted_keys[alive]]
+    width = rest.bit_count()
+    if n and len(flips) > 1:
+        offsets = width if pairs_by_offsets(n, width, len(flips) - 1) else None
+        for a, b in _flipped(sorted_keys, key_flips[1:], offsets):
+            yield at[a], at[b]
+    if not n:
+        return
+    bounds = np.concatenate(([0], np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1, [n]))
+    values = sorted_keys[bounds[:-1]]  # the distinct keys, their runs bounds[i]:bounds[i + 1]
+    for h in range(1, radius + 1):
+        visitors = np.flatnonzero(away == h)
+        if not visitors.size:
+            continue
+        mine = np.array(
+            [kf for f, kf in zip(flips, key_flips, strict=True) if f.bit_count() <= radius - h],
+            dtype=values.dtype,
+        )
+        visitor_keys = keys[visitors].astype(values.dtype)
+        per = max(1, _CHUNK // len(visitors))
+        for c in range(0, len(mine), per):
+            wanted = (visitor_keys[None, :] ^ mine[c : c + per, None]).ravel()
+            found = np.minimum(np.searchsorted(values, wanted), len(values) - 1)
+            hit = np.flatnonzero(values[found] == wanted)
+            found = found[hit]
+            lo, count = bounds[found], bounds[found + 1] - bounds[found]
+            v = visitors[hit % len(visitors)]
+            yield v, at[lo]
+            longer = np.flatnonzero(count > 1)
+            if longer.size:
+                for a, b in _rest_of_runs(v[longer], lo[longer] + 1, count[longer] - 1):
+                    yield a, at[b]

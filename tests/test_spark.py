@@ -192,13 +192,26 @@ def test_pairs_equal_the_index_and_brute_force(
     assert set(got) == brute(random_rows, k, 0.8)
 
 
-@pytest.mark.parametrize(("k", "blocks"), [(8, 3), (6, 4), (3, 2)])
+@pytest.mark.parametrize(
+    ("k", "blocks", "group_rows"), [(8, 3, None), (6, 4, None), (3, 2, None), (8, 3, 40)]
+)
 def test_probed_plans_equal_the_index(
-    spark: Any, random_rows: list[Row], random_df: Any, k: int, blocks: int
+    spark: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    random_rows: list[Row],
+    random_df: Any,
+    k: int,
+    blocks: int,
+    group_rows: int | None,
 ) -> None:
-    """Plans with probes (radius > 0), as pairs_plan picks at larger n."""
-    from simindex.spark import near_duplicates
+    """Plans with probes (radius > 0), as pairs_plan picks at larger n; with
+    groups of at most 40 expected rows, most rows visit other groups."""
+    from simindex.spark import _pairs, near_duplicates
 
+    if group_rows is not None:
+        monkeypatch.setattr(_pairs, "GROUP_ROWS", group_rows)
+        plan = _pairs.pairs_plan(len(random_rows), k, blocks=blocks)
+        assert _pairs.group_bits(len(random_rows), plan, 0, 2) >= 6
     with indexed(random_rows) as index:
         want = want_pairs(index, k, 0.0)
     assert got_pairs(near_duplicates(random_df, k=k, threshold=0, blocks=blocks)) == want

@@ -2,18 +2,26 @@
 
 The plan is the library's own (``pairs.pairs_plan``, as ``SimIndex.duplicates``
 pairs in memory): tables of one block each, every table looked up with each
-value within ``radius`` bits of a row's (the plan's flips). Here each row goes
-into the shuffle under (table, its block value), and again under (table, its
-value XOR each flip) as a probe; rows meeting under one key are compared.
-A probe is sent only by the side whose value has the flip's highest bit
-clear (so a pair of buckets is compared once), rows within one bucket are
-paired once (row a < row b), and a pair is kept only by the first table whose
-bits it agrees on within the radius (``pairs.pairs_within``'s rule). So every
-pair within k is found, once.
+value within ``radius`` bits of a row's (the plan's flips), a pair kept only
+by the first table whose bits it agrees on within the radius
+(``pairs.pairs_within``'s rule). So every pair within k is found, once.
+
+The shuffle is priced by the rows it sends, not the pairs it finds. A table's
+rows are cut into groups by the highest few bits of its block (group_bits:
+the fewest that keep a group within GROUP_ROWS expected rows and make at
+least four groups a task), and each group is paired in one task, in memory,
+by ``pairs.group_pairs``. A row goes to its own group and *visits* the groups
+whose bits are within the radius of its own (``pairs.visit_flips``), only
+those whose differing bits' highest is clear in its own (so two groups meet
+once); in a group, home rows pair within the radius on the block's other
+bits, a visitor h bits away within radius - h. At k = 8 on a million rows a
+row is sent about 7.5 times (2 group bits a table, on two cores) where one row a
+probe sent about 360 (bench/results/spark.txt gives the bytes a fingerprint),
+and the candidates, tens of millions, never leave the task that finds them.
 
 Skew: many rows with one block value (boilerplate, templates, copies) make
 one bucket, and a bucket's pairs would all land on one task. A bucket of more
-than ``bucket_limit`` rows is *big*: its rows leave the plain join and go to
+than ``bucket_limit`` rows is *big*: its rows leave the groups and go to
 a salted one of their own. For a big bucket B of c rows, its neighbourhood
 N(B) is every row whose value is within the radius of B's (B itself, and the
 buckets its probes reach: found by a broadcast join on those values). B is
@@ -36,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from simindex.blocks import DEFAULT_K, MAX_INDEX_K, check_k
 from simindex.errors import InvalidArgumentError
 from simindex.fingerprint import to_signed, to_unsigned
-from simindex.pairs import pairs_plan
+from simindex.pairs import group_pairs, pairs_plan, prefix_mask, visit_flips
 from simindex.signature import DEFAULT_THRESHOLD, check_threshold, similarity
 from simindex.spark._fingerprints import check_columns, check_order
 from simindex.tables import Plan
@@ -47,6 +55,7 @@ if TYPE_CHECKING:
 
 BUCKET_LIMIT = 2048  # rows a bucket may have before it is split (see the module's docstring)
 _MAX_BIG = 1000  # big buckets at most (their list is built on the driver)
+GROUP_ROWS = 1 << 22  # rows a group is expected to hold at most (see group_bits)
 SCHEMA = "key_a string, key_b string, distance int, similarity double"
 
 
@@ -95,7 +104,7 @@ def near_duplicates(
     try:
         n = rows.count()
         plan = pairs_plan(max(n, 1), distance, blocks=blocks)
-        found = _pair_rows(rows.select("row", "fp"), plan, distance, limit)
+        found = _pair_rows(rows.select("row", "fp"), plan, distance, limit, n)
         return _verified(found, rows, at).localCheckpoint(eager=True)
     finally:
         rows.unpersist()
@@ -122,7 +131,7 @@ def _lit(value: int) -> Column:
     return F.lit(to_signed(value)).cast("long")
 
 
-def _pair_rows(slim: DataFrame, plan: Plan, k: int, limit: int) -> DataFrame:
+def _pair_rows(slim: DataFrame, plan: Plan, k: int, limit: int, n: int) -> DataFrame:
     """(row_a, row_b, distance) of every pair within k, each once."""
     from pyspark.sql import functions as F
 
@@ -152,52 +161,90 @@ def _pair_rows(slim: DataFrame, plan: Plan, k: int, limit: int) -> DataFrame:
     if big:
         big_df = spark.createDataFrame(big, "t int, v long")
         small = tables.join(F.broadcast(big_df), ["t", "v"], "left_anti")
-    # Sort-merge joins, named: Spark would broadcast a side it guesses small
-    # from a cached input's size, and a table of every row is not small.
-    a = small.select("t", "v", F.col("row").alias("row_a"), F.col("fp").alias("fp_a"))
-    b = small.select("t", "v", F.col("row").alias("row_b"), F.col("fp").alias("fp_b")).hint("merge")
-    columns = ["t", "row_a", "fp_a", "row_b", "fp_b"]
-    parts = [a.join(b, ["t", "v"]).where(F.col("row_a") < F.col("row_b")).select(*columns)]
-    if plan.radius:
-        probes = _probes(small, plan)
-        parts.append(probes.join(b, ["t", "v"]).select(*columns))
-    if big:
-        parts.append(_big_pairs(tables, plan, big, [c["count"] for c in counts], limit))
-    found = reduce(lambda x, y: x.unionByName(y), parts)
+    found = _grouped_pairs(small, plan, k, n, spark.sparkContext.defaultParallelism)
+    if not big:
+        return found
     dist = F.bit_count(F.col("fp_a").bitwiseXOR(F.col("fp_b")))
-    return (
-        found.withColumn("distance", dist.cast("int"))
+    big_found = (
+        _big_pairs(tables, plan, big, [c["count"] for c in counts], limit)
+        .withColumn("distance", dist.cast("int"))
         .where((F.col("distance") <= k) & _first_table(plan))
         .select("row_a", "row_b", "distance")
     )
+    return found.unionByName(big_found)
+
+
+def group_bits(n: int, plan: Plan, t: int, tasks: int) -> int:
+    """The bits of table t's groups (see the module's docstring): the fewest
+    (the fewest rows sent) that keep a group's expected rows within
+    GROUP_ROWS and make at least four groups a task."""
+    mask = plan.masks[t]
+    width = mask.bit_count()
+    for bits in range(width + 1):
+        copies = 1 + len(visit_flips(plan, t, prefix_mask(mask, bits))) / 2
+        if n * copies / 2**bits <= GROUP_ROWS and len(plan.masks) << bits >= 4 * tasks:
+            return bits
+    return width
 
 
 def _top(flip: int) -> int:
     return 1 << (flip.bit_length() - 1)
 
 
-def _probes(small: DataFrame, plan: Plan) -> DataFrame:
-    """(t, v, row_a, fp_a): each row under its value XOR each of its table's
-    flips (but 0) whose highest bit its value has clear."""
+def _grouped_pairs(small: DataFrame, plan: Plan, k: int, n: int, tasks: int) -> DataFrame:
+    """(row_a, row_b, distance) of every pair within k of the rows of small
+    buckets: each row sent to its group of every table and to the groups it
+    visits, each group paired in one task (pairs.group_pairs)."""
     from pyspark.sql import functions as F
 
+    prefixes = [prefix_mask(m, group_bits(n, plan, t, tasks)) for t, m in enumerate(plan.masks)]
     parts = []
-    for t, flips in enumerate(plan.flips):
-        offsets = F.array(
-            *[
-                F.struct(_lit(f).alias("flip"), _lit(_top(f)).alias("top"))
-                for f in flips
-                if f  # 0: the row's own bucket, paired by the exact join
-            ]
-        )
-        parts.append(small.where(F.col("t") == t).select("t", "v", "row", "fp", F.inline(offsets)))
-    probes = reduce(lambda x, y: x.unionByName(y), parts)
-    return probes.where(F.col("fp").bitwiseAND(F.col("top")) == 0).select(
-        "t",
-        F.col("v").bitwiseXOR(F.col("flip")).alias("v"),
-        F.col("row").alias("row_a"),
-        F.col("fp").alias("fp_a"),
+    for t, prefix in enumerate(prefixes):
+        shift = (prefix & -prefix).bit_length() - 1 if prefix else 0
+        rows = small.where(F.col("t") == t)
+
+        def group_of(v: Column, t: int = t, shift: int = shift) -> Column:
+            return F.shiftrightunsigned(v, shift).bitwiseOR(F.lit(t << 32).cast("long"))
+
+        own = F.col("v").bitwiseAND(_lit(prefix))
+        parts.append(rows.select(group_of(own).alias("g"), "row", "fp"))
+        flips = visit_flips(plan, t, prefix)
+        if flips:
+            visits = F.array(
+                *[F.struct(_lit(f).alias("flip"), _lit(_top(f)).alias("top")) for f in flips]
+            )
+            parts.append(
+                rows.select("v", "row", "fp", F.inline(visits))
+                .where(F.col("v").bitwiseAND(F.col("top")) == 0)
+                .select(group_of(own.bitwiseXOR(F.col("flip"))).alias("g"), "row", "fp")
+            )
+    sent = reduce(lambda x, y: x.unionByName(y), parts)
+    return sent.groupBy("g").applyInArrow(
+        _pair_group(plan, k, prefixes), "row_a long, row_b long, distance int"
     )
+
+
+def _pair_group(plan: Plan, k: int, prefixes: list[int]) -> Any:
+    def pair(key: tuple[Any, ...], table: pa.Table) -> pa.Table:
+        import numpy as np
+        import pyarrow as pa
+
+        g = int(key[0].as_py())
+        t = g >> 32
+        prefix = prefixes[t]
+        shift = (prefix & -prefix).bit_length() - 1 if prefix else 0
+        rows = table.column("row").to_numpy()
+        fps = table.column("fp").to_numpy().view(np.uint64)
+        a, b, d = group_pairs(fps, k, plan, t, prefix, (g & 0xFFFF_FFFF) << shift)
+        return pa.table(
+            {
+                "row_a": pa.array(rows[a], pa.int64()),
+                "row_b": pa.array(rows[b], pa.int64()),
+                "distance": pa.array(d, pa.int32()),
+            }
+        )
+
+    return pair
 
 
 def _big_pairs(
