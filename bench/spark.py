@@ -5,6 +5,7 @@ on the same fingerprints, in the same run.
     python bench/spark.py              # 200,000 fingerprints, 3 runs (a few minutes)
     python bench/spark.py --quick      # 20,000, 1 run: a smoke run (prints only)
     python bench/spark.py --n 1000000  # another size
+    python bench/spark.py --n 1000000,10000000 --runs 1   # how the time grows (about 40 minutes)
     python bench/spark.py --no-save    # print only (else bench/results/spark.txt)
 
 Rows: N random 64-bit fingerprints with the top bit set, 1% of them planted
@@ -46,7 +47,7 @@ from common import output_options, save_output  # noqa: E402
 
 from simindex import SimIndex  # noqa: E402
 from simindex.fingerprint import to_signed  # noqa: E402
-from simindex.pairs import pairs_plan  # noqa: E402
+from simindex.pairs import pairs_plan, prefix_mask, visit_flips  # noqa: E402
 
 
 def rows(n: int, seed: int = 1) -> list[tuple[str, int]]:
@@ -78,22 +79,13 @@ def last_stage(spark: object) -> int:
     return max((s["stageId"] for s in stages), default=-1)
 
 
-def measure(args: argparse.Namespace) -> int:
-    n = 20_000 if args.quick else args.n
-    runs = 1 if args.quick else args.runs
-    k = 8
-    data = rows(n)
-    plan = pairs_plan(n, k)
-    print(
-        f"{n:,} random fingerprints ({n // 100:,} planted near-duplicates), k = {k}, "
-        f"no signatures; plan: {len(plan.masks)} tables, radius {plan.radius}, "
-        f"{sum(len(f) - 1 for f in plan.flips)} probes a row (about half sent)"
-    )
+def local_run(n: int, runs: int, k: int, folder: Path) -> tuple[list[float], list, Path]:
+    """SimIndex.duplicates() times and pairs on n rows; the rows as Parquet in folder."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    scratch = tempfile.TemporaryDirectory(prefix="bench-spark-")
-    table = Path(scratch.name) / "rows.parquet"
+    data = rows(n)
+    table = folder / f"rows-{n}.parquet"
     pq.write_table(
         pa.table(
             {
@@ -106,77 +98,129 @@ def measure(args: argparse.Namespace) -> int:
     )
     with SimIndex(":memory:") as index:
         index.add_fingerprints(data)
+        del data
         local = []
         for _ in range(runs):
             start = time.perf_counter()
             want = index.duplicates(k)
             local.append(time.perf_counter() - start)
-    print(f"SimIndex.duplicates(): {len(want):,} pairs")
     expected = sorted((p.key_a, p.key_b, p.distance) for p in want)
-    del data, want
+    return local, expected, table
 
-    partitions = max(8, n // 100_000)
-    start = time.perf_counter()
-    from pyspark.sql import SparkSession
 
-    spark = (
-        SparkSession.builder.master(args.master)
-        .appName("bench spark")
-        .config("spark.sql.shuffle.partitions", str(partitions))
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", "4g")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    spark.range(1).count()
-    session = time.perf_counter() - start
-    from simindex.spark import near_duplicates
+def measure(args: argparse.Namespace) -> int:
+    sizes = [20_000] if args.quick else args.n
+    runs = 1 if args.quick else args.runs
+    k = 8
+    scratch = tempfile.TemporaryDirectory(prefix="bench-spark-")
+    spark = None
+    session = 0.0
+    medians: list[tuple[int, float, float]] = []
+    for n in sizes:
+        plan = pairs_plan(n, k)
+        print(
+            f"{n:,} random fingerprints ({n // 100:,} planted near-duplicates), k = {k}, "
+            f"no signatures; plan: {len(plan.masks)} tables, radius {plan.radius}, "
+            f"{sum(len(f) - 1 for f in plan.flips)} probes a row"
+        )
+        local, expected, table = local_run(n, runs, k, Path(scratch.name))
+        print(f"SimIndex.duplicates(): {len(expected):,} pairs")
+        partitions = max(8, n // 100_000)
+        if spark is None:
+            start = time.perf_counter()
+            from pyspark.sql import SparkSession
 
-    print(f"shuffle partitions: {partitions}")
-    df = spark.read.parquet(str(table)).cache()
-    df.count()
-    distributed = []
-    shuffled = 0
-    for run in range(runs):
-        before = last_stage(spark)
-        start = time.perf_counter()
-        pairs = near_duplicates(df, k=k)
-        got = pairs.count()
-        distributed.append(time.perf_counter() - start)
-        if run == 0:
-            time.sleep(2)  # the status API hears of finished stages a moment later
-            shuffled = shuffle_bytes(spark, before)
-            found = sorted((r.key_a, r.key_b, r.distance) for r in pairs.collect())
-            if found != expected:
-                print("near_duplicates and SimIndex.duplicates() differ", file=sys.stderr)
+            spark = (
+                SparkSession.builder.master(args.master)
+                .appName("bench spark")
+                .config("spark.sql.shuffle.partitions", str(partitions))
+                .config("spark.ui.showConsoleProgress", "false")
+                .config("spark.driver.memory", "4g")
+                .getOrCreate()
+            )
+            spark.sparkContext.setLogLevel("ERROR")
+            spark.range(1).count()
+            session = time.perf_counter() - start
+        spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+        from simindex.spark import near_duplicates
+        from simindex.spark._pairs import group_bits
+
+        sent = sum(
+            1 + len(visit_flips(plan, t, prefix_mask(m, bits))) / 2
+            for t, m in enumerate(plan.masks)
+            for bits in [group_bits(n, plan, t, spark.sparkContext.defaultParallelism)]
+        )
+        print(f"shuffle partitions: {partitions}; rows sent a fingerprint (expected): {sent:.1f}")
+        df = spark.read.parquet(str(table)).cache()
+        df.count()
+        distributed = []
+        shuffled = 0
+        for run in range(runs):
+            before = last_stage(spark)
+            start = time.perf_counter()
+            pairs = near_duplicates(df, k=k)
+            got = pairs.count()
+            distributed.append(time.perf_counter() - start)
+            if run == 0:
+                time.sleep(2)  # the status API hears of finished stages a moment later
+                shuffled = shuffle_bytes(spark, before)
+                found = sorted((r.key_a, r.key_b, r.distance) for r in pairs.collect())
+                if found != expected:
+                    print("near_duplicates and SimIndex.duplicates() differ", file=sys.stderr)
+                    return 1
+            if got != len(expected):
+                print(f"near_duplicates found {got} pairs, not {len(expected)}", file=sys.stderr)
                 return 1
-        if got != len(expected):
-            print(f"near_duplicates found {got} pairs, not {len(expected)}", file=sys.stderr)
-            return 1
-    spark.stop()
+        df.unpersist()
+        table.unlink()
+        d, s = statistics.median(distributed), statistics.median(local)
+        medians.append((n, s, d))
+        print(f"same pairs: yes ({len(expected):,})\n")
+        print(f"{'':34} {'median s':>9} {'runs':>5} {'fps/s':>10}")
+        print(f"{'SimIndex.duplicates() in memory':34} {s:9.2f} {runs:5d} {n / s:10,.0f}")
+        print(f"{'near_duplicates, ' + args.master:34} {d:9.2f} {runs:5d} {n / d:10,.0f}")
+        print(f"\nratio: near_duplicates takes {d / s:.1f}x SimIndex.duplicates() on this machine")
+        print(
+            f"shuffle written by one near_duplicates run: {shuffled / 1e6:,.0f} MB, "
+            f"{shuffled / n:,.0f} bytes a fingerprint"
+        )
+        print(
+            f"runs (s): SimIndex {[round(x, 2) for x in local]}, spark "
+            f"{[round(x, 2) for x in distributed]}\n"
+        )
+    if spark is not None:
+        spark.stop()
     scratch.cleanup()
-    d, s = statistics.median(distributed), statistics.median(local)
-    print(f"same pairs: yes ({len(expected):,})\n")
-    print(f"{'':34} {'median s':>9} {'runs':>5} {'fps/s':>10}")
-    print(f"{'SimIndex.duplicates() in memory':34} {s:9.2f} {runs:5d} {n / s:10,.0f}")
-    print(f"{'near_duplicates, ' + args.master:34} {d:9.2f} {runs:5d} {n / d:10,.0f}")
-    print(f"\nratio: near_duplicates takes {d / s:.1f}x SimIndex.duplicates() on this machine")
-    print(f"SparkSession start (apart): {session:.1f} s")
-    print(
-        f"shuffle written by one near_duplicates run: {shuffled / 1e6:,.0f} MB, "
-        f"{shuffled / n:,.0f} bytes a fingerprint"
-    )
-    print(
-        f"runs (s): SimIndex {[round(x, 2) for x in local]}, spark "
-        f"{[round(x, 2) for x in distributed]}"
-    )
+    print(f"SparkSession start (apart, once): {session:.1f} s")
+    for (n0, s0, d0), (n1, s1, d1) in zip(medians, medians[1:], strict=False):
+        print(
+            f"from {n0:,} to {n1:,} ({n1 / n0:.0f}x the rows): SimIndex.duplicates() "
+            f"{s1 / s0:.1f}x the time, near_duplicates {d1 / d0:.1f}x"
+        )
     return 0
+
+
+def sizes(text: str) -> list[int]:
+    try:
+        values = [int(x.replace("_", "")) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"sizes are whole numbers, comma-separated: {text!r}"
+        ) from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"sizes are at least 1: {text!r}")
+    return values
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="20,000 fingerprints, 1 run: a smoke run")
-    ap.add_argument("--n", type=int, default=200_000, help="fingerprints (default 200,000)")
+    ap.add_argument(
+        "--n",
+        type=sizes,
+        default=[200_000],
+        help="fingerprints, or sizes comma-separated, each measured in turn (default 200,000)",
+    )
     ap.add_argument("--runs", type=int, default=3, help="runs of each (default 3)")
     ap.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     output_options(ap)
