@@ -113,6 +113,18 @@ def test_holding_benchmark_runs_on_both() -> None:
     assert "same answers: yes" in printed and "PostgreSQL" in printed
 
 
+def test_threads_benchmark_runs_and_is_exact() -> None:
+    """bench/threads.py: every thread's answers equal brute force, one read a process."""
+    printed = run_script(
+        "bench/threads.py", "--n", "3000", "--threads", "3", "--queries", "20", "--no-save"
+    )
+    assert "all equal brute force" in printed
+    reads = [
+        line.split()[-2] for line in printed.splitlines() if line.endswith((" rows", " stored"))
+    ]
+    assert reads == ["1", "1", "1", "1"]
+
+
 def test_quality_benchmark_quick_run() -> None:
     """Offline, from the texts it caches; skipped until a full run has filled the cache."""
     cache = os.environ.get("SIMINDEX_QUALITY_CACHE", "~/.cache/simindex-quality")
