@@ -13,7 +13,9 @@ fresh process (so its memory is its own): it opens the file with
 SimIndex(hold=True), starts T threads at once (a barrier) and each asks its
 Q queries one by one; the row gives the wall time from the barrier until
 the last thread is done, the process's resident memory after minus before
-opening (VmRSS), the reads of the index into memory (of its rows, or of the
+opening (anonymous, RssAnon: its own; and file-backed, RssFile: the index
+file's pages SQLite maps, shared with the page cache, each connection's
+mapping counted apart), the reads of the index into memory (of its rows, or of the
 stored snapshot: counted where the store makes them), and the bytes held.
 Each configuration runs with nothing stored (the stored snapshot emptied
 first: the rows are read) and with the snapshot stored (storage/stored.py).
@@ -49,13 +51,17 @@ from simindex import SimIndex  # noqa: E402
 K = 8
 
 
-def rss() -> int:
-    """This process's resident memory in bytes (Linux)."""
+def rss() -> tuple[int, int]:
+    """This process's resident memory in bytes (Linux): anonymous (its own)
+    and file-backed (pages of the index file SQLite maps, which the page
+    cache shares; each connection's mapping counts apart)."""
+    found = {}
     with open("/proc/self/status") as status:
         for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmRSS in /proc/self/status")
+            name, _, value = line.partition(":")
+            if name in ("RssAnon", "RssFile"):
+                found[name] = int(value.split()[0]) * 1024
+    return found["RssAnon"], found["RssFile"]
 
 
 def child(path: str, data: str, threads: int, per: int) -> int:
@@ -105,7 +111,8 @@ def child(path: str, data: str, threads: int, per: int) -> int:
         json.dumps(
             {
                 "wall": wall,
-                "rss": after - before,
+                "anon": after[0] - before[0],
+                "file": after[1] - before[1],
                 "reads": len(reads),
                 "read_kinds": sorted(set(reads)),
                 "held": held,
@@ -147,20 +154,24 @@ def measure(args: argparse.Namespace) -> int:
         f"{n:,} fingerprints, k = {K}, SimIndex(hold=True) on SQLite; each thread asks "
         f"{per} single queries (half planted, half random); {os.cpu_count()} cores\n"
     )
-    head = f"{'':16} {'threads':>7} {'wall s':>7} {'x 1 thread':>10} {'+RSS MB':>8} "
-    print(head + f"{'held MB':>8} {'reads':>5}  read")
+    head = f"{'':16} {'threads':>7} {'wall s':>7} {'x 1 thread':>10} {'+anon MB':>8} "
+    print(head + f"{'+file MB':>8} {'held MB':>8} {'reads':>5}  read")
     bad = 0
     for stored, count, r in rows:
         one = next(x for s, c, x in rows if s == stored and c == 1)
         label = "stored" if stored else "nothing stored"
         print(
             f"{label:16} {count:7d} {r['wall']:7.2f} {r['wall'] / one['wall']:10.2f} "
-            f"{r['rss'] / 1e6:8.0f} {r['held'] / 1e6:8.0f} {r['reads']:5d}  "
-            f"{', '.join(r['read_kinds']) or '-'}"
+            f"{r['anon'] / 1e6:8.0f} {r['file'] / 1e6:8.0f} {r['held'] / 1e6:8.0f} "
+            f"{r['reads']:5d}  {', '.join(r['read_kinds']) or '-'}"
         )
         bad += r["wrong"]
     print(
-        f"\nx 1 thread: the wall time over the 1-thread row's (the same queries a thread; "
+        "\n+anon: memory of the process's own (the snapshot held, the queries' work); "
+        "+file: pages of the index file mapped (each thread's connection maps its own)"
+    )
+    print(
+        f"x 1 thread: the wall time over the 1-thread row's (the same queries a thread; "
         f"{threads} threads ask {threads}x the queries); answers checked: "
         f"{'all equal brute force' if not bad else f'{bad} differ'}"
     )
