@@ -9,7 +9,10 @@ leader_clusters turns pairs into clusters without chaining.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import os
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from math import comb
 from typing import Any
 
@@ -126,60 +129,117 @@ def pairs_within(fps: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.nd
     share those bits (the positions still inside a run shrink at every step);
     with probes, also pair the runs whose bits differ by each probe's flips
     (_flipped). Each pair is reported once: by the first table whose bits it
-    agrees on within the plan's radius.
+    agrees on within the plan's radius. From _THREADED_MIN fingerprints the
+    tables' runs and slices of their flips are paired by threads, one a CPU
+    (numpy lets go of the GIL for the gathers and comparisons): the same
+    pairs, in another order.
     """
     fps = fps.astype(np.uint64, copy=False)
     n = len(fps)
     plan = pairs_plan(n, k)
-    masks = plan.masks
-    out_a, out_b, out_d = [], [], []
-
-    def keep(a: np.ndarray, b: np.ndarray, d: np.ndarray, t: int) -> None:
-        # Found already through an earlier table?
-        fresh = ~earlier(fps[a] ^ fps[b], [np.uint64(m) for m in masks[:t]], plan.radius)
-        a, b, d = a[fresh], b[fresh], d[fresh]
-        out_a.append(np.minimum(a, b))
-        out_b.append(np.maximum(a, b))
-        out_d.append(d.astype(np.int64))
-
-    for t, mask in enumerate(masks):
+    masks = [np.uint64(m) for m in plan.masks]
+    cpus = _cpus() if n >= _THREADED_MIN else 1
+    work: list[Callable[[], list[tuple[np.ndarray, np.ndarray, np.ndarray]]]] = []
+    for t, mask in enumerate(plan.masks):
         keyed, flips = keyed_by(fps, mask, plan.flips[t])
         order = stable_order(keyed)
-        sorted_keys, sorted_fps = keyed[order], fps[order]
-        # Pairs whose bits here differ by a probe's flips.
-        width = mask.bit_count()
-        offsets = width if pairs_by_offsets(n, width, len(flips) - 1) else None
-        for a, b in _flipped(sorted_keys, flips[1:], offsets):
-            distance = np.bitwise_count(sorted_fps[a] ^ sorted_fps[b])
-            near = np.flatnonzero(distance <= k)
+        table = _Table(t, order, keyed[order], fps[order], masks[:t], plan.radius, k)
+        work.append(table.runs)
+        probes = flips[1:]
+        if probes:
+            width = mask.bit_count()
+            offsets = width if pairs_by_offsets(n, width, len(probes)) else None
+            parts = cpus if cpus > 1 else 1
+            per = -(-len(probes) // parts)
+            for c in range(0, len(probes), per):
+                work.append(partial(table.flipped, probes[c : c + per], offsets))
+    if cpus > 1 and len(work) > 1:
+        with ThreadPoolExecutor(min(cpus, len(work))) as pool:
+            found = [piece for pieces in pool.map(lambda job: job(), work) for piece in pieces]
+    else:
+        found = [piece for job in work for piece in job()]
+    if not found:
+        empty = np.zeros(0, np.int64)
+        return empty, empty, empty
+    a, b, d = zip(*found, strict=True)
+    return np.concatenate(a), np.concatenate(b), np.concatenate(d)
+
+
+_THREADED_MIN = 1 << 16  # fingerprints from which pairs_within pairs in threads
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+class _Table:
+    """One table of pairs_within, sorted: its pairs as (a, b, distance) pieces."""
+
+    def __init__(
+        self,
+        t: int,
+        order: np.ndarray,
+        sorted_keys: np.ndarray,
+        sorted_fps: np.ndarray,
+        earlier_masks: list[np.uint64],
+        radius: int,
+        k: int,
+    ) -> None:
+        self.t, self.order, self.keys, self.fps = t, order, sorted_keys, sorted_fps
+        self.earlier_masks, self.radius, self.k = earlier_masks, radius, k
+
+    def _kept(
+        self, a: np.ndarray, b: np.ndarray, d: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Sorted positions a, b within k as positions in fps, a < b, unless an
+        earlier table finds them."""
+        fresh = ~earlier(self.fps[a] ^ self.fps[b], self.earlier_masks, self.radius)
+        a, b = self.order[a[fresh]], self.order[b[fresh]]
+        return np.minimum(a, b), np.maximum(a, b), d[fresh].astype(np.int64)
+
+    def flipped(
+        self, flips: list[Any], offsets: int | None
+    ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """The pairs whose bits here differ by one of these flips."""
+        out = []
+        for a, b in _flipped(self.keys, flips, offsets):
+            distance = np.bitwise_count(self.fps[a] ^ self.fps[b])
+            near = np.flatnonzero(distance <= self.k)
             if near.size:
-                keep(order[a[near]], order[b[near]], distance[near], t)
+                out.append(self._kept(a[near], b[near], distance[near]))
+        return out
+
+    def runs(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """The pairs with equal bits here."""
+        keys, fps, k = self.keys, self.fps, self.k
+        n = len(keys)
+        out = []
         step = 1
         # While most positions are still inside a run, whole-array slices are
         # cheaper than gathering the live positions.
         while step < n:
-            same = sorted_keys[:-step] == sorted_keys[step:]
+            same = keys[:-step] == keys[step:]
             if 4 * int(np.count_nonzero(same)) < n:
                 break
-            distance = np.bitwise_count(sorted_fps[:-step] ^ sorted_fps[step:])
+            distance = np.bitwise_count(fps[:-step] ^ fps[step:])
             hit = np.flatnonzero(same & (distance <= k))
             if hit.size:
-                keep(order[hit], order[hit + step], distance[hit], t)
+                out.append(self._kept(hit, hit + step, distance[hit]))
             step += 1
-        alive = np.flatnonzero(sorted_keys[step:] == sorted_keys[:-step]) if step < n else order[:0]
+        alive = np.flatnonzero(keys[step:] == keys[:-step]) if step < n else self.order[:0]
         while alive.size:
             other = alive + step
-            distance = np.bitwise_count(sorted_fps[alive] ^ sorted_fps[other])
+            distance = np.bitwise_count(fps[alive] ^ fps[other])
             near = distance <= k
             if near.any():
-                keep(order[alive[near]], order[other[near]], distance[near], t)
+                out.append(self._kept(alive[near], other[near], distance[near]))
             step += 1
             alive = alive[alive + step < n]
-            alive = alive[sorted_keys[alive + step] == sorted_keys[alive]]
-    if not out_a:
-        empty = np.zeros(0, np.int64)
-        return empty, empty, empty
-    return np.concatenate(out_a), np.concatenate(out_b), np.concatenate(out_d)
+            alive = alive[keys[alive + step] == keys[alive]]
+        return out
 
 
 def leader_clusters(pairs: Iterable[tuple[int, int]]) -> list[list[int]]:

@@ -280,3 +280,34 @@ def test_group_pairs_over_every_group_equal_brute_force(k: int, blocks: int | No
         assert len(got) == len(set(got)), "a pair found twice"
         assert set(got) == want
     assert len(want) > 5_000
+
+
+@pytest.mark.parametrize("cpus", [2, 3])
+def test_pairs_within_in_threads_equals_one_thread(
+    cpus: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Paired by threads (the tables' runs and slices of their flips), the
+    pairs are the same as in one thread, and brute force's."""
+
+    rng = np.random.default_rng(cpus)
+    base = rng.integers(0, 2**64, 6_000, dtype=np.uint64)
+    bits = np.uint64(1) << rng.integers(0, 64, (600, 8)).astype(np.uint64)
+    near = base[:600] ^ np.bitwise_or.reduce(bits[:, : rng.integers(1, 9)], axis=1)
+    fps = np.concatenate([base, near, np.full(30, base[3], dtype=np.uint64)])
+    monkeypatch.setattr(pairs, "pairs_plan", lambda n, k: pairs.plan_for(n, k, blocks=3))
+    monkeypatch.setattr(pairs, "_cpus", lambda: 1)
+    one = pairs.pairs_within(fps, 8)
+    monkeypatch.setattr(pairs, "_THREADED_MIN", 0)
+    monkeypatch.setattr(pairs, "_cpus", lambda: cpus)
+    threaded = pairs.pairs_within(fps, 8)
+    assert sorted(zip(*(x.tolist() for x in one), strict=True)) == sorted(
+        zip(*(x.tolist() for x in threaded), strict=True)
+    )
+    want = set()
+    for i in range(len(fps)):
+        distance = np.bitwise_count(fps[i] ^ fps[i + 1 :])
+        (j,) = np.nonzero(distance <= 8)
+        want |= set(zip([i] * len(j), (j + i + 1).tolist(), distance[j].tolist(), strict=True))
+    a, b, d = threaded
+    assert sorted(zip(a.tolist(), b.tolist(), d.tolist(), strict=True)) == sorted(want)
+    assert len(want) > 600
