@@ -12,8 +12,8 @@ Rows, medians of R runs, interleaved run by run:
   duplicates(k)    SimIndex(path).duplicates(k) on a file made with the
                    defaults (k = 8) holding the N (add_fingerprints, not
                    timed): opening the index, reading its fingerprints (from
-                   the stored snapshot, storage/stored.py: written by an
-                   untimed call first) and pairing them (pairs.pairs_within),
+                   the stored snapshot, storage/stored.py: stored by an
+                   untimed held query first) and pairing them (pairs.pairs_within),
                    every Pair made
   pairs_within(k)  the pairing alone, on the fingerprints as a numpy array
   prototype(k=3)   the pigeonhole argument in numpy, as one would first
@@ -87,7 +87,7 @@ def measure(args: argparse.Namespace) -> int:
         with SimIndex(path) as index:
             index.add_fingerprints(zip(keys, fps.tolist(), strict=True))
         with SimIndex(path, hold=True) as index:
-            index.duplicates(3)  # stores the snapshot the timed calls read
+            index.query(int(fps[0]))  # a holder reads the rows and stores the snapshot
         for run in range(runs):
             say(f"run {run + 1} of {runs}")
             for k in (3, 8):

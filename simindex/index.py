@@ -474,13 +474,12 @@ class SimIndex(Answers, Upkeep):
         distance = self.k if k is None else check_k(k, limit=MAX_INDEX_K)
         at = self.threshold if threshold is None else check_threshold(threshold)
         with self._lock, self._backend.reading() as conn:
-            ids, fps = self._fingerprints(conn)
-            order = np.argsort(ids, kind="stable")
-            ids, fps = ids[order], fps[order]
+            ids, fps = self._fingerprints(conn)  # not in id order when stored
             a, b, d = pairs_within(fps, distance)
-            rows = self._store.keys_for(conn, np.concatenate([ids[a], ids[b]]).tolist())
+            first, second = np.minimum(ids[a], ids[b]), np.maximum(ids[a], ids[b])
+            rows = self._store.keys_for(conn, np.concatenate([first, second]).tolist())
         pairs = []
-        for ia, ib, dist in zip(ids[a].tolist(), ids[b].tolist(), d.tolist(), strict=True):
+        for ia, ib, dist in zip(first.tolist(), second.tolist(), d.tolist(), strict=True):
             sa, sb = rows[ia][1], rows[ib][1]
             estimate = None if sa is None or sb is None else similarity(sa, sb)
             if estimate is None or estimate >= at:
