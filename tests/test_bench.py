@@ -113,6 +113,16 @@ def test_holding_benchmark_runs_on_both() -> None:
     assert "same answers: yes" in printed and "PostgreSQL" in printed
 
 
+def test_bulk_benchmark_runs_on_both() -> None:
+    """bench/bulk.py loads SQLite and the PostgreSQL server .ci/run starts,
+    each beside its floor, and leaves no schema behind."""
+    from .conftest import postgres_or_skip
+
+    postgres_or_skip()
+    printed = run_script("bench/bulk.py", "--n", "3000", "--runs", "1", "--no-save")
+    assert "fresh SQLite file" in printed and "fresh PostgreSQL index" in printed
+
+
 def test_threads_benchmark_runs_and_is_exact() -> None:
     """bench/threads.py: every thread's answers equal brute force, one read a process."""
     printed = run_script(

@@ -183,3 +183,83 @@ def test_a_missing_driver_is_one_line() -> None:
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith("Error: ") and done.stderr.count("\n") == 1
     assert "driver" in done.stderr and "secretpw" not in done.stderr
+
+
+@pytest.mark.parametrize("skip_existing", [False, True])
+@pytest.mark.parametrize("signed", [False, True])
+def test_a_first_load_copied_straight_in_equals_the_usual_path(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch, skip_existing: bool, signed: bool
+) -> None:
+    """A first load into an empty table COPYs its rows straight in, its unique
+    key set aside (Copying.begin_fresh_load): with keys that come twice (in
+    one chunk and across chunks), it leaves the rows, their order of ids,
+    count, signatures and answers the usual path leaves; the key is unique again afterwards
+    (a later add of a stored key replaces it), under the name it had, also
+    after a rebuild gave it another."""
+    from sqlalchemy import create_engine, text
+
+    from simindex.signature import NBYTES
+    from simindex.storage import store
+    from simindex.storage.copying import Copying
+
+    rng = random.Random(8)
+    fps = [rng.getrandbits(64) for _ in range(7_000)] + [2**63, 2**64 - 1, 0]
+    items: list[tuple[str, ...]] = []
+    for i, fp in enumerate(fps):
+        key = f"k{i % 6_000}"  # k0..k999 twice: 5,000 rows apart
+        sig = rng.randbytes(NBYTES) if signed and i % 3 else None
+        items.append((key, fp, sig) if signed else (key, fp))
+    items.insert(10, (items[3][0], 12345, *items[3][2:]))  # and once within the first chunk
+    second = other_schema(pg_url, pg_url.rsplit("schema=", 1)[1] + "_usual")
+
+    def state(location: str) -> tuple[int, list[tuple[int, str, int, bytes | None]]]:
+        engine = create_engine(postgres_or_skip())
+        schema_name = location.rsplit("schema=", 1)[1]
+        with SimIndex(location) as index:
+            written = index.add_fingerprints(items, skip_existing=skip_existing)
+            assert index.check().ok
+        try:
+            with engine.connect() as conn:
+                rows = conn.execute(
+                    text(
+                        f'SELECT id, key, fingerprint, signature FROM "{schema_name}".'
+                        "simindex_fingerprints ORDER BY id"
+                    )
+                ).all()
+        finally:
+            engine.dispose()
+        return written, [(int(i), k, int(f), s and bytes(s)) for i, k, f, s in rows]
+
+    copied = []
+    original = Copying.copy_rows
+    monkeypatch.setattr(
+        store.Store,
+        "copy_rows",
+        lambda self, conn, chunks: copied.append(1) or original(self, conn, chunks),
+    )
+    fresh = state(pg_url)
+    assert copied == [1]
+    monkeypatch.setattr(store, "FRESH_LOAD_MIN", 10**9)
+    try:
+        usual = state(second)
+    finally:
+        engine = create_engine(postgres_or_skip())
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP SCHEMA IF EXISTS {second.rsplit('=', 1)[1]} CASCADE")
+        engine.dispose()
+    assert copied == [1]
+    # The same rows in the same order of ids (their values: each path skips others).
+    assert (fresh[0], [r[1:] for r in fresh[1]]) == (usual[0], [r[1:] for r in usual[1]])
+    assert len({key for _, key, _, _ in fresh[1]}) == len(fresh[1]) == 6_000
+    with SimIndex(pg_url) as index:
+        index.add_fingerprint("k5", 12345)
+        assert index.get("k5") == 12345 and len(index) == 6_000
+        for q in fps[:20]:
+            stored = {k: f & (2**64 - 1) for _, k, f, _ in fresh[1]}
+            want = brute_force(stored | {"k5": 12345}, q, 8)
+            assert sorted(m.key for m in index.query(q, threshold=0)) == sorted(m.key for m in want)
+        index.rebuild()
+        index.remove_many([f"k{i}" for i in range(6_000)])
+        assert index.add_fingerprints(items[:3_000]) == 3_000  # a first load again
+        index.add_fingerprint("k1", 1)
+        assert len(index) == 2_999 and index.get("k1") == 1

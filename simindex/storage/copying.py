@@ -5,14 +5,15 @@ and a batch of queries joined with the index on the server. PostgreSQL's
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sqlalchemy import Connection
+from sqlalchemy.exc import IntegrityError
 
 from simindex.storage import schema
-from simindex.storage.sql import block_rows
+from simindex.storage.sql import Chunk, block_rows
 
 if TYPE_CHECKING:
     from simindex.blocks import BlockLayout
@@ -64,13 +65,87 @@ class Copying:
             else "DO UPDATE SET " + ", ".join(f"{c} = EXCLUDED.{c}" for c in columns if c != "key")
         )
         picked = load
-        if len({r[0] for r in rows}) < len(rows):  # a key twice: keep one row of it
-            picked = f"(SELECT DISTINCT ON (key) * FROM {load} ORDER BY key, seq {pick}) AS picked"
+        if len({r[0] for r in rows}) < len(rows):  # a key twice: keep one row of it,
+            # at the place of its first (as the rows go in one by one elsewhere)
+            picked = (
+                f"(SELECT DISTINCT ON (key) {listed}, min(seq) OVER (PARTITION BY key) AS seq "
+                f"FROM {load} ORDER BY key, {load}.seq {pick}) AS picked"  # the row's own seq
+            )
         done = conn.exec_driver_sql(
             f"INSERT INTO {schema.FINGERPRINT_TABLE} ({listed}) "
             f"SELECT {listed} FROM {picked} ORDER BY seq ON CONFLICT (key) {on_conflict}"
         )
         return max(0, done.rowcount) if keep else len(rows)
+
+    # --- a first load straight into the table (PostgreSQL) -----------------------
+
+    def _key_constraint(self, conn: Connection) -> str:
+        """The name of the fingerprint table's unique key (a rebuild may have
+        given it its own)."""
+        return str(
+            conn.exec_driver_sql(
+                "SELECT conname FROM pg_constraint WHERE contype = 'u' "
+                f"AND conrelid = '{schema.FINGERPRINT_TABLE}'::regclass"
+            ).scalar_one()
+        )
+
+    def begin_fresh_load(self, conn: Connection) -> str:
+        """PostgreSQL, the table empty: set its unique key aside, for rows
+        COPYed straight in (copy_rows) until end_fresh_load. Returns the
+        key's name."""
+        name = self._key_constraint(conn)
+        conn.exec_driver_sql(f"ALTER TABLE {schema.FINGERPRINT_TABLE} DROP CONSTRAINT {name}")
+        return name
+
+    def copy_rows(self, conn: Connection, chunks: Iterable[Chunk]) -> int:
+        """COPY the chunks' rows straight into the fingerprint table, in one
+        COPY (the server reads a chunk while the next one is made), between
+        begin_fresh_load and end_fresh_load; ids follow their order. Returns
+        the rows."""
+        blocks = [schema.block_column(i) for i in range(len(self.layout.widths))]
+        columns = ["key", "fingerprint", *blocks, *(["signature"] if self.signed else [])]
+        count = 0
+
+        def rows() -> Iterator[tuple[Any, ...]]:
+            nonlocal count
+            for keys, fps, sigs in chunks:
+                signatures = (sigs or [None] * len(keys)) if self.signed else None
+                yield from block_rows(keys, fps, self.layout, signatures)
+                count += len(keys)
+
+        self._copy(conn, schema.FINGERPRINT_TABLE, columns, rows())
+        return count
+
+    def end_fresh_load(self, conn: Connection, name: str, *, keep: bool) -> int:
+        """Put the unique key back. Where a key came more than once, one row
+        stays, as the usual path leaves it: the first row's id, with the first
+        row's values (keep) or the last one's. Returns the rows removed."""
+        table = schema.FINGERPRINT_TABLE
+        add = f"ALTER TABLE {table} ADD CONSTRAINT {name} UNIQUE (key)"
+        try:
+            with conn.begin_nested():  # a key twice: the constraint fails, nothing else is undone
+                conn.exec_driver_sql(add)
+            return 0
+        except IntegrityError:
+            pass
+        values = ["fingerprint"] + [schema.block_column(i) for i in range(len(self.layout.widths))]
+        if self.signed:
+            values.append("signature")
+        twice = f"SELECT key, min(id) AS first FROM {table} GROUP BY key HAVING count(*) > 1"
+        if not keep:
+            listed = ", ".join(values)
+            conn.exec_driver_sql(
+                f"UPDATE {table} AS t SET ({listed}) = "
+                f"(SELECT {', '.join('last.' + c for c in values)}) "
+                f"FROM (SELECT DISTINCT ON (key) key, {listed} FROM {table} "
+                f"ORDER BY key, id DESC) AS last, ({twice}) AS d "
+                "WHERE t.id = d.first AND last.key = d.key"
+            )
+        removed = conn.exec_driver_sql(
+            f"DELETE FROM {table} AS t USING ({twice}) AS d WHERE t.key = d.key AND t.id <> d.first"
+        ).rowcount
+        conn.exec_driver_sql(add)
+        return max(0, removed)
 
     def join_lookup(self, conn: Connection, fingerprints: Sequence[int], k: int) -> list[Any]:
         """PostgreSQL: every (query number, id, key, signed fingerprint, signature)

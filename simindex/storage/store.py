@@ -45,6 +45,9 @@ _CHUNK = 500  # keys per IN (...) list, well under every database's parameter li
 _RETURNED_ROWS = 16  # Store.put: rows written one by one to return their ids
 _LOAD_CHUNK = 5000  # rows per executemany
 FAST_LOAD_MIN = 20_000  # rows into one transaction before the lookup indexes are set aside
+# A chunk this large into an empty PostgreSQL table starts a load COPYed straight in
+# (Copying.begin_fresh_load): 3x the rows a second of the usual path at a million.
+FRESH_LOAD_MIN = 1_000
 
 
 def _with_version(rows: list[Any], at: int = -1) -> tuple[list[Any], int]:
@@ -146,6 +149,7 @@ class Store(Checks, Copying, Stored):
         )
         self.delete_keys = delete(t).where(t.c.key.in_(bindparam("keys", expanding=True)))
         self.count = select(func.count()).select_from(t)
+        self.any_row = select(t.c.id).limit(1)
         self.scan = select(t.c.id, t.c.key, t.c.fingerprint, self._signature)
         self._load = Sql(select(t.c.id, t.c.fingerprint), dialect, [])
         self._load_signed = (
@@ -534,15 +538,29 @@ class Store(Checks, Copying, Stored):
 
         A load larger than FAST_LOAD_MIN rows and than the table itself sets
         the lookup indexes aside while it writes and rebuilds them at the end
-        (all inside the transaction: readers keep seeing the old index).
+        (all inside the transaction: readers keep seeing the old index). On
+        PostgreSQL a first load (the table empty, a first chunk of at least
+        FRESH_LOAD_MIN rows) also sets the unique key aside and COPYs its rows
+        straight into the table (Copying.begin_fresh_load), one row a key
+        kept at the end as put would.
         With ``returned`` (a list), put appends the (id, signed fingerprint)
         of the rows it could return (see put): all of them when the list
         ends as long as the count returned.
         """
         existing: int | None = None
         set_aside = False
+        fresh: str | None = None  # the unique key set aside (see Copying.begin_fresh_load)
         read = written = 0
+        chunks = iter(chunks)
         for keys, fps, sigs in chunks:
+            first = not read and self.caps.bulk_copy and len(keys) >= FRESH_LOAD_MIN
+            if first and self._empty(conn):  # a first load: COPY it straight in
+                for index in self.tables.lookups:
+                    index.drop(conn)
+                set_aside = True
+                fresh = self.begin_fresh_load(conn)
+                read = written = self.copy_rows(conn, chain([(keys, fps, sigs)], chunks))
+                break
             if not set_aside and read + len(keys) > FAST_LOAD_MIN:
                 if existing is None:
                     existing = self.size(conn)
@@ -552,11 +570,17 @@ class Store(Checks, Copying, Stored):
                     set_aside = True
             written += self.put(conn, keys, fps, keep=keep, written=returned, signatures=sigs)
             read += len(keys)
+        if fresh is not None:
+            removed = self.end_fresh_load(conn, fresh, keep=keep)
+            written -= removed if keep else 0
         if set_aside:
             for index in self.tables.lookups:
                 index.create(conn)
             self.backend.dialect.analyze(conn)  # fresh statistics, or the planner scans
         return read, written
+
+    def _empty(self, conn: Connection) -> bool:
+        return conn.execute(self.any_row).first() is None
 
     def tidy_after_load(self) -> None:
         """After a large load has committed (see Dialect.tidy_after_load:
