@@ -123,6 +123,18 @@ def test_bulk_benchmark_runs_on_both() -> None:
     assert "fresh SQLite file" in printed and "fresh PostgreSQL index" in printed
 
 
+def test_defaults_benchmark_quick_run() -> None:
+    """bench/defaults.py runs every script it names at tiny sizes and reads
+    each one's printed figures into its table (a row for each target)."""
+    from .conftest import postgres_or_skip
+
+    postgres_or_skip()
+    printed = run_script("bench/defaults.py", "--quick")
+    rows = [line for line in printed.splitlines() if line.startswith("| ") and "---" not in line]
+    assert len(rows) == 14, rows  # the header and 13 rows
+    assert "PostgreSQL add_fingerprints" in printed and "k = 3 single query" in printed
+
+
 def test_threads_benchmark_runs_and_is_exact() -> None:
     """bench/threads.py: every thread's answers equal brute force, one read a process."""
     printed = run_script(
