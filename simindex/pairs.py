@@ -139,25 +139,29 @@ def pairs_within(fps: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.nd
     plan = pairs_plan(n, k)
     masks = [np.uint64(m) for m in plan.masks]
     cpus = _cpus() if n >= _THREADED_MIN else 1
-    work: list[Callable[[], list[tuple[np.ndarray, np.ndarray, np.ndarray]]]] = []
-    for t, mask in enumerate(plan.masks):
-        keyed, flips = keyed_by(fps, mask, plan.flips[t])
-        order = stable_order(keyed)
-        table = _Table(t, order, keyed[order], fps[order], masks[:t], plan.radius, k)
-        work.append(table.runs)
-        probes = flips[1:]
-        if probes:
-            width = mask.bit_count()
-            offsets = width if pairs_by_offsets(n, width, len(probes)) else None
-            parts = cpus if cpus > 1 else 1
-            per = -(-len(probes) // parts)
-            for c in range(0, len(probes), per):
-                work.append(partial(table.flipped, probes[c : c + per], offsets))
-    if cpus > 1 and len(work) > 1:
-        with ThreadPoolExecutor(min(cpus, len(work))) as pool:
-            found = [piece for pieces in pool.map(lambda job: job(), work) for piece in pieces]
-    else:
-        found = [piece for job in work for piece in job()]
+    pool = ThreadPoolExecutor(cpus) if cpus > 1 else None
+    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    try:
+        for t, mask in enumerate(plan.masks):  # one table's sorted copies at a time
+            keyed, flips = keyed_by(fps, mask, plan.flips[t])
+            order = stable_order(keyed)
+            table = _Table(t, order, keyed[order], fps[order], masks[:t], plan.radius, k)
+            del keyed
+            work: list[Callable[[], list[tuple[np.ndarray, np.ndarray, np.ndarray]]]] = [table.runs]
+            probes = flips[1:]
+            if probes:
+                width = mask.bit_count()
+                offsets = width if pairs_by_offsets(n, width, len(probes)) else None
+                per = -(-len(probes) // cpus)
+                for c in range(0, len(probes), per):
+                    work.append(partial(table.flipped, probes[c : c + per], offsets))
+            if pool is not None:
+                found += [piece for pieces in pool.map(lambda job: job(), work) for piece in pieces]
+            else:
+                found += [piece for job in work for piece in job()]
+    finally:
+        if pool is not None:
+            pool.shutdown()
     if not found:
         empty = np.zeros(0, np.int64)
         return empty, empty, empty

@@ -311,3 +311,46 @@ def test_pairs_within_in_threads_equals_one_thread(
     a, b, d = threaded
     assert sorted(zip(a.tolist(), b.tolist(), d.tolist(), strict=True)) == sorted(want)
     assert len(want) > 600
+
+
+def test_the_spark_groups_are_sized_by_their_largest() -> None:
+    """simindex.spark sizes a table's groups from a histogram of its block's
+    highest bits (no Spark needed): largest_group gives the rows of the
+    largest group, visitors included, as the rows sent make it; on
+    fingerprints whose highest 6 bits are all clear (no bucket big, every
+    group skewed) group_bits takes more bits than for uniform ones, and the
+    largest group it leaves fits GROUP_ROWS."""
+    from simindex.spark import _pairs
+
+    rng = np.random.default_rng(4)
+    fps = rng.integers(0, 2**58, 6_000, dtype=np.uint64)  # the highest 6 bits clear
+    fps[:3] = [0, 2**58 - 1, 2**57]
+    plan = pairs.plan_for(len(fps), 8, blocks=3)
+    for t, mask in enumerate(plan.masks):
+        high = min(_pairs.HISTOGRAM_BITS, mask.bit_count())
+        top = pairs.prefix_mask(mask, high)
+        shift = (top & -top).bit_length() - 1
+        counts = np.bincount(
+            ((fps & np.uint64(top)) >> np.uint64(shift)).astype(np.int64), minlength=1 << high
+        )
+        for bits in (0, 2, 5, 9):
+            prefix = pairs.prefix_mask(mask, bits)
+            sent = _sent(fps, plan, t, prefix)
+            want = max(len(members) for members in sent.values())
+            assert _pairs.largest_group(counts, plan, t, bits) == want
+    mask = plan.masks[0]  # the block of the highest bits
+    high = min(_pairs.HISTOGRAM_BITS, mask.bit_count())
+    top = pairs.prefix_mask(mask, high)
+    shift = (top & -top).bit_length() - 1
+    counts = np.bincount(
+        ((fps & np.uint64(top)) >> np.uint64(shift)).astype(np.int64), minlength=1 << high
+    )
+    uniform = np.full(1 << high, len(fps) >> high, dtype=np.int64)
+    old = _pairs.GROUP_ROWS
+    try:
+        _pairs.GROUP_ROWS = 400
+        skewed = _pairs.group_bits(len(fps), plan, 0, 1, counts)
+        assert skewed > _pairs.group_bits(len(fps), plan, 0, 1, uniform) + 3
+        assert _pairs.largest_group(counts, plan, 0, skewed) <= 400
+    finally:
+        _pairs.GROUP_ROWS = old

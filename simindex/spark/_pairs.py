@@ -8,8 +8,11 @@ by the first table whose bits it agrees on within the radius
 
 The shuffle is priced by the rows it sends, not the pairs it finds. A table's
 rows are cut into groups by the highest few bits of its block (group_bits:
-the fewest that keep a group within GROUP_ROWS expected rows and make at
-least four groups a task), and each group is paired in one task, in memory,
+the fewest that keep the largest group, visitors included, within
+GROUP_ROWS rows, reckoned from a count of the rows of each value of the
+block's highest 16 bits, so fingerprints whose high bits are skewed get more
+group bits, and that make at least four groups a task), and each group is
+paired in one task, in memory,
 by ``pairs.group_pairs``. A row goes to its own group and *visits* the groups
 whose bits are within the radius of its own (``pairs.visit_flips``), only
 those whose differing bits' highest is clear in its own (so two groups meet
@@ -56,6 +59,7 @@ if TYPE_CHECKING:
 BUCKET_LIMIT = 2048  # rows a bucket may have before it is split (see the module's docstring)
 _MAX_BIG = 1000  # big buckets at most (their list is built on the driver)
 GROUP_ROWS = 1 << 22  # rows a group is expected to hold at most (see group_bits)
+HISTOGRAM_BITS = 16  # the highest bits of each block counted to size the groups
 SCHEMA = "key_a string, key_b string, distance int, similarity double"
 
 
@@ -161,7 +165,8 @@ def _pair_rows(slim: DataFrame, plan: Plan, k: int, limit: int, n: int) -> DataF
     if big:
         big_df = spark.createDataFrame(big, "t int, v long")
         small = tables.join(F.broadcast(big_df), ["t", "v"], "left_anti")
-    found = _grouped_pairs(small, plan, k, n, spark.sparkContext.defaultParallelism)
+    tasks = spark.sparkContext.defaultParallelism
+    found = _grouped_pairs(small, plan, k, n, tasks, _histograms(small, plan))
     if not big:
         return found
     dist = F.bit_count(F.col("fp_a").bitwiseXOR(F.col("fp_b")))
@@ -174,30 +179,95 @@ def _pair_rows(slim: DataFrame, plan: Plan, k: int, limit: int, n: int) -> DataF
     return found.unionByName(big_found)
 
 
-def group_bits(n: int, plan: Plan, t: int, tasks: int) -> int:
+def group_bits(n: int, plan: Plan, t: int, tasks: int, counts: Any = None) -> int:
     """The bits of table t's groups (see the module's docstring): the fewest
-    (the fewest rows sent) that keep a group's expected rows within
-    GROUP_ROWS and make at least four groups a task."""
+    (the fewest rows sent) that keep a group within GROUP_ROWS rows and make
+    at least four groups a task. A group's rows are reckoned from ``counts``
+    when given (the rows of each value of the block's highest
+    min(HISTOGRAM_BITS, width) bits, a numpy array: the largest group,
+    visitors included), else as if the fingerprints were uniform; past the
+    histogram's bits, uniform from there."""
     mask = plan.masks[t]
     width = mask.bit_count()
     for bits in range(width + 1):
+        enough = len(plan.masks) << bits >= 4 * tasks
+        if counts is not None and bits <= _log2(len(counts)):
+            if enough and largest_group(counts, plan, t, bits) <= GROUP_ROWS:
+                return bits
+            continue
         copies = 1 + len(visit_flips(plan, t, prefix_mask(mask, bits))) / 2
-        if n * copies / 2**bits <= GROUP_ROWS and len(plan.masks) << bits >= 4 * tasks:
+        scale = 1.0  # the largest group over a uniform one's rows
+        if counts is not None:  # past the histogram: its skew, kept
+            high = _log2(len(counts))
+            uniform = n * (1 + len(visit_flips(plan, t, prefix_mask(mask, high))) / 2) / 2**high
+            scale = largest_group(counts, plan, t, high) / max(uniform, 1.0)
+        if enough and scale * n * copies / 2**bits <= GROUP_ROWS:
             return bits
     return width
+
+
+def _log2(size: int) -> int:
+    return size.bit_length() - 1
+
+
+def largest_group(counts: Any, plan: Plan, t: int, bits: int) -> int:
+    """The rows of table t's largest group of ``bits`` bits (its home rows and
+    its visitors), from ``counts`` (see group_bits)."""
+    import numpy as np
+
+    high = _log2(len(counts))
+    home = np.asarray(counts, dtype=np.int64).reshape(1 << bits, 1 << (high - bits)).sum(axis=1)
+    prefix = prefix_mask(plan.masks[t], bits)
+    shift = (prefix & -prefix).bit_length() - 1 if prefix else 0
+    groups = np.arange(1 << bits)
+    rows = home.copy()
+    for flip in visit_flips(plan, t, prefix):
+        f = flip >> shift
+        senders = groups ^ f
+        sends = (senders & _top(f)) == 0  # the side whose prefix has the flip's top bit clear
+        rows[groups[sends]] += home[senders[sends]]
+    return int(rows.max()) if len(rows) else 0
 
 
 def _top(flip: int) -> int:
     return 1 << (flip.bit_length() - 1)
 
 
-def _grouped_pairs(small: DataFrame, plan: Plan, k: int, n: int, tasks: int) -> DataFrame:
+def _histograms(small: DataFrame, plan: Plan) -> list[Any]:
+    """Per table, the rows of each value of its block's highest
+    min(HISTOGRAM_BITS, width) bits (numpy arrays; one job, a few counts a
+    value reach the driver)."""
+    import numpy as np
+    from pyspark.sql import functions as F
+
+    parts = []
+    for t, mask in enumerate(plan.masks):
+        top = prefix_mask(mask, min(HISTOGRAM_BITS, mask.bit_count()))
+        shift = (top & -top).bit_length() - 1
+        value = F.shiftrightunsigned(F.col("v").bitwiseAND(_lit(top)), shift)
+        parts.append(small.where(F.col("t") == t).select("t", value.alias("p")))
+    counted = reduce(lambda x, y: x.unionByName(y), parts).groupBy("t", "p").count().collect()
+    counts = [np.zeros(1 << min(HISTOGRAM_BITS, m.bit_count()), dtype=np.int64) for m in plan.masks]
+    for row in counted:
+        counts[int(row["t"])][int(row["p"])] = int(row["count"])
+    return counts
+
+
+def _grouped_pairs(
+    small: DataFrame, plan: Plan, k: int, n: int, tasks: int, counts: list[Any]
+) -> DataFrame:
     """(row_a, row_b, distance) of every pair within k of the rows of small
     buckets: each row sent to its group of every table and to the groups it
     visits, each group paired in one task (pairs.group_pairs)."""
     from pyspark.sql import functions as F
 
-    prefixes = [prefix_mask(m, group_bits(n, plan, t, tasks)) for t, m in enumerate(plan.masks)]
+    prefixes = [
+        prefix_mask(m, group_bits(n, plan, t, tasks, counts[t])) for t, m in enumerate(plan.masks)
+    ]
+    for prefix in prefixes:  # a group's value must fit beside the table's number (below)
+        shift = (prefix & -prefix).bit_length() - 1 if prefix else 0
+        if (prefix >> max(shift, 0)).bit_length() > 32:
+            raise ValueError(f"a group of more than 32 bits ({prefix:#x}) cannot be numbered")
     parts = []
     for t, prefix in enumerate(prefixes):
         shift = (prefix & -prefix).bit_length() - 1 if prefix else 0
