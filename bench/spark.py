@@ -38,6 +38,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+import numpy as np
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 if str(HERE.parent) not in sys.path:
@@ -143,13 +145,15 @@ def measure(args: argparse.Namespace) -> int:
             session = time.perf_counter() - start
         spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
         from simindex.spark import near_duplicates
-        from simindex.spark._pairs import group_bits
+        from simindex.spark._pairs import HISTOGRAM_BITS, group_bits
 
-        sent = sum(
-            1 + len(visit_flips(plan, t, prefix_mask(m, bits))) / 2
-            for t, m in enumerate(plan.masks)
-            for bits in [group_bits(n, plan, t, spark.sparkContext.defaultParallelism)]
-        )
+        tasks = spark.sparkContext.defaultParallelism
+        sent = 0.0
+        for t, m in enumerate(plan.masks):  # the groups uniform fingerprints get
+            high = min(HISTOGRAM_BITS, m.bit_count())
+            uniform = np.full(1 << high, n >> high, dtype=np.int64)
+            bits = group_bits(n, plan, t, tasks, uniform)
+            sent += 1 + len(visit_flips(plan, t, prefix_mask(m, bits))) / 2
         print(f"shuffle partitions: {partitions}; rows sent a fingerprint (expected): {sent:.1f}")
         df = spark.read.parquet(str(table)).cache()
         df.count()

@@ -18,8 +18,8 @@ whose bits are within the radius of its own (``pairs.visit_flips``), only
 those whose differing bits' highest is clear in its own (so two groups meet
 once); in a group, home rows pair within the radius on the block's other
 bits, a visitor h bits away within radius - h. At k = 8 on a million rows a
-row is sent about 7.5 times (2 group bits a table, on two cores) where one row a
-probe sent about 360 (bench/results/spark.txt gives the bytes a fingerprint),
+row is sent 7.5 times (2 group bits a table, on two cores; 34.5 at ten
+million) where one row a probe sent about 360 (bench/results/spark.txt),
 and the candidates, tens of millions, never leave the task that finds them.
 
 Skew: many rows with one block value (boilerplate, templates, copies) make
