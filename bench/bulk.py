@@ -51,6 +51,7 @@ if str(HERE.parent) not in sys.path:
     sys.path.insert(0, str(HERE.parent))
 
 from common import output_options, save_output  # noqa: E402
+from holding import drop_schema  # noqa: E402
 
 from simindex import SimIndex  # noqa: E402
 from simindex.fingerprint import to_signed  # noqa: E402
@@ -166,17 +167,6 @@ def with_schema(url: str, name: str) -> str:
     return f"{url}{'&' if '?' in url else '?'}schema={name}"
 
 
-def drop_schema(url: str, name: str) -> None:
-    from sqlalchemy import create_engine
-
-    engine = create_engine(url.split("?")[0])
-    try:
-        with engine.begin() as conn:
-            conn.exec_driver_sql(f"DROP SCHEMA IF EXISTS {name} CASCADE")
-    finally:
-        engine.dispose()
-
-
 def measure_postgres(
     url: str, pairs: list[tuple[str, int]], rows: list[tuple[object, ...]], runs: int
 ) -> None:
@@ -192,7 +182,7 @@ def measure_postgres(
                 index.add_fingerprints(pairs)
             ours.append(time.perf_counter() - start)
         finally:
-            drop_schema(url, name)
+            drop_schema(url.split("?")[0], name)
         theirs.append(postgres_floor(url, rows))
     s = statistics.median(ours)
     f = {key: statistics.median(r[key] for r in theirs) for key in theirs[0]}

@@ -189,25 +189,31 @@ def group_bits(n: int, plan: Plan, t: int, tasks: int, counts: Any = None) -> in
     histogram's bits, uniform from there."""
     mask = plan.masks[t]
     width = mask.bit_count()
+    high = -1 if counts is None else _log2(len(counts))
+    scale = 1.0  # past the histogram: its largest group over a uniform one's rows
+    if counts is not None and high < width:
+        uniform = n * (1 + len(visit_flips(plan, t, prefix_mask(mask, high))) / 2) / 2**high
+        scale = largest_group(counts, plan, t, high) / max(uniform, 1.0)
     for bits in range(width + 1):
-        enough = len(plan.masks) << bits >= 4 * tasks
-        if counts is not None and bits <= _log2(len(counts)):
-            if enough and largest_group(counts, plan, t, bits) <= GROUP_ROWS:
+        if len(plan.masks) << bits < 4 * tasks:  # too few groups
+            continue
+        if bits <= high:
+            if largest_group(counts, plan, t, bits) <= GROUP_ROWS:
                 return bits
             continue
         copies = 1 + len(visit_flips(plan, t, prefix_mask(mask, bits))) / 2
-        scale = 1.0  # the largest group over a uniform one's rows
-        if counts is not None:  # past the histogram: its skew, kept
-            high = _log2(len(counts))
-            uniform = n * (1 + len(visit_flips(plan, t, prefix_mask(mask, high))) / 2) / 2**high
-            scale = largest_group(counts, plan, t, high) / max(uniform, 1.0)
-        if enough and scale * n * copies / 2**bits <= GROUP_ROWS:
+        if scale * n * copies / 2**bits <= GROUP_ROWS:
             return bits
     return width
 
 
 def _log2(size: int) -> int:
     return size.bit_length() - 1
+
+
+def _low(mask: int) -> int:
+    """The position of a mask's lowest bit (0 for no bits)."""
+    return (mask & -mask).bit_length() - 1 if mask else 0
 
 
 def largest_group(counts: Any, plan: Plan, t: int, bits: int) -> int:
@@ -218,7 +224,7 @@ def largest_group(counts: Any, plan: Plan, t: int, bits: int) -> int:
     high = _log2(len(counts))
     home = np.asarray(counts, dtype=np.int64).reshape(1 << bits, 1 << (high - bits)).sum(axis=1)
     prefix = prefix_mask(plan.masks[t], bits)
-    shift = (prefix & -prefix).bit_length() - 1 if prefix else 0
+    shift = _low(prefix)
     groups = np.arange(1 << bits)
     rows = home.copy()
     for flip in visit_flips(plan, t, prefix):
@@ -243,7 +249,7 @@ def _histograms(small: DataFrame, plan: Plan) -> list[Any]:
     parts = []
     for t, mask in enumerate(plan.masks):
         top = prefix_mask(mask, min(HISTOGRAM_BITS, mask.bit_count()))
-        shift = (top & -top).bit_length() - 1
+        shift = _low(top)
         value = F.shiftrightunsigned(F.col("v").bitwiseAND(_lit(top)), shift)
         parts.append(small.where(F.col("t") == t).select("t", value.alias("p")))
     counted = reduce(lambda x, y: x.unionByName(y), parts).groupBy("t", "p").count().collect()
@@ -265,12 +271,12 @@ def _grouped_pairs(
         prefix_mask(m, group_bits(n, plan, t, tasks, counts[t])) for t, m in enumerate(plan.masks)
     ]
     for prefix in prefixes:  # a group's value must fit beside the table's number (below)
-        shift = (prefix & -prefix).bit_length() - 1 if prefix else 0
-        if (prefix >> max(shift, 0)).bit_length() > 32:
+        shift = _low(prefix)
+        if (prefix >> shift).bit_length() > 32:
             raise ValueError(f"a group of more than 32 bits ({prefix:#x}) cannot be numbered")
     parts = []
     for t, prefix in enumerate(prefixes):
-        shift = (prefix & -prefix).bit_length() - 1 if prefix else 0
+        shift = _low(prefix)
         rows = small.where(F.col("t") == t)
 
         def group_of(v: Column, t: int = t, shift: int = shift) -> Column:
@@ -302,7 +308,7 @@ def _pair_group(plan: Plan, k: int, prefixes: list[int]) -> Any:
         g = int(key[0].as_py())
         t = g >> 32
         prefix = prefixes[t]
-        shift = (prefix & -prefix).bit_length() - 1 if prefix else 0
+        shift = _low(prefix)
         rows = table.column("row").to_numpy()
         fps = table.column("fp").to_numpy().view(np.uint64)
         a, b, d = group_pairs(fps, k, plan, t, prefix, (g & 0xFFFF_FFFF) << shift)
