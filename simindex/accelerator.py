@@ -13,21 +13,22 @@ fingerprints per index per process, read once. It decides and remembers;
 the SimIndex does the reading (the database, the clock) and tells it what
 happened:
 
-- ``current(versions)``: the snapshot, if the versions read now (SQLite's
-  data_version on the index's version connection, 0 on PostgreSQL; the
-  schema cookie or generation; the write transactions counted in
-  simindex_meta) say it is still current; else
-  None, and a stale one is let go (doubling the next rent when it did not
-  pay for itself, halving it when it did: writes that come often push the
-  next read back, up to 16 times).
+- ``current(versions)``: the snapshot, if the versions read now (the
+  generation and the changes the database has counted: storage.Versions)
+  are the ones it was read at, or its owner's writes since, applied;
+  else None, and a stale one is let go (doubling the next rent when it did
+  not pay for itself, halving it when it did: writes that come often push
+  the next read back, up to 16 times). The database counts every change,
+  whoever makes it (triggers, revision 0005), so nothing goes unseen.
 - ``charge(seconds, size, stored)``: a probed query spent this long in the
   database; True when it is time to read the index (``install`` it then).
   Reading it costs less where the last snapshot read is stored in the index
   and still current (storage/stored.py): ``stored()`` says so.
-- ``committed(writes, rows)``: a write of the owner's has committed, counted
-  as ``writes``; ``rows`` are the (id, signed fingerprint) it wrote, or None
-  when unknown (too many to list, or a rebuild): applied to the snapshot, or
-  the snapshot is let go.
+- ``committed(before, after, rows)``: a write of the owner's has committed,
+  which found the changes counted at ``before`` and left them at ``after``;
+  ``rows`` are the (id, signed fingerprint) it wrote, or None when unknown
+  (too many to list, or a rebuild): applied to the snapshot if nobody else
+  wrote since it was read (``before`` is its stamp), or the snapshot is let go.
 
 ``hold=False`` holds nothing, ever; ``hold=True`` holds from the first
 probed query; ``None`` (the default) when it pays, as above.
@@ -42,6 +43,7 @@ from dataclasses import dataclass, field
 from simindex.costs import HOLD_S_PER_ROW, STORED_S_PER_ROW
 from simindex.fingerprint import to_unsigned
 from simindex.snapshot import Snapshot
+from simindex.storage.backend import Versions
 
 HOLD_FIRST_S = 0.05  # database time before the index's size is first asked
 HOLD_MAX_ROWS = (
@@ -55,17 +57,6 @@ HOLD_MAX_FACTOR = 16.0  # how far writes that come often push the next read back
 # (0.44 s at a million, one-off timing). A 64th is about where the costs balance.
 APPLIED_MAX = 1 << 16
 ADDED_MAX = 4096
-
-
-@dataclass
-class Stamp:
-    """What a snapshot was read under: the version connection's data_version
-    when last found current, the write transactions counted, and whether the
-    owner's own writes were applied since that data_version (they move it)."""
-
-    data_version: int
-    writes: int
-    own: bool = False
 
 
 @dataclass
@@ -88,7 +79,7 @@ class Accelerator:
 
     hold: bool | None = None
     snapshot: Snapshot | None = None
-    stamp: Stamp | None = None
+    stamp: Versions | None = None  # what the snapshot is current at
     account: Rent = field(default_factory=Rent)
     reading: bool = False  # one thread is reading the index in (the others ask the database)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
@@ -99,35 +90,20 @@ class Accelerator:
         snapshot = self.snapshot
         return 0 if snapshot is None else snapshot.nbytes
 
-    def current(self, versions: tuple[int, int, int] | None) -> Snapshot | None:
-        """The held snapshot if it is still what the index holds, by one read of
-        (data_version, schema cookie, writes counted): no write counted but the
-        owner's, and no commit at all unless the owner wrote. (A writer that does
-        not count its writes, older than this simindex or not simindex at all,
-        goes unseen only if it commits between the owner's own commit, a
-        write or the storing of a snapshot it read (storage/stored.py), and
-        its next query; for a stored one, from the versions read before that
-        read.) Else None, and a stale snapshot is let go."""
+    def current(self, versions: Versions | None) -> Snapshot | None:
+        """The held snapshot if it is still what the index holds: the
+        versions read now (one statement) are its stamp, so no change has
+        been counted since but the owner's, applied. Else None, and a stale
+        snapshot is let go."""
         with self._lock:
             snapshot, stamp = self.snapshot, self.stamp
             if snapshot is None or stamp is None:
                 return None
-            if versions is None or not self._still(stamp, versions):
+            if versions != stamp:
                 self._let_go()
                 return None
             self.account.served += 1
             return snapshot
-
-    @staticmethod
-    def _still(stamp: Stamp, versions: tuple[int, int, int]) -> bool:
-        data_version, _cookie, writes = versions
-        if writes != stamp.writes:
-            return False
-        if data_version != stamp.data_version:
-            if not stamp.own:
-                return False
-            stamp.data_version, stamp.own = data_version, False
-        return True
 
     def _let_go(self) -> None:
         """Drop the snapshot. Did it pay? If the queries it answered would have
@@ -188,7 +164,7 @@ class Accelerator:
             self.account.rent = float("inf")
             self.reading = False
 
-    def install(self, snapshot: Snapshot, stamp: Stamp | None, load_seconds: float) -> None:
+    def install(self, snapshot: Snapshot, stamp: Versions | None, load_seconds: float) -> None:
         """Hold a snapshot just read (under `stamp`; None: it cannot be kept)."""
         with self._lock:
             self.reading = False
@@ -206,15 +182,18 @@ class Accelerator:
             if self.snapshot is old:
                 self.snapshot = new
 
-    def committed(self, writes: int | None, rows: Sequence[tuple[int, int]] | None) -> None:
-        """A write transaction of the owner has committed, counted as `writes`:
-        bring the snapshot up to date with the rows it wrote ((id, signed
-        fingerprint) of every key written; None when unknown), or let it go."""
+    def committed(
+        self, before: int | None, after: int | None, rows: Sequence[tuple[int, int]] | None
+    ) -> None:
+        """A write transaction of the owner has committed, which found the
+        changes counted at `before` and left them at `after`: bring the
+        snapshot up to date with the rows it wrote ((id, signed fingerprint)
+        of every key written; None when unknown), or let it go."""
         with self._lock:
             snapshot, stamp = self.snapshot, self.stamp
             if snapshot is None or stamp is None:
                 return
-            if writes is None or rows is None or stamp.writes != writes - 1:
+            if before is None or after is None or rows is None or stamp.changes != before:
                 self.snapshot = self.stamp = None  # someone else wrote too, or too much
                 return
             if rows:
@@ -222,7 +201,7 @@ class Accelerator:
                 limit = max(ADDED_MAX, min(len(snapshot.ids) // 64, 1 << 16))
                 if len(snapshot.added_ids) > limit:
                     self.snapshot = snapshot.merged()
-            stamp.writes, stamp.own = writes, True
+            self.stamp = stamp._replace(changes=after)
 
     @property
     def wants_rows(self) -> bool:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 import numpy as np
 
 from simindex import accelerator, storage
-from simindex.accelerator import Accelerator, Stamp
+from simindex.accelerator import Accelerator
 from simindex.blocks import MAX_INDEX_K, check_k
 from simindex.errors import InvalidArgumentError, StorageError
 from simindex.fingerprint import check_fingerprint
@@ -256,10 +256,10 @@ class Answers:
         None (and a stale one is let go: see Accelerator.current)."""
         if k > MAX_INDEX_K or self._accel.snapshot is None:
             return None
-        versions = self._store.versions()  # one read for all three
+        versions = self._store.versions()  # one statement
         if versions is None:
             return None
-        if self._changed(versions[1]):  # a rebuild elsewhere: settings adopted, snapshot gone
+        if self._changed(versions.generation):  # rebuilt elsewhere: settings adopted, snapshot gone
             return None
         return self._accel.current(versions)
 
@@ -280,7 +280,7 @@ class Answers:
             raise
         self._accel.install(snapshot, stamp, time.perf_counter() - started)
 
-    def _read_snapshot(self, *, store: bool = True) -> tuple[Snapshot, Stamp | None]:
+    def _read_snapshot(self, *, store: bool = True) -> tuple[Snapshot, storage.Versions | None]:
         """The index's fingerprints, read in one snapshot (from the stored
         snapshot while it is current), and the stamp they were read under
         (None where nothing can tell that they are current). ``store``: what
@@ -288,13 +288,12 @@ class Answers:
         hold; a batch's own read is not: its tables may be another k's)."""
         self._refresh()
         used = self._store
-        versions = used.versions()  # before the read: a write between shows later
         with self._backend.reading() as conn:
-            # The count first (stamp_now): a write between it and the rows
-            # read (PostgreSQL's READ COMMITTED) shows as a count the
+            # The count first (Backend.versions): a write between it and the
+            # rows read (PostgreSQL's READ COMMITTED) shows as a count the
             # snapshot has not seen, and the snapshot is let go.
-            generation, writes = used.stamp_now(conn)
-            stored = used.load_stored(conn, generation, writes)
+            versions = self._backend.versions(conn)
+            stored = used.load_stored(conn, versions)
             if stored is None:
                 ids, fps = used.load(conn)
                 signatures = used.load_signatures(conn, ids)
@@ -302,15 +301,14 @@ class Answers:
             else:
                 ids, fps, signatures, orders = stored
         snapshot = Snapshot(ids, fps, None, signatures, orders)
-        stamp = None if versions is None or writes is None else Stamp(versions[0], writes)
+        stamp = versions if used.holds else None
         if store and stored is None and stamp is not None and used.would_store(len(ids)):
             # For the next reader, with its tables for the index's k sorted
-            # (sorting is most of a read's time once the rows come stored);
-            # storing moves data_version (no row changes).
+            # (sorting is most of a read's time once the rows come stored).
             k = self._state[0].k
             order = snapshot.order(k) if k <= MAX_INDEX_K else None
             orders = {} if order is None else {k: order}
-            stamp.own = used.store_snapshot(ids, fps, signatures, generation, stamp.writes, orders)
+            used.store_snapshot(ids, fps, signatures, stamp, orders)
         return snapshot, stamp
 
     def _match_on_server(
@@ -413,7 +411,7 @@ class Answers:
             if len(unique) > 500:
                 return None
             read, versions = self._store.rows_and_versions(unique)
-            if self._changed(versions[1]) or self._accel.current(versions) is not snapshot:
+            if self._changed(versions.generation) or self._accel.current(versions) is not snapshot:
                 return None
             rows.update((r[0], r) for r in read)
             unique = []

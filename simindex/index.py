@@ -244,7 +244,7 @@ class SimIndex(Answers, Upkeep):
                 if fresh:
                     self._fresh_in(write.conn)  # a rebuild elsewhere may have changed the layout
                 yield write
-            self._accel.committed(write.writes, write.rows)
+            self._accel.committed(write.before, write.after, write.rows)
 
     def rebuild(
         self,
@@ -404,7 +404,7 @@ class SimIndex(Answers, Upkeep):
             with self._writing() as write:
                 rows: list[tuple[int, int]] = []
                 count, stored = self._store.put_stream(
-                    write.conn,
+                    write,
                     chunks(source, batch_size, keys),
                     keep=skip_existing,
                     returned=rows if held else None,
@@ -461,8 +461,8 @@ class SimIndex(Answers, Upkeep):
         """(ids, unsigned fingerprints) of every row, in the caller's read
         transaction: from the stored snapshot while it is current, else
         from the rows."""
-        generation, writes = self._store.stamp_now(conn)
-        found = self._store.load_stored(conn, generation, writes, fingerprints_only=True)
+        versions = self._backend.versions(conn)
+        found = self._store.load_stored(conn, versions, fingerprints_only=True)
         return self._store.load(conn) if found is None else (found[0], found[1])
 
     def _pairs(

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from simindex import SimIndex, accelerator
-from simindex.accelerator import Accelerator, Stamp
+from simindex.accelerator import Accelerator
 from simindex.snapshot import Snapshot
-from simindex.storage import store
+from simindex.storage import Versions, store
 
 from .test_index import brute_force, flip
 
@@ -49,7 +49,7 @@ def test_it_reads_once_the_database_time_reaches_the_reading_cost() -> None:
     assert asked == []
     # 1M rows cost ~1 s to read: queries of 1 ms each pay for it after ~1,000.
     assert 0.03 + 0.001 * charged(accel, 0.001, 1_000_000) == pytest.approx(1.0, abs=0.002)
-    accel.install(snapshot(), Stamp(1, 0), load_seconds=0.9)
+    accel.install(snapshot(), Versions(1, 0), load_seconds=0.9)
     assert accel.snapshot is not None and accel.account.spent == 0.0
 
 
@@ -78,7 +78,7 @@ def test_hold_true_reads_at_the_first_probed_query_and_false_never() -> None:
     assert Accelerator(hold=True).charge(1e-6, size())
     never = Accelerator(hold=False)
     assert not any(never.charge(10.0, size()) for _ in range(10))
-    never.install(snapshot(), Stamp(1, 0), 0.1)  # a batch's read: not kept either
+    never.install(snapshot(), Versions(1, 0), 0.1)  # a batch's read: not kept either
     assert never.snapshot is None and never.nbytes == 0
 
 
@@ -93,38 +93,39 @@ def test_too_large_an_index_is_never_held() -> None:
 def test_it_is_current_until_someone_else_writes() -> None:
     accel = Accelerator(hold=True)
     held = snapshot()
-    accel.install(held, Stamp(data_version=5, writes=10), 0.5)
-    assert accel.current((5, 77, 10)) is held  # nothing happened
-    assert accel.current((6, 77, 10)) is None  # a commit by another connection
+    accel.install(held, Versions(generation=77, changes=10), 0.5)
+    assert accel.current(Versions(77, 10)) is held  # nothing happened
+    assert accel.current(Versions(77, 11)) is None  # a change counted, whoever made it
     assert accel.snapshot is None
-    accel.install(held, Stamp(5, 10), 0.5)
-    assert accel.current((5, 77, 11)) is None  # a counted write by anyone else
+    accel.install(held, Versions(77, 10), 0.5)
+    assert accel.current(Versions(78, 10)) is None  # the schema moved (a rebuild)
+    accel.install(held, Versions(77, 10), 0.5)
     assert accel.current(None) is None
 
 
 def test_own_writes_are_applied_and_keep_it_current() -> None:
     accel = Accelerator(hold=True)
     held = snapshot(100)
-    accel.install(held, Stamp(5, 10), 0.5)
-    accel.committed(11, [(500, -1), (7, 3)])  # the next count: ours alone
+    accel.install(held, Versions(77, 10), 0.5)
+    accel.committed(10, 13, [(500, -1), (7, 3)])  # found at our stamp: ours alone
     assert accel.snapshot is held and list(held.added_ids) == [500, 7]
     assert held.added_fps[0] == 2**64 - 1  # stored signed, held unsigned
-    assert accel.current((9, 77, 11)) is held  # data_version moved by our own commit
-    assert accel.current((10, 77, 11)) is None  # and then by someone else's
-    accel.install(held, Stamp(5, 10), 0.5)
-    accel.committed(12, [])  # a count skipped: someone else wrote in between
+    assert accel.current(Versions(77, 13)) is held  # our own changes, applied
+    assert accel.current(Versions(77, 14)) is None  # and then someone else's
+    accel.install(held, Versions(77, 10), 0.5)
+    accel.committed(11, 12, [])  # someone else wrote before we did
     assert accel.snapshot is None
-    accel.install(held, Stamp(5, 10), 0.5)
-    accel.committed(11, None)  # rows not known
+    accel.install(held, Versions(77, 10), 0.5)
+    accel.committed(10, 11, None)  # rows not known
     assert accel.snapshot is None
 
 
 def test_many_own_rows_are_merged() -> None:
     accel = Accelerator(hold=True)
-    accel.install(snapshot(100), Stamp(1, 0), 0.1)
+    accel.install(snapshot(100), Versions(1, 0), 0.1)
     for writes in range(1, 4):
         rows = [(10_000 * writes + i, i) for i in range(accelerator.ADDED_MAX // 2 + 1)]
-        accel.committed(writes, rows)
+        accel.committed(writes - 1, writes, rows)
     merged = accel.snapshot
     assert merged is not None and merged.added_ids.size < accelerator.ADDED_MAX
     assert len(merged.ids) + merged.added_ids.size == 100 + 3 * (accelerator.ADDED_MAX // 2 + 1)
@@ -135,15 +136,15 @@ def test_a_snapshot_that_did_not_pay_doubles_the_next_rent() -> None:
     factors = []
     for _ in range(6):  # read, then let go before it served a query
         charged(accel, 0.01, 10_000)
-        accel.install(snapshot(), Stamp(1, 0), load_seconds=0.01)
-        assert accel.current((2, 0, 0)) is None
+        accel.install(snapshot(), Versions(1, 0), load_seconds=0.01)
+        assert accel.current(Versions(2, 0)) is None
         factors.append(accel.account.factor)
     assert factors == [2.0, 4.0, 8.0, 16.0, 16.0, 16.0]
     charged(accel, 0.01, 10_000)
-    accel.install(snapshot(), Stamp(1, 0), load_seconds=0.01)
+    accel.install(snapshot(), Versions(1, 0), load_seconds=0.01)
     for _ in range(10):  # it served ten queries of 10 ms: it paid
-        assert accel.current((1, 0, 0)) is not None
-    assert accel.current((2, 0, 0)) is None
+        assert accel.current(Versions(1, 0)) is not None
+    assert accel.current(Versions(2, 0)) is None
     assert accel.account.factor == 8.0
 
 

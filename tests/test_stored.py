@@ -231,9 +231,7 @@ def test_storing_never_waits_for_another_writer(location: str, blocker: str) -> 
     assert answers == [brute_force(fps, q, 8) for q in qs]
     assert took < 5  # not the 20 s timeout
     with SimIndex(location, hold=False) as index, index._backend.reading() as conn:
-        current = index._store.load_stored(
-            conn, index._backend.schema_version(conn), index._backend.writes_counted(conn)
-        )
+        current = index._store.load_stored(conn, index._backend.versions(conn))
     assert current is None  # nothing stored meanwhile
 
 

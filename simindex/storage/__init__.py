@@ -18,7 +18,7 @@ package asks which database it is talking to.
     copying.py    PostgreSQL's COPY loads and the server's join of a batch (inherited too)
 """
 
-from simindex.storage.backend import Backend, Write, db_error
+from simindex.storage.backend import Backend, Versions, Write, db_error
 from simindex.storage.checks import Problem
 from simindex.storage.dialects import BUSY_TIMEOUT_S, Capabilities
 from simindex.storage.location import (
@@ -71,6 +71,7 @@ __all__ = [
     "Problem",
     "Settings",
     "Store",
+    "Versions",
     "Write",
     "check_file",
     "create",

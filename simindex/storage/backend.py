@@ -5,7 +5,8 @@ transaction (one consistent snapshot under WAL), ``writing()`` a write
 transaction that takes the write lock at its start (SQLite's ``BEGIN
 IMMEDIATE``, retried while SQLite answers "busy" within the timeout; on
 PostgreSQL writers run side by side, except one that changes the schema,
-``alone``), and ``write()`` the same, counted for a held snapshot (see
+``alone``), and ``write()`` the same, counting itself so that its owner
+knows the changes counted before and after it (for a held snapshot: see
 accelerator.py), yielding a ``Write``. Every driver error becomes a
 StorageError in ``db_error``, here and nowhere else.
 """
@@ -18,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError, NoSuchModuleError, SQLAlchemyError
@@ -65,15 +67,28 @@ def db_error(where: Location, exc: BaseException) -> StorageError:
     return StorageError(describe_db_error(where, exc))
 
 
+class Versions(NamedTuple):
+    """What an index is at one moment, read together: the generation (the
+    schema cookie on SQLite, which a rebuild moves; a row on PostgreSQL)
+    and the changes of its fingerprint table counted by the database
+    (dialects.CHANGES). What was read at one Versions is the index while
+    the Versions read are the same."""
+
+    generation: int
+    changes: int
+
+
 @dataclass
 class Write:
-    """One counted write transaction: its connection, the rows it wrote for a
-    held snapshot ((id, signed fingerprint) of every key written; None: not
-    known, which lets a snapshot go), and the count it made (SQLite)."""
+    """One write transaction that counts itself: its connection, the rows it
+    wrote for a held snapshot ((id, signed fingerprint) of every key
+    written; None: not known, which lets a snapshot go), and once it is
+    done the changes counted before and after it."""
 
     conn: Connection
     rows: list[tuple[int, int]] | None = None
-    writes: int | None = None
+    before: int | None = None
+    after: int | None = None
 
 
 class Backend:
@@ -138,6 +153,20 @@ class Backend:
         nothing. A writer that holds the lock longer than the timeout (or
         ``wait`` seconds, 0: as good as not at all; on PostgreSQL any lock its
         statements wait for) makes this fail with a StorageError."""
+        with self._transaction(alone=alone, wait=wait, counted=False) as write:
+            yield write.conn
+
+    @contextmanager
+    def write(self, *, alone: bool = False) -> Iterator[Write]:
+        """A write transaction that counts itself as its last statement
+        (Dialect.count_write); once it has committed, ``Write.before`` and
+        ``Write.after`` are the changes counted before and after it: where
+        they differ by more than this write, someone else wrote too."""
+        with self._transaction(alone=alone, wait=None, counted=True) as write:
+            yield write
+
+    @contextmanager
+    def _transaction(self, *, alone: bool, wait: float | None, counted: bool) -> Iterator[Write]:
         where = self.where
         timeout = self.timeout if wait is None else wait
         if self.readonly:
@@ -176,8 +205,13 @@ class Backend:
         try:
             try:
                 with transaction:
-                    self.dialect.begin_write(conn, alone=alone, wait=wait)
-                    yield conn
+                    before = self.dialect.begin_write(conn, alone=alone, wait=wait, counted=counted)
+                    write = Write(conn)
+                    yield write
+                    if counted:
+                        write.before, write.after = self.dialect.count_write(
+                            conn, self.caps, before
+                        )
             finally:
                 release(conn)
         except DBAPIError as exc:
@@ -191,22 +225,17 @@ class Backend:
         except (SQLAlchemyError, self.driver_error) as exc:
             raise self.error(exc) from exc
 
-    @contextmanager
-    def write(self, *, alone: bool = False) -> Iterator[Write]:
-        """A write transaction counted as its last statement (SQLite: see
-        Dialect.count_write), so that a held snapshot can tell its owner's
-        writes from anyone else's; ``Write.writes`` is the count it made."""
-        with self.writing(alone=alone) as conn:
-            write = Write(conn)
-            yield write
-            write.writes = self.dialect.count_write(conn, self.caps)
-
     def schema_version(self, conn: Connection) -> int:
         """A number that changes whenever the index is rebuilt."""
         return int(conn.exec_driver_sql(self.dialect.generation_sql).scalar_one())
 
-    def writes_counted(self, conn: Connection) -> int | None:
-        return self.dialect.writes_counted(conn)
+    def versions(self, conn: Connection) -> Versions:
+        """(generation, changes counted), in the caller's transaction; the
+        changes read first: where reads are not one snapshot (PostgreSQL's
+        READ COMMITTED), a write between shows as a count that what is read
+        after it has not seen, which never matches again."""
+        changes = self.dialect.changes(conn)
+        return Versions(self.schema_version(conn), changes)
 
     def no_rebuild_meanwhile(self, conn: Connection) -> None:
         self.dialect.no_rebuild_meanwhile(conn)

@@ -3,11 +3,11 @@
 A ``Dialect`` makes its engine (with its pragmas or session settings), says
 what the database can do (``Capabilities``, detected once per index and kept),
 and gives the few statements that differ: how a rebuild elsewhere is noticed
-(SQLite's schema cookie, PostgreSQL's generation row), how a held snapshot
-tells that it is current (writes counted on both; SQLite's data_version
-too), how writers keep out of a rebuild's
-way (PostgreSQL's advisory locks), the integrity check and compaction
-(SQLite). Everything else is portable SQLAlchemy Core, in store.py.
+(SQLite's schema cookie, PostgreSQL's generation row), how every change of
+the fingerprint table is counted by the database itself (triggers: per row
+on SQLite, per statement on PostgreSQL), how writers keep out of a
+rebuild's way (PostgreSQL's advisory locks), the integrity check and
+compaction (SQLite). Everything else is portable SQLAlchemy Core, in store.py.
 """
 
 from __future__ import annotations
@@ -36,25 +36,43 @@ GENERATION = (
 )
 SQLITE_COOKIE_SQL = "SELECT schema_version FROM pragma_schema_version"
 GENERATION_SQL = f"SELECT {GENERATION}"
-# The write transactions of simindex counted in simindex_meta (the row is
-# made by the first one), so that a holder of fingerprints in memory can tell
-# its own writes (which it applies) from anyone else's. The count is a write
-# transaction's last statement: on PostgreSQL its row lock is held only while
-# the transaction commits.
+# Every change of the fingerprint table is counted in simindex_meta's
+# ``changes`` row, by the database itself (revision 0005): triggers that
+# run for every writer, simindex or not, in the writer's transaction. A
+# snapshot of the index (held in memory, or stored: stored.py) read at one
+# count is the index while the count is the same. simindex's own write
+# transactions also count themselves as their last statement (count_write:
+# one more), which tells their owner the count before and after they wrote.
 _CHANGES = f"(SELECT CAST(value AS BIGINT) FROM {schema.META_TABLE} WHERE name = 'changes')"
-_COUNT_WRITE_SQL = (
+_COUNT_SQL = (
     f"INSERT INTO {schema.META_TABLE} (name, value) VALUES ('changes', '1') "
     "ON CONFLICT (name) DO UPDATE "
     f"SET value = CAST(CAST({schema.META_TABLE}.value AS BIGINT) + 1 AS TEXT)"
 )
-SQLITE_VERSIONS_SQL = (
-    "SELECT (SELECT data_version FROM pragma_data_version), "
-    f"(SELECT schema_version FROM pragma_schema_version), COALESCE({_CHANGES}, 0)"
-)
-# PostgreSQL has no data_version: 0 in its place, the generation for the
-# cookie, and the writes counted (read in autocommit: the latest committed).
-POSTGRES_VERSIONS_SQL = f"SELECT 0, {GENERATION}, COALESCE({_CHANGES}, 0)"
-CHANGES = f"COALESCE({_CHANGES}, 0)"  # the writes counted, as a column
+CHANGES = f"COALESCE({_CHANGES}, 0)"  # the changes counted, as a column
+CHANGES_SQL = f"SELECT {CHANGES}"
+# The triggers' names: one per kind of change (SQLite's run per row).
+COUNT_TRIGGERS = {
+    "INSERT": "simindex_count_inserts",
+    "UPDATE": "simindex_count_updates",
+    "DELETE": "simindex_count_deletes",
+}
+# PostgreSQL: one trigger per statement (TRUNCATE too), a function in the
+# index's schema; it leaves to simindex's own writes, which set
+# simindex.counted for their transaction, their one count of their own.
+COUNT_FUNCTION = "simindex_count_changes"
+COUNTED_SETTING = "simindex.counted"
+_POSTGRES_COUNT_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION {COUNT_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF COALESCE(current_setting('{COUNTED_SETTING}', true), '') <> 'on' THEN
+    EXECUTE 'INSERT INTO ' || quote_ident(TG_TABLE_SCHEMA) || '.{schema.META_TABLE} AS m '
+      '(name, value) VALUES (''changes'', ''1'') ON CONFLICT (name) DO UPDATE '
+      'SET value = CAST(CAST(m.value AS BIGINT) + 1 AS TEXT)';
+  END IF;
+  RETURN NULL;
+END
+$$"""
 # PostgreSQL: every write transaction holds this advisory lock (one per
 # schema), shared; creating, upgrading or rebuilding an index holds it alone.
 # So a write never runs against a layout a rebuild is replacing meanwhile.
@@ -66,7 +84,6 @@ class Capabilities:
     """What the database of one index can do, detected once when it is opened."""
 
     can_hold: bool  # a snapshot held in memory can tell it is current (versions_sql)
-    data_version: bool  # it sees any other commit, counted or not (SQLite's data_version)
     returning: bool  # INSERT ... RETURNING (SQLite 3.35+, PostgreSQL)
     server_join: bool  # a batch of queries joined with the index on the server
     bulk_copy: bool  # rows loaded with COPY through a temporary table
@@ -90,15 +107,28 @@ class Dialect:
     def capabilities(self, engine: Engine) -> Capabilities:
         raise NotImplementedError
 
+    # The number that changes with every rebuild, as a column (the schema
+    # cookie or the generation row), and as a statement of one row.
+    generation = GENERATION
+
     @property
     def generation_sql(self) -> str:
-        """One row, one column: the number that changes with every rebuild."""
-        return GENERATION_SQL
+        return f"SELECT {self.generation}"
 
-    def begin_write(self, conn: Connection, *, alone: bool, wait: float | None = None) -> None:
+    @property
+    def versions_sql(self) -> str:
+        """One row: (generation, changes counted), read together."""
+        return f"SELECT {self.generation}, {CHANGES}"
+
+    def begin_write(
+        self, conn: Connection, *, alone: bool, wait: float | None = None, counted: bool = False
+    ) -> int | None:
         """First statements of a write transaction (nothing, or a lock);
         ``wait``: how long its statements may wait for any lock (PostgreSQL;
-        SQLite's waits are set before its BEGIN, see lock_wait)."""
+        SQLite's waits are set before its BEGIN, see lock_wait). ``counted``:
+        a write that counts itself (count_write); returns the changes
+        counted before it where it must read them now (else None)."""
+        return None
 
     def lock_wait(self, conn: Connection, seconds: float) -> None:
         """How long this connection's next write transaction waits for the
@@ -111,22 +141,37 @@ class Dialect:
     def no_rebuild_meanwhile(self, conn: Connection) -> None:
         """Hold off creation, upgrades and rebuilds until the transaction ends."""
 
-    # One row: (data_version or 0, schema cookie or generation, writes counted).
-    versions_sql = ""
-
-    def count_write(self, conn: Connection, caps: Capabilities) -> int | None:
-        """Count the write transaction, as its last statement; returns the
-        count it makes (the one before it is that minus one: the write lock,
-        or on PostgreSQL the counter row's lock, is held). One statement
-        where the database has RETURNING: reading the table again in the
-        write transaction cost about 100 us on SQLite (a single add ~170)."""
+    def count_write(
+        self, conn: Connection, caps: Capabilities, before: int | None
+    ) -> tuple[int, int]:
+        """Count a write transaction of simindex's, as its last statement:
+        (changes counted before it, after it). ``before``: what begin_write
+        read, or None where the triggers left this transaction's changes
+        to this one count (PostgreSQL), so that before is after minus one:
+        the counter row's lock is held from here to the commit."""
         if caps.returning:
-            return int(conn.exec_driver_sql(f"{_COUNT_WRITE_SQL} RETURNING value").scalar_one())
-        conn.exec_driver_sql(_COUNT_WRITE_SQL)
-        return int(conn.exec_driver_sql(f"SELECT {_CHANGES}").scalar_one())
+            after = int(conn.exec_driver_sql(f"{_COUNT_SQL} RETURNING value").scalar_one())
+        else:
+            conn.exec_driver_sql(_COUNT_SQL)
+            after = int(conn.exec_driver_sql(CHANGES_SQL).scalar_one())
+        return (after - 1 if before is None else before), after
 
-    def writes_counted(self, conn: Connection) -> int | None:
-        return int(conn.exec_driver_sql(f"SELECT COALESCE({_CHANGES}, 0)").scalar_one())
+    def changes(self, conn: Connection) -> int:
+        """The changes counted, in the caller's transaction."""
+        return int(conn.exec_driver_sql(CHANGES_SQL).scalar_one())
+
+    def count_changes(self, conn: Connection) -> None:
+        """Make the triggers that count every change of the fingerprint
+        table (revision 0005; a rebuild makes them on its new table)."""
+        raise NotImplementedError
+
+    def counting_aside(self, conn: Connection) -> bool:
+        """Inside a large write that counts itself (count_write): set the
+        triggers aside until ``count_changes`` makes them again before it
+        commits, where they cost that write per row (SQLite); True if so.
+        Other writers cannot write meanwhile (the write lock), and readers
+        never see the table without them."""
+        return False
 
     def integrity(self, conn: Connection) -> list[str]:
         """What the database's own integrity check finds wrong (nothing: [])."""
@@ -154,7 +199,7 @@ class Dialect:
 
 class _Sqlite(Dialect):
     name = "sqlite"
-    versions_sql = SQLITE_VERSIONS_SQL
+    generation = f"({SQLITE_COOKIE_SQL})"
     schema_cookie = True
     renames_constraints = False  # SQLite lets two tables' constraints share a name
 
@@ -184,7 +229,6 @@ class _Sqlite(Dialect):
     def capabilities(self, engine: Engine) -> Capabilities:
         return Capabilities(
             can_hold=True,
-            data_version=True,
             returning=sqlite3.sqlite_version_info >= (3, 35),
             server_join=False,
             bulk_copy=False,
@@ -193,9 +237,25 @@ class _Sqlite(Dialect):
             vacuum_after_load=False,
         )
 
-    @property
-    def generation_sql(self) -> str:
-        return SQLITE_COOKIE_SQL
+    def begin_write(
+        self, conn: Connection, *, alone: bool, wait: float | None = None, counted: bool = False
+    ) -> int | None:
+        # The triggers count each row: the count before this write is read
+        # now, under the write lock taken by BEGIN IMMEDIATE.
+        return self.changes(conn) if counted else None
+
+    def count_changes(self, conn: Connection) -> None:
+        table, meta = schema.FINGERPRINT_TABLE, schema.META_TABLE
+        for change, name in COUNT_TRIGGERS.items():
+            conn.exec_driver_sql(
+                f"CREATE TRIGGER IF NOT EXISTS {name} AFTER {change} ON {table} "
+                f"BEGIN {_COUNT_SQL.replace(f'{meta}.value', 'value')}; END"
+            )
+
+    def counting_aside(self, conn: Connection) -> bool:
+        for name in COUNT_TRIGGERS.values():
+            conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS {name}")
+        return True
 
     def integrity(self, conn: Connection) -> list[str]:
         rows = [r[0] for r in conn.exec_driver_sql("PRAGMA integrity_check").fetchall()]
@@ -267,7 +327,6 @@ def _on_sqlite_begin(connection: Connection) -> None:
 
 class _Postgres(Dialect):
     name = "postgresql"
-    versions_sql = POSTGRES_VERSIONS_SQL
 
     def make_engine(
         self, where: Location, *, timeout: float, readonly: bool, immutable: bool
@@ -291,8 +350,7 @@ class _Postgres(Dialect):
             engine.connect().close()
         version = engine.dialect.server_version_info or (0,)
         return Capabilities(
-            can_hold=True,  # by the writes counted, at revision 0003 (Store.holds)
-            data_version=False,
+            can_hold=True,  # by the changes counted, at revision 0005 (Store.holds)
             returning=True,  # (its writes go through COPY: Store.put never asks)
             server_join=True,
             bulk_copy=True,
@@ -301,13 +359,26 @@ class _Postgres(Dialect):
             vacuum_after_load=True,
         )
 
-    def begin_write(self, conn: Connection, *, alone: bool, wait: float | None = None) -> None:
+    def begin_write(
+        self, conn: Connection, *, alone: bool, wait: float | None = None, counted: bool = False
+    ) -> int | None:
         if wait is not None:  # this transaction only (0 would mean no limit)
             conn.exec_driver_sql(f"SET LOCAL lock_timeout = {max(1, int(wait * 1000))}")
-        if alone:
-            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_ADVISORY_KEY})")
-        else:
-            self.no_rebuild_meanwhile(conn)
+        lock = "pg_advisory_xact_lock" if alone else "pg_advisory_xact_lock_shared"
+        # A write that counts itself is left alone by the triggers (one
+        # count, however many statements), in the same round trip.
+        mine = f", set_config('{COUNTED_SETTING}', 'on', true)" if counted else ""
+        conn.exec_driver_sql(f"SELECT {lock}({_ADVISORY_KEY}){mine}")
+        return None
+
+    def count_changes(self, conn: Connection) -> None:
+        conn.exec_driver_sql(_POSTGRES_COUNT_FUNCTION)
+        table = schema.FINGERPRINT_TABLE
+        conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS {COUNT_FUNCTION} ON {table}")
+        conn.exec_driver_sql(
+            f"CREATE TRIGGER {COUNT_FUNCTION} AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE "
+            f"ON {table} FOR EACH STATEMENT EXECUTE FUNCTION {COUNT_FUNCTION}()"
+        )
 
     def no_rebuild_meanwhile(self, conn: Connection) -> None:
         conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock_shared({_ADVISORY_KEY})")

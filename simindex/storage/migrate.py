@@ -34,10 +34,10 @@ if TYPE_CHECKING:
 FORMAT_VERSION = 2  # the newest format this simindex reads (see Settings.format)
 # The Alembic revisions this simindex knows, oldest first (tests check them
 # against migrations/versions). Kept here so opening an index needs no Alembic.
-REVISIONS = ("0001", "0002", "0003", "0004")
+REVISIONS = ("0001", "0002", "0003", "0004", "0005")
 HEAD = REVISIONS[-1]
 SIGNATURES_FROM = "0002"  # the first revision with the signature column
-COUNTED_FROM = "0003"  # the first whose every writer counts its writes (PostgreSQL)
+COUNTED_FROM = "0005"  # the first whose database counts every change (triggers)
 STORED_FROM = "0004"  # the first with the table of the last snapshot read (stored.py)
 
 
@@ -96,8 +96,9 @@ class Settings:
 
     @property
     def counted(self) -> bool:
-        """Whether every simindex that may write the index counts its writes
-        (revision 0003; SQLite's data_version sees the others anyway)."""
+        """Whether the database counts every change of the fingerprint table,
+        whoever writes it (revision 0005's triggers): what a snapshot read
+        from it (held or stored) is checked against."""
         return self.revision >= COUNTED_FROM
 
     @property
@@ -206,9 +207,10 @@ def create(conn: Connection, settings: Settings) -> None:
 
 
 def write_settings(conn: Connection, settings: Settings) -> None:
-    """Replace the stored settings (inside the caller's transaction)."""
+    """Replace the stored settings (inside the caller's transaction); the
+    changes counted stay (the count never goes back: see dialects.CHANGES)."""
     meta = schema.build(settings.layout).meta
-    conn.execute(meta.delete())
+    conn.execute(meta.delete().where(meta.c.name != "changes"))
     conn.execute(meta.insert(), [{"name": n, "value": v} for n, v in settings.rows().items()])
 
 

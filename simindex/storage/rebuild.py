@@ -106,6 +106,7 @@ def swap_in(conn: Connection, settings: Settings, *, from_staging: bool) -> int:
     conn.exec_driver_sql(f"DROP TABLE {schema.FINGERPRINT_TABLE}")
     conn.exec_driver_sql(f"ALTER TABLE {NEXT_TABLE} RENAME TO {schema.FINGERPRINT_TABLE}")
     dialect.took_over(conn, NEXT_TABLE, schema.FINGERPRINT_TABLE)
+    dialect.count_changes(conn)  # (the old table's triggers went with it)
     for index in schema.build(layout).lookups:
         index.create(conn)
     if from_staging:

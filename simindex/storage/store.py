@@ -33,7 +33,7 @@ from simindex.blocks import BlockLayout, Probe, probes
 from simindex.fingerprint import BITS, to_signed
 from simindex.signature import WORDS, as_words
 from simindex.storage import schema
-from simindex.storage.backend import Backend, db_error
+from simindex.storage.backend import Backend, Versions, Write, db_error
 from simindex.storage.checks import Checks
 from simindex.storage.copying import Copying
 from simindex.storage.dialects import CHANGES, GENERATION
@@ -45,6 +45,9 @@ _CHUNK = 500  # keys per IN (...) list, well under every database's parameter li
 _RETURNED_ROWS = 16  # Store.put: rows written one by one to return their ids
 _LOAD_CHUNK = 5000  # rows per executemany
 FAST_LOAD_MIN = 20_000  # rows into one transaction before the lookup indexes are set aside
+# Rows into one transaction before the triggers that count changes are set
+# aside (SQLite: ~7 us a row; making them again costs about a millisecond).
+COUNT_ASIDE_MIN = 5_000
 # A chunk this large into an empty PostgreSQL table starts a load COPYed straight in
 # (Copying.begin_fresh_load): 3x the rows a second of the usual path at a million.
 FRESH_LOAD_MIN = 1_000
@@ -86,12 +89,13 @@ class Store(Checks, Copying, Stored):
         # signatures=False: a table of revision 0001 (read-only, not upgraded):
         # every row reads as having no signature.
         self.signed = signatures
-        # Whether a snapshot held in memory can tell it is current: SQLite's
-        # data_version sees every commit; elsewhere the writes counted tell,
-        # once every writer counts (counted: revision 0003, Settings.counted).
-        self.holds = self.caps.can_hold and (self.caps.data_version or counted)
-        # The table of the last snapshot read (revision 0004, stored.py).
-        self.stores = stored
+        # Whether a snapshot read can tell it is still the index: once the
+        # database counts every change (counted: revision 0005's triggers,
+        # Settings.counted). An older index opened read-only holds nothing.
+        self.holds = self.caps.can_hold and counted
+        # The table of the last snapshot read (revision 0004, stored.py),
+        # trusted from revision 0005 on (its stamps count every writer).
+        self.stores = stored and self.holds
         self.tables = schema.build(layout, signatures=signatures)
         t = self.tables.fingerprints
         self._signature: Any = (
@@ -169,8 +173,6 @@ class Store(Checks, Copying, Stored):
         self._local = threading.local()
         self._held: list[Held] = []
         self._held_lock = threading.Lock()
-        self._versions_conn: Held | None = None  # see versions
-        self._versions_lock = threading.Lock()
         # The schema cookie under which this layout is the file's (SQLite):
         # a lookup that ran under another cookie may have used a new layout.
         self.valid_for: int | None = None
@@ -324,24 +326,23 @@ class Store(Checks, Copying, Stored):
 
     @property
     def confirms_with_rows(self) -> bool:
-        """Whether rows_and_versions may stand for versions() then rows_by_id:
-        where versions carry no data_version (PostgreSQL), they read the same
-        on any connection, so one statement can bring both (a round trip
-        less for a held query on a server)."""
-        return self.holds and not self.caps.data_version
+        """Whether rows_and_versions may stand for versions() then rows_by_id
+        (one statement instead of two: a round trip less for a held query
+        on a server)."""
+        return self.holds
 
     def rows_and_versions(
         self, ids: Sequence[int]
-    ) -> tuple[list[tuple[int, str, int, bytes | None]], tuple[int, int, int]]:
+    ) -> tuple[list[tuple[int, str, int, bytes | None]], Versions]:
         """rows_by_id(ids) and versions() in one statement (see
-        confirms_with_rows): the rows, and (0, generation, writes counted)
-        read with them."""
+        confirms_with_rows): the rows, and the versions read with them."""
         sql = self._with_versions.get(len(ids))
         if sql is None:
             t = self.tables.fingerprints
             names = [f"id{i}" for i in range(len(ids))]
             v = select(
-                literal_column(GENERATION).label("g"), literal_column(CHANGES).label("c")
+                literal_column(self.backend.dialect.generation).label("g"),
+                literal_column(CHANGES).label("c"),
             ).subquery("v")
             joined = v.outerjoin(t, t.c.id.in_([bindparam(n) for n in names]))
             statement = select(
@@ -349,36 +350,16 @@ class Store(Checks, Copying, Stored):
             ).select_from(joined)
             sql = self._with_versions[len(ids)] = Sql(statement, self.engine.dialect, names)
         found = self._read(sql.text, sql.params(list(ids)))
-        versions = (0, int(found[0][4]), int(found[0][5]))
+        versions = Versions(int(found[0][4]), int(found[0][5]))
         return [(r[0], r[1], r[2], r[3]) for r in found if r[0] is not None], versions
 
-    def versions(self) -> tuple[int, int, int] | None:
-        """(data_version, schema cookie, write transactions counted) in one
-        read, or None where a held snapshot cannot tell it is current. On
-        SQLite data_version changes when a connection other than the one
-        reading it commits, so its values are comparable only on one
-        connection: every thread reads it on the same one (the accelerator's
-        snapshot is shared by them). PostgreSQL has none (0 in its place), its
-        generation stands for the cookie, and the count is read in autocommit."""
+    def versions(self) -> Versions | None:
+        """(generation, changes counted) in one statement, or None where a
+        held snapshot cannot tell it is current (see holds)."""
         if not self.holds:
             return None
-        with self._versions_lock:
-            held = self._versions_conn
-            if held is None or held.pid != os.getpid():
-                try:
-                    held = self._versions_conn = Held(
-                        self.engine.raw_connection(), autocommit=self.caps.read_autocommit
-                    )
-                except SQLAlchemyError as exc:
-                    raise db_error(self.where, exc) from exc
-                with self._held_lock:
-                    self._held.append(held)
-            try:
-                held.cursor.execute(self.backend.dialect.versions_sql, ())
-                row = held.cursor.fetchone()
-            except self.backend.driver_error as exc:
-                raise db_error(self.where, exc) from exc
-        return int(row[0]), int(row[1]), int(row[2])
+        row = self._read(self.backend.dialect.versions_sql, ())[0]
+        return Versions(int(row[0]), int(row[1]))
 
     def schema_version(self) -> int:
         """The schema cookie or generation (see dialects.GENERATION), read on this
@@ -527,15 +508,20 @@ class Store(Checks, Copying, Stored):
 
     def put_stream(
         self,
-        conn: Connection,
+        write: Write,
         chunks: Iterable[Chunk],
         *,
         keep: bool = False,
         returned: list[tuple[int, int]] | None = None,
     ) -> tuple[int, int]:
-        """Write chunks of (keys, fingerprints, signatures) in the caller's transaction;
-        returns the rows read and the rows written (see put).
+        """Write chunks of (keys, fingerprints, signatures) in the caller's
+        transaction (one that counts itself: Backend.write); returns the rows
+        read and the rows written (see put).
 
+        A load of more than COUNT_ASIDE_MIN rows sets the triggers that count
+        changes aside while it writes where they run for each row (SQLite:
+        they cost about as much again as the row; Dialect.counting_aside), and
+        makes them again before it ends: the write counts itself.
         A load larger than FAST_LOAD_MIN rows and than the table itself sets
         the lookup indexes aside while it writes and rebuilds them at the end
         (all inside the transaction: readers keep seeing the old index). On
@@ -547,8 +533,9 @@ class Store(Checks, Copying, Stored):
         of the rows it could return (see put): all of them when the list
         ends as long as the count returned.
         """
+        conn = write.conn
         existing: int | None = None
-        set_aside = False
+        set_aside = counting_aside = False
         fresh: str | None = None  # the unique key set aside (see Copying.begin_fresh_load)
         read = written = 0
         chunks = iter(chunks)
@@ -561,6 +548,8 @@ class Store(Checks, Copying, Stored):
                 fresh = self.begin_fresh_load(conn)
                 read = written = self.copy_rows(conn, chain([(keys, fps, sigs)], chunks))
                 break
+            if not counting_aside and read + len(keys) > COUNT_ASIDE_MIN:
+                counting_aside = self.backend.dialect.counting_aside(conn)
             if not set_aside and read + len(keys) > FAST_LOAD_MIN:
                 if existing is None:
                     existing = self.size(conn)
@@ -577,6 +566,8 @@ class Store(Checks, Copying, Stored):
             for index in self.tables.lookups:
                 index.create(conn)
             self.backend.dialect.analyze(conn)  # fresh statistics, or the planner scans
+        if counting_aside:
+            self.backend.dialect.count_changes(conn)
         return read, written
 
     def _empty(self, conn: Connection) -> bool:
@@ -602,8 +593,6 @@ class Store(Checks, Copying, Stored):
 
     def close(self) -> None:
         """Close the kept connections (the next read opens new ones)."""
-        with self._versions_lock:
-            self._versions_conn = None
         with self._held_lock:
             held, self._held = self._held, []
         for h in held:

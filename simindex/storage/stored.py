@@ -5,18 +5,21 @@ Reading a snapshot from the rows costs about 0.6 s a million fingerprints on
 SQLite, nearly all of it the driver making a Python row of each; the same
 arrays stored as a few large parts of bytes read in a few tens of
 milliseconds. A process that has read the rows stores what it read with the
-generation (schema cookie) and write count it read them at; the next one
-reads those arrays instead while both are still the index's.
+versions (generation and changes counted: backend.Versions) it read them
+at; the next one reads those arrays instead while both are still the
+index's.
 
-It is exact because every simindex write transaction is counted (revision
-0003) and the count only grows: arrays stamped with the count of now were
-read after the last write, and no write has been counted since. A read that
-was not one snapshot (PostgreSQL's READ COMMITTED) read the count first, so
-a write between shows as a larger count than the stamp, which then never
-matches again. Storing is a courtesy to the next reader: it never waits
-for the write lock (another writer holds it: nothing is stored) and it is not
-counted (it changes no row of the index), and any failure leaves the table
-as it was.
+It is exact because the database itself counts every change of the
+fingerprint table, whoever makes it (revision 0005's triggers: a plain
+``sqlite3`` or ``psql`` session is counted as simindex is), and the count
+only grows: arrays stamped with the count of now were read after the last
+change. A read that was not one snapshot (PostgreSQL's READ COMMITTED) read
+the count first, so a write between shows as a larger count than the
+stamp, which then never matches again. Stamps written before revision 0005
+are not trusted: its upgrade empties the table. Storing is a courtesy to
+the next reader: it never waits for the write lock (another writer holds
+it: nothing is stored), it changes no row of the index (nothing is
+counted), and any failure leaves the table as it was.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from simindex.storage import schema
 from simindex.storage.sql import Sql
 
 if TYPE_CHECKING:
-    from simindex.storage.backend import Backend
+    from simindex.storage.backend import Backend, Versions
 
 FORMAT = 2  # of the header; another is not read (1: no digests)
 PART_BYTES = 1 << 25  # an array is stored in parts of at most 32 MB (bounds a statement)
@@ -108,13 +111,9 @@ def _shapes(header: dict[str, Any]) -> dict[str, Shape] | None:
     return shapes
 
 
-def _stamped(header: dict[str, Any] | None, generation: int, writes: int | None) -> bool:
-    """Whether a header was written for arrays read at this generation and count."""
-    return (
-        header is not None
-        and writes is not None
-        and (header.get("generation"), header.get("writes")) == (generation, writes)
-    )
+def _stamped(header: dict[str, Any] | None, versions: Versions) -> bool:
+    """Whether a header was written for arrays read at these versions."""
+    return header is not None and (header.get("generation"), header.get("writes")) == versions
 
 
 class Stored:
@@ -148,35 +147,22 @@ class Stored:
             return None
         return found if isinstance(found, dict) and found.get("format") == FORMAT else None
 
-    def stamp_now(self, conn: Connection) -> tuple[int, int | None]:
-        """(generation, writes counted) of the index now, in the caller's
-        transaction; the count read first: where the reads are not one
-        snapshot (PostgreSQL's READ COMMITTED), a write between shows as a
-        count the arrays read after it have not seen, which never matches."""
-        writes = self.backend.writes_counted(conn)
-        return self.backend.schema_version(conn), writes
-
     def stored_current(self) -> bool:
         """Whether the stored snapshot is the index's now (one read)."""
         if not self.stores:
             return False
         with self.backend.reading() as conn:
-            return _stamped(self.stored_header(conn), *self.stamp_now(conn))
+            return _stamped(self.stored_header(conn), self.backend.versions(conn))
 
     def load_stored(
-        self,
-        conn: Connection,
-        generation: int,
-        writes: int | None,
-        *,
-        fingerprints_only: bool = False,
+        self, conn: Connection, versions: Versions, *, fingerprints_only: bool = False
     ) -> Arrays | None:
-        """The arrays stored, if they were read at this generation and write
-        count (the caller read both in this transaction); else None (also
-        for a header or parts that do not hold together: the rows are read
-        instead). ``fingerprints_only``: the ids and fingerprints alone."""
+        """The arrays stored, if they were read at these versions (the
+        caller read them in this transaction: Backend.versions); else None
+        (also for a header or parts that do not hold together: the rows are
+        read instead). ``fingerprints_only``: the ids and fingerprints alone."""
         header = self.stored_header(conn)
-        if header is None or not _stamped(header, generation, writes):
+        if header is None or not _stamped(header, versions):
             return None
         shapes = _shapes(header)
         if shapes is None:
@@ -240,13 +226,12 @@ class Stored:
         ids: np.ndarray,
         fps: np.ndarray,
         signatures: tuple[np.ndarray, np.ndarray] | None,
-        generation: int,
-        writes: int,
+        versions: Versions,
         orders: Orders | None = None,
     ) -> bool:
-        """Store the arrays of a snapshot read at this generation and write
-        count (and its tables' orders, per k), in place of what was stored,
-        if both are still the index's and the write lock is free at once;
+        """Store the arrays of a snapshot read at these versions (and its
+        tables' orders, per k), in place of what was stored, if they are
+        still the index's and the write lock is free at once;
         True if stored. Never raises for what the database refuses
         (read-only, locked, full): nothing is stored."""
         if not self.would_store(len(ids)):
@@ -255,8 +240,8 @@ class Stored:
         arrays = _named(ids, fps, signatures, given)
         header = {
             "format": FORMAT,
-            "generation": generation,
-            "writes": writes,
+            "generation": versions.generation,
+            "writes": versions.changes,
             "rows": len(ids),
             "arrays": {
                 name: [a.dtype.str, list(a.shape), _digest(np.ascontiguousarray(a))]
@@ -267,7 +252,7 @@ class Stored:
         t = self.tables.snapshot
         try:
             with self.backend.writing(wait=0.0) as conn:
-                if self.stamp_now(conn) != (generation, writes):
+                if self.backend.versions(conn) != versions:
                     return False  # written meanwhile: what was read is not the index now
                 conn.execute(t.delete())
                 rows = [{"name": HEADER, "part": 0, "data": json.dumps(header).encode()}]

@@ -1,0 +1,318 @@
+"""Right answers whatever else writes the index: the staleness matrix.
+
+Every reader of an index that can answer from a copy (a snapshot held in
+memory, the snapshot stored in the index for the next process, a batch's
+read, the pairs of duplicates() and clusters(), ``simindex dedup``) must
+answer what the table holds now, whoever changed it: simindex's API, its
+CLI, a plain sqlite3 / psycopg session doing INSERT, UPDATE or DELETE, or
+an older copy of the index put back with every process closed. The
+database counts every change itself (triggers, revision 0005); these
+tests are the matrix of writers x readers, on SQLite and PostgreSQL, each
+answer checked against a brute-force scan of the rows as they are.
+
+The index holds STORE_MIN_ROWS fingerprints, so that the holder opened
+before the write also stores what it read (the path that outlived plain
+SQL writes before revision 0005).
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from sqlalchemy import create_engine
+
+from simindex import SimIndex
+from simindex.results import Match
+from simindex.storage import locate
+from simindex.storage.stored import STORE_MIN_ROWS
+
+from .conftest import ROOT
+
+K = 8  # probed (above the default layout's k): the paths that hold
+N = STORE_MIN_ROWS
+
+
+@contextmanager
+def raw(location: str) -> Iterator[Any]:
+    """A driver connection that is not simindex (sqlite3, or psycopg in the
+    index's schema), committing at the end."""
+    where = locate(location)
+    if where.path is not None:
+        import sqlite3
+
+        conn = sqlite3.connect(where.path)
+        try:
+            with conn:
+                yield conn.cursor()
+        finally:
+            conn.close()
+        return
+    engine = create_engine(where.url)
+    try:
+        with engine.begin() as sa_conn:
+            sa_conn.exec_driver_sql(f"SET search_path TO {where.schema}")
+            driver = sa_conn.connection.dbapi_connection
+            assert driver is not None
+            yield driver.cursor()
+    finally:
+        engine.dispose()
+
+
+def rows_now(location: str) -> dict[str, int]:
+    """The truth: every (key, unsigned fingerprint) the table holds, read by SQL."""
+    with raw(location) as cur:
+        cur.execute("SELECT key, fingerprint FROM simindex_fingerprints")
+        return {key: fp & (2**64 - 1) for key, fp in cur.fetchall()}
+
+
+def copy_columns(location: str) -> list[str]:
+    """The fingerprint and block columns (what a copy of a row needs)."""
+    with raw(location) as cur:
+        cur.execute("SELECT * FROM simindex_fingerprints WHERE 1 = 0")
+        names = [d[0] for d in cur.description]
+    return [n for n in names if n == "fingerprint" or n.startswith("block_")]
+
+
+def build(location: str) -> int:
+    """N random fingerprints (some with the top bit set), and "target" with
+    a "twin" of the same fingerprint; returns the target's fingerprint."""
+    rng = random.Random(23)
+    stored = {f"k{i}": rng.getrandbits(64) for i in range(N)}
+    target = rng.getrandbits(64) | 1 << 63
+    stored["target"] = stored["twin"] = target
+    with SimIndex(location) as index:
+        index.add_fingerprints(stored.items())
+    return target
+
+
+# --- the writers: each changes which rows are near the target ---------------------
+
+
+def api_insert(location: str) -> None:
+    with SimIndex(location, hold=False) as other:
+        other.add_fingerprint("copy", other.get("target") or 0)
+
+
+def cli_remove(location: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "simindex", "remove", location, "twin"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def sql_insert(location: str) -> None:
+    columns = ", ".join(copy_columns(location))
+    with raw(location) as cur:
+        cur.execute(
+            f"INSERT INTO simindex_fingerprints (key, {columns}) "
+            f"SELECT 'copy', {columns} FROM simindex_fingerprints WHERE key = 'target'"
+        )
+
+
+def sql_update(location: str) -> None:
+    """The twin takes k1's fingerprint: (target, twin) part, (k1, twin) pair."""
+    columns = copy_columns(location)
+    listed = ", ".join(columns)
+    with raw(location) as cur:
+        cur.execute(
+            f"UPDATE simindex_fingerprints SET ({listed}) = "
+            f"(SELECT {listed} FROM simindex_fingerprints WHERE key = 'k1') WHERE key = 'twin'"
+        )
+
+
+def sql_delete(location: str) -> None:
+    with raw(location) as cur:
+        cur.execute("DELETE FROM simindex_fingerprints WHERE key = 'twin'")
+
+
+WRITERS: dict[str, Callable[[str], None]] = {
+    "api-insert": api_insert,
+    "cli-remove": cli_remove,
+    "sql-insert": sql_insert,
+    "sql-update": sql_update,
+    "sql-delete": sql_delete,
+}
+
+
+# --- the readers -------------------------------------------------------------------
+
+
+def dedup_cli(location: str) -> list[tuple[str, str, int]]:
+    done = subprocess.run(
+        [sys.executable, "-m", "simindex", "dedup", location, "--k", "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    assert "Traceback" not in done.stderr
+    found = []
+    for line in done.stdout.splitlines():
+        distance, a, b = line.split("\t")
+        found.append((a, b, int(distance)))
+    return found
+
+
+class Truth:
+    """Brute force over every row the table holds now: each query compared
+    with every fingerprint (numpy's popcount, not the index's code)."""
+
+    def __init__(self, rows: dict[str, int]) -> None:
+        self.keys = np.array(list(rows), dtype=object)
+        self.fps = np.array(list(rows.values()), dtype=np.uint64)
+
+    def near(self, query: int, k: int) -> list[Match]:
+        distance = np.bitwise_count(self.fps ^ np.uint64(query))
+        at = np.flatnonzero(distance <= k)
+        found = [Match(str(self.keys[i]), int(distance[i]), int(self.fps[i])) for i in at]
+        return sorted(found, key=lambda m: (m.distance, m.key))
+
+    def same(self) -> list[tuple[str, str, int]]:
+        """Every pair at distance 0: the keys of one fingerprint, two by two."""
+        by_fp: dict[int, list[str]] = {}
+        for key, fp in zip(self.keys.tolist(), self.fps.tolist(), strict=True):
+            by_fp.setdefault(fp, []).append(key)
+        pairs = []
+        for keys in by_fp.values():
+            keys.sort()
+            pairs += [(a, b, 0) for i, a in enumerate(keys) for b in keys[i + 1 :]]
+        return sorted(pairs)
+
+
+def check_every_reader(location: str, target: int, held: SimIndex | None) -> None:
+    """Every reader answers what the table holds now (brute force)."""
+    truth = Truth(rows_now(location))
+    q = target ^ 0b101
+    rng = random.Random(7)
+    batch = [q] + [rng.getrandbits(64) for _ in range(299)]
+    want = truth.near(q, K)
+    want_batch = [truth.near(f, K) for f in batch]
+    want_pairs = truth.same()
+    want_groups = _groups(want_pairs)
+    if held is not None:  # held since before the write, in this process
+        for _ in range(3):
+            assert held.query(q, k=K) == want
+        assert held.query_many(batch, k=K) == want_batch
+        assert [(p.key_a, p.key_b, p.distance) for p in held.duplicates(k=0)] == want_pairs
+    with SimIndex(location, hold=False) as fresh:  # from the database
+        assert fresh.query(q, k=K) == want
+    with SimIndex(location, hold=True) as holder:  # a new holder: the stored snapshot
+        for _ in range(3):
+            assert holder.query(q, k=K) == want
+        assert holder._accel.snapshot is not None
+    with SimIndex(location) as other:
+        assert other.query_many(batch, k=K) == want_batch
+        assert [(p.key_a, p.key_b, p.distance) for p in other.duplicates(k=0)] == want_pairs
+        found = {frozenset(key for key, _ in c.members) for c in other.clusters(k=0)}
+        assert found == want_groups
+    assert dedup_cli(location) == want_pairs
+
+
+def _groups(pairs: list[tuple[str, str, int]]) -> set[frozenset[str]]:
+    """At k = 0 a group is every key of one fingerprint (near is exact)."""
+    groups: dict[str, set[str]] = {}
+    for a, b, _ in pairs:
+        group = groups.get(a) or groups.get(b) or set()
+        group |= {a, b}
+        for key in group:
+            groups[key] = group
+    return {frozenset(g) for g in groups.values()}
+
+
+@pytest.mark.parametrize("writer", list(WRITERS))
+def test_every_reader_sees_every_writer(location: str, writer: str) -> None:
+    target = build(location)
+    with SimIndex(location, hold=True) as held:
+        q = target ^ 0b101
+        assert [m.key for m in held.query(q, k=K)] == ["target", "twin"]
+        assert held._accel.snapshot is not None  # read, and stored for the next reader
+        assert held._store.stored_current()
+        assert [(p.key_a, p.key_b) for p in held.duplicates(k=0)] == [("target", "twin")]
+        before = rows_now(location)
+        WRITERS[writer](location)
+        assert rows_now(location) != before  # the writer did change the rows
+        check_every_reader(location, target, held)
+
+
+def test_an_older_copy_put_back_is_answered_as_it_is(location: str, tmp_path: Path) -> None:
+    """A copy of the index taken earlier (its stored snapshot with it), put
+    back with every process closed after the index has changed and stored a
+    newer snapshot: every reader answers the copy's rows."""
+    target = build(location)
+    with SimIndex(location, hold=True) as held:
+        held.query(target, k=K)
+        assert held._store.stored_current()
+    saved = _save(location, tmp_path)
+    api_insert(location)
+    sql_delete(location)
+    with SimIndex(location, hold=True) as held:  # the newer rows, read and stored
+        assert [m.key for m in held.query(target, k=K)] == ["copy", "target"]
+        assert held._store.stored_current()
+    _put_back(location, saved)
+    assert set(rows_now(location)) >= {"target", "twin"} and "copy" not in rows_now(location)
+    check_every_reader(location, target, None)
+
+
+def _save(location: str, tmp_path: Path) -> Any:
+    where = locate(location)
+    if where.path is not None:
+        backup = tmp_path / "backup.db"
+        with raw(location) as cur:  # a consistent copy of a live file (SQLite's own)
+            cur.execute(f"VACUUM INTO '{backup}'")
+        return backup
+    tables = {}
+    with raw(location) as cur:
+        for table in ("simindex_fingerprints", "simindex_meta", "simindex_snapshot"):
+            cur.execute(f"SELECT * FROM {table}")
+            tables[table] = ([d[0] for d in cur.description], cur.fetchall())
+    return tables
+
+
+def _put_back(location: str, saved: Any) -> None:
+    """SQLite: the file copied over the index, its -wal and -shm removed
+    (every process closed: docs/operating.md). PostgreSQL: the tables'
+    rows replaced by the saved ones, the meta rows (the change count among
+    them) included, in one transaction."""
+    where = locate(location)
+    if where.path is not None:
+        for suffix in ("-wal", "-shm"):
+            Path(f"{where.path}{suffix}").unlink(missing_ok=True)
+        shutil.copyfile(saved, where.path)
+        return
+    with raw(location) as cur:
+        for table in ("simindex_fingerprints", "simindex_snapshot", "simindex_meta"):
+            columns, rows = saved[table]
+            cur.execute(f"DELETE FROM {table}")
+            marks = ", ".join(["%s"] * len(columns))
+            cur.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
+
+
+def test_the_stored_snapshot_of_an_upgraded_index_is_not_trusted(db_path: Path) -> None:
+    """An index of revision 0004 whose stored snapshot a plain SQL write
+    made stale (nothing counted it then): the upgrade to 0005 empties it,
+    and the first holder reads the rows."""
+    location = str(db_path)
+    target = build(location)
+    with SimIndex(location, hold=True) as held:
+        held.query(target, k=K)
+        assert held._store.stored_current()
+    with raw(location) as cur:  # back to 0004: no triggers, the stored snapshot kept
+        for name in ("simindex_count_inserts", "simindex_count_updates", "simindex_count_deletes"):
+            cur.execute(f"DROP TRIGGER {name}")
+        cur.execute("UPDATE simindex_alembic_version SET version_num = '0004'")
+    sql_delete(location)  # uncounted, as before revision 0005
+    check_every_reader(location, target, None)  # (opening upgrades it)
