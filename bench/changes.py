@@ -1,0 +1,168 @@
+#!/usr/bin/env python
+"""What counting every change in the database costs writes (revision 0005).
+
+    python bench/changes.py                  # SQLite, and PostgreSQL if SIMINDEX_TEST_POSTGRES_URL
+    python bench/changes.py --n 100000 --no-save
+    python bench/changes.py --postgres-url URL
+
+The triggers that count every change of the fingerprint table (SQLite: one
+run per row; PostgreSQL: one per statement) against the same code with the
+triggers dropped by hand, which is what a write cost before them. Both
+kinds of index are made alike and measured in turns (with, without, with,
+...), so the machine's noise hits both; medians of --repeats rounds, and
+the ratio with / without.
+
+- ``single add``: add_fingerprint() of one new key, one write transaction
+  each, --singles of them into an index of N: median us a write.
+- ``5,000 at once``: add_fingerprints() of 5,000 new keys into an index of N
+  (at COUNT_ASIDE_MIN: the triggers run for every row): ms.
+- ``50,000 at once``: add_fingerprints() of 50,000 new keys into an index
+  of N (above it: SQLite sets its triggers aside for the load): ms.
+- ``bulk load``: add_fingerprints() of N into a new index, open to close: s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+if str(HERE.parent) not in sys.path:
+    sys.path.insert(0, str(HERE.parent))
+
+from common import output_options, save_output  # noqa: E402
+from holding import drop_schema  # noqa: E402
+
+from simindex import SimIndex  # noqa: E402
+from simindex.storage import dialects  # noqa: E402
+
+
+def without_triggers(index: SimIndex) -> None:
+    """Drop the triggers that count changes (the cost of a write before 0005)."""
+    with index._backend.writing(alone=True) as conn:
+        if conn.dialect.name == "sqlite":
+            for name in dialects.COUNT_TRIGGERS.values():
+                conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS {name}")
+        else:
+            table = "simindex_fingerprints"
+            conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS {dialects.COUNT_FUNCTION} ON {table}")
+
+
+class Place:
+    """Where the indexes of one database go: a folder, or schemas of one server."""
+
+    def __init__(self, url: str | None, folder: Path) -> None:
+        self.url, self.folder = url, folder
+
+    def new(self) -> str:
+        name = f"b{uuid.uuid4().hex[:10]}"
+        if self.url is None:
+            return str(self.folder / f"{name}.db")
+        return f"{self.url}{'&' if '?' in self.url else '?'}schema={name}"
+
+    def drop(self, location: str) -> None:
+        if self.url is None:
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{location}{suffix}").unlink(missing_ok=True)
+        else:
+            drop_schema(self.url, location.rsplit("schema=", 1)[1])
+
+
+def rows(n: int, prefix: str, rng: random.Random) -> list[tuple[str, int]]:
+    return [(f"{prefix}{i}", rng.getrandbits(64)) for i in range(n)]
+
+
+def measure(place: Place, n: int, singles: int, repeats: int) -> dict[str, list[float]]:
+    rng = random.Random(5)
+    base = rows(n, "k", rng)
+    extra5 = rows(5_000, "f", rng)
+    extra50 = rows(50_000, "g", rng)
+    one = rows(singles, "s", rng)
+    out: dict[str, list[float]] = {}
+
+    def record(name: str, counted: bool, value: float) -> None:
+        out.setdefault(f"{name}|{'with' if counted else 'without'}", []).append(value)
+
+    for r in range(repeats):
+        for counted in (True, False):
+            print(f"  round {r + 1}, {'with' if counted else 'without'} triggers", file=sys.stderr)
+            location = place.new()
+            started = time.perf_counter()
+            with SimIndex(location, hold=False) as index:
+                if not counted:  # (dropped before the load: the trigger-less cost)
+                    without_triggers(index)
+                index.add_fingerprints(base)
+            record("bulk load", counted, time.perf_counter() - started)
+            with SimIndex(location, hold=False) as index:
+                if not counted:  # (a large load makes them again as it ends)
+                    without_triggers(index)
+                times = []
+                for key, fp in one:
+                    t = time.perf_counter()
+                    index.add_fingerprint(key, fp)
+                    times.append(time.perf_counter() - t)
+                record("single add", counted, statistics.median(times))
+                t = time.perf_counter()
+                index.add_fingerprints(extra5)
+                record("5,000 at once", counted, time.perf_counter() - t)
+                t = time.perf_counter()
+                index.add_fingerprints(extra50)
+                record("50,000 at once", counted, time.perf_counter() - t)
+            place.drop(location)
+    return out
+
+
+UNITS: dict[str, tuple[str, Callable[[float], float]]] = {
+    "single add": ("us", lambda s: s * 1e6),
+    "5,000 at once": ("ms", lambda s: s * 1e3),
+    "50,000 at once": ("ms", lambda s: s * 1e3),
+    "bulk load": ("s", lambda s: s),
+}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=1_000_000, help="rows of the index (default 1M)")
+    ap.add_argument("--singles", type=int, default=2000, help="single adds timed a round")
+    ap.add_argument("--repeats", type=int, default=3, help="rounds (default 3)")
+    ap.add_argument("--postgres-url", default=os.environ.get("SIMINDEX_TEST_POSTGRES_URL"))
+    output_options(ap)
+    args = ap.parse_args()
+
+    def run() -> int:
+        print(
+            f"Counting every change (triggers, revision 0005) beside the same code without "
+            f"them: N={args.n:,}, {args.singles:,} single adds, medians of {args.repeats} rounds"
+        )
+        with tempfile.TemporaryDirectory() as folder:
+            kinds = [("SQLite", None)]
+            if args.postgres_url:
+                kinds.append(("PostgreSQL", args.postgres_url))
+            for label, url in kinds:
+                print(f"measuring {label}", file=sys.stderr)
+                found = measure(Place(url, Path(folder)), args.n, args.singles, args.repeats)
+                print(f"\n{label}")
+                print(f"{'write':<16} {'with':>10} {'without':>10} {'with/without':>13}")
+                for name, (unit, scale) in UNITS.items():
+                    w = statistics.median(found[f"{name}|with"])
+                    wo = statistics.median(found[f"{name}|without"])
+                    print(
+                        f"{name:<16} {scale(w):>8.1f}{unit:>2} {scale(wo):>8.1f}{unit:>2} "
+                        f"{w / wo:>12.2f}x"
+                    )
+        return 0
+
+    return save_output("changes", args, run)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
