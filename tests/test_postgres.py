@@ -17,6 +17,7 @@ they fail instead). Each test gets a schema of its own (?schema=), dropped after
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 from sqlalchemy import make_url
@@ -263,3 +264,76 @@ def test_a_first_load_copied_straight_in_equals_the_usual_path(
         assert index.add_fingerprints(items[:3_000]) == 3_000  # a first load again
         index.add_fingerprint("k1", 1)
         assert len(index) == 2_999 and index.get("k1") == 1
+
+
+def _cut_connections(url: str) -> int:
+    """What a server restart does to an open index: every other session of
+    this database is ended by the server (pg_terminate_backend)."""
+    from sqlalchemy import create_engine
+
+    engine = create_engine(url.rsplit("?", 1)[0])
+    try:
+        with engine.begin() as conn:
+            return len(
+                conn.exec_driver_sql(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+                    "AND usename = current_user"
+                ).fetchall()
+            )
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("hold", [False, True])
+def test_an_open_index_comes_back_after_the_server_drops_its_connections(
+    pg_url: str, hold: bool
+) -> None:
+    """Every call on an open SimIndex works again after the server has cut
+    its connections (a restart): a lost kept connection is replaced and the
+    read asked once more; the pool checks the others before use."""
+    rng = random.Random(9)
+    stored = {f"k{i}": rng.getrandbits(64) for i in range(3000)}
+    q = stored["k3"] ^ 0b11
+    batch = [q] + [rng.getrandbits(64) for _ in range(299)]
+    calls = {
+        "query": lambda ix: ix.query(q) == brute_force(stored, q, 8),
+        "query k=2": lambda ix: ix.query(q, k=2) == brute_force(stored, q, 2),
+        "in": lambda ix: "k3" in ix and "nope" not in ix,
+        "get": lambda ix: ix.get("k3") == stored["k3"],
+        "query_many": lambda ix: ix.query_many(batch) == [brute_force(stored, f, 8) for f in batch],
+        "stats": lambda ix: ix.stats()["count"] == len(stored),
+        "len": lambda ix: len(ix) == len(stored),
+        "duplicates": lambda ix: (
+            [(p.key_a, p.key_b, p.distance) for p in ix.duplicates(k=3)]
+            == brute_force_pairs(stored, 3)
+        ),
+    }
+    with SimIndex(pg_url, hold=hold) as index:
+        index.add_fingerprints(stored.items())
+        for name, call in calls.items():
+            assert call(index), name
+        for name, call in calls.items():  # each call the first after a cut
+            assert _cut_connections(pg_url) >= 1
+            assert call(index), name
+        assert _cut_connections(pg_url) >= 1
+        index.add_fingerprint("after", q ^ 1)  # a write, too
+        stored["after"] = q ^ 1
+        assert index.query(q) == brute_force(stored, q, 8)
+
+
+def test_a_write_that_loses_its_connection_says_so_and_the_next_one_works(pg_url: str) -> None:
+    """A connection cut inside a write: one StorageError that says the write
+    may not have been saved; the next write connects again."""
+    with SimIndex(pg_url, hold=False) as index:
+        index.add_fingerprint("a", 1)
+
+        def cut_then_more() -> Any:
+            yield ("b", 2)
+            _cut_connections(pg_url)
+            yield ("c", 3)
+
+        with pytest.raises(StorageError, match="connection was lost during a write"):
+            index.add_fingerprints(cut_then_more(), batch_size=1)
+        index.add_fingerprint("d", 4)
+        assert index.get("d") == 4 and index.get("a") == 1

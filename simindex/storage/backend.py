@@ -221,6 +221,13 @@ class Backend:
                 ) from exc
             if "readonly" in str(exc.orig).lower():
                 raise StorageError(f"{where} is read-only: nothing can be written to it") from exc
+            if exc.connection_invalidated:  # (the driver says the connection is gone)
+                raise StorageError(
+                    f"{describe_db_error(where, exc)}: the connection was lost during a "
+                    "write, which may or may not have been saved; the next call connects "
+                    "again (writing the same rows again is safe: a key written twice keeps "
+                    "the later one)"
+                ) from exc
             raise self.error(exc) from exc
         except (SQLAlchemyError, self.driver_error) as exc:
             raise self.error(exc) from exc

@@ -3,6 +3,7 @@ keeps for reads, and fingerprints as the rows the table stores."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -49,6 +50,14 @@ class Held:
             raw.driver_connection.autocommit = True
         self.cursor = raw.cursor()
         self.pid = os.getpid()
+
+    def invalidate(self) -> None:
+        """The database has lost this connection: the pool drops it."""
+        with contextlib.suppress(Exception):  # (a cursor of a connection already gone)
+            self.cursor.close()
+        with contextlib.suppress(Exception):
+            self.raw.invalidate()
+        self.pid = -1  # (closed: __del__ leaves it alone)
 
     def close(self) -> None:
         try:

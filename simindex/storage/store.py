@@ -206,13 +206,33 @@ class Store(Checks, Copying, Stored):
         return held
 
     def _read(self, sql: str, params: Any) -> list[Any]:
-        held = self._connection()
-        try:
-            held.cursor.execute(sql, params)
-            rows: list[Any] = held.cursor.fetchall()
-        except self.backend.driver_error as exc:
-            raise db_error(self.where, exc) from exc
-        return rows
+        """One statement on this thread's kept connection. A connection the
+        database has lost (a server restarted, a network cut: the driver's
+        own judgement, SQLAlchemy's ``is_disconnect``) is thrown away and the
+        read asked once more on a new one: a read is safe to repeat."""
+        for attempt in (1, 2):
+            held = self._connection()
+            try:
+                held.cursor.execute(sql, params)
+                rows: list[Any] = held.cursor.fetchall()
+            except self.backend.driver_error as exc:
+                if attempt == 1 and self._lost(held, exc):
+                    continue
+                raise db_error(self.where, exc) from exc
+            return rows
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _lost(self, held: Held, exc: BaseException) -> bool:
+        """Whether `exc` says the kept connection is gone; if so it is
+        dropped (its pool record invalidated) and the next read opens another."""
+        dialect = self.engine.dialect
+        if not dialect.is_disconnect(exc, held.raw.dbapi_connection, held.cursor):  # type: ignore[arg-type]
+            return False
+        held.invalidate()
+        self._local.held = None
+        with self._held_lock:
+            self._held = [h for h in self._held if h is not held]
+        return True
 
     def lookup(self, fingerprint: int) -> tuple[list[tuple[int, int]], int | None]:
         """(id, signed fingerprint) of every row agreeing with the fingerprint
@@ -578,11 +598,15 @@ class Store(Checks, Copying, Stored):
         PostgreSQL's VACUUM, on the kept autocommit connection)."""
         if not self.caps.vacuum_after_load:
             return
-        held = self._connection()  # autocommit: VACUUM cannot run in a transaction
-        try:
-            self.backend.dialect.tidy_after_load(held.cursor)
-        except self.backend.driver_error as exc:
-            raise db_error(self.where, exc) from exc
+        for attempt in (1, 2):
+            held = self._connection()  # autocommit: VACUUM cannot run in a transaction
+            try:
+                self.backend.dialect.tidy_after_load(held.cursor)
+                return
+            except self.backend.driver_error as exc:
+                if attempt == 1 and self._lost(held, exc):
+                    continue
+                raise db_error(self.where, exc) from exc
 
     def remove(self, conn: Connection, keys: Sequence[str]) -> int:
         removed = 0
