@@ -50,12 +50,18 @@ def _spark_missing() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
+def runtime() -> None:
+    """Skips (or with SIMINDEX_REQUIRE_SPARK=1 fails) without pyspark or Java;
+    for the tests that run the command in its own process only."""
     missing = _spark_missing()
     if missing:
         if os.environ.get("SIMINDEX_REQUIRE_SPARK") == "1":
             pytest.fail(f"SIMINDEX_REQUIRE_SPARK=1 but {missing} ({HOW})")
         pytest.skip(f"{HOW} ({missing})")
+
+
+@pytest.fixture(scope="module")
+def spark(runtime: None) -> Iterator[Any]:
     from pyspark.sql import SparkSession
 
     session = (
@@ -615,3 +621,84 @@ def test_command_in_its_own_process(spark: Any, tmp_path: Path) -> None:
     assert result.stdout.startswith("36 documents: 24 kept, 12 near-duplicates")
     assert "Traceback" not in result.stderr
     assert len(spark.read.parquet(str(out / "pairs")).collect()) == 12
+
+
+def _python3_without_simindex(folder: Path) -> Path:
+    """A ``python3`` in ``folder``/bin that cannot import simindex, as PATH's
+    python3 outside a venv cannot; otherwise this Python with its packages
+    (so it fails on simindex, not on pyspark or pyarrow)."""
+    hidden = folder / "hidden" / "simindex"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'simindex'\", name='simindex')\n",
+        encoding="utf-8",
+    )
+    shim = folder / "bin" / "python3"
+    shim.parent.mkdir()
+    shim.write_text(
+        f'#!/bin/sh\nPYTHONPATH="{hidden.parent}${{PYTHONPATH:+:$PYTHONPATH}}" '
+        f'exec "{sys.executable}" "$@"\n',
+        encoding="utf-8",
+    )
+    shim.chmod(0o755)
+    return shim
+
+
+def test_workers_run_the_drivers_python(runtime: None, tmp_path: Path) -> None:
+    """A venv's python run without activating the venv, PATH's python3 unable
+    to import simindex: in local mode the workers run the driver's Python, so
+    the command works (and says nothing on stderr). A Python the user names in
+    PYSPARK_PYTHON is used as named: when it cannot import simindex, the
+    command ends in one line saying what to do and where Spark's log is."""
+    shim = _python3_without_simindex(tmp_path / "shim")
+    unable = subprocess.run([shim, "-c", "import simindex"], cwd=tmp_path, capture_output=True)
+    assert unable.returncode != 0 and b"No module named 'simindex'" in unable.stderr
+    temp = tmp_path / "temp"  # where the command's Spark log goes
+    temp.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "VIRTUAL_ENV")}
+    env["PATH"] = f"{shim.parent}{os.pathsep}{env.get('PATH', '')}"
+    env["TMPDIR"] = str(temp)
+    news = ROOT / "examples" / "news.jsonl"
+
+    def run(out: str, **extra: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "simindex.spark", "dedup", str(news), "--out", out]
+        return subprocess.run(
+            [*command, "--master", "local[1]"],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,  # not the checkout, whose simindex any python3 there would import
+            env={**env, **extra},
+            timeout=600,
+        )
+
+    result = run("out")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.startswith("36 documents: 24 kept, 12 near-duplicates")
+    assert result.stderr == ""
+    assert not list(temp.glob("simindex-spark-*"))  # the log goes when the command ends
+    result = run("named", PYSPARK_PYTHON=str(shim))
+    assert result.returncode == 2, result.stderr[-3000:]
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr[-3000:]
+    assert lines[0].startswith(f"Error: Spark's Python workers ({shim}) cannot import simindex: ")
+    assert "PYSPARK_PYTHON" in lines[0]
+    (log,) = temp.glob("simindex-spark-*.log")  # kept, and named
+    assert f"(Spark's log: {log}; --verbose shows it" in lines[0]
+    assert "ModuleNotFoundError" in log.read_text(encoding="utf-8")
+    assert not (tmp_path / "named").exists()
+
+
+def test_bad_input_is_one_line_in_its_own_process(runtime: None, tmp_path: Path) -> None:
+    """As a user runs it: Spark's own log stays off stderr, which holds the one line."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "text": "x"}\nnot json\n', encoding="utf-8")
+    out, temp = tmp_path / "out", tmp_path / "temp"
+    temp.mkdir()
+    result = _subprocess(
+        ["dedup", str(bad), "--out", str(out), "--master", "local[1]"],
+        env={**os.environ, "TMPDIR": str(temp)},
+    )
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert len(result.stderr.splitlines()) == 1, result.stderr[-3000:]
+    assert result.stderr.startswith(f"Error: cannot read {bad} as json: ")
+    assert not out.exists() and not list(temp.iterdir())  # the input's fault: no log kept
