@@ -558,10 +558,11 @@ def test_command_refusals(spark: Any, tmp_path: Path) -> None:
             "--order-col",
             "ts",
         ],
+        "--conf takes KEY=VALUE": [str(news), "--out", str(tmp_path / "o9"), "--conf", "x"],
     }
     for message, args in cases.items():
         assert message in _error(run_command(*args)), args
-    assert not any((tmp_path / f"o{i}").exists() for i in range(1, 9))
+    assert not any((tmp_path / f"o{i}").exists() for i in range(1, 10))
     assert news.read_bytes().count(b"\n") == 36  # the input untouched
 
 
@@ -702,3 +703,59 @@ def test_bad_input_is_one_line_in_its_own_process(runtime: None, tmp_path: Path)
     assert len(result.stderr.splitlines()) == 1, result.stderr[-3000:]
     assert result.stderr.startswith(f"Error: cannot read {bad} as json: ")
     assert not out.exists() and not list(temp.iterdir())  # the input's fault: no log kept
+
+
+class _Java:
+    """A stand-in for a JVM exception as py4j hands it over (toString, getCause)."""
+
+    _target_id = "o7"  # which str() of the Py4JJavaError would ask the JVM about
+
+    def __init__(self, text: str, cause: _Java | None = None) -> None:
+        self.text, self.cause = text, cause
+
+    def toString(self) -> str:  # noqa: N802 (Java's name)
+        return self.text
+
+    def getCause(self) -> _Java | None:  # noqa: N802
+        return self.cause
+
+
+def test_spark_failures_say_what_to_do(runtime: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each kind of Spark failure is one line naming its cause and the remedy."""
+    from py4j.protocol import Py4JJavaError, Py4JNetworkError
+    from pyspark.errors import PySparkRuntimeError, PythonException
+
+    from simindex.spark._session import describe, known
+
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+
+    def java(*chain: str) -> Py4JJavaError:
+        cause = None
+        for text in reversed(chain):
+            cause = _Java(text, cause)
+        return Py4JJavaError("An error occurred while calling o42.count.\n", cause)
+
+    heap = java("org.apache.spark.SparkException: Job aborted", "java.lang.OutOfMemoryError: x")
+    assert describe(heap) == (
+        "Spark ran out of memory (java.lang.OutOfMemoryError: x): give it more "
+        "(--conf spark.driver.memory=8g; on a cluster, spark.executor.memory too)"
+    )
+    disk = java("org.apache.spark.SparkException: Job aborted", "java.io.IOException: No space")
+    assert known(disk) is None
+    assert describe(disk) == "Spark failed: java.io.IOException: No space"
+    worker = PythonException(
+        "An exception was thrown from the Python worker.\nTraceback (most recent call last):\n"
+        "ModuleNotFoundError: No module named 'simindex.spark'\n"
+    )
+    said = describe(worker)  # the workers' Python: the live context's, else PYSPARK_PYTHON
+    assert said.startswith("Spark's Python workers (") and "PYSPARK_PYTHON" in said
+    assert ") cannot import simindex: install 'simindex[spark]' for the Python every" in said
+    lost = Py4JNetworkError("Error while sending or receiving")
+    assert describe(lost).startswith(
+        "a Spark process ended before the job did (killed, or out of memory?)"
+    )
+    jvm = describe(PySparkRuntimeError(errorClass="JAVA_GATEWAY_EXITED", messageParameters={}))
+    assert jvm.startswith("Spark's Java process did not start: check that `java -version`")
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "1")  # under spark-submit
+    assert "(spark-submit --driver-memory 8g --executor-memory 8g)" in describe(heap)
+    assert not any("\n" in describe(e) for e in (heap, disk, worker, lost))

@@ -24,6 +24,7 @@ traceback, a Java stack), so the known causes are recognised in it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -89,7 +90,7 @@ def known(exc: BaseException) -> str | None:
     from py4j.protocol import Py4JNetworkError
     from pyspark.errors import PySparkException
 
-    text, reason = _text(exc)
+    text = _text(exc)[0]
     if found := _MISSING.search(text):
         return (
             f"Spark's Python workers ({_workers_python()}) cannot import "
@@ -98,50 +99,48 @@ def known(exc: BaseException) -> str | None:
             f"(spark.pyspark.python on a cluster)"
         )
     if said := [line.strip() for line in text.splitlines() if any(s in line for s in _MEMORY)]:
-        how = (
-            "spark-submit --driver-memory 8g --executor-memory 8g"
-            if launched()
-            else "--conf spark.driver.memory=8g"
-        )
-        return (
-            f"Spark ran out of memory ({said[-1][:200]}): give it more ({how}), or cut the "
-            f"work into more tasks (--conf spark.sql.shuffle.partitions=...)"
-        )
+        return f"Spark ran out of memory ({said[-1][:200]}): give it more ({_more_memory()})"
     if isinstance(exc, PySparkException) and exc.getCondition() == "JAVA_GATEWAY_EXITED":
         return (
             "Spark's Java process did not start: check that `java -version` (or "
-            "$JAVA_HOME/bin/java -version) says 17 or later"
+            "$JAVA_HOME/bin/java's) says 17 or later, and any --conf given"
         )
     if isinstance(exc, (Py4JNetworkError, ConnectionError)) or "Python worker exited" in text:
         return (
-            f"a Spark process ended before the job did ({reason}): killed, or out of "
-            f"memory? Give it more (--conf spark.driver.memory=8g) and run the command again"
+            f"a Spark process ended before the job did (killed, or out of memory?): give it "
+            f"more memory ({_more_memory()}) and run the command again"
         )
     return None
 
 
+def _more_memory() -> str:
+    if launched():
+        return "spark-submit --driver-memory 8g --executor-memory 8g"
+    return "--conf spark.driver.memory=8g; on a cluster, spark.executor.memory too"
+
+
 def _text(exc: BaseException) -> tuple[str, str]:
     """All an exception says (its message, its Java causes', its Python
-    causes'), and the line that says it best: the deepest Java cause's, else
-    the message's first line. py4j asks the JVM, which may be gone."""
+    cause's), and the line that says it best: the deepest Java cause's, else
+    the message's first line. py4j asks the JVM for a Java error's text; the
+    JVM may be gone, and then what was read is what there is."""
     parts, reason = [], ""
-    java = getattr(exc, "java_exception", None)
-    try:
+    with contextlib.suppress(Exception):
         parts.append(str(exc))
+    java = getattr(exc, "java_exception", None)
+    with contextlib.suppress(Exception):
         while java is not None:
             reason = str(java.toString())
             parts.append(reason)
             java = java.getCause()
-    except Exception:  # the JVM is gone: what was read is what there is
-        pass
     cause = exc.__cause__ or exc.__context__
     if cause is not None:
-        parts.append(f"{type(cause).__name__}: {cause}")
-    text = "\n".join(parts)
-    if not reason:
-        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-        reason = lines[0] if lines else type(exc).__name__
-    return text, reason.strip().splitlines()[0][:300] if reason.strip() else type(exc).__name__
+        with contextlib.suppress(Exception):
+            parts.append(f"{type(cause).__name__}: {cause}")
+    if not reason.strip():
+        reason = next((line for line in "\n".join(parts).splitlines() if line.strip()), "")
+    first = reason.strip().splitlines()[0][:300] if reason.strip() else type(exc).__name__
+    return "\n".join(parts), first
 
 
 def _workers_python() -> str:
