@@ -14,8 +14,8 @@ Mistakes (a missing column, an OUT that exists or lies inside the input, no
 pyspark or no Java) end with one line ``Error: ...`` and exit code 2, before
 anything is written; nothing is ever written over. So does a failure of Spark
 itself (workers that cannot import simindex, memory, its Java process), the
-line saying what to do; Spark's own log stays off the terminal unless
-``--verbose`` (simindex/spark/_session.py).
+line saying what to do. When the command starts Spark itself, Spark's own
+log stays off the terminal unless ``--verbose`` (simindex/spark/_session.py).
 """
 
 from __future__ import annotations
@@ -191,22 +191,19 @@ def dedup(
             session, source, fmt, out, k, threshold, (key_col, text_col, order_col), output_format
         )
     except (UserError, SimIndexError) as exc:
-        if log:
-            log.remove()
         fail(str(exc))
     except KeyboardInterrupt:
-        if log:
-            log.remove()
         typer.echo("Interrupted.", err=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except Exception as exc:
         if not _session.is_spark_error(exc):
-            raise
+            raise  # a bug: shown in full
         if verbose:
             traceback.print_exception(exc)
-        fail(_session.describe(exc) + (log.kept() if log else ""))
-    if log:
-        log.remove()
+        fail(_session.describe(exc) + (log.keep() if log else ""))
+    finally:
+        if log:
+            log.close()
     typer.echo(summary)
 
 
@@ -218,22 +215,22 @@ class _SparkLog:
         self.file = tempfile.NamedTemporaryFile(  # noqa: SIM115 (open till the JVM ends)
             prefix="simindex-spark-", suffix=".log", delete=False
         )
+        self.kept = False
 
-    def remove(self) -> None:
-        self.file.close()
+    def keep(self) -> str:
+        """Keep the file if Spark wrote to it; the hint the Error line ends with."""
+        self.file.flush()
         with contextlib.suppress(OSError):
-            os.unlink(self.file.name)
-
-    def kept(self) -> str:
-        """The hint the Error line ends with: where Spark's log is, if it wrote one."""
-        self.file.close()
-        try:
-            if os.path.getsize(self.file.name):
-                return f" (Spark's log: {self.file.name}; --verbose shows it as it runs)"
-        except OSError:
-            return ""
-        self.remove()
+            self.kept = os.path.getsize(self.file.name) > 0
+        if self.kept:
+            return f" (Spark's log: {self.file.name}; --verbose shows it as it runs)"
         return " (--verbose shows Spark's log as it runs)"
+
+    def close(self) -> None:
+        self.file.close()
+        if not self.kept:
+            with contextlib.suppress(OSError):
+                os.unlink(self.file.name)
 
 
 def _run(
