@@ -50,12 +50,18 @@ def _spark_missing() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
+def runtime() -> None:
+    """Skips (or with SIMINDEX_REQUIRE_SPARK=1 fails) without pyspark or Java;
+    for the tests that run the command in its own process only."""
     missing = _spark_missing()
     if missing:
         if os.environ.get("SIMINDEX_REQUIRE_SPARK") == "1":
             pytest.fail(f"SIMINDEX_REQUIRE_SPARK=1 but {missing} ({HOW})")
         pytest.skip(f"{HOW} ({missing})")
+
+
+@pytest.fixture(scope="module")
+def spark(runtime: None) -> Iterator[Any]:
     from pyspark.sql import SparkSession
 
     session = (
@@ -552,10 +558,11 @@ def test_command_refusals(spark: Any, tmp_path: Path) -> None:
             "--order-col",
             "ts",
         ],
+        "--conf takes KEY=VALUE": [str(news), "--out", str(tmp_path / "o9"), "--conf", "x"],
     }
     for message, args in cases.items():
         assert message in _error(run_command(*args)), args
-    assert not any((tmp_path / f"o{i}").exists() for i in range(1, 9))
+    assert not any((tmp_path / f"o{i}").exists() for i in range(1, 10))
     assert news.read_bytes().count(b"\n") == 36  # the input untouched
 
 
@@ -615,3 +622,140 @@ def test_command_in_its_own_process(spark: Any, tmp_path: Path) -> None:
     assert result.stdout.startswith("36 documents: 24 kept, 12 near-duplicates")
     assert "Traceback" not in result.stderr
     assert len(spark.read.parquet(str(out / "pairs")).collect()) == 12
+
+
+def _python3_without_simindex(folder: Path) -> Path:
+    """A ``python3`` in ``folder``/bin that cannot import simindex, as PATH's
+    python3 outside a venv cannot; otherwise this Python with its packages
+    (so it fails on simindex, not on pyspark or pyarrow)."""
+    hidden = folder / "hidden" / "simindex"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'simindex'\", name='simindex')\n",
+        encoding="utf-8",
+    )
+    shim = folder / "bin" / "python3"
+    shim.parent.mkdir()
+    shim.write_text(
+        f'#!/bin/sh\nPYTHONPATH="{hidden.parent}${{PYTHONPATH:+:$PYTHONPATH}}" '
+        f'exec "{sys.executable}" "$@"\n',
+        encoding="utf-8",
+    )
+    shim.chmod(0o755)
+    return shim
+
+
+def test_workers_run_the_drivers_python(runtime: None, tmp_path: Path) -> None:
+    """A venv's python run without activating the venv, PATH's python3 unable
+    to import simindex: in local mode the workers run the driver's Python, so
+    the command works (and says nothing on stderr). A Python the user names in
+    PYSPARK_PYTHON is used as named: when it cannot import simindex, the
+    command ends in one line saying what to do and where Spark's log is."""
+    shim = _python3_without_simindex(tmp_path / "shim")
+    unable = subprocess.run([shim, "-c", "import simindex"], cwd=tmp_path, capture_output=True)
+    assert unable.returncode != 0 and b"No module named 'simindex'" in unable.stderr
+    temp = tmp_path / "temp"  # where the command's Spark log goes
+    temp.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "VIRTUAL_ENV")}
+    env["PATH"] = f"{shim.parent}{os.pathsep}{env.get('PATH', '')}"
+    env["TMPDIR"] = str(temp)
+    news = ROOT / "examples" / "news.jsonl"
+
+    def run(out: str, **extra: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "simindex.spark", "dedup", str(news), "--out", out]
+        return subprocess.run(
+            [*command, "--master", "local[1]"],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,  # not the checkout, whose simindex any python3 there would import
+            env={**env, **extra},
+            timeout=600,
+        )
+
+    result = run("out")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.startswith("36 documents: 24 kept, 12 near-duplicates")
+    assert result.stderr == ""
+    assert not list(temp.glob("simindex-spark-*"))  # the log goes when the command ends
+    result = run("named", PYSPARK_PYTHON=str(shim))
+    assert result.returncode == 2, result.stderr[-3000:]
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr[-3000:]
+    assert lines[0].startswith(f"Error: Spark's Python workers ({shim}) cannot import simindex: ")
+    assert "PYSPARK_PYTHON" in lines[0]
+    (log,) = temp.glob("simindex-spark-*.log")  # kept, and named
+    assert f"(Spark's log: {log}; --verbose shows it" in lines[0]
+    assert "ModuleNotFoundError" in log.read_text(encoding="utf-8")
+    assert not (tmp_path / "named").exists()
+
+
+def test_bad_input_is_one_line_in_its_own_process(runtime: None, tmp_path: Path) -> None:
+    """As a user runs it: Spark's own log stays off stderr, which holds the one line."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "text": "x"}\nnot json\n', encoding="utf-8")
+    out, temp = tmp_path / "out", tmp_path / "temp"
+    temp.mkdir()
+    result = _subprocess(
+        ["dedup", str(bad), "--out", str(out), "--master", "local[1]"],
+        env={**os.environ, "TMPDIR": str(temp)},
+    )
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert len(result.stderr.splitlines()) == 1, result.stderr[-3000:]
+    assert result.stderr.startswith(f"Error: cannot read {bad} as json: ")
+    assert not out.exists() and not list(temp.iterdir())  # the input's fault: no log kept
+
+
+class _Java:
+    """A stand-in for a JVM exception as py4j hands it over (toString, getCause)."""
+
+    _target_id = "o7"  # which str() of the Py4JJavaError would ask the JVM about
+
+    def __init__(self, text: str, cause: _Java | None = None) -> None:
+        self.text, self.cause = text, cause
+
+    def toString(self) -> str:  # noqa: N802 (Java's name)
+        return self.text
+
+    def getCause(self) -> _Java | None:  # noqa: N802
+        return self.cause
+
+
+def test_spark_failures_say_what_to_do(runtime: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each kind of Spark failure is one line naming its cause and the remedy."""
+    from py4j.protocol import Py4JJavaError, Py4JNetworkError
+    from pyspark.errors import PySparkRuntimeError, PythonException
+
+    from simindex.spark._session import describe, known
+
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+
+    def java(*chain: str) -> Py4JJavaError:
+        cause = None
+        for text in reversed(chain):
+            cause = _Java(text, cause)
+        return Py4JJavaError("An error occurred while calling o42.count.\n", cause)
+
+    heap = java("org.apache.spark.SparkException: Job aborted", "java.lang.OutOfMemoryError: x")
+    assert describe(heap) == (
+        "Spark ran out of memory (java.lang.OutOfMemoryError: x): give it more "
+        "(--conf spark.driver.memory=8g; on a cluster, spark.executor.memory too)"
+    )
+    disk = java("org.apache.spark.SparkException: Job aborted", "java.io.IOException: No space")
+    assert known(disk) is None
+    assert describe(disk) == "Spark failed: java.io.IOException: No space"
+    worker = PythonException(
+        "An exception was thrown from the Python worker.\nTraceback (most recent call last):\n"
+        "ModuleNotFoundError: No module named 'simindex.spark'\n"
+    )
+    said = describe(worker)  # the workers' Python: the live context's, else PYSPARK_PYTHON
+    assert said.startswith("Spark's Python workers (") and "PYSPARK_PYTHON" in said
+    assert ") cannot import simindex: install 'simindex[spark]' for the Python every" in said
+    lost = Py4JNetworkError("Error while sending or receiving")
+    assert describe(lost).startswith(
+        "a Spark process ended before the job did (killed, or out of memory?)"
+    )
+    jvm = describe(PySparkRuntimeError(errorClass="JAVA_GATEWAY_EXITED", messageParameters={}))
+    assert jvm.startswith("Spark's Java process did not start: check that `java -version`")
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "1")  # under spark-submit
+    assert "(spark-submit --driver-memory 8g --executor-memory 8g)" in describe(heap)
+    assert not any("\n" in describe(e) for e in (heap, disk, worker, lost))

@@ -11,6 +11,7 @@ The package, one module a concern; each depends only on those above it::
     options.py         the shared options, and what arguments become
     files.py           what a command may read and write; outputs all or nothing
     index_commands.py  init, add, query, remove, stats, rebuild, check, compact
+    restore_command.py restore: a backup put in place of an index file in use
     dedup_command.py   dedup: pairs or clusters in an index, or a corpus deduplicated
     tools.py           advise, fingerprint, distance, explain
     __init__.py        the typer app, its commands in order, and ``main``
@@ -26,7 +27,7 @@ import typer
 
 # The names imported "as" themselves (and _parse_fingerprint) are re-exported:
 # the tests import them from here, as when the CLI was one module.
-from simindex.cli import dedup_command, index_commands, tools
+from simindex.cli import dedup_command, index_commands, restore_command, tools
 from simindex.cli.errors import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -63,6 +64,7 @@ COMMANDS: tuple[tuple[str, Callable[..., Any]], ...] = (
     ("rebuild", index_commands.rebuild),
     ("check", index_commands.check),
     ("compact", index_commands.compact),
+    ("restore", restore_command.restore),
     ("dedup", dedup_command.dedup),
     ("advise", tools.advise),
     ("fingerprint", tools.fingerprint_cmd),

@@ -12,13 +12,19 @@ pairs (clusters) and writes three datasets under OUT, a new folder:
 
 Mistakes (a missing column, an OUT that exists or lies inside the input, no
 pyspark or no Java) end with one line ``Error: ...`` and exit code 2, before
-anything is written; nothing is ever written over.
+anything is written; nothing is ever written over. So does a failure of Spark
+itself (workers that cannot import simindex, memory, its Java process), the
+line saying what to do. When the command starts Spark itself, Spark's own
+log stays off the terminal unless ``--verbose`` (simindex/spark/_session.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import tempfile
+import traceback
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -28,13 +34,13 @@ from simindex.blocks import MAX_INDEX_K, check_k
 from simindex.cli.errors import EXIT_INTERRUPTED, UserError, fail
 from simindex.errors import InvalidArgumentError, SimIndexError
 from simindex.signature import check_threshold
+from simindex.spark import _session
 
 HOW = "pip install 'simindex[spark]'"
 JAVA = (
     "Spark needs a Java 17 (or later) runtime and none was found: install one "
     "(Debian: apt-get install openjdk-17-jre-headless) or set JAVA_HOME"
 )
-_LOCAL_PARTITIONS = 8
 _FORMATS = {".parquet": "parquet", ".jsonl": "json", ".json": "json", ".ndjson": "json"}
 
 app = typer.Typer(
@@ -88,6 +94,17 @@ def check_paths(source: Path, out: Path) -> None:
         )
 
 
+def parse_conf(pairs: list[str]) -> dict[str, str]:
+    """--conf KEY=VALUE options as a dict (a later KEY wins)."""
+    conf = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"--conf takes KEY=VALUE (e.g. spark.driver.memory=8g), not {pair!r}")
+        conf[key.strip()] = value
+    return conf
+
+
 def check_runtime() -> None:
     """Refuse early, in one line, when pyspark or Java is missing."""
     try:
@@ -139,6 +156,18 @@ def dedup(
         str | None,
         typer.Option("--input-format", help="jsonl or parquet (default: by the suffix)."),
     ] = None,
+    conf: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--conf",
+            metavar="KEY=VALUE",
+            help="A Spark setting, e.g. spark.driver.memory=8g (repeatable).",
+        ),
+    ] = None,
+    verbose: Annotated[
+        bool,
+        typer.Option("--verbose", help="Show Spark's own log as it runs, and a failure in full."),
+    ] = False,
 ) -> None:
     """Find the near-duplicates of a corpus and write the documents kept, the
     pairs and the clusters (as SimIndex.duplicates() and clusters() would)."""
@@ -149,42 +178,76 @@ def dedup(
             check_threshold(threshold)
         if output_format not in ("parquet", "jsonl"):
             raise UserError(f"--format is parquet or jsonl, not {output_format!r}")
+        settings = parse_conf(conf or [])
         check_paths(source, out)
         fmt = input_format(source, named_format)
         check_runtime()
+    except (UserError, SimIndexError) as exc:
+        fail(str(exc))
+    log = None if verbose else _SparkLog()
+    try:
+        session = _session.start(master, settings, log=log.file if log else None)
         summary = _run(
-            source, fmt, out, k, threshold, master, (key_col, text_col, order_col), output_format
+            session, source, fmt, out, k, threshold, (key_col, text_col, order_col), output_format
         )
     except (UserError, SimIndexError) as exc:
         fail(str(exc))
     except KeyboardInterrupt:
         typer.echo("Interrupted.", err=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
+    except Exception as exc:
+        if not _session.is_spark_error(exc):
+            raise  # a bug: shown in full
+        if verbose:
+            traceback.print_exception(exc)
+        fail(_session.describe(exc) + (log.keep() if log else ""))
+    finally:
+        if log:
+            log.close()
     typer.echo(summary)
 
 
+class _SparkLog:
+    """A file for the stderr of the JVM the command starts: removed when the
+    command ends, unless Spark failed (then the Error line names it)."""
+
+    def __init__(self) -> None:
+        self.file = tempfile.NamedTemporaryFile(  # noqa: SIM115 (open till the JVM ends)
+            prefix="simindex-spark-", suffix=".log", delete=False
+        )
+        self.kept = False
+
+    def keep(self) -> str:
+        """Keep the file if Spark wrote to it; the hint the Error line ends with."""
+        self.file.flush()
+        with contextlib.suppress(OSError):
+            self.kept = os.path.getsize(self.file.name) > 0
+        if self.kept:
+            return f" (Spark's log: {self.file.name}; --verbose shows it as it runs)"
+        return " (--verbose shows Spark's log as it runs)"
+
+    def close(self) -> None:
+        self.file.close()
+        if not self.kept:
+            with contextlib.suppress(OSError):
+                os.unlink(self.file.name)
+
+
 def _run(
+    spark: Any,
     source: Path,
     fmt: str,
     out: Path,
     k: int | None,
     threshold: float | None,
-    master: str | None,
     columns: tuple[str, str, str | None],
     output_format: str,
 ) -> str:
     from pyspark import StorageLevel
-    from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
     from simindex.spark import clusters, fingerprints, near_duplicates
 
-    builder = SparkSession.builder.appName("simindex dedup")
-    if master is not None:
-        builder = builder.master(master)
-        if master.startswith("local"):  # Spark's 200 shuffle partitions are for clusters
-            builder = builder.config("spark.sql.shuffle.partitions", str(_LOCAL_PARTITIONS))
-    spark = builder.getOrCreate()
     key_col, text_col, order_col = columns
     docs = _read(spark, source, fmt, columns)
     fps = fingerprints(docs, key_col=key_col, text_col=text_col, order_col=order_col).persist(
@@ -211,7 +274,8 @@ def _run(
         found, members = pairs.count(), dropped.count()
         heads = groups.where(F.col("key") == F.col("canonical")).count()
     finally:
-        fps.unpersist()
+        with contextlib.suppress(Exception):  # not over the failure, if Spark is gone
+            fps.unpersist()
     return (
         f"{total} documents: {total - members - no_words} kept, {members} near-duplicates "
         f"of a kept one, {no_words} with no words; {found} pairs in {heads} clusters; "
@@ -255,10 +319,12 @@ def _read(spark: Any, source: Path, fmt: str, columns: tuple[str, str, str | Non
             except InvalidArgumentError as exc:
                 raise UserError(f"{source}: {exc} (--order-col)") from exc
     except PySparkException as exc:
+        if _session.known(exc):  # Spark's failure, not the input's
+            raise
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(f"cannot read {source} as {fmt}: {first}") from exc
     except Exception as exc:  # a JVM error from a read (Py4JJavaError)
-        if type(exc).__name__ != "Py4JJavaError":
+        if type(exc).__name__ != "Py4JJavaError" or _session.known(exc):
             raise
         raise UserError(f"cannot read {source} as {fmt}: {_java_reason(exc)}") from exc
     return docs

@@ -16,9 +16,11 @@ package asks which database it is talking to.
     store.py      the fingerprint table: lookups, loads, writes
     checks.py     what check and repair ask of it (Store inherits them)
     copying.py    PostgreSQL's COPY loads and the server's join of a batch (inherited too)
+    backups.py    a SQLite index copied whole while in use (SQLite's backup API)
 """
 
 from simindex.storage.backend import Backend, Versions, Write, db_error
+from simindex.storage.backups import copy_file, holds_an_index
 from simindex.storage.checks import Problem
 from simindex.storage.dialects import BUSY_TIMEOUT_S, Capabilities
 from simindex.storage.location import (
@@ -74,9 +76,11 @@ __all__ = [
     "Versions",
     "Write",
     "check_file",
+    "copy_file",
     "create",
     "db_error",
     "file_access",
+    "holds_an_index",
     "locate",
     "migrations_dir",
     "open_backend",
