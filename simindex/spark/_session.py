@@ -57,7 +57,7 @@ def start(master: str | None, conf: dict[str, str], *, log: IO[bytes] | None) ->
         from pyspark.java_gateway import launch_gateway
 
         settings.setIfMissing("spark.ui.showConsoleProgress", "false")
-        gateway = launch_gateway(settings, popen_kwargs={"stderr": log})  # type: ignore[no-untyped-call]
+        gateway = launch_gateway(settings, popen_kwargs={"stderr": log})  # type: ignore[no-untyped-call,unused-ignore]
         SparkContext(conf=settings, gateway=gateway)
     spark = SparkSession.builder.config(conf=settings).getOrCreate()
     context = spark.sparkContext

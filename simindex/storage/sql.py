@@ -51,13 +51,18 @@ class Held:
         self.cursor = raw.cursor()
         self.pid = os.getpid()
 
-    def invalidate(self) -> None:
-        """The database has lost this connection: the pool drops it."""
+    def lost(self, exc: BaseException, dialect: Any) -> bool:
+        """Whether `exc` says the database has lost this connection (the
+        driver's judgement: SQLAlchemy's ``is_disconnect``, not the message
+        text); if so the pool drops it."""
+        if not dialect.is_disconnect(exc, self.raw.dbapi_connection, self.cursor):
+            return False
         with contextlib.suppress(Exception):  # (a cursor of a connection already gone)
             self.cursor.close()
         with contextlib.suppress(Exception):
             self.raw.invalidate()
         self.pid = -1  # (closed: __del__ leaves it alone)
+        return True
 
     def close(self) -> None:
         try:

@@ -206,10 +206,9 @@ class Store(Checks, Copying, Stored):
         return held
 
     def _read(self, sql: str, params: Any) -> list[Any]:
-        """One statement on this thread's kept connection. A connection the
-        database has lost (a server restarted, a network cut: the driver's
-        own judgement, SQLAlchemy's ``is_disconnect``) is thrown away and the
-        read asked once more on a new one: a read is safe to repeat."""
+        """One statement on this thread's kept connection; asked once more on
+        a new one where the database has lost it (Held.lost): a read is safe
+        to repeat, and a server's restart costs the caller nothing else."""
         for attempt in (1, 2):
             held = self._connection()
             try:
@@ -223,13 +222,9 @@ class Store(Checks, Copying, Stored):
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _lost(self, held: Held, exc: BaseException) -> bool:
-        """Whether `exc` says the kept connection is gone; if so it is
-        dropped (its pool record invalidated) and the next read opens another."""
-        dialect = self.engine.dialect
-        if not dialect.is_disconnect(exc, held.raw.dbapi_connection, held.cursor):  # type: ignore[arg-type]
+        if not held.lost(exc, self.engine.dialect):
             return False
-        held.invalidate()
-        self._local.held = None
+        self._local.held = None  # (the next read opens another)
         with self._held_lock:
             self._held = [h for h in self._held if h is not held]
         return True
