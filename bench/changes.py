@@ -19,6 +19,10 @@ the ratio with / without.
 - ``50,000 at once``: add_fingerprints() of 50,000 new keys into an index
   of N (above it: SQLite sets its triggers aside for the load): ms.
 - ``bulk load``: add_fingerprints() of N into a new index, open to close: s.
+
+First, what a trigger run per row costs where a row costs little: plain
+sqlite3 (no simindex) loading 200,000 rows into an empty table of simindex's
+shape, with and without one (why SQLite's loads set them aside).
 """
 
 from __future__ import annotations
@@ -121,6 +125,56 @@ def measure(place: Place, n: int, singles: int, repeats: int) -> dict[str, list[
     return out
 
 
+def sqlite_rows_alone(n: int, repeats: int) -> tuple[float, float]:
+    """Plain sqlite3, no simindex: n rows into an empty table of simindex's
+    shape (a unique key, three indexed blocks) in one transaction, with a
+    counting trigger of simindex's kind and without: seconds, medians. Where
+    a row costs little (an empty table, keys in order), what the trigger
+    adds shows."""
+    import sqlite3
+
+    rng = random.Random(3)
+    rows = [
+        (f"k{i:09d}", rng.getrandbits(63), *(rng.getrandbits(21) for _ in range(3)))
+        for i in range(n)
+    ]
+    found: dict[bool, list[float]] = {True: [], False: []}
+    with tempfile.TemporaryDirectory() as folder:
+        for r in range(repeats):
+            for trigger in (True, False):
+                conn = sqlite3.connect(Path(folder) / f"{r}{trigger}.db", isolation_level=None)
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+                conn.execute("CREATE TABLE simindex_meta (name TEXT PRIMARY KEY, value TEXT)")
+                conn.execute(
+                    "CREATE TABLE simindex_fingerprints (id INTEGER PRIMARY KEY, key TEXT "
+                    "UNIQUE NOT NULL, fingerprint INTEGER, block_0 INTEGER, block_1 INTEGER, "
+                    "block_2 INTEGER)"
+                )
+                for b in range(3):
+                    conn.execute(
+                        f"CREATE INDEX ix{b} ON simindex_fingerprints (block_{b}, fingerprint)"
+                    )
+                if trigger:
+                    conn.execute(
+                        f"CREATE TRIGGER simindex_count_inserts AFTER INSERT ON "
+                        f"simindex_fingerprints BEGIN {dialects._COUNT_SQL}; END".replace(
+                            "simindex_meta.value AS", "value AS"
+                        )
+                    )
+                started = time.perf_counter()
+                conn.execute("BEGIN IMMEDIATE")
+                conn.executemany(
+                    "INSERT INTO simindex_fingerprints (key, fingerprint, block_0, block_1, "
+                    "block_2) VALUES (?, ?, ?, ?, ?)",
+                    rows,
+                )
+                conn.execute("COMMIT")
+                found[trigger].append(time.perf_counter() - started)
+                conn.close()
+    return statistics.median(found[True]), statistics.median(found[False])
+
+
 UNITS: dict[str, tuple[str, Callable[[float], float]]] = {
     "single add": ("us", lambda s: s * 1e6),
     "5,000 at once": ("ms", lambda s: s * 1e3),
@@ -142,6 +196,13 @@ def main() -> int:
         print(
             f"Counting every change (triggers, revision 0005) beside the same code without "
             f"them: N={args.n:,}, {args.singles:,} single adds, medians of {args.repeats} rounds"
+        )
+        alone = 200_000
+        w, wo = sqlite_rows_alone(alone, args.repeats)
+        print(
+            f"\nplain sqlite3, {alone:,} rows into an empty table, one transaction: "
+            f"{w:.2f} s with a counting trigger, {wo:.2f} s without ({w / wo:.2f}x; "
+            f"{(w - wo) / alone * 1e6:.1f} us a row)"
         )
         with tempfile.TemporaryDirectory() as folder:
             kinds = [("SQLite", None)]

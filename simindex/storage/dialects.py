@@ -327,6 +327,13 @@ def _on_sqlite_begin(connection: Connection) -> None:
 
 class _Postgres(Dialect):
     name = "postgresql"
+    # The generation row, and the fingerprint table's own identity (its
+    # OID): a table made anew (pg_restore, a restore by hand) is another
+    # generation, whatever the rows restored in simindex_meta say.
+    generation = (
+        f"({GENERATION}) * 4294967296 + "
+        f"CAST(CAST(COALESCE(to_regclass('{schema.FINGERPRINT_TABLE}'), 0) AS oid) AS BIGINT)"
+    )
 
     def make_engine(
         self, where: Location, *, timeout: float, readonly: bool, immutable: bool

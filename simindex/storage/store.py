@@ -36,7 +36,7 @@ from simindex.storage import schema
 from simindex.storage.backend import Backend, Versions, Write, db_error
 from simindex.storage.checks import Checks
 from simindex.storage.copying import Copying
-from simindex.storage.dialects import CHANGES, GENERATION
+from simindex.storage.dialects import CHANGES
 from simindex.storage.sql import Chunk, Held, Signatures, Sql, block_rows
 from simindex.storage.stored import Stored
 
@@ -137,7 +137,7 @@ class Store(Checks, Copying, Stored):
                 f"m AS (SELECT DISTINCT c.id FROM c WHERE {distance} <= %(query_k)s::int) "
                 f"SELECT f.id, f.key, f.fingerprint, {signature} "
                 f"FROM m JOIN {schema.FINGERPRINT_TABLE} f "
-                f"ON f.id = m.id UNION ALL SELECT -1, NULL, {GENERATION}, NULL"
+                f"ON f.id = m.id UNION ALL SELECT -1, NULL, {backend.dialect.generation}, NULL"
             )
         spans = layout.spans()
         # (shift, mask) of each lookup parameter, in the driver's order.
@@ -377,7 +377,7 @@ class Store(Checks, Copying, Stored):
         return Versions(int(row[0]), int(row[1]))
 
     def schema_version(self) -> int:
-        """The schema cookie or generation (see dialects.GENERATION), read on this
+        """The schema cookie or generation (see Dialect.generation), read on this
         thread's connection."""
         return int(self._read(self._generation, ())[0][0])
 
