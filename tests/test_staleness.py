@@ -316,3 +316,30 @@ def test_the_stored_snapshot_of_an_upgraded_index_is_not_trusted(db_path: Path) 
         cur.execute("UPDATE simindex_alembic_version SET version_num = '0004'")
     sql_delete(location)  # uncounted, as before revision 0005
     check_every_reader(location, target, None)  # (opening upgrades it)
+
+
+def test_triggers_dropped_by_hand_are_made_again_when_the_index_is_opened(
+    location: str,
+) -> None:
+    """Whoever drops the counting triggers (by hand, a restore that left them
+    out): the next SimIndex that opens the index for writing makes them
+    again and trusts nothing stored meanwhile; one opened read-only holds
+    nothing."""
+    target = build(location)
+    with SimIndex(location, hold=True) as held:
+        held.query(target, k=K)
+        assert held._store.stored_current()
+    with raw(location) as cur:
+        if locate(location).path is not None:
+            for name in ("simindex_count_inserts", "simindex_count_updates"):
+                cur.execute(f"DROP TRIGGER {name}")
+        else:
+            cur.execute("ALTER TABLE simindex_fingerprints DISABLE TRIGGER simindex_count_changes")
+    sql_delete(location)  # uncounted
+    if locate(location).path is not None:
+        with SimIndex(location, readonly=True, hold=True) as reader:
+            assert [m.key for m in reader.query(target ^ 0b101, k=K)] == ["target"]
+            assert reader._accel.snapshot is None  # nothing to tell it is current by
+    check_every_reader(location, target, None)  # (the first opens it for writing)
+    with SimIndex(location) as index, index._backend.reading() as conn:
+        assert index._backend.dialect.counting(conn)

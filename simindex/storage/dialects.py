@@ -49,6 +49,7 @@ _COUNT_SQL = (
     "ON CONFLICT (name) DO UPDATE "
     f"SET value = CAST(CAST({schema.META_TABLE}.value AS BIGINT) + 1 AS TEXT)"
 )
+COUNT_SQL = _COUNT_SQL  # one change more (a migration, or triggers made again)
 CHANGES = f"COALESCE({_CHANGES}, 0)"  # the changes counted, as a column
 CHANGES_SQL = f"SELECT {CHANGES}"
 # The triggers' names: one per kind of change (SQLite's run per row).
@@ -165,6 +166,10 @@ class Dialect:
         table (revision 0005; a rebuild makes them on its new table)."""
         raise NotImplementedError
 
+    def counting(self, conn: Connection) -> bool:
+        """Whether the triggers that count changes are there (and enabled)."""
+        raise NotImplementedError
+
     def counting_aside(self, conn: Connection) -> bool:
         """Inside a large write that counts itself (count_write): set the
         triggers aside until ``count_changes`` makes them again before it
@@ -251,6 +256,14 @@ class _Sqlite(Dialect):
                 f"CREATE TRIGGER IF NOT EXISTS {name} AFTER {change} ON {table} "
                 f"BEGIN {_COUNT_SQL.replace(f'{meta}.value', 'value')}; END"
             )
+
+    def counting(self, conn: Connection) -> bool:
+        names = ", ".join(f"'{name}'" for name in COUNT_TRIGGERS.values())
+        found = conn.exec_driver_sql(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' "
+            f"AND tbl_name = '{schema.FINGERPRINT_TABLE}' AND name IN ({names})"
+        ).scalar_one()
+        return int(found) == len(COUNT_TRIGGERS)
 
     def counting_aside(self, conn: Connection) -> bool:
         for name in COUNT_TRIGGERS.values():
@@ -377,6 +390,14 @@ class _Postgres(Dialect):
         mine = f", set_config('{COUNTED_SETTING}', 'on', true)" if counted else ""
         conn.exec_driver_sql(f"SELECT {lock}({_ADVISORY_KEY}){mine}")
         return None
+
+    def counting(self, conn: Connection) -> bool:
+        found = conn.exec_driver_sql(
+            "SELECT count(*) FROM pg_trigger WHERE tgrelid = "
+            f"to_regclass('{schema.FINGERPRINT_TABLE}') AND tgname = '{COUNT_FUNCTION}' "
+            "AND tgenabled <> 'D'"
+        ).scalar_one()
+        return int(found) == 1
 
     def count_changes(self, conn: Connection) -> None:
         conn.exec_driver_sql(_POSTGRES_COUNT_FUNCTION)

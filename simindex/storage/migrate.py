@@ -9,7 +9,7 @@ the same way. No schema is created outside a migration.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,6 +26,7 @@ from simindex.errors import (
 from simindex.fingerprint import BITS, FingerprintConfig
 from simindex.signature import DEFAULT_THRESHOLD, NAME, check_threshold
 from simindex.storage import schema
+from simindex.storage.dialects import COUNT_SQL, dialect_of
 from simindex.storage.location import Location
 
 if TYPE_CHECKING:
@@ -79,6 +80,9 @@ class Settings:
     distance: int | None = None
     threshold: float = DEFAULT_THRESHOLD
     revision: str = HEAD
+    # Whether the triggers of revision 0005 are there (not stored; False
+    # only for an index opened read-only whose triggers were dropped).
+    counting: bool = field(default=True, compare=False)
 
     def __post_init__(self) -> None:
         if self.distance is None:
@@ -99,7 +103,7 @@ class Settings:
         """Whether the database counts every change of the fingerprint table,
         whoever writes it (revision 0005's triggers): what a snapshot read
         from it (held or stored) is checked against."""
-        return self.revision >= COUNTED_FROM
+        return self.revision >= COUNTED_FROM and self.counting
 
     @property
     def stores_snapshots(self) -> bool:
@@ -214,6 +218,16 @@ def write_settings(conn: Connection, settings: Settings) -> None:
     conn.execute(meta.insert(), [{"name": n, "value": v} for n, v in settings.rows().items()])
 
 
+def count_again(conn: Connection) -> None:
+    """Make the triggers that count changes again where they are missing
+    (dropped by hand, or a restore that left them out): what was stored
+    while nothing counted is not trusted (the stored snapshot is emptied,
+    the count moved on)."""
+    dialect_of(conn).count_changes(conn)
+    conn.exec_driver_sql(f"DELETE FROM {schema.SNAPSHOT_TABLE}")
+    conn.exec_driver_sql(COUNT_SQL)
+
+
 def open_settings(
     backend: Backend,
     new: Settings,
@@ -233,7 +247,8 @@ def open_settings(
     backend.ensure_schema(create=may_create)
     with backend.reading() as conn:
         found = read_settings(conn, where)
-    if found is None or (found[1] != HEAD and not backend.readonly):
+        counting = found is None or found[1] != HEAD or backend.dialect.counting(conn)
+    if found is None or (not backend.readonly and (found[1] != HEAD or not counting)):
         with backend.writing(alone=True) as conn:
             found = read_settings(conn, where)  # again, under the lock
             if found is None:
@@ -245,7 +260,10 @@ def open_settings(
                 upgrade(conn, found[0].layout)
                 found = read_settings(conn, where)
                 assert found is not None
-    settings = found[0]
+            if not backend.dialect.counting(conn):
+                count_again(conn)
+        counting = True
+    settings = found[0] if counting else replace(found[0], counting=False)
     if k is not None and k != settings.k:
         raise ConfigMismatchError(
             f"{where} was built for k={settings.k}, not k={k}: open it without k "
