@@ -5,14 +5,16 @@ importing simindex.cli takes a few tenths of a second (typer, SQLAlchemy,
 numpy), and a Ctrl-C meanwhile would otherwise print a traceback from deep
 inside an import. Every interrupt ends in one line on stderr and exit code
 130. (Before this module runs, in the ~15 ms Python and the installed
-script take to start, an interrupt is Python's own.)
+script take to start, an interrupt is Python's own.) SIGTERM and SIGHUP are
+treated as Ctrl-C from here on (simindex.signals): one line, and exit code
+143 or 129.
 """
 
 from __future__ import annotations
 
-import contextlib
-import signal
 import sys
+
+from simindex import signals
 
 EXIT_INTERRUPTED = 130
 
@@ -28,7 +30,8 @@ def _raise_again(unraisable: sys.UnraisableHookArgs) -> None:
         import _thread
         import threading
 
-        again = threading.Timer(0.005, _thread.interrupt_main)
+        signum = signals.signal_number(unraisable.exc_value)
+        again = threading.Timer(0.005, _thread.interrupt_main, (signum,))
         again.daemon = True  # a command that has finished meanwhile just exits
         again.start()
     else:
@@ -37,17 +40,17 @@ def _raise_again(unraisable: sys.UnraisableHookArgs) -> None:
 
 def main() -> None:
     sys.unraisablehook = _raise_again
+    signals.stop_on_signals()
     try:
         from simindex.cli import main as run
 
         run()
-    except KeyboardInterrupt:
-        # A second Ctrl-C while this one is reported stops the process at once.
-        with contextlib.suppress(ValueError):  # not the main thread: leave it alone
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
-        sys.stderr.write("Interrupted.\n")
+    except KeyboardInterrupt as exc:
+        # A second Ctrl-C (SIGTERM, SIGHUP) while this one is reported stops the process at once.
+        signals.stop_at_once()
+        sys.stderr.write(f"{signals.interrupted_by(exc)}.\n")
         sys.stderr.flush()
-        sys.exit(EXIT_INTERRUPTED)
+        sys.exit(signals.exit_code(exc))
 
 
 if __name__ == "__main__":
