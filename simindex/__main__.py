@@ -12,6 +12,9 @@ treated as Ctrl-C from here on (simindex.signals): one line, and exit code
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import os
 import sys
 
 from simindex import signals
@@ -38,19 +41,47 @@ def _raise_again(unraisable: sys.UnraisableHookArgs) -> None:
         sys.__unraisablehook__(unraisable)
 
 
+_ending: dict[str, object] = {"code": None}  # the exit code main is ending with
+_INTERRUPTED = {signals.EXIT_BASE + signum for signum in signals.HELD}  # 130, 143, 129
+
+
+def _keep_exit_code() -> None:
+    """Run last as the interpreter ends (atexit runs it last: main registers
+    it first). A KeyboardInterrupt that passes through C code running Python
+    source (PyRun_String, which some extension modules' imports call) marks
+    the interpreter as ended by Ctrl-C even when the command catches it, and
+    once finalized Python kills the process with SIGINT, whatever exit code
+    the command chose: a Ctrl-C while the command's modules loaded ended
+    about 1 run in 10 that way ("Interrupted.", then -2, not 130). So a
+    command that was interrupted, its clean-up done (the index closed, files
+    removed, worker processes ended, other exit functions run), ends here
+    with its own code, once its output is flushed."""
+    code = _ending["code"]
+    if isinstance(code, int) and code in _INTERRUPTED:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+
+
 def main() -> None:
+    atexit.register(_keep_exit_code)
     sys.unraisablehook = _raise_again
     signals.stop_on_signals()
     try:
-        from simindex.cli import main as run
+        try:
+            from simindex.cli import main as run
 
-        run()
-    except KeyboardInterrupt as exc:
-        # A second Ctrl-C (SIGTERM, SIGHUP) while this one is reported stops the process at once.
-        signals.stop_at_once()
-        sys.stderr.write(f"{signals.interrupted_by(exc)}.\n")
-        sys.stderr.flush()
-        sys.exit(signals.exit_code(exc))
+            run()
+        except KeyboardInterrupt as exc:
+            # Another Ctrl-C (SIGTERM, SIGHUP) while this one is reported stops it at once.
+            signals.stop_at_once()
+            sys.stderr.write(f"{signals.interrupted_by(exc)}.\n")
+            sys.stderr.flush()
+            sys.exit(signals.exit_code(exc))
+    except SystemExit as done:
+        _ending["code"] = done.code
+        raise
 
 
 if __name__ == "__main__":

@@ -279,6 +279,37 @@ def test_an_interrupt_while_a_worker_starts_waits_for_it(
             child.kill()
 
 
+# Python marks the interpreter as ended by Ctrl-C when a KeyboardInterrupt
+# passes through C code that runs Python source (PyRun_String; some extension
+# modules' imports do), even if it is caught later; run as `python -m`, it
+# then kills itself with SIGINT at exit, whatever code the command chose.
+_THROUGH_PYRUN = """
+import ctypes, sys
+import simindex.cli
+from simindex.__main__ import main
+run_string = ctypes.pythonapi.PyRun_String
+run_string.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.py_object, ctypes.py_object]
+run_string.restype = ctypes.py_object
+def interrupted_in_c(argv=None):
+    run_string(b"raise KeyboardInterrupt", 257, {}, {})  # 257: Py_file_input
+simindex.cli.main = interrupted_in_c
+main()
+"""
+
+
+def test_ctrl_c_through_c_code_still_exits_130(tmp_path: Path) -> None:
+    """About 1 Ctrl-C in 10 while the command's modules loaded said
+    "Interrupted." and then ended by SIGINT (-2), not with exit code 130."""
+    (tmp_path / "through_c").mkdir()
+    (tmp_path / "through_c" / "__init__.py").write_text("")
+    (tmp_path / "through_c" / "__main__.py").write_text(_THROUGH_PYRUN)
+    env = _env() | {"PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    done = subprocess.run(
+        [sys.executable, "-m", "through_c"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert (done.returncode, done.stderr) == (130, "Interrupted.\n")
+
+
 # --- 6. SIGTERM and SIGHUP are Ctrl-C ---------------------------------------------------
 
 
