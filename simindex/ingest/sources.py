@@ -39,9 +39,9 @@ class UnreadableFileError(SourceError):
     """A file cannot be read as text: it cannot be opened or read (a broken
     symbolic link, a loop, no permission, gzip data that is not or is
     damaged), it holds NUL bytes (binary; checked in folders), or it is not
-    valid UTF-8. ``path`` names it (as in messages), ``reason`` says why in a
-    few words ("binary", "not valid UTF-8 at line 3"). Met in a folder, read_docs can
-    skip such a file instead (``on_unreadable``)."""
+    valid UTF-8. ``path`` names it (as in messages), ``reason`` says why in
+    a few words ("binary", "not valid UTF-8 at line 3"). Met in a folder,
+    read_docs can skip such a file instead (``on_unreadable``)."""
 
     def __init__(self, message: str, path: str, reason: str) -> None:
         super().__init__(message)
@@ -293,9 +293,10 @@ class _Walk:
     folder's parent, with '/' ("parent"), or the path that opens it ("path").
     Symbolic links to files are read; links to folders are not followed (no
     loops); a broken link or a link loop is listed, for reading it to fail
-    (and be skipped or reported). Memory: one folder listing a level. The files to skip are looked
-    at again for each folder listed (an index's -wal appears when it is
-    opened), and a file is compared with them only when there are some.
+    (and be skipped or reported). Memory: one folder listing a level. The
+    files to skip are looked at again for each folder listed (an index's
+    -wal appears when it is opened), and a file is compared with them only
+    when there are some.
     """
 
     def __init__(self, keys: str, skip: list[str], on_skip: Callable[[str], None] | None) -> None:
