@@ -5,14 +5,19 @@ importing simindex.cli takes a few tenths of a second (typer, SQLAlchemy,
 numpy), and a Ctrl-C meanwhile would otherwise print a traceback from deep
 inside an import. Every interrupt ends in one line on stderr and exit code
 130. (Before this module runs, in the ~15 ms Python and the installed
-script take to start, an interrupt is Python's own.)
+script take to start, an interrupt is Python's own.) SIGTERM and SIGHUP are
+treated as Ctrl-C from here on (simindex.signals): one line, and exit code
+143 or 129.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
-import signal
+import os
 import sys
+
+from simindex import signals
 
 EXIT_INTERRUPTED = 130
 
@@ -28,26 +33,55 @@ def _raise_again(unraisable: sys.UnraisableHookArgs) -> None:
         import _thread
         import threading
 
-        again = threading.Timer(0.005, _thread.interrupt_main)
+        signum = signals.signal_number(unraisable.exc_value)
+        again = threading.Timer(0.005, _thread.interrupt_main, (signum,))
         again.daemon = True  # a command that has finished meanwhile just exits
         again.start()
     else:
         sys.__unraisablehook__(unraisable)
 
 
-def main() -> None:
-    sys.unraisablehook = _raise_again
-    try:
-        from simindex.cli import main as run
+_ending: dict[str, object] = {"code": None}  # the exit code main is ending with
+_INTERRUPTED = {signals.EXIT_BASE + signum for signum in signals.HELD}  # 130, 143, 129
 
-        run()
-    except KeyboardInterrupt:
-        # A second Ctrl-C while this one is reported stops the process at once.
-        with contextlib.suppress(ValueError):  # not the main thread: leave it alone
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
-        sys.stderr.write("Interrupted.\n")
-        sys.stderr.flush()
-        sys.exit(EXIT_INTERRUPTED)
+
+def _keep_exit_code() -> None:
+    """Run last as the interpreter ends (atexit runs it last: main registers
+    it first). A KeyboardInterrupt that passes through C code running Python
+    source (PyRun_String, which some extension modules' imports call) marks
+    the interpreter as ended by Ctrl-C even when the command catches it, and
+    once finalized Python kills the process with SIGINT, whatever exit code
+    the command chose: a Ctrl-C while the command's modules loaded ended
+    about 1 run in 10 that way ("Interrupted.", then -2, not 130). So a
+    command that was interrupted, its clean-up done (the index closed, files
+    removed, worker processes ended, other exit functions run), ends here
+    with its own code, once its output is flushed."""
+    code = _ending["code"]
+    if isinstance(code, int) and code in _INTERRUPTED:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+
+
+def main() -> None:
+    atexit.register(_keep_exit_code)
+    sys.unraisablehook = _raise_again
+    signals.stop_on_signals()
+    try:
+        try:
+            from simindex.cli import main as run
+
+            run()
+        except KeyboardInterrupt as exc:
+            # Another Ctrl-C (SIGTERM, SIGHUP) while this one is reported stops it at once.
+            signals.stop_at_once()
+            sys.stderr.write(f"{signals.interrupted_by(exc)}.\n")
+            sys.stderr.flush()
+            sys.exit(signals.exit_code(exc))
+    except SystemExit as done:
+        _ending["code"] = done.code
+        raise
 
 
 if __name__ == "__main__":

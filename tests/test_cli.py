@@ -361,7 +361,13 @@ def test_add_jsonl_from_stdin(tmp_path: Path) -> None:
 
 def test_add_json_output(ix: Path) -> None:
     out = ok_json("add", ix, "--text", T3, "--key", "three")
-    assert out == {"index": str(ix), "added": 1, "skipped": [], "count": 3}
+    assert out == {
+        "index": str(ix),
+        "added": 1,
+        "skipped": [],
+        "count": 3,
+        "skipped_files": {"count": 0, "first": []},
+    }
 
 
 def test_add_plain_output_counts(ix: Path, tmp_path: Path) -> None:

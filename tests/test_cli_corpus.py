@@ -153,6 +153,7 @@ def test_dedup_a_corpus_from_stdin_to_stdout(tmp_path: Path) -> None:
         "no_words": 1,
         "k": DEFAULT_K,
         "threshold": DEFAULT_THRESHOLD,
+        "skipped_files": {"count": 0, "first": []},
     }
 
 

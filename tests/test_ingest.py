@@ -7,6 +7,7 @@ workers of the one test with Chinese text).
 
 from __future__ import annotations
 
+import gzip
 import io
 import itertools
 import multiprocessing
@@ -29,6 +30,7 @@ from simindex import (
 from simindex.ingest import (
     Doc,
     SourceError,
+    UnreadableFileError,
     check_paths,
     fingerprint_docs,
     read_docs,
@@ -268,6 +270,106 @@ def test_bad_arguments() -> None:
         read_docs("a.txt")  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="standard input needs a key"):
         read_docs(["-"])
+
+
+def test_a_symbolic_link_that_goes_nowhere_says_so() -> None:
+    os.symlink("loop", "loop")
+    os.symlink("gone.txt", "dangling")
+    with pytest.raises(SourceError, match="^loop is a symbolic link loop$"):
+        check_paths(["loop"])
+    with pytest.raises(SourceError, match=r"^dangling is a broken symbolic link \(to gone\.txt"):
+        read_docs(["dangling"])
+
+
+# --- gzip ----------------------------------------------------------------------------
+
+
+def test_gzip_files_are_read_as_the_text_they_hold() -> None:
+    write(Path("notes.txt.gz"), gzip.compress(b"a note, compressed\n"))
+    write(Path("d.jsonl.gz"), gzip.compress(b'{"id": "j", "text": "from jsonl.gz"}\n'))
+    write(Path("f/NEWS.Debian.GZ"), gzip.compress(b"news of the package\n"))
+    docs = docs_of(["notes.txt.gz", "d.jsonl.gz", "f"])
+    # keyed by their names, .gz kept; the format is the name's without it
+    assert [(d.key, d.text) for d in docs] == [
+        ("notes.txt.gz", "a note, compressed\n"),
+        ("j", "from jsonl.gz"),
+        ("f/NEWS.Debian.GZ", "news of the package\n"),
+    ]
+    # sizes are of the text, as source_size counts them (gzip's record of it)
+    assert sum(d.size for d in docs) == source_size(["notes.txt.gz", "d.jsonl.gz", "f"])
+    lines = docs_of(["d.jsonl.gz"], fmt="lines")
+    assert [d.key for d in lines] == ["d.jsonl.gz:1"]
+
+
+def test_a_gz_file_that_is_not_gzip_data_is_an_error_naming_it() -> None:
+    write(Path("plain.gz"), "not compressed at all\n")
+    write(Path("cut.gz"), gzip.compress(b"some text " * 100)[:-20])
+    with pytest.raises(UnreadableFileError, match=r"^plain\.gz is not gzip data") as caught:
+        docs_of(["plain.gz"])
+    assert (caught.value.path, caught.value.reason) == ("plain.gz", "not gzip data")
+    with pytest.raises(UnreadableFileError, match=r"^cut\.gz holds damaged gzip data"):
+        docs_of(["cut.gz"])
+    with pytest.raises(UnreadableFileError, match=r"^plain\.gz is not gzip data"):
+        docs_of(["plain.gz"], fmt="lines")
+
+
+# --- files in folders that are not text ---------------------------------------------
+
+
+def not_text_folder() -> list[tuple[str, str]]:
+    """A folder of good files and files that are not text; what read_docs
+    reports for the latter, in order."""
+    write(Path("c/a.txt"), "a good file")
+    write(Path("c/b.bin"), b"GIF89a\x00\x01\x02")
+    write(Path("c/c.gz"), "not gzip data")
+    write(Path("c/d.txt"), "the second good file")
+    write(Path("c/e.txt"), b"caf\xe9 in Latin-1\n")
+    os.symlink("nowhere", "c/f-broken")
+    os.symlink("g-loop", "c/g-loop")
+    write(Path("c/h.txt"), b"\xff\xfeu\x00t\x00f\x00")  # UTF-16
+    write(Path("c/z.txt"), "the last good file")
+    return [
+        ("c/b.bin", "binary"),
+        ("c/c.gz", "not gzip data"),
+        ("c/e.txt", "not valid UTF-8 at line 1"),
+        ("c/f-broken", "a broken symbolic link"),
+        ("c/g-loop", "a symbolic link loop"),
+        ("c/h.txt", "binary"),
+    ]
+
+
+def test_files_in_a_folder_that_are_not_text_are_skipped_and_told() -> None:
+    expected = not_text_folder()
+    told: list[tuple[str, str]] = []
+    docs = docs_of(["c"], on_unreadable=lambda path, why: told.append((path, why)))
+    assert [d.key for d in docs] == ["c/a.txt", "c/d.txt", "c/z.txt"]
+    assert told == expected
+
+
+def test_without_on_unreadable_the_first_is_an_error() -> None:
+    not_text_folder()
+    with pytest.raises(UnreadableFileError, match=r"^c/b\.bin is binary \(it holds NUL bytes\)"):
+        docs_of(["c"])
+
+
+def test_a_file_given_by_name_is_read_whatever_bytes_it_holds() -> None:
+    write(Path("nul.txt"), "words\x00between nul bytes")
+    assert docs_of(["nul.txt"])[0].text == "words\x00between nul bytes"
+    write(Path("c/nul.txt"), "words\x00between nul bytes")
+    assert docs_of(["c"], on_unreadable=lambda *_: None) == []
+
+
+def test_in_a_line_format_a_folder_file_is_judged_by_its_head() -> None:
+    write(Path("s/1.jsonl"), '{"id": "a", "text": "x"}\n')
+    write(Path("s/2.jsonl"), b"\x89PNG\r\n\x1a\n\x00\x00")
+    write(Path("s/3.jsonl"), b'{"id": "b", "text": "y"}\n' * 1000 + b"\xff\n")
+    told: list[tuple[str, str]] = []
+    stream = read_docs(["s"], fmt="jsonl", on_unreadable=lambda p, why: told.append((p, why)))
+    assert [next(stream).key for _ in range(2)] == ["a", "b"]
+    assert told == [("s/2.jsonl", "binary")]
+    # past its head, a file already partly read is an error, not skipped
+    with pytest.raises(UnreadableFileError, match=r"^s/3\.jsonl line 1001 is not valid UTF-8"):
+        list(stream)
 
 
 # --- standard input ----------------------------------------------------------------

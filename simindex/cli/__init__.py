@@ -2,7 +2,8 @@
 
 Data goes to stdout, progress and errors to stderr. Exit codes: 0 success;
 1 ``query`` found nothing (like grep) or ``check`` found a problem; 2 an
-error (one line ``Error: ...``); 130 interrupted (Ctrl-C; one line too).
+error (one line ``Error: ...``); 130 interrupted (Ctrl-C; one line too),
+143 and 129 the same for SIGTERM and SIGHUP.
 
 The package, one module a concern; each depends only on those above it::
 
@@ -27,6 +28,7 @@ import typer
 
 # The names imported "as" themselves (and _parse_fingerprint) are re-exported:
 # the tests import them from here, as when the CLI was one module.
+from simindex import signals
 from simindex.cli import dedup_command, index_commands, restore_command, tools
 from simindex.cli.errors import (
     EXIT_ERROR,
@@ -88,9 +90,9 @@ def main(argv: list[str] | None = None) -> None:
     command = typer.main.get_command(app)
     try:
         code = command.main(args=argv, prog_name="simindex", standalone_mode=False)
-    except KeyboardInterrupt:
-        interrupted()
-        sys.exit(EXIT_INTERRUPTED)
+    except KeyboardInterrupt as exc:
+        interrupted(exc)
+        sys.exit(signals.exit_code(exc))
     except Exception as exc:
         message = getattr(exc, "format_message", None)
         if not callable(message) or not isinstance(getattr(exc, "exit_code", None), int):
@@ -104,8 +106,11 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_ERROR)
     if code == EXIT_INTERRUPTED and not told_interrupted():
         # typer turns a Ctrl-C outside the command's own code (parsing the
-        # arguments, entering or leaving its context) into exit 130, silently.
-        interrupted()
+        # arguments, entering or leaving its context) into exit 130, silently,
+        # and a SIGTERM or SIGHUP too (a KeyboardInterrupt as well).
+        stopped = signals.last_stopped()
+        interrupted(stopped)
+        code = EXIT_INTERRUPTED if stopped is None else signals.exit_code(stopped)
     sys.exit(code if isinstance(code, int) else EXIT_OK)
 
 

@@ -22,7 +22,7 @@ import typer
 from simindex import ingest
 from simindex.blocks import DEFAULT_K
 from simindex.cli.errors import UserError, reported
-from simindex.cli.files import Skipped, check_outputs, is_sqlite, written_together
+from simindex.cli.files import NotText, Skipped, check_outputs, is_sqlite, written_together
 from simindex.cli.options import (
     KEYS_HELP,
     CjkOpt,
@@ -32,6 +32,7 @@ from simindex.cli.options import (
     NgramOpt,
     QuietOpt,
     StopOpt,
+    StrictOpt,
     TextFieldOpt,
     WeightingOpt,
     WorkersOpt,
@@ -89,6 +90,7 @@ def dedup(
     fmt: FormatOpt = "auto",
     key_field: KeyFieldOpt = "id",
     text_field: TextFieldOpt = "text",
+    strict: StrictOpt = False,
     workers: WorkersOpt = None,
     ngram: NgramOpt = None,
     weighting: WeightingOpt = None,
@@ -140,6 +142,7 @@ def dedup(
             config_from(ngram, weighting, keep_stopwords, cjk),
             quiet,
             as_json,
+            strict,
         )
         return
     if report is not None:
@@ -188,6 +191,7 @@ def _dedup_corpus(
     config: FingerprintConfig | None,
     quiet: bool,
     as_json: bool,
+    strict: bool,
 ) -> None:
     """Stream a corpus; keep each document unless it is near an earlier kept one.
 
@@ -206,6 +210,7 @@ def _dedup_corpus(
             )
     own = check_outputs([("--out", out), ("--report", report)], sources)
     own_skipped = Skipped("this command's own output files")
+    not_text = NotText()
     docs = ingest.read_docs(
         sources,
         fmt=fmt,
@@ -214,6 +219,7 @@ def _dedup_corpus(
         folder_keys="path",
         skip=own,
         on_skip=own_skipped,
+        on_unreadable=None if strict else not_text,
     )
     total = ingest.source_size(sources, skip=own) or None
     with written_together() as outputs:
@@ -237,9 +243,14 @@ def _dedup_corpus(
                     elif dropped is not None:
                         dropped.write(json_line(_why_dropped(decision)))
     own_skipped.tell()
+    not_text.tell()
     counts = run.counts
     if as_json:
-        summary = asdict(counts) | {"k": run.k, "threshold": run.threshold}
+        summary = asdict(counts) | {
+            "k": run.k,
+            "threshold": run.threshold,
+            "skipped_files": not_text.as_json(),
+        }
         typer.echo(json.dumps(summary), err=out == "-")
     else:
         typer.echo(

@@ -1,10 +1,12 @@
 """How a command ends: exit codes, a mistake as one line ``Error: ...``, Ctrl-C as one line.
 
 Exit codes: 0 success; 1 ``query`` found nothing (like grep) or ``check``
-found a problem; 2 an error; 130 interrupted. Every command is wrapped in
-``reported``, which turns the errors a user can cause (``UserError``, the
-library's ``SimIndexError``, undecodable input, a file that cannot be read or
-written) into that one line; anything else is a bug and shown in full.
+found a problem; 2 an error; 130 interrupted (143 by SIGTERM, 129 by
+SIGHUP, which simindex.signals turns into a KeyboardInterrupt as Ctrl-C
+is). Every command is wrapped in ``reported``, which turns the errors a
+user can cause (``UserError``, the library's ``SimIndexError``, undecodable
+input, a file that cannot be read or written) into that one line; anything
+else is a bug and shown in full.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any, NoReturn, TypeVar
 
 import typer
 
+from simindex import signals
 from simindex.cli.output import escaped
 from simindex.errors import SimIndexError
 
@@ -67,9 +70,9 @@ def reported(func: F) -> F:
         except OSError as exc:
             where = f" {exc.filename}" if exc.filename else ""
             fail(f"cannot read or write{where}: {exc.strerror or exc}")
-        except KeyboardInterrupt:
-            interrupted("Interrupted; nothing of the unfinished transaction was kept.")
-            raise typer.Exit(EXIT_INTERRUPTED) from None
+        except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP
+            interrupted(exc, "nothing of the unfinished transaction was kept")
+            raise typer.Exit(signals.exit_code(exc)) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -77,15 +80,18 @@ def reported(func: F) -> F:
 _told = {"interrupted": False}  # whether this run has said it was interrupted
 
 
-def interrupted(message: str = "Interrupted.") -> None:
-    """Say on stderr that the command was interrupted (once a run, see main)."""
-    typer.echo(message, err=True)
+def interrupted(exc: KeyboardInterrupt | None = None, detail: str = "") -> None:
+    """Say on stderr, in one line, that the command was interrupted, and by
+    what if not by Ctrl-C (once a run, see main)."""
+    said = "Interrupted" if exc is None else signals.interrupted_by(exc)
+    typer.echo(f"{said}; {detail}." if detail else f"{said}.", err=True)
     _told["interrupted"] = True
 
 
 def start_run() -> None:
     """Forget what an earlier run in this process said (main calls it first)."""
     _told["interrupted"] = False
+    signals.forget_stopped()
 
 
 def told_interrupted() -> bool:

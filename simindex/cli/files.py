@@ -189,6 +189,41 @@ class Skipped:
             typer.echo(f"Note: skipped {self.what} found in the folders given: {shown}", err=True)
 
 
+class NotText:
+    """Files met in folders that cannot be read as text, skipped (read_docs'
+    on_unreadable): counted, the first few kept, told once on stderr at the
+    end and given in --json output."""
+
+    FIRST = 5  # files named, with their reasons
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first: list[tuple[str, str]] = []
+
+    def __call__(self, path: str, reason: str) -> None:
+        self.count += 1
+        if len(self.first) < self.FIRST:
+            self.first.append((path, reason))
+
+    def tell(self) -> None:
+        if not self.count:
+            return
+        shown = ", ".join(f"{escaped(p, backslash=False)} ({why})" for p, why in self.first)
+        more = f", and {self.count - len(self.first)} more" if self.count > len(self.first) else ""
+        files = "file" if self.count == 1 else "files"
+        typer.echo(
+            f"Note: skipped {self.count} {files} found in the folders given that cannot be "
+            f"read as text: {shown}{more} (--strict makes them errors)",
+            err=True,
+        )
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "count": self.count,
+            "first": [{"file": path, "reason": why} for path, why in self.first],
+        }
+
+
 # --- writing ------------------------------------------------------------------------
 
 

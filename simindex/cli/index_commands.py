@@ -23,7 +23,7 @@ import typer
 from simindex import ingest
 from simindex.blocks import probe_radius
 from simindex.cli.errors import EXIT_NOT_FOUND, EXIT_OK, UserError, reported
-from simindex.cli.files import Skipped, check_sources
+from simindex.cli.files import NotText, Skipped, check_sources
 from simindex.cli.options import (
     KEYS_HELP,
     BlocksOpt,
@@ -37,6 +37,7 @@ from simindex.cli.options import (
     NgramOpt,
     QuietOpt,
     StopOpt,
+    StrictOpt,
     TextFieldOpt,
     ThresholdOpt,
     WeightingOpt,
@@ -90,9 +91,10 @@ def _fingerprinted(
         elif skip_empty:
             skipped.append(doc.key)
         else:
+            named = doc.where if doc.where == doc.key else f"{doc.where} ({doc.key})"
             raise UserError(
-                f"{doc.where} ({doc.key}) has no words to fingerprint; the index was left "
-                f"as it was (--skip-empty skips such documents)"
+                f"{named} has no words to fingerprint; the index was left as it was "
+                f"(--skip-empty skips such documents)"
             )
 
 
@@ -171,6 +173,7 @@ def add(
         bool,
         typer.Option("--skip-existing", help="Leave keys that are already stored as they are."),
     ] = False,
+    strict: StrictOpt = False,
     workers: WorkersOpt = None,
     k: KOpt = None,
     blocks: BlocksOpt = None,
@@ -204,6 +207,7 @@ def add(
     # Check the sources before the index is created or locked.
     own = check_sources(index, paths)
     own_skipped = Skipped("the index's own files")
+    not_text = NotText()
     docs: list[Iterable[ingest.Doc]] = []
     if text is not None:
         assert key is not None
@@ -220,6 +224,7 @@ def add(
                 folder_keys="path",
                 skip=own,
                 on_skip=own_skipped,
+                on_unreadable=None if strict else not_text,
             )
         )
     total = ingest.source_size(paths, skip=own) or None
@@ -248,8 +253,17 @@ def add(
                 leftover.unlink(missing_ok=True)
         raise
     own_skipped.tell()
+    not_text.tell()
     if as_json:
-        emit_json({"index": location, "added": added, "skipped": skipped, "count": count})
+        emit_json(
+            {
+                "index": location,
+                "added": added,
+                "skipped": skipped,
+                "count": count,
+                "skipped_files": not_text.as_json(),
+            }
+        )
     else:
         typer.echo(
             f"added {added} document{'s' * (added != 1)} to {location} ({count} in all)"
@@ -397,7 +411,10 @@ def _query_batch(
             record = ingest.json_object(line, where)
             if "fingerprint" in record:
                 value = record["fingerprint"]
-                query = parse_fingerprint(value) if isinstance(value, str) else value
+                try:
+                    query = parse_fingerprint(value) if isinstance(value, str) else value
+                except UserError as exc:
+                    raise UserError(f"{where}: {exc}") from None
                 if type(query) is not int or not 0 <= query < 1 << 64:
                     raise UserError(f"{where}: fingerprint must be in [0, 2**64), not {value!r}")
             elif isinstance(text := record.get(text_field), str):
@@ -479,6 +496,7 @@ def rebuild(
     skip_empty: Annotated[
         bool, typer.Option("--skip-empty", help="Leave out documents with no words.")
     ] = False,
+    strict: StrictOpt = False,
     workers: WorkersOpt = None,
     quiet: QuietOpt = False,
     as_json: JsonOpt = False,
@@ -498,6 +516,7 @@ def rebuild(
     paths = list(sources or [])
     own = check_sources(index, paths)
     own_skipped = Skipped("the index's own files")
+    not_text = NotText()
     docs = (
         ingest.read_docs(
             paths,
@@ -507,6 +526,7 @@ def rebuild(
             folder_keys="path",
             skip=own,
             on_skip=own_skipped,
+            on_unreadable=None if strict else not_text,
         )
         if paths
         else None
@@ -534,8 +554,10 @@ def rebuild(
             "threshold": ix.threshold,
             "blocks": list(ix.layout.widths),
             "fingerprint": json.loads(ix.config.to_json()),
+            "skipped_files": not_text.as_json(),
         }
     own_skipped.tell()
+    not_text.tell()
     if as_json:
         emit_json(summary)
     else:

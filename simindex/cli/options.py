@@ -87,7 +87,8 @@ CjkOpt = Annotated[
 KEYS_HELP = (
     "A file given by name is one document keyed by its path as given; a file found in a "
     "folder by the path that opens it: the folder as given, then its path inside it "
-    "(docs -> docs/a/b.txt, /srv/docs/ -> /srv/docs/a/b.txt). Hidden files are skipped."
+    "(docs -> docs/a/b.txt, /srv/docs/ -> /srv/docs/a/b.txt). Hidden files are skipped. "
+    "A .gz file is read as the text it holds (keyed by its name, .gz included)."
 )
 FormatOpt = Annotated[
     str,
@@ -115,6 +116,15 @@ WorkersOpt = Annotated[
     ),
 ]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+StrictOpt = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        help="A file in a folder that cannot be read as text (unreadable, binary, not "
+        "UTF-8, a broken link) is an error. By default it is skipped, counted and the first "
+        "few named on stderr.",
+    ),
+]
 
 
 # --- what the options and arguments become ------------------------------------------
@@ -176,7 +186,7 @@ def read_text_file(path: str) -> str:
     else:
         p = Path(path)
         if not p.exists():
-            raise UserError(f"no such file: {path}")
+            raise UserError(ingest.missing(path)[0])
         if p.is_dir():
             raise UserError(f"{path} is a folder, not a file")
         data = p.read_bytes()

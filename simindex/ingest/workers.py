@@ -26,6 +26,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import threading
 import traceback
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -34,6 +35,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from simindex.errors import EmptyTextError, InvalidArgumentError
 from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig
 from simindex.ingest.sources import Doc
+from simindex.signals import starting_processes
 from simindex.signature import fingerprint_and_signature
 
 _MAX_CHUNK_CHARS = 1 << 20  # a chunk also ends at this many characters: big documents
@@ -111,8 +113,27 @@ def _init_worker(config: FingerprintConfig) -> None:
     global _worker_config
     # Ctrl-C reaches the whole process group: the parent handles it and stops
     # the pool; a worker interrupted mid-chunk would only print a traceback.
+    # (Started by _parallel, a worker has SIGINT blocked from its first
+    # instruction; this covers a fork server someone else started.)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _worker_config = config
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(
+            target=_end_with, args=(parent,), name="end-with-parent", daemon=True
+        ).start()
+
+
+def _end_with(parent: multiprocessing.process.BaseProcess) -> None:
+    """In a worker: wait for the parent process to end, however it ends
+    (SIGKILL too, which runs none of its clean-up), then end this process at
+    once. The parent's end is seen as the end of a pipe only the parent
+    holds (multiprocessing's parent sentinel), without polling. A worker that
+    outlived its parent would wait for work forever, and keep the fork
+    server and the resource tracker alive with it (they end when the last
+    process that holds their pipes does)."""
+    parent.join()
+    os._exit(1)
 
 
 def _fingerprint_chunk(texts: list[str]) -> _Result:
@@ -151,6 +172,17 @@ def _context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("forkserver")
 
 
+def _start_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker now, if it is not running
+    (POSIX). Starting it unblocks SIGINT in the thread that starts it: it
+    must not start in the middle of starting_processes' block, between the
+    block's start and the fork server's."""
+    if os.name == "posix":
+        from multiprocessing import resource_tracker
+
+        resource_tracker.ensure_running()
+
+
 def _parallel(
     source: Iterator[Doc], config: FingerprintConfig, workers: int, chunk_size: int
 ) -> Iterator[tuple[Doc, int | None, bytes | None]]:
@@ -179,16 +211,21 @@ def _parallel(
             raise failure[0]
         return
 
-    executor = ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=_context(),
-        initializer=_init_worker,
-        initargs=(config,),
-    )
+    with starting_processes():
+        _start_resource_tracker()
+        executor = ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=_context(),
+            initializer=_init_worker,
+            initargs=(config,),
+        )
     pending: deque[tuple[list[Doc], Future[_Result]]] = deque()
 
     def submit(chunk: list[Doc]) -> None:
-        pending.append((chunk, executor.submit(_fingerprint_chunk, [d.text for d in chunk])))
+        texts = [d.text for d in chunk]
+        with starting_processes():  # a submit may start a worker (the first, the fork server)
+            future = executor.submit(_fingerprint_chunk, texts)
+        pending.append((chunk, future))
 
     try:
         submit(first)

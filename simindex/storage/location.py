@@ -2,12 +2,15 @@
 
 ``locate`` resolves what a user gives (a path, ":memory:", an SQLAlchemy URL)
 without opening anything; ``check_file`` refuses, before SQLite touches it, a
-file that cannot be or hold an index; ``file_access`` says whether a file
-must be opened read-only, from what its file and folder allow.
+file that cannot be or hold an index, or cannot be made (its folder does not
+exist or cannot be written, a symbolic link loop), saying why;
+``file_access`` says whether a file must be opened read-only, from what its
+file and folder allow.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from dataclasses import dataclass
@@ -107,10 +110,18 @@ def check_file(where: Location, *, create: bool) -> None:
     if path.is_dir():
         raise InvalidArgumentError(f"{path} is a folder, not an index file")
     if not path.exists():
+        if _loops(path):
+            raise InvalidArgumentError(f"{path} is a symbolic link loop")
         if not create:
             raise NotAnIndexError(f"no index at {path}")
-        if not path.parent.is_dir():
-            raise InvalidArgumentError(f"cannot create {path}: folder {path.parent} does not exist")
+        if path.is_symlink():  # a link to a file to be made: SQLite makes it, where it says
+            return
+        folder = path.parent
+        if not folder.is_dir():
+            there = "is not a folder" if folder.exists() else "does not exist"
+            raise InvalidArgumentError(f"cannot create {path}: folder {folder} {there}")
+        if not os.access(folder, os.W_OK | os.X_OK):  # (SQLite: "unable to open database file")
+            raise StorageError(f"cannot create {path}: folder {folder} is not writable")
         return
     try:
         with path.open("rb") as f:
@@ -121,6 +132,15 @@ def check_file(where: Location, *, create: bool) -> None:
         raise NotAnIndexError(
             f"{path} is not a simindex index (not a SQLite database); left untouched"
         )
+
+
+def _loops(path: Path) -> bool:
+    """Whether a path is (or goes through) a symbolic link loop."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
 
 
 class FileAccess(NamedTuple):
