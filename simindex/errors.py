@@ -23,6 +23,10 @@ class NotAnIndexError(SimIndexError):
     """The file or database exists but is not a simindex index; it was left untouched."""
 
 
+class NoIndexError(NotAnIndexError):
+    """There is no index there at all (and it was not to be created)."""
+
+
 class IndexVersionError(SimIndexError):
     """The index was written by a newer simindex, or needs a migration first."""
 

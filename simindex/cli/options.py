@@ -18,7 +18,7 @@ import typer
 from simindex import ingest, storage
 from simindex.blocks import DEFAULT_K
 from simindex.cli.errors import UserError
-from simindex.errors import NotAnIndexError
+from simindex.errors import NoIndexError
 from simindex.fingerprint import DEFAULT_CONFIG, WEIGHTINGS, FingerprintConfig, prepare
 from simindex.index import SimIndex
 from simindex.signature import DEFAULT_THRESHOLD
@@ -171,11 +171,9 @@ def open_index(
             create=create,
             readonly=ro,
         )
-    except NotAnIndexError as exc:
-        if str(exc).startswith("no index at"):
-            shown = storage.locate(location)  # the URL with its password hidden
-            raise UserError(f"{exc} (create one with: simindex init {shown})") from exc
-        raise
+    except NoIndexError as exc:
+        shown = storage.locate(location)  # the URL with its password hidden
+        raise UserError(f"{exc} (create one with: simindex init {shown})") from exc
 
 
 def read_text_file(path: str) -> str:

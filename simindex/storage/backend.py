@@ -24,7 +24,7 @@ from typing import NamedTuple
 from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError, NoSuchModuleError, SQLAlchemyError
 
-from simindex.errors import DamagedIndexError, InvalidArgumentError, NotAnIndexError, StorageError
+from simindex.errors import DamagedIndexError, InvalidArgumentError, NoIndexError, StorageError
 from simindex.storage.dialects import (
     BUSY_TIMEOUT_S,
     WRITE_OPTION,
@@ -34,13 +34,39 @@ from simindex.storage.dialects import (
 )
 from simindex.storage.location import Location
 
-# SQLite's primary result codes for a file that is damaged or is no database.
+# SQLite's primary result codes: another connection holds the lock, the file
+# is read-only, the file is damaged or is no database.
+_SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY = 5, 6, 8
 _SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
+_PG_LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL's lock_timeout (SQLSTATE)
+
+
+def _sqlite_code(exc: BaseException) -> int | None:
+    """SQLite's primary result code of a driver error (Python 3.11+), else None."""
+    code = getattr(getattr(exc, "orig", None) or exc, "sqlite_errorcode", None)
+    return None if code is None else int(code) & 0xFF
 
 
 def _is_busy(exc: BaseException) -> bool:
-    text = str(getattr(exc, "orig", exc)).lower()
-    return "locked" in text or "busy" in text or "lock timeout" in text
+    """Whether the database said another writer holds the lock: by SQLite's
+    result code or PostgreSQL's SQLSTATE (the text only where Python 3.10's
+    sqlite3 gives no code)."""
+    orig = getattr(exc, "orig", None) or exc
+    state = getattr(orig, "sqlstate", None)
+    if state is not None:
+        return bool(state == _PG_LOCK_NOT_AVAILABLE)
+    code = _sqlite_code(exc)
+    if code is not None:
+        return code in (_SQLITE_BUSY, _SQLITE_LOCKED)
+    text = str(orig).lower()  # pragma: no cover - Python 3.10 gives no code
+    return "locked" in text or "busy" in text
+
+
+def _is_readonly(exc: BaseException) -> bool:
+    code = _sqlite_code(exc)
+    if code is not None:
+        return code == _SQLITE_READONLY
+    return "readonly" in str(getattr(exc, "orig", exc)).lower()  # pragma: no cover - 3.10
 
 
 def _is_damage(exc: BaseException) -> bool:
@@ -219,7 +245,7 @@ class Backend:
                 raise StorageError(
                     f"{where} is locked by another writer: gave up after {timeout:g} s"
                 ) from exc
-            if "readonly" in str(exc.orig).lower():
+            if _is_readonly(exc):
                 raise StorageError(f"{where} is read-only: nothing can be written to it") from exc
             if exc.connection_invalidated:  # (the driver says the connection is gone)
                 raise StorageError(
@@ -266,7 +292,7 @@ class Backend:
         if found is not None:
             return
         if not create:
-            raise NotAnIndexError(f"no index at {self.where} (the database has no schema {name})")
+            raise NoIndexError(f"no index at {self.where} (the database has no schema {name})")
         with self.writing() as conn:
             conn.exec_driver_sql(f"CREATE SCHEMA IF NOT EXISTS {name}")
 

@@ -20,7 +20,7 @@ from typing import NamedTuple
 from sqlalchemy import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
-from simindex.errors import InvalidArgumentError, NotAnIndexError, StorageError
+from simindex.errors import InvalidArgumentError, NoIndexError, NotAnIndexError, StorageError
 
 KINDS = ("sqlite", "postgresql", "postgres")  # the databases simindex stores an index in
 _SQLITE_HEADER = b"SQLite format 3\x00"
@@ -113,7 +113,7 @@ def check_file(where: Location, *, create: bool) -> None:
         if _loops(path):
             raise InvalidArgumentError(f"{path} is a symbolic link loop")
         if not create:
-            raise NotAnIndexError(f"no index at {path}")
+            raise NoIndexError(f"no index at {path}")
         if path.is_symlink():  # a link to a file to be made: SQLite makes it, where it says
             return
         folder = path.parent

@@ -20,6 +20,7 @@ from simindex.errors import (
     ConfigMismatchError,
     IndexVersionError,
     InvalidArgumentError,
+    NoIndexError,
     NotAnIndexError,
     StorageError,
 )
@@ -253,7 +254,7 @@ def open_settings(
             found = read_settings(conn, where)  # again, under the lock
             if found is None:
                 if not may_create:
-                    raise NotAnIndexError(f"no index at {where}")
+                    raise NoIndexError(f"no index at {where}")
                 create(conn, new)
                 return new
             if found[1] != HEAD:
