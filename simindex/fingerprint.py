@@ -247,16 +247,25 @@ def simhash_weighted(weighted: Mapping[str, int] | Iterable[tuple[str, int]]) ->
     items = list(weighted.items()) if isinstance(weighted, Mapping) else list(weighted)
     if not items:
         raise EmptyTextError("the text has no word features (it is empty or only punctuation)")
+    hashes = np.array([_xxh64(f.encode("utf-8", "surrogatepass")) for f, _ in items], "<u8")
+    return simhash_of_hashes(hashes, np.array([w for _, w in items], dtype=np.float64))
+
+
+def simhash_of_hashes(hashes: np.ndarray, weights: np.ndarray) -> int:
+    """The Simhash vote, the one every fingerprint is made by: bit j is 1
+    where the weights of the features whose hash has bit j set outweigh the
+    others'. ``hashes``: the features' 64-bit hashes (feature_hash);
+    ``weights``: theirs, as floats (whole numbers: their sums are exact,
+    so the chunks change nothing)."""
     votes = np.zeros(BITS, dtype=np.float64)
     total = 0.0
-    for start in range(0, len(items), _CHUNK):
-        chunk = items[start : start + _CHUNK]
-        hashes = np.array([_xxh64(f.encode("utf-8", "surrogatepass")) for f, _ in chunk], "<u8")
-        weights = np.array([w for _, w in chunk], dtype=np.float64)
+    for start in range(0, len(hashes), _CHUNK):
+        chunk = hashes[start : start + _CHUNK].astype("<u8", copy=False)
+        weight = weights[start : start + _CHUNK]
         # bits[i, j] is bit j of feature i's hash (little-endian bytes, bits low first).
-        bits = np.unpackbits(hashes.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
-        votes += weights @ bits
-        total += float(weights.sum())
+        bits = np.unpackbits(chunk.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+        votes += weight @ bits
+        total += float(weight.sum())
     # The signed vote of bit j is (votes_j) - (total - votes_j); the bit is 1 where it is > 0.
     positive = 2 * votes > total
     return int(np.packbits(positive, bitorder="little").view("<u8")[0])

@@ -28,7 +28,7 @@ import numpy as np
 import xxhash
 
 from simindex.errors import EmptyTextError, InvalidArgumentError
-from simindex.fingerprint import FingerprintConfig, prepare, simhash
+from simindex.fingerprint import FingerprintConfig, prepare, simhash, simhash_of_hashes
 from simindex.tokenize import PIECE_CHARS, has_cjk, pieces, stopwords, words
 
 NAME = "minhash128x4/1"  # stored in an index's settings: what its signatures are
@@ -264,14 +264,6 @@ def signature(text: str, config: FingerprintConfig) -> bytes:
     return sketch(unit_hashes(found))
 
 
-def _simhash64(h: np.ndarray, weights: np.ndarray) -> int:
-    """simindex.fingerprint.simhash_weighted's vote, from the features' hashes
-    (so that the hashes are shared; tests check the two agree)."""
-    bits = np.unpackbits(h.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
-    positive = 2 * (weights @ bits) > float(weights.sum())
-    return int(np.packbits(positive, bitorder="little").view("<u8")[0])
-
-
 def _one_pass(config: FingerprintConfig) -> bool:
     """Whether the configuration's features are the signature's tokens, so one
     tokenisation serves both (term-frequency word unigrams, CJK as characters
@@ -302,11 +294,11 @@ def fingerprint_and_signature(text: str, config: FingerprintConfig) -> tuple[int
         stop = stopwords()
         content = ~np.fromiter(map(stop.__contains__, distinct), bool, count=len(distinct))
         if content.any() and not content.all():
-            fingerprint = _simhash64(hashes[content], weights[content])
+            fingerprint = simhash_of_hashes(hashes[content], weights[content])
         else:
-            fingerprint = _simhash64(hashes, weights)
+            fingerprint = simhash_of_hashes(hashes, weights)
     else:
-        fingerprint = _simhash64(hashes, weights)
+        fingerprint = simhash_of_hashes(hashes, weights)
     if not prepared.isascii() and has_cjk(prepared):  # the units: no CJK bigrams
         single = np.fromiter(map(_single, distinct), bool, count=len(distinct))
         return fingerprint, sketch(hashes[single])
