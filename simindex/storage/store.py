@@ -31,8 +31,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from simindex.blocks import BlockLayout, Probe, probes
 from simindex.fingerprint import BITS, to_signed
-from simindex.signature import WORDS, as_words
-from simindex.storage import schema
+from simindex.signature import WORDS
+from simindex.storage import consistency, schema
 from simindex.storage.backend import Backend, db_error
 from simindex.storage.checks import Checks
 from simindex.storage.copying import Copying
@@ -151,14 +151,19 @@ class Store(Checks, Copying, Stored):
         self.count = select(func.count()).select_from(t)
         self.any_row = select(t.c.id).limit(1)
         self.scan = select(t.c.id, t.c.key, t.c.fingerprint, self._signature)
-        self._load = Sql(select(t.c.id, t.c.fingerprint), dialect, [])
+        # The id checked against the block columns of the lookup index the
+        # rows are read from (consistency.checked_id).
+        spans = layout.spans()
+        loaded = [(blocks[b], *spans[b]) for b in layout.tables[-1]]
+        checked = consistency.checked_id(t, loaded)
+        self._load = Sql(select(checked, t.c.fingerprint), dialect, [])
         self._load_signed = (
             Sql(select(t.c.id, t.c.signature).where(t.c.signature.is_not(None)), dialect, [])
             if signatures
             else None
         )
         self._max_id = Sql(select(func.max(t.c.id)), dialect, [])
-        self.keys_by_id = select(t.c.id, t.c.key, self._signature).where(
+        self.keys_by_id = select(t.c.id, t.c.key, t.c.fingerprint, self._signature).where(
             t.c.id.in_(bindparam("ids", expanding=True))
         )
         self.unsigned = select(func.count()).select_from(t)
@@ -416,7 +421,8 @@ class Store(Checks, Copying, Stored):
         return int(conn.execute(self.unsigned).scalar_one())
 
     def load(self, conn: Connection) -> tuple[np.ndarray, np.ndarray]:
-        """(ids, unsigned fingerprints) of every row, as numpy arrays.
+        """(ids, unsigned fingerprints) of every row, as numpy arrays,
+        checked to hold together (consistency.fingerprints: else DamagedIndexError).
 
         Read through the driver's own cursor, inside the caller's transaction:
         building result rows for a million fingerprints costs far more than
@@ -429,14 +435,12 @@ class Store(Checks, Copying, Stored):
             cursor.execute(self._load.text, self._load.params([]))
             parts = []
             while rows := cursor.fetchmany(100_000):
-                flat = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=2 * len(rows))
-                parts.append(flat.reshape(-1, 2))
+                parts.append(consistency.table(self.where, rows, 2))
         finally:
             cursor.close()
         if not parts:
             return np.zeros(0, np.int64), np.zeros(0, np.uint64)
-        both = np.concatenate(parts)
-        return both[:, 0].copy(), both[:, 1].view(np.uint64).copy()
+        return consistency.fingerprints(self.where, np.concatenate(parts))
 
     def load_signatures(
         self, conn: Connection, ids: np.ndarray
@@ -455,7 +459,7 @@ class Store(Checks, Copying, Stored):
             cursor.execute(statement.text, statement.params([]))
             while rows := cursor.fetchmany(100_000):
                 found_ids.append(np.fromiter((r[0] for r in rows), np.int64, count=len(rows)))
-                words, held = as_words([r[1] for r in rows])
+                words, held = consistency.signature_words(self.where, [r[1] for r in rows])
                 parts.append(words)
                 present.append(held)
         finally:
@@ -467,20 +471,23 @@ class Store(Checks, Copying, Stored):
         at = np.minimum(np.searchsorted(ids, signed_ids, sorter=order), len(ids) - 1)
         where = order[at]
         known = ids[where] == signed_ids  # (always, in one snapshot)
+        consistency.all_known(self.where, signed_ids, known)
         words = np.zeros((len(ids), WORDS), dtype=np.uint64)
         mask = np.zeros(len(ids), dtype=bool)
         words[where[known]] = np.concatenate(parts)[known]
         mask[where[known]] = np.concatenate(present)[known]
         return words, mask
 
-    def keys_for(self, conn: Connection, ids: Iterable[int]) -> dict[int, tuple[str, bytes | None]]:
-        """id -> (key, signature) of these rows."""
-        wanted = list(dict.fromkeys(int(i) for i in ids))
-        found: dict[int, tuple[str, bytes | None]] = {}
-        for start in range(0, len(wanted), _CHUNK):
-            rows = conn.execute(self.keys_by_id, {"ids": wanted[start : start + _CHUNK]})
-            found.update((int(i), (k, sig)) for i, k, sig in rows)
-        return found
+    def keys_for(
+        self, conn: Connection, wanted: dict[int, int]
+    ) -> dict[int, tuple[str, bytes | None]]:
+        """id -> (key, signature) of the rows ``wanted`` (id -> the signed
+        fingerprint read for it), checked against it (consistency.rows)."""
+        ids = list(wanted)
+        found: list[Any] = []
+        for start in range(0, len(ids), _CHUNK):
+            found += conn.execute(self.keys_by_id, {"ids": ids[start : start + _CHUNK]})
+        return consistency.rows(self.where, found, wanted)
 
     # --- writes --------------------------------------------------------------
 
