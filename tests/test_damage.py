@@ -203,3 +203,22 @@ def test_an_undamaged_index_raises_nothing_after_its_own_writes(tmp_path: Path) 
             assert ix.query(base) == fresh.query(base) != before
             assert ix.query_many([base] * 20) == fresh.query_many([base] * 20)
             assert ix.duplicates() == fresh.duplicates()
+
+
+@pytest.mark.parametrize("blocks", [4, 6])
+def test_a_rebuild_elsewhere_is_no_damage(tmp_path: Path, blocks: int) -> None:
+    """A reader whose layout a rebuild elsewhere replaced reads block columns
+    of another layout (of other widths, or fewer): not damage. Its whole
+    reads check only under its own layout, and answer as a fresh reader."""
+    path = tmp_path / "ix.db"
+    docs = documents(300)
+    with SimIndex(path, k=3, blocks=5, hold=True) as reader, SimIndex(path) as other:
+        reader.add_many(docs)
+        reader.query(docs[0][1], k=4)  # a held snapshot too (under the old layout)
+        other.rebuild(blocks=blocks)
+        with SimIndex(path, create=False) as fresh:
+            assert reader.duplicates(k=8) == fresh.duplicates(k=8)
+            assert reader.clusters(k=8) == fresh.clusters(k=8)
+            batch = [text for _, text in docs[:50]] * 4
+            assert reader.query_many(batch, k=8) == fresh.query_many(batch, k=8)
+            assert reader.query(docs[1][1]) == fresh.query(docs[1][1])

@@ -42,6 +42,7 @@ class Checks:
     layout: BlockLayout
     tables: schema.Schema
     where: Location
+    valid_for: int | None  # the schema cookie or generation of this layout (Store)
 
     def integrity(self, conn: Connection) -> list[Problem]:
         """What the database's own integrity check finds wrong (nothing: [])."""
@@ -176,6 +177,8 @@ class Checks:
             )
         )
         with self.backend.reading() as conn:
+            if self.backend.schema_version(conn) != self.valid_for:
+                return  # rebuilt elsewhere: other rows, another layout (the caller asks again)
             read = consistency.table(
                 self.where,
                 conn.execute(by_id, {"ids": list(suspects)}).all(),

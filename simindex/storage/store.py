@@ -157,6 +157,7 @@ class Store(Checks, Copying, Stored):
         loaded = [(blocks[b], *spans[b]) for b in layout.tables[-1]]
         checked = consistency.checked_id(t, loaded)
         self._load = Sql(select(checked, t.c.fingerprint), dialect, [])
+        self._load_plain = Sql(select(t.c.id, t.c.fingerprint), dialect, [])  # another layout
         self._load_signed = (
             Sql(select(t.c.id, t.c.signature).where(t.c.signature.is_not(None)), dialect, [])
             if signatures
@@ -428,11 +429,16 @@ class Store(Checks, Copying, Stored):
         building result rows for a million fingerprints costs far more than
         reading them.
         """
+        # Checked where the file's layout is this Store's: after a rebuild
+        # elsewhere its block columns are another layout's (the caller then
+        # adopts it), and what was read is only the ids and fingerprints.
+        own = self.backend.schema_version(conn) == self.valid_for
+        statement = self._load if own else self._load_plain
         dbapi = conn.connection.dbapi_connection
         assert dbapi is not None  # an open connection inside a transaction
         cursor = dbapi.cursor()
         try:
-            cursor.execute(self._load.text, self._load.params([]))
+            cursor.execute(statement.text, statement.params([]))
             parts = []
             while rows := cursor.fetchmany(100_000):
                 parts.append(consistency.table(self.where, rows, 2))
