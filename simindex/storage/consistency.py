@@ -140,7 +140,9 @@ def rows(
         if expected is None or row_id in out:
             raise damaged(where, f"a read by id gave id {row_id!r}, not one asked for")
         if same and fingerprint != expected:
-            raise damaged(where, f"id {row_id} has another fingerprint than its lookup index gave")
+            raise damaged(
+                where, f"id {row_id} reads back with another fingerprint than it was found under"
+            )
         if not isinstance(key, str) or not key:
             raise damaged(where, f"id {row_id} has a key that is not text")
         if signature is not None and not (
@@ -150,5 +152,5 @@ def rows(
         out[row_id] = (key, None if signature is None else bytes(signature))
     if same and len(out) != len(wanted):
         missing = next(i for i in wanted if i not in out)
-        raise damaged(where, f"no row has id {missing}, which its lookup index gave")
+        raise damaged(where, f"no row has id {missing}, found among the fingerprints read")
     return out
