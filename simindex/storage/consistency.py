@@ -30,8 +30,10 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Table, and_, case, literal_column
 
+from simindex.blocks import BlockLayout
 from simindex.errors import DamagedIndexError
 from simindex.signature import NBYTES, as_words
+from simindex.storage import schema
 from simindex.storage.location import Location
 
 _BYTES = (bytes, bytearray, memoryview)  # a blob as the drivers give it
@@ -52,15 +54,17 @@ def table(where: Location, rows: Sequence[Sequence[Any]], width: int) -> np.ndar
     return flat.reshape(-1, width)
 
 
-def checked_id(fingerprints: Table, blocks: Sequence[tuple[str, int, int]]) -> Any:
+def checked_id(fingerprints: Table, layout: BlockLayout) -> Any:
     """The id as a read of every row selects it with the fingerprint: the id
-    where the row's block columns (name, shift, mask) are its fingerprint's
-    bits, else 0, which ``fingerprints`` refuses. Computed by the database as
-    it reads the lookup index that holds those columns (a third column read
+    where the row's block columns of the layout's last table are its
+    fingerprint's bits, else 0, which ``fingerprints`` refuses. Computed by
+    the database as it reads that table's lookup index (a third column read
     into Python would cost a third more)."""
     t = fingerprints
+    spans = layout.spans()
     agree = []
-    for name, shift, mask in blocks:
+    for b in layout.tables[-1]:
+        name, (shift, mask) = schema.block_column(b), spans[b]
         if mask == (1 << 64) - 1:  # one block of all 64 bits: stored as the fingerprint is
             agree.append(t.c[name] == t.c.fingerprint)
             continue

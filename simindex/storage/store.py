@@ -151,11 +151,8 @@ class Store(Checks, Copying, Stored):
         self.count = select(func.count()).select_from(t)
         self.any_row = select(t.c.id).limit(1)
         self.scan = select(t.c.id, t.c.key, t.c.fingerprint, self._signature)
-        # The id checked against the block columns of the lookup index the
-        # rows are read from (consistency.checked_id).
-        spans = layout.spans()
-        loaded = [(blocks[b], *spans[b]) for b in layout.tables[-1]]
-        checked = consistency.checked_id(t, loaded)
+        # The id checked against its lookup index's block columns (consistency).
+        checked = consistency.checked_id(t, layout)
         self._load = Sql(select(checked, t.c.fingerprint), dialect, [])
         self._load_plain = Sql(select(t.c.id, t.c.fingerprint), dialect, [])  # another layout
         self._load_signed = (
@@ -422,16 +419,14 @@ class Store(Checks, Copying, Stored):
         return int(conn.execute(self.unsigned).scalar_one())
 
     def load(self, conn: Connection) -> tuple[np.ndarray, np.ndarray]:
-        """(ids, unsigned fingerprints) of every row, as numpy arrays,
-        checked to hold together (consistency.fingerprints: else DamagedIndexError).
+        """(ids, unsigned fingerprints) of every row, checked (consistency.fingerprints).
 
         Read through the driver's own cursor, inside the caller's transaction:
         building result rows for a million fingerprints costs far more than
         reading them.
         """
-        # Checked where the file's layout is this Store's: after a rebuild
-        # elsewhere its block columns are another layout's (the caller then
-        # adopts it), and what was read is only the ids and fingerprints.
+        # Checked under this Store's layout only (rebuilt elsewhere, the block
+        # columns are another layout's: read as before, the caller adopts it).
         own = self.backend.schema_version(conn) == self.valid_for
         statement = self._load if own else self._load_plain
         dbapi = conn.connection.dbapi_connection
