@@ -170,8 +170,11 @@ class Answers:
         if not ids:
             return [], version
         # The keys come from a second read: recheck the distance on what it
-        # returns, in case a writer replaced a row in between.
-        return within(used.rows_by_id(ids), fingerprint, k, verify), version
+        # returns, in case a writer replaced a row in between (or it is damage).
+        found = used.rows_by_id(ids)
+        held = dict(rows)
+        used.read_back(((i, held[i]) for i in ids), {r[0]: r for r in found})
+        return within(found, fingerprint, k, verify), version
 
     def query_many(
         self,
@@ -417,5 +420,8 @@ class Answers:
             unique = []
         for start in range(0, len(unique), 500):
             rows.update((r[0], r) for r in self._store.rows_by_id(unique[start : start + 500]))
+        held = snapshot.ids[s].tolist(), snapshot.fps[s].view(np.int64).tolist()
+        self._store.read_back(zip(*held, strict=True), rows)  # gone since, or damage
+        snapshot.as_held(s, rows)  # judged by the signatures held
         candidates = ((qi, rows[i]) for qi, i in zip(qs, ids, strict=True) if i in rows)
         return within_each(candidates, fps, k, checks)

@@ -477,9 +477,14 @@ class SimIndex(Answers, Upkeep):
             ids, fps = self._fingerprints(conn)  # not in id order when stored
             a, b, d = pairs_within(fps, distance)
             first, second = np.minimum(ids[a], ids[b]), np.maximum(ids[a], ids[b])
-            rows = self._store.keys_for(conn, np.concatenate([first, second]).tolist())
+            paired = np.unique(np.concatenate([a, b]))  # checked against what was paired
+            signed = fps[paired].view(np.int64).tolist()
+            wanted = dict(zip(ids[paired].tolist(), signed, strict=True))
+            rows = self._store.keys_for(conn, wanted)
         pairs = []
         for ia, ib, dist in zip(first.tolist(), second.tolist(), d.tolist(), strict=True):
+            if ia not in rows or ib not in rows:  # (PostgreSQL: removed meanwhile)
+                continue
             sa, sb = rows[ia][1], rows[ib][1]
             estimate = None if sa is None or sb is None else similarity(sa, sb)
             if estimate is None or estimate >= at:

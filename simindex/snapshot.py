@@ -250,6 +250,29 @@ class Snapshot:
             return empty, empty
         return np.concatenate(out_q), np.concatenate(out_ids)
 
+    def as_held(self, positions: np.ndarray, rows: dict[int, Any]) -> None:
+        """Rows read back by id (id -> (id, key, signed fingerprint,
+        signature)) for the held rows at ``positions``: where a row still has
+        the fingerprint held and was not written since by the holder (an
+        added row), its signature becomes the one held, which is what the
+        index held when the snapshot was found current. (Bytes overwritten
+        inside a stored signature are damage no read notices; a write since
+        by anyone else lets the snapshot go before it answers.)"""
+        if self.signatures is None or not positions.size:
+            return
+        words, present = self.signatures
+        fps = self.fps[positions].view(np.int64).tolist()
+        added = set(self.added_ids.tolist())
+        for at, row_id, fingerprint in zip(
+            positions.tolist(), self.ids[positions].tolist(), fps, strict=True
+        ):
+            row = rows.get(row_id)
+            if row is None or row[2] != fingerprint or row_id in added or not present[at]:
+                continue
+            held = words[at].astype("<u8").tobytes()
+            if row[3] != held:
+                rows[row_id] = (*row[:3], held)
+
     @property
     def nbytes(self) -> int:
         """The memory its arrays take, the tables built so far included."""

@@ -188,6 +188,7 @@ class Upkeep:
             self._store.close()  # no connection may read while the file is rewritten
             self._backend.compact()
             self._accel.drop()
+            self._store.valid_for = self._store.schema_version()  # (VACUUM moved it)
         return {"before": before, "after": self._file_bytes()}
 
     def _file_bytes(self) -> int:

@@ -7,15 +7,18 @@ SIMINDEX_REQUIRE_POSTGRES=1 (CI), which makes them fail instead.
 
 from __future__ import annotations
 
+import itertools
 import os
+import types
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
-from simindex import SimIndex, accelerator
+from simindex import SimIndex, accelerator, answer
 
 ROOT = Path(__file__).resolve().parent.parent
 POSTGRES_URL = os.environ.get("SIMINDEX_TEST_POSTGRES_URL", "")
@@ -32,6 +35,13 @@ def postgres_or_skip() -> str:
             pytest.fail(f"SIMINDEX_REQUIRE_POSTGRES=1 but {HOW}")
         pytest.skip(HOW)
     return POSTGRES_URL
+
+
+# No example may fail for taking long: Hypothesis's 200 ms deadline made a
+# test's outcome depend on the machine (a first example that loads OpenCC or
+# jieba on a busy machine, retried fast, reads as "flaky").
+settings.register_profile("simindex", deadline=None)
+settings.load_profile("simindex")
 
 
 @pytest.fixture
@@ -60,6 +70,18 @@ def hold(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(accelerator, "HOLD_FIRST_S", 0.0)
     monkeypatch.setattr(accelerator, "HOLD_S_PER_ROW", 0.0)
     monkeypatch.setattr(accelerator, "STORED_S_PER_ROW", 0.0)
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The clock SimIndex times its database work with (answer.py's
+    ``time.perf_counter``) moves 1 ms each time it is read: every probed
+    query and every read of the index into memory takes the same made-up
+    time, on any machine however loaded, so whether a snapshot paid for
+    itself is decided by the test, not by the machine."""
+    ticks = itertools.count()
+    fake = types.SimpleNamespace(perf_counter=lambda: next(ticks) / 1000)
+    monkeypatch.setattr(answer, "time", fake)
 
 
 @pytest.fixture

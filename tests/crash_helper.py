@@ -98,9 +98,8 @@ def enospc(folder: str, corpus: str) -> None:
             out[name]["count"] = len(stored)
             out[name]["prefix"] = set(stored) == {k for k, _ in docs[: len(stored)]}
             out[name]["unchanged"] = stored == before
-            if hasattr(ix, "check"):
-                report = ix.check()
-                out[name]["check"] = [bool(report.ok), list(report.problems)]
+            report = ix.check()
+            out[name]["check"] = [bool(report.ok), list(report.problems)]
     out["integrity_full"] = integrity(path)
     filler.unlink()
     with SimIndex(path) as ix:

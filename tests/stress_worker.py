@@ -550,15 +550,10 @@ def _wait_for_go(plan: dict[str, Any], name: str) -> None:
 def _stuck(plan: dict[str, Any]) -> int:
     """Open the index (another process holds the write lock), read, then try
     to write; print what happened as JSON lines."""
-    import inspect
-
     from simindex import SimIndex, StorageError
 
     timeout = plan["timeout"]
-    if "timeout" in inspect.signature(SimIndex).parameters:
-        index = SimIndex(plan["path"], timeout=timeout)
-    else:
-        index = SimIndex(plan["path"])
+    index = SimIndex(plan["path"], timeout=timeout)
     t = time.monotonic()
     reads = [len(index), index.get("fixed-0"), len(index.query(0))]
     print(json.dumps({"ready": True, "read_s": time.monotonic() - t, "reads": reads}), flush=True)

@@ -1074,36 +1074,33 @@ def test_a_sqlite_database_that_is_not_an_index_is_refused_and_untouched(tmp_pat
 
 @pytest.mark.parametrize("how", sorted(DAMAGE))
 def test_check_reports_the_damage(healthy: Path, tmp_path: Path, how: str) -> None:
-    """SimIndex.check() and `simindex check` are being added: tested when present."""
-    has_api, has_cli = hasattr(SimIndex, "check"), "check" in get_command(app).commands
-    if not (has_api or has_cli):
-        pytest.skip("SimIndex.check() and `simindex check` do not exist yet")
+    """SimIndex.check() and `simindex check` report it (both must exist)."""
+    assert hasattr(SimIndex, "check"), "SimIndex.check() is missing"
+    assert "check" in get_command(app).commands, "`simindex check` is missing"
     copy = tmp_path / "healthy.db"
     shutil.copyfile(healthy, copy)
     path = damaged(healthy, tmp_path, how)
-    if has_api:
-        with SimIndex(copy, create=False) as ix:
-            report = ix.check()
-        assert report.ok and not report.problems
-        try:
-            ix = SimIndex(path, create=False)
-        except SimIndexError:
-            pass  # refused when opened: that reports it too
-        else:
-            with ix:
-                try:
-                    report = ix.check()
-                except SimIndexError:
-                    pass
-                else:
-                    assert not report.ok and report.problems, how
-    if has_cli:
-        assert invoke("check", copy).exit_code == 0
-        result = invoke("check", path)
-        assert result.exit_code in (1, 2), result.output
-        if result.exit_code == 2:
-            lines = result.stderr.splitlines()
-            assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    with SimIndex(copy, create=False) as ix:
+        report = ix.check()
+    assert report.ok and not report.problems
+    try:
+        ix = SimIndex(path, create=False)
+    except SimIndexError:
+        pass  # refused when opened: that reports it too
+    else:
+        with ix:
+            try:
+                report = ix.check()
+            except SimIndexError:
+                pass
+            else:
+                assert not report.ok and report.problems, how
+    assert invoke("check", copy).exit_code == 0
+    result = invoke("check", path)
+    assert result.exit_code in (1, 2), result.output
+    if result.exit_code == 2:
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
 
 
 # --- known bugs ---------------------------------------------------------------------

@@ -666,24 +666,43 @@ def test_a_held_query_on_a_server_reads_its_rows_and_versions_at_once(
         assert index._accel.snapshot is not first  # let go (and read again: the rent is 0)
 
 
-def test_hold_says_when_queries_come_from_memory(db_path: Path) -> None:
+def test_hold_says_when_queries_come_from_memory(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """hold=True holds from the first probed query, whatever reading costs;
+    hold=False never, even if reading cost nothing; the default once the
+    database time spent reaches what reading would cost. The costs are made
+    up (the accelerator's rents), so how fast the machine is decides nothing:
+    three queries never reach an endless rent, and always a rent of 0."""
     rng = random.Random(3)
     stored = {f"k{i}": rng.getrandbits(64) for i in range(500)}
     SimIndex(db_path).add_fingerprints(stored.items())
     q = stored["k7"] ^ 0b101
-    for hold, held in ((True, True), (False, False), (None, False)):
+    endless = float("inf")
+    for hold, rent, held in (
+        (True, endless, True),
+        (False, 0.0, False),
+        (None, endless, False),
+        (None, 0.0, True),
+    ):
+        for name in ("HOLD_FIRST_S", "HOLD_S_PER_ROW", "STORED_S_PER_ROW"):
+            monkeypatch.setattr(accelerator, name, rent)
         with SimIndex(db_path, hold=hold) as index:
             for _ in range(3):
                 assert index.query(q) == brute_force(stored, q, index.k)
-            assert (index._accel.snapshot is not None) == held, hold
+            assert (index._accel.snapshot is not None) == held, (hold, rent)
     with pytest.raises(InvalidArgumentError, match="hold"):
         SimIndex(db_path, hold="yes")  # type: ignore[arg-type]
 
 
-def test_writes_that_come_often_push_the_next_read_back(db_path: Path, hold: None) -> None:
+def test_writes_that_come_often_push_the_next_read_back(
+    db_path: Path, hold: None, clock: None
+) -> None:
     """A snapshot let go (a write) before it answered anything did not pay for
     reading it: the next one waits twice as long, up to 16 times (ski rental
-    with backoff, see SimIndex._spent); answers stay exact throughout."""
+    with backoff, see SimIndex._spent); answers stay exact throughout. Every
+    query and every read takes 1 ms by the clock (whether one paid is
+    decided by those times, not by how fast the machine was)."""
     rng = random.Random(9)
     stored = {f"k{i}": rng.getrandbits(64) for i in range(300)}
     with SimIndex(db_path, k=3) as index, SimIndex(db_path) as other:

@@ -156,7 +156,8 @@ def test_a_stuck_writer_makes_others_fail_after_the_timeout(filled: str) -> None
             started = time.monotonic()
             with pytest.raises(StorageError, match="locked by another writer"):
                 index.add_fingerprint("late", 1)
-            assert 0.25 <= time.monotonic() - started < 5
+            # after its timeout, not the 30 s default (however loaded the machine)
+            assert 0.25 <= time.monotonic() - started < 15
             assert index.query(0)[0].key == "k0"  # reading does not wait
     finally:
         backend.dispose()

@@ -71,7 +71,8 @@ def test_rows_round_trip(opened: storage.Store) -> None:
     with opened.backend.reading() as conn:
         assert opened.size(conn) == len(stored)
         ids, fps = opened.load(conn)
-        named = opened.keys_for(conn, ids.tolist())
+        signed = fps.view(np.int64).tolist()
+        named = opened.keys_for(conn, dict(zip(ids.tolist(), signed, strict=True)))
         everything = {key: (to_unsigned(fp), sig) for _, key, fp, sig in opened.everything(conn)}
         assert opened.without_signature(conn) == sum(signature_of(k) is None for k in stored)
     keys = {i: key for i, (key, _) in named.items()}

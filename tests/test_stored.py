@@ -220,7 +220,7 @@ def test_storing_never_waits_for_another_writer(location: str, blocker: str) -> 
     thread.start()
     try:
         assert locked.wait(10)
-        with SimIndex(location, hold=True, timeout=20) as index:
+        with SimIndex(location, hold=True, timeout=60) as index:
             started = time.monotonic()
             answers = [index.query(q) for q in qs]
             took = time.monotonic() - started
@@ -229,7 +229,7 @@ def test_storing_never_waits_for_another_writer(location: str, blocker: str) -> 
         release.set()
         thread.join()
     assert answers == [brute_force(fps, q, 8) for q in qs]
-    assert took < 5  # not the 20 s timeout
+    assert took < 30  # not the 60 s timeout (however loaded the machine)
     with SimIndex(location, hold=False) as index, index._backend.reading() as conn:
         current = index._store.load_stored(conn, index._backend.versions(conn))
     assert current is None  # nothing stored meanwhile

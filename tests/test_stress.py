@@ -28,7 +28,6 @@ import sys
 import threading
 import time
 import traceback
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +55,6 @@ SECONDS = float(os.environ.get("SIMINDEX_STRESS_SECONDS", "10"))
 WRITERS = 4
 READERS = 4
 WORKER = Path(__file__).with_name("stress_worker.py")
-HAS_TIMEOUT = "timeout" in inspect.signature(SimIndex).parameters
 
 
 def child_env() -> dict[str, str]:
@@ -116,13 +114,7 @@ def quiet_problems(index: SimIndex, seed: int) -> list[str]:
 
 
 def check_problems(index: SimIndex) -> list[str]:
-    """SimIndex.check(), where it exists yet."""
-    if not hasattr(index, "check"):
-        warnings.warn(
-            "SimIndex.check() does not exist yet: the stress test skipped that assertion",
-            stacklevel=2,
-        )
-        return []
+    """What SimIndex.check() finds wrong."""
     report = index.check()
     return [] if report.ok else [f"check(): {p}" for p in report.problems] or ["check(): not ok"]
 
@@ -272,13 +264,17 @@ def test_threads_share_one_index(tmp_path: Path, where: str) -> None:
 
 
 LOCK_TIMEOUT = 1.0
+# Well past LOCK_TIMEOUT, well short of the 30 s default: what tells "gave up
+# after its timeout" from "waited the default" on a machine however loaded.
+GAVE_UP_BY = 15.0
 
 
-@pytest.mark.xfail(not HAS_TIMEOUT, strict=True, reason="SimIndex has no timeout= yet")
 def test_a_writer_behind_a_stuck_lock_fails_after_its_timeout(tmp_path: Path) -> None:
     """Another process holds the write lock and never lets go: a SimIndex in a
-    subprocess still opens and reads, and a write fails with StorageError about
-    the lock once its timeout has passed (it does not hang)."""
+    subprocess still opens and reads (they do not wait for the lock: they
+    answer while it is held), and a write fails with StorageError about the
+    lock once its timeout has passed (it does not hang)."""
+    assert "timeout" in inspect.signature(SimIndex).parameters, "SimIndex(timeout=) is missing"
     path = tmp_path / "index.db"
     with SimIndex(path) as index:
         index.add_fingerprint("fixed-0", 7)
@@ -296,14 +292,13 @@ def test_a_writer_behind_a_stuck_lock_fails_after_its_timeout(tmp_path: Path) ->
                 pytest.fail(f"the worker did not open the index:\n{tail(out.with_suffix('.err'))}")
             time.sleep(0.01)
         try:
-            proc.wait(timeout=LOCK_TIMEOUT + 5)
+            proc.wait(timeout=GAVE_UP_BY)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-            default = "" if HAS_TIMEOUT else " (no timeout=: the 30 s default applies)"
             pytest.fail(
-                f"the write still waited {LOCK_TIMEOUT + 5:g} s after it started, "
-                f"asked to give up after {LOCK_TIMEOUT:g} s{default}"
+                f"the write still waited {GAVE_UP_BY:g} s after it started, "
+                f"asked to give up after {LOCK_TIMEOUT:g} s"
             )
     finally:
         holder.execute("ROLLBACK")
@@ -315,11 +310,10 @@ def test_a_writer_behind_a_stuck_lock_fails_after_its_timeout(tmp_path: Path) ->
     ready = json.loads(out.read_text().splitlines()[0])
     report = last_json(out)
     assert proc.returncode == 0, tail(out.with_suffix(".err"))
-    assert ready["reads"] == [1, 7, 1]  # reads do not wait for the writer (WAL)
-    assert ready["read_s"] < LOCK_TIMEOUT, ready
+    assert ready["reads"] == [1, 7, 1]  # answered while the lock was held (WAL)
     assert report["error"] == "StorageError" and report["storage_error"], report
     assert "lock" in report["message"].lower(), report
-    assert 0.5 * LOCK_TIMEOUT <= report["elapsed"] <= LOCK_TIMEOUT + 3, report
+    assert 0.5 * LOCK_TIMEOUT <= report["elapsed"] < GAVE_UP_BY, report
     with SimIndex(path) as index:  # the lock is gone, and the failed write left nothing
         assert "stuck-key" not in index
         index.add_fingerprint("after", 1)

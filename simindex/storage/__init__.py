@@ -15,6 +15,7 @@ package asks which database it is talking to.
     sql.py        statements compiled for the driver, kept read connections, block rows
     store.py      the fingerprint table: lookups, loads, writes
     checks.py     what check and repair ask of it (Store inherits them)
+    consistency.py  whether rows read hold together (else: a damaged file)
     copying.py    PostgreSQL's COPY loads and the server's join of a batch (inherited too)
     backups.py    a SQLite index copied whole while in use (SQLite's backup API)
 """

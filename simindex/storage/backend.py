@@ -74,8 +74,10 @@ def _is_damage(exc: BaseException) -> bool:
     code = getattr(orig, "sqlite_errorcode", None)  # Python 3.11+
     if code is not None:
         return code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
-    text = str(orig).lower()  # pragma: no cover - Python 3.10 gives no code
-    return "malformed" in text or "not a database" in text
+    # No code: Python 3.10, or sqlite3's own error for a text value that is
+    # not UTF-8 (simindex writes none: the bytes were damaged).
+    text = str(orig).lower()
+    return any(s in text for s in ("malformed", "not a database", "could not decode to utf-8"))
 
 
 def describe_db_error(where: Location, exc: BaseException) -> str:

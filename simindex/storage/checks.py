@@ -1,17 +1,18 @@
 """What check and repair ask of the fingerprint table (the Store inherits them):
 the database's own integrity check, the schema against the layout, block
-columns against their fingerprints, and the most crowded buckets."""
+columns against their fingerprints, and the most crowded buckets; and
+whether rows a query expected and did not read back are gone or damaged."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
-from sqlalchemy import Connection, bindparam, func, inspect, select
+from sqlalchemy import Connection, and_, bindparam, func, inspect, select, union_all
 
-from simindex.storage import schema
+from simindex.storage import consistency, schema
 from simindex.storage.sql import Sql, block_rows
 
 if TYPE_CHECKING:
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 
     from simindex.blocks import BlockLayout
     from simindex.storage.backend import Backend
+    from simindex.storage.location import Location
 
 _CHUNK = 500  # ids per IN (...) list, well under every database's parameter limit
 
@@ -39,6 +41,8 @@ class Checks:
     engine: Engine
     layout: BlockLayout
     tables: schema.Schema
+    where: Location
+    valid_for: int | None  # the schema cookie or generation of this layout (Store)
 
     def integrity(self, conn: Connection) -> list[Problem]:
         """What the database's own integrity check finds wrong (nothing: [])."""
@@ -132,3 +136,66 @@ class Checks:
             )
             out.append((int(conn.execute(statement).scalar() or 0), j))
         return out
+
+    def read_back(self, held: Iterable[tuple[int, int]], rows: Mapping[int, Sequence[Any]]) -> None:
+        """Rows a query found as (id, signed fingerprint), in a snapshot or a
+        lookup index, then read by id (``rows``: id -> (id, key, signed
+        fingerprint, signature)). One that is missing, or has another
+        fingerprint, was removed or replaced since, or the file is damaged:
+        in a file, those few are read again in one snapshot (``_gone``)."""
+        if self.where.path is None:  # (damage is a file's; and see consistency.rows)
+            return
+        suspects = {}
+        for row_id, fingerprint in held:
+            row = rows.get(row_id)
+            if row is None or row[2] != fingerprint:
+                suspects[row_id] = fingerprint
+        if suspects:
+            self._gone(suspects)
+
+    def _gone(self, suspects: dict[int, int]) -> None:
+        """Raise DamagedIndexError unless each row (id -> the signed
+        fingerprint it was found under) is gone, or holds another
+        fingerprint, in the table and the lookup indexes alike: read in one
+        transaction, the table's row (its block columns must be its
+        fingerprint's) and the lookup indexes' entries for the old one."""
+        t = self.tables.fingerprints
+        names = [schema.block_column(i) for i in range(len(self.layout.widths))]
+        by_id = select(t.c.id, t.c.fingerprint, *(t.c[n] for n in names)).where(
+            t.c.id.in_(bindparam("ids", expanding=True))
+        )
+        # "id + 0": the id is compared in the index's entry, not looked up in
+        # the table (which is the one in question).
+        entries = union_all(
+            *(
+                select(t.c.id).where(
+                    (t.c.id + 0) == bindparam("id"),
+                    t.c.fingerprint == bindparam("fp"),
+                    and_(*(t.c[names[b]] == bindparam(f"b{b}") for b in table)),
+                )
+                for table in self.layout.tables
+            )
+        )
+        with self.backend.reading() as conn:
+            if self.backend.schema_version(conn) != self.valid_for:
+                return  # rebuilt elsewhere: other rows, another layout (the caller asks again)
+            read = consistency.table(
+                self.where,
+                conn.execute(by_id, {"ids": list(suspects)}).all(),
+                2 + len(names),
+            )
+            consistency.blocks_agree(self.where, read, self.layout.spans())
+            consistency.unique(self.where, read[:, 0])
+            found = dict(zip(read[:, 0].tolist(), read[:, 1].tolist(), strict=True))
+            for row_id, fingerprint in suspects.items():
+                if found.get(row_id) == fingerprint:
+                    continue  # (written back meanwhile)
+                unsigned = fingerprint & ((1 << 64) - 1)
+                blocks = {f"b{b}": v for b, v in enumerate(self.layout.blocks(unsigned))}
+                params = {"id": row_id, "fp": fingerprint, **blocks}
+                if conn.execute(entries, params).first() is not None:
+                    state = "has no row" if row_id not in found else "has another fingerprint"
+                    raise consistency.damaged(
+                        self.where,
+                        f"id {row_id} {state} in the table, but its lookup index holds it",
+                    )

@@ -327,6 +327,12 @@ def _on_sqlite_connect(timeout: float) -> Any:
             cursor.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
             # Let CREATE INDEX sort with helper threads (bulk loads rebuild indexes).
             cursor.execute(f"PRAGMA threads = {min(4, os.cpu_count() or 1)}")
+        except UnicodeDecodeError as exc:
+            # SQLite's message quotes a damaged schema's bytes, which sqlite3
+            # cannot decode: the error SQLite gave, with its code.
+            damaged = sqlite3.DatabaseError("malformed database schema (not UTF-8)")
+            damaged.sqlite_errorcode = 11  # type: ignore[attr-defined]  # SQLITE_CORRUPT
+            raise damaged from exc
         finally:
             cursor.close()
 

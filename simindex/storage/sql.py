@@ -98,3 +98,14 @@ def block_rows(
     if signatures is not None:
         columns.append(signatures)
     return list(zip(keys, *columns, strict=True))
+
+
+def with_version(rows: list[Any], at: int = -1) -> tuple[list[Any], int]:
+    """A lookup's rows, and the schema cookie or generation from the marker row
+    (first column -1, the number in column ``at``) the same statement read
+    with them."""
+    marker = rows.pop() if rows and rows[-1][0] == -1 else None
+    if marker is None:  # pragma: no cover - UNION ALL keeps its order in practice
+        marker = next(r for r in rows if r[0] == -1)
+        rows.remove(marker)
+    return rows, int(marker[at])

@@ -31,13 +31,13 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from simindex.blocks import BlockLayout, Probe, probes
 from simindex.fingerprint import BITS, to_signed
-from simindex.signature import WORDS, as_words
-from simindex.storage import schema
+from simindex.signature import WORDS
+from simindex.storage import consistency, schema
 from simindex.storage.backend import Backend, Versions, Write, db_error
 from simindex.storage.checks import Checks
 from simindex.storage.copying import Copying
 from simindex.storage.dialects import CHANGES
-from simindex.storage.sql import Chunk, Held, Signatures, Sql, block_rows
+from simindex.storage.sql import Chunk, Held, Signatures, Sql, block_rows, with_version
 from simindex.storage.stored import Stored
 
 MAX_PROBE_K = 32  # probing past this is never cheaper than reading every row
@@ -51,17 +51,6 @@ COUNT_ASIDE_MIN = 5_000
 # A chunk this large into an empty PostgreSQL table starts a load COPYed straight in
 # (Copying.begin_fresh_load): 3x the rows a second of the usual path at a million.
 FRESH_LOAD_MIN = 1_000
-
-
-def _with_version(rows: list[Any], at: int = -1) -> tuple[list[Any], int]:
-    """A lookup's rows, and the schema cookie or generation from the marker row
-    (first column -1, the number in column ``at``) the same statement read
-    with them."""
-    marker = rows.pop() if rows and rows[-1][0] == -1 else None
-    if marker is None:  # pragma: no cover - UNION ALL keeps its order in practice
-        marker = next(r for r in rows if r[0] == -1)
-        rows.remove(marker)
-    return rows, int(marker[at])
 
 
 class Store(Checks, Copying, Stored):
@@ -155,14 +144,17 @@ class Store(Checks, Copying, Stored):
         self.count = select(func.count()).select_from(t)
         self.any_row = select(t.c.id).limit(1)
         self.scan = select(t.c.id, t.c.key, t.c.fingerprint, self._signature)
-        self._load = Sql(select(t.c.id, t.c.fingerprint), dialect, [])
+        # The id checked against its lookup index's block columns (consistency).
+        checked = consistency.checked_id(t, layout)
+        self._load = Sql(select(checked, t.c.fingerprint), dialect, [])
+        self._load_plain = Sql(select(t.c.id, t.c.fingerprint), dialect, [])  # another layout
         self._load_signed = (
             Sql(select(t.c.id, t.c.signature).where(t.c.signature.is_not(None)), dialect, [])
             if signatures
             else None
         )
         self._max_id = Sql(select(func.max(t.c.id)), dialect, [])
-        self.keys_by_id = select(t.c.id, t.c.key, self._signature).where(
+        self.keys_by_id = select(t.c.id, t.c.key, t.c.fingerprint, self._signature).where(
             t.c.id.in_(bindparam("ids", expanding=True))
         )
         self.unsigned = select(func.count()).select_from(t)
@@ -237,7 +229,7 @@ class Store(Checks, Copying, Stored):
         driver: Any = params
         if not self._lookup.positional:  # named style: _order is the names' order
             driver = dict(zip(self._lookup_names, params, strict=True))
-        return _with_version(self._read(self._lookup_text, driver))
+        return with_version(self._read(self._lookup_text, driver))
 
     def _lookup_params(self, fingerprint: int) -> tuple[int, ...]:
         """The query's block values, in the lookup's parameter order."""
@@ -253,7 +245,7 @@ class Store(Checks, Copying, Stored):
         then reads their keys."""
         driver = dict(zip(self._lookup_names, self._lookup_params(fingerprint), strict=True))
         driver |= {"query_fp": to_signed(fingerprint), "query_k": k}
-        return _with_version(self._read(self._matches_text, driver), at=2)
+        return with_version(self._read(self._matches_text, driver), at=2)
 
     def can_probe(self, k: int) -> bool:
         """Whether probe_lookup answers k (a few probes), rather than a full scan."""
@@ -281,7 +273,7 @@ class Store(Checks, Copying, Stored):
             table = self.layout.tables[probe.table]
             for b, flip in zip(table, probe.flips, strict=True):
                 params.append(to_signed(unsigned[b] ^ flip) if flip else values[b])
-        return _with_version(self._read(sql.text, sql.params(params)))
+        return with_version(self._read(sql.text, sql.params(params)))
 
     def _compile_probes(self, found: list[Probe]) -> tuple[Sql, list[Probe]]:
         t = self.tables.fingerprints
@@ -412,27 +404,29 @@ class Store(Checks, Copying, Stored):
         return int(conn.execute(self.unsigned).scalar_one())
 
     def load(self, conn: Connection) -> tuple[np.ndarray, np.ndarray]:
-        """(ids, unsigned fingerprints) of every row, as numpy arrays.
+        """(ids, unsigned fingerprints) of every row, checked (consistency.fingerprints).
 
         Read through the driver's own cursor, inside the caller's transaction:
         building result rows for a million fingerprints costs far more than
         reading them.
         """
+        # Checked under this Store's layout only (rebuilt elsewhere, the block
+        # columns are another layout's: read as before, the caller adopts it).
+        own = self.backend.schema_version(conn) == self.valid_for
+        statement = self._load if own else self._load_plain
         dbapi = conn.connection.dbapi_connection
         assert dbapi is not None  # an open connection inside a transaction
         cursor = dbapi.cursor()
         try:
-            cursor.execute(self._load.text, self._load.params([]))
+            cursor.execute(statement.text, statement.params([]))
             parts = []
             while rows := cursor.fetchmany(100_000):
-                flat = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=2 * len(rows))
-                parts.append(flat.reshape(-1, 2))
+                parts.append(consistency.table(self.where, rows, 2))
         finally:
             cursor.close()
         if not parts:
             return np.zeros(0, np.int64), np.zeros(0, np.uint64)
-        both = np.concatenate(parts)
-        return both[:, 0].copy(), both[:, 1].view(np.uint64).copy()
+        return consistency.fingerprints(self.where, np.concatenate(parts))
 
     def load_signatures(
         self, conn: Connection, ids: np.ndarray
@@ -451,7 +445,7 @@ class Store(Checks, Copying, Stored):
             cursor.execute(statement.text, statement.params([]))
             while rows := cursor.fetchmany(100_000):
                 found_ids.append(np.fromiter((r[0] for r in rows), np.int64, count=len(rows)))
-                words, held = as_words([r[1] for r in rows])
+                words, held = consistency.signature_words(self.where, [r[1] for r in rows])
                 parts.append(words)
                 present.append(held)
         finally:
@@ -463,20 +457,23 @@ class Store(Checks, Copying, Stored):
         at = np.minimum(np.searchsorted(ids, signed_ids, sorter=order), len(ids) - 1)
         where = order[at]
         known = ids[where] == signed_ids  # (always, in one snapshot)
+        consistency.all_known(self.where, signed_ids, known)
         words = np.zeros((len(ids), WORDS), dtype=np.uint64)
         mask = np.zeros(len(ids), dtype=bool)
         words[where[known]] = np.concatenate(parts)[known]
         mask[where[known]] = np.concatenate(present)[known]
         return words, mask
 
-    def keys_for(self, conn: Connection, ids: Iterable[int]) -> dict[int, tuple[str, bytes | None]]:
-        """id -> (key, signature) of these rows."""
-        wanted = list(dict.fromkeys(int(i) for i in ids))
-        found: dict[int, tuple[str, bytes | None]] = {}
-        for start in range(0, len(wanted), _CHUNK):
-            rows = conn.execute(self.keys_by_id, {"ids": wanted[start : start + _CHUNK]})
-            found.update((int(i), (k, sig)) for i, k, sig in rows)
-        return found
+    def keys_for(
+        self, conn: Connection, wanted: dict[int, int]
+    ) -> dict[int, tuple[str, bytes | None]]:
+        """id -> (key, signature) of the rows ``wanted`` (id -> the signed
+        fingerprint read for it), checked against it (consistency.rows)."""
+        ids = list(wanted)
+        found: list[Any] = []
+        for start in range(0, len(ids), _CHUNK):
+            found += conn.execute(self.keys_by_id, {"ids": ids[start : start + _CHUNK]})
+        return consistency.rows(self.where, found, wanted)
 
     # --- writes --------------------------------------------------------------
 
