@@ -411,8 +411,10 @@ class Store(Checks, Copying, Stored):
         reading them.
         """
         # Checked under this Store's layout only (rebuilt elsewhere, the block
-        # columns are another layout's: read as before, the caller adopts it).
-        own = self.backend.schema_version(conn) == self.valid_for
+        # columns are another layout's: read as before, the caller adopts it),
+        # and in a file only: damage is a file's, and on a server the version
+        # and the rows are not one snapshot (READ COMMITTED).
+        own = self.where.path is not None and self.backend.schema_version(conn) == self.valid_for
         statement = self._load if own else self._load_plain
         dbapi = conn.connection.dbapi_connection
         assert dbapi is not None  # an open connection inside a transaction
