@@ -8,9 +8,9 @@
 The triggers that count every change of the fingerprint table (SQLite: one
 run per row; PostgreSQL: one per statement) against the same code with the
 triggers dropped by hand, which is what a write cost before them. Both
-kinds of index are made alike and measured in turns (with, without, with,
-...), so the machine's noise hits both; medians of --repeats rounds, and
-the ratio with / without.
+kinds of index are made alike and measured in turns (with then without,
+then without then with, ...), so the machine's noise and the order hit
+both; medians of --repeats rounds, and the ratio with / without.
 
 - ``single add``: add_fingerprint() of one new key, one write transaction
   each, --singles of them into an index of N: median us a write.
@@ -97,7 +97,7 @@ def measure(place: Place, n: int, singles: int, repeats: int) -> dict[str, list[
         out.setdefault(f"{name}|{'with' if counted else 'without'}", []).append(value)
 
     for r in range(repeats):
-        for counted in (True, False):
+        for counted in (True, False) if r % 2 == 0 else (False, True):  # (either first)
             print(f"  round {r + 1}, {'with' if counted else 'without'} triggers", file=sys.stderr)
             location = place.new()
             started = time.perf_counter()
