@@ -64,6 +64,27 @@ def _keep_exit_code() -> None:
         os._exit(code)
 
 
+def _interrupt_in(exc: BaseException) -> KeyboardInterrupt | None:
+    """The KeyboardInterrupt an exception was raised from, if any (its
+    causes and contexts, followed a bounded way)."""
+    seen: BaseException | None = exc
+    for _ in range(16):
+        seen = seen.__cause__ or seen.__context__ if seen is not None else None
+        if seen is None:
+            return None
+        if isinstance(seen, KeyboardInterrupt):
+            return seen
+    return None
+
+
+def _interrupted(exc: KeyboardInterrupt) -> None:
+    # Another Ctrl-C (SIGTERM, SIGHUP) while this one is reported stops it at once.
+    signals.stop_at_once()
+    sys.stderr.write(f"{signals.interrupted_by(exc)}.\n")
+    sys.stderr.flush()
+    sys.exit(signals.exit_code(exc))
+
+
 def main() -> None:
     atexit.register(_keep_exit_code)
     sys.unraisablehook = _raise_again
@@ -74,11 +95,15 @@ def main() -> None:
 
             run()
         except KeyboardInterrupt as exc:
-            # Another Ctrl-C (SIGTERM, SIGHUP) while this one is reported stops it at once.
-            signals.stop_at_once()
-            sys.stderr.write(f"{signals.interrupted_by(exc)}.\n")
-            sys.stderr.flush()
-            sys.exit(signals.exit_code(exc))
+            _interrupted(exc)
+        except Exception as exc:
+            # A Ctrl-C inside some of Python's own machinery comes out wrapped:
+            # importing a class whose __set_name__ it interrupts raises
+            # RuntimeError("Error calling __set_name__ ...") from it.
+            interrupt = _interrupt_in(exc)
+            if interrupt is None:
+                raise
+            _interrupted(interrupt)
     except SystemExit as done:
         _ending["code"] = done.code
         raise
