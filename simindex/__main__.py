@@ -86,11 +86,12 @@ def _interrupted(exc: KeyboardInterrupt) -> None:
 
 
 def main() -> None:
-    atexit.register(_keep_exit_code)
-    sys.unraisablehook = _raise_again
-    signals.stop_on_signals()
     try:
         try:
+            # (Inside the try: a Ctrl-C may land while the handlers are set.)
+            atexit.register(_keep_exit_code)
+            sys.unraisablehook = _raise_again
+            signals.stop_on_signals()
             from simindex.cli import main as run
 
             run()

@@ -883,3 +883,19 @@ def test_an_interrupt_wrapped_by_python_is_one_line_and_exit_130() -> None:
     )
     assert done.returncode == 130, done.stderr
     assert done.stderr == "Interrupted.\n" and done.stdout == ""
+
+
+def test_an_interrupt_while_the_handlers_are_set_is_one_line_and_exit_130() -> None:
+    """A Ctrl-C that lands while main sets its signal handlers (the slow test
+    above at delay 0 once printed a traceback from signal.signal)."""
+    code = (
+        "import sys; from simindex import signals; from simindex.__main__ import main\n"
+        "def stop(): raise KeyboardInterrupt\n"
+        "signals.stop_on_signals = stop\n"
+        "main()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=_child_env(), timeout=60
+    )
+    assert done.returncode == 130, done.stderr
+    assert done.stderr == "Interrupted.\n" and done.stdout == ""
