@@ -181,7 +181,7 @@ def sqlite_rows_alone(n: int, repeats: int) -> tuple[float, float]:
                 if trigger:
                     conn.execute(
                         f"CREATE TRIGGER simindex_count_inserts AFTER INSERT ON "
-                        f"simindex_fingerprints BEGIN {dialects._COUNT_SQL}; END".replace(
+                        f"simindex_fingerprints BEGIN {dialects.COUNT_SQL}; END".replace(
                             "simindex_meta.value AS", "value AS"
                         )
                     )

@@ -546,6 +546,16 @@ def test_ctrl_c_at_any_moment_is_one_line_and_exit_130(tmp_path: Path, delay: fl
     assert not index.exists()  # the new index the add had created is gone too
 
 
+def _one_line_and_130(code: str) -> None:
+    """Run `code` (which calls simindex's main) in a child: it must end in
+    the one line "Interrupted." and exit code 130."""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=_child_env(), timeout=60
+    )
+    assert done.returncode == 130, done.stderr
+    assert done.stderr == "Interrupted.\n" and done.stdout == ""
+
+
 def test_an_interrupt_python_would_ignore_is_delivered_again() -> None:
     """A KeyboardInterrupt raised in a __del__ is "ignored" by Python (printed,
     and the program goes on); the simindex command raises it again."""
@@ -563,11 +573,7 @@ def test_an_interrupt_python_would_ignore_is_delivered_again() -> None:
         "simindex.cli.main = run\n"
         "main()\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=_child_env(), timeout=60
-    )
-    assert done.returncode == 130, done.stderr
-    assert done.stderr == "Interrupted.\n" and done.stdout == ""
+    _one_line_and_130(code)
 
 
 # --- 10. --workers ---------------------------------------------------------------
@@ -878,11 +884,7 @@ def test_an_interrupt_wrapped_by_python_is_one_line_and_exit_130() -> None:
         "simindex.cli.main = run\n"
         "main()\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=_child_env(), timeout=60
-    )
-    assert done.returncode == 130, done.stderr
-    assert done.stderr == "Interrupted.\n" and done.stdout == ""
+    _one_line_and_130(code)
 
 
 def test_an_interrupt_while_the_handlers_are_set_is_one_line_and_exit_130() -> None:
@@ -894,8 +896,4 @@ def test_an_interrupt_while_the_handlers_are_set_is_one_line_and_exit_130() -> N
         "signals.stop_on_signals = stop\n"
         "main()\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=_child_env(), timeout=60
-    )
-    assert done.returncode == 130, done.stderr
-    assert done.stderr == "Interrupted.\n" and done.stdout == ""
+    _one_line_and_130(code)

@@ -26,7 +26,7 @@ README = ROOT / "README.md"
 CLI_DOC = ROOT / "docs" / "cli.md"
 DOCS = sorted((ROOT / "docs").rglob("*.md"))
 PAGES = [README, ROOT / "bench" / "README.md", *DOCS]
-README_MAX_LINES = 300
+README_MAX_LINES = 150
 
 # "at 0b46f1e", "from git `d5fdb8d`", "at revision 9c18086": a hash needs a letter
 # in it, so "at 1000000" is a number, not a revision.

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from alembic import op
 
-from simindex.storage.dialects import dialect_of
+from simindex.storage.dialects import COUNT_FUNCTION, COUNT_SQL, COUNT_TRIGGERS, dialect_of
 
 revision = "0005"
 down_revision = "0004"
@@ -37,18 +37,13 @@ branch_labels = None
 depends_on = None
 
 EXISTING = "EXISTS (SELECT 1 FROM simindex_meta WHERE name = 'format')"
-TRIGGERS = ("simindex_count_inserts", "simindex_count_updates", "simindex_count_deletes")
 
 
 def upgrade() -> None:
     bind = op.get_bind()
     dialect_of(bind).count_changes(bind)
     op.execute("DELETE FROM simindex_snapshot")
-    op.execute(
-        "INSERT INTO simindex_meta (name, value) VALUES ('changes', '1') "
-        "ON CONFLICT (name) DO UPDATE "
-        "SET value = CAST(CAST(simindex_meta.value AS BIGINT) + 1 AS TEXT)"
-    )
+    op.execute(COUNT_SQL)
     if bind.dialect.name != "sqlite":  # (SQLite: the new triggers move the schema cookie)
         op.execute(
             "UPDATE simindex_meta SET value = CAST(CAST(value AS BIGINT) + 1 AS TEXT) "
@@ -62,8 +57,8 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     if op.get_bind().dialect.name == "sqlite":
-        for name in TRIGGERS:
+        for name in COUNT_TRIGGERS.values():
             op.execute(f"DROP TRIGGER IF EXISTS {name}")
     else:
-        op.execute("DROP TRIGGER IF EXISTS simindex_count_changes ON simindex_fingerprints")
-        op.execute("DROP FUNCTION IF EXISTS simindex_count_changes()")
+        op.execute(f"DROP TRIGGER IF EXISTS {COUNT_FUNCTION} ON simindex_fingerprints")
+        op.execute(f"DROP FUNCTION IF EXISTS {COUNT_FUNCTION}()")
