@@ -50,8 +50,7 @@ sys.path.insert(0, str(HERE))
 if str(HERE.parent) not in sys.path:
     sys.path.insert(0, str(HERE.parent))
 
-from common import output_options, save_output  # noqa: E402
-from holding import drop_schema  # noqa: E402
+from common import drop_schema, output_options, save_output  # noqa: E402
 
 from simindex import SimIndex  # noqa: E402
 from simindex.fingerprint import to_signed  # noqa: E402

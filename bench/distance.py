@@ -21,7 +21,6 @@ table to stdout.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import statistics
@@ -34,20 +33,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from common import git_rev, output_options, save_output  # noqa: E402
+from common import git_rev, log, output_options, percentile, print_json, save_output  # noqa: E402
 
 from simindex import SimIndex  # noqa: E402
 from simindex.blocks import probe_radius  # noqa: E402
 from simindex.costs import lookup_cost  # noqa: E402
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def main() -> int:
@@ -156,7 +146,7 @@ def measure(args: argparse.Namespace) -> int:
                 }
             )
     if args.json:
-        print(json.dumps({"n": args.n, "git": rev, "rows": rows}, indent=2))
+        print_json({"n": args.n, "git": rev, "rows": rows})
         return 0
     print(f"simindex distance: n={args.n:,}, {args.queries:,} queries per k, git {rev}")
     head = f"{'k':>3}  {'layout':<58} {'r':>2} {'seeks':>6} {'cand.':>8}"

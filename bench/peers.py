@@ -56,17 +56,17 @@ for _p in (str(ROOT), str(HERE)):  # `python bench/peers.py` from a checkout
         sys.path.insert(0, _p)
 
 import numpy as np  # noqa: E402
-from common import output_options, save_output  # noqa: E402
-from foundation import (  # noqa: E402
-    NEWS,
-    english_docs,
+from common import (  # noqa: E402
     environment,
     fmt,
     log,
-    make_queries,
     median,
+    output_options,
     p99,
+    print_json,
+    save_output,
 )
+from data import NEWS, english_docs, make_queries  # noqa: E402
 
 from simindex.index import SimIndex  # noqa: E402
 from simindex.tokenize import shingles, words  # noqa: E402
@@ -1419,7 +1419,7 @@ def measure(args: argparse.Namespace) -> int:
             for k in [k for k in r if k.startswith("_")]:
                 del r[k]
     if args.json == "-":
-        print(json.dumps(res, indent=2, ensure_ascii=False))
+        print_json(res)
     else:
         print(table(res))
         if args.json:

@@ -84,7 +84,16 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py, never simindex
 
-from common import ROOT, cpu_model, load_average, output_options, save_output  # noqa: E402
+from common import (  # noqa: E402
+    ROOT,
+    cpu_model,
+    load_average,
+    log,
+    output_options,
+    percentile,
+    print_json,
+    save_output,
+)
 
 FLIPS = 8  # planted near-duplicates and planted queries: up to this many bits flipped
 WARM = 200  # untimed queries before each single-query row
@@ -111,15 +120,6 @@ ROWS = [
 MAY_DIFFER = {"text_query_db", "text_query_held"}
 VOCAB = 5000  # made-up words of the texts, drawn by a Zipf law
 TEXT_WORDS = (80, 300)
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def digest(value: object) -> str:
@@ -657,7 +657,7 @@ def report(
         "rows": rows,
     }
     if args.json:
-        print(json.dumps(info, indent=2))
+        print_json(info)
         return 0 if ok else 1
     v = info["versions"]
     print("simindex revisions: the same workload on two revisions, in one run")

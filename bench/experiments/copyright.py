@@ -42,19 +42,19 @@ no text with its canonical member.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-if str(HERE.parent) not in sys.path:  # `python bench/copyright.py` from a checkout
-    sys.path.insert(0, str(HERE.parent))
+for _p in (str(HERE.parent), str(HERE.parent.parent)):  # common.py and data.py, simindex
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
 
-import corpora  # noqa: E402
+import data  # noqa: E402
 import numpy as np  # noqa: E402
 import sketches as sg  # noqa: E402
-from common import output_options, save_output  # noqa: E402
+from common import log, output_options, print_json, save_output  # noqa: E402
 
 from simindex import EmptyTextError, SimIndex  # noqa: E402
 from simindex.fingerprint import DEFAULT_CONFIG, features  # noqa: E402
@@ -100,10 +100,6 @@ DEFAULT_SIGNATURES = (
     "simhash256/3",
     "tf-simhash256",
 )
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 def leader_clusters(order: list[int], edges: set[tuple[int, int]]) -> list[list[int]]:
@@ -152,7 +148,7 @@ def linked_clusters(order: list[int], edges: set[tuple[int, int]]) -> list[list[
 
 def measure(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
-    files = corpora.copyright_files(distinct=False)
+    files = data.copyright_files(distinct=False)
     if args.quick:
         files = files[:120]
     if len(files) < 2:
@@ -387,8 +383,7 @@ def measure(args: argparse.Namespace) -> int:
         "sweep": {"signature": SWEPT, "rows": sweep},
     }
     if args.json:
-        json.dump(out, sys.stdout, indent=1)
-        print()
+        print_json(out)
         return 0
     print(
         f"copyright corpus: {len(files)} files of /usr/share/doc/*/copyright and "
@@ -506,7 +501,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     output_options(ap)
     args = ap.parse_args(argv)
-    return save_output("copyright", args, lambda: measure(args))
+    return save_output("experiments/copyright", args, lambda: measure(args))
 
 
 if __name__ == "__main__":
