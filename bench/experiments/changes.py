@@ -1,9 +1,9 @@
 #!/usr/bin/env python
 """What counting every change in the database costs writes (revision 0005).
 
-    python bench/changes.py                  # SQLite, and PostgreSQL if SIMINDEX_TEST_POSTGRES_URL
-    python bench/changes.py --n 100000 --no-save
-    python bench/changes.py --postgres-url URL
+    python bench/experiments/changes.py      # SQLite, and PostgreSQL if SIMINDEX_TEST_POSTGRES_URL
+    python bench/experiments/changes.py --n 100000 --no-save
+    python bench/experiments/changes.py --postgres-url URL
 
 The triggers that count every change of the fingerprint table (SQLite: one
 run per row; PostgreSQL: one per statement) against the same code with the
@@ -40,9 +40,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-if str(HERE.parent) not in sys.path:
-    sys.path.insert(0, str(HERE.parent))
+for _p in (str(HERE.parent), str(HERE.parent.parent)):  # common.py, simindex
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
 
 from common import drop_schema, output_options, save_output  # noqa: E402
 
@@ -244,7 +244,7 @@ def main() -> int:
                     )
         return 0
 
-    return save_output("changes", args, run)
+    return save_output("experiments/changes", args, run)
 
 
 if __name__ == "__main__":
