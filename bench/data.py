@@ -943,7 +943,7 @@ class Editor:
     def zh_spacing(self, text: str) -> str:
         """Chinese: each punctuation mark between two Chinese characters replaced by an
         ideographic space (or two) or dropped, and each space between two of them by a
-        comma: the same text, spaced instead of punctuated (the issue's
+        comma: the same text, spaced instead of punctuated (as
         `你好　世界！　　呼噜。` against `你好，世界　呼噜`)."""
 
         def swap(m: re.Match) -> str:

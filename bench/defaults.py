@@ -19,7 +19,7 @@ files each writes on its own stay as they are):
                 IndexBinaryMultiHash 4x16 (--n 1000000 --no-docs --json)
 
 then prints the table (each row: simindex, what it is measured beside in
-the same script's run, the target issue 16 set, and the script), followed
+the same script's run, the target set for the defaults, and the script), followed
 by what each script printed. Ratios come from one script's run; figures of
 different scripts come from different minutes of one run.
 """

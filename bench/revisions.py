@@ -39,8 +39,8 @@ new fingerprints, a quarter of them near stored ones. Per round and revision:
                   over 5,000 words) into a new file: docs/s; then query(text)
                   one at a time over Q/4 texts (half 5%-edited copies of stored
                   ones), from the database (hold=False) and held: p50 us. Text
-                  queries are verified by signatures from issue 14 on, so those
-                  rows may differ in answers (they say whether they do)
+                  queries are verified by signatures since those were added, so
+                  those rows may differ in answers (they say whether they do)
 
 The k=3 index is built once per revision and reused. The bulk-add file is new
 each round and is the one the default-k rows use. Each figure is the median
@@ -116,7 +116,7 @@ ROWS = [
     ("text_query_held", "query(text), k={k}, held (hold=True)", "us", "lower"),
 ]
 # Rows whose answers may differ between revisions by design: a text query is
-# verified by signatures from issue 14 on (the row says whether they differ).
+# verified by signatures since those were added (the row says whether they differ).
 MAY_DIFFER = {"text_query_db", "text_query_held"}
 VOCAB = 5000  # made-up words of the texts, drawn by a Zipf law
 TEXT_WORDS = (80, 300)

@@ -1,10 +1,11 @@
 #!/usr/bin/env python
 """Precision on a real corpus: the copyright and licence files of this machine.
 
-    python bench/copyright.py             # every file: about a minute on 2 cores
-    python bench/copyright.py --quick     # the first 120 files: a smoke run (prints only)
-    python bench/copyright.py --json      # the results as JSON on stdout
-    python bench/copyright.py --no-save   # print only (else bench/results/copyright.txt)
+    python bench/experiments/copyright.py            # every file: about a minute on 2 cores
+    python bench/experiments/copyright.py --quick    # the first 120 files: a smoke run
+    python bench/experiments/copyright.py --json     # the results as JSON on stdout
+    python bench/experiments/copyright.py --no-save  # print only
+                          # (else bench/results/experiments/copyright.txt)
 
 Every Debian machine has /usr/share/doc/*/copyright and /usr/share/common-licenses,
 and nobody here wrote them. The script reads each file once (a symlink to a file
@@ -25,8 +26,8 @@ of licence files does); the target is read on the latter.
 The next row is the fingerprint alone: the same index's duplicates(threshold=0)
 and clusters(threshold=0), every candidate within k = 8. Then the same for each
 candidate verification of those candidates: kept when a signature's estimate
-(bench/sketches.py) reaches its threshold, the one bench/quality.py --hard
-tuned for English (bench/results/quality_hard.txt; --threshold overrides it);
+(bench/experiments/sketches.py) reaches its threshold, the one bench/experiments/quality_hard.py
+tuned for English (bench/results/experiments/quality_hard.txt; --threshold overrides it);
 the rows `exact` verify with the exact similarity the signature estimates.
 Clusters of the verified pairs are made two ways: `linked`, the connected
 components of the verified pairs (single linkage), and `leader`, in the order
@@ -34,9 +35,9 @@ the files were added, each file joins the first cluster whose canonical member
 it has a verified pair with, else starts its own (so every member is verified
 against its canonical member; what clusters() does).
 
-The targets (issue 14): at most 2% false alarms among the reported pairs of
-distinct texts, at least 150 true pairs found, no cluster member that shares
-no text with its canonical member.
+The targets set when the verification signature was chosen: at most 2% false
+alarms among the reported pairs of distinct texts, at least 150 true pairs
+found, no cluster member that shares no text with its canonical member.
 """
 
 from __future__ import annotations
@@ -63,8 +64,8 @@ SWEPT = "minhash128x4/1"  # the signature shown at every threshold of SWEEP
 SWEEP = (0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.78, 0.8, 0.85, 0.9)
 FALSE_ALARM = 0.3  # word 5-shingle Jaccard and containment both below: a false alarm
 TARGET_SHARE, TARGET_TRUE = 0.02, 150
-# The English thresholds bench/quality.py --hard tuned (seed 2; every negative kind
-# <= 1% there), from bench/results/quality_hard.txt.
+# The English thresholds bench/experiments/quality_hard.py tuned (seed 2; every negative kind
+# <= 1% there), from bench/results/experiments/quality_hard.txt.
 TUNED: dict[str, float] = {
     "simhash128/3": 0.85,
     "simhash256/3": 0.83,
@@ -258,7 +259,7 @@ def measure(args: argparse.Namespace) -> int:
         s = sigs[name]
         t = args.threshold if args.threshold is not None else fixed or TUNED.get(name)
         if t is None:
-            log(f"  {name}: no tuned threshold (run bench/quality.py --hard): skipped")
+            log(f"  {name}: no tuned threshold (run bench/experiments/quality_hard.py): skipped")
             continue
 
         def est(i: int, j: int, name: str = name, s: sg.Signature = s) -> float:
@@ -360,7 +361,7 @@ def measure(args: argparse.Namespace) -> int:
                 "linked": link,
             }
         )
-    # The product's pairs against the same verification done here (bench/sketches.py's
+    # The product's pairs against the same verification done here (bench/experiments/sketches.py's
     # minhash128x4/1 of every candidate, at the index's threshold).
     same_as_sketch = product == {p for p, v in sims.items() if v >= threshold}
     head_row = results[0]
@@ -477,7 +478,7 @@ def measure(args: argparse.Namespace) -> int:
     )
     print(
         f"its pairs are the k<=8 + {SWEPT} >= {threshold:.2f} pairs made here from "
-        f"bench/sketches.py: {'yes' if same_as_sketch else 'NO'}"
+        f"bench/experiments/sketches.py: {'yes' if same_as_sketch else 'NO'}"
     )
     for r in results[:2]:
         c = r["clusters"]["index"]
@@ -491,7 +492,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="JSON on stdout instead of the table")
     ap.add_argument(
         "--signatures",
-        help=f"comma-separated names from bench/sketches.py SIGNATURES "
+        help=f"comma-separated names from bench/experiments/sketches.py SIGNATURES "
         f"(default {','.join(DEFAULT_SIGNATURES)})",
     )
     ap.add_argument(

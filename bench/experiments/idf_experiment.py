@@ -1,15 +1,16 @@
 #!/usr/bin/env python
 """IDF weights on top of the default configuration: a one-off measurement.
 
-    python bench/idf_experiment.py    # both languages, bench/quality.py's sizes: about 2 min
-    python bench/idf_experiment.py --lang en --n 100 --random 2000
-    python bench/idf_experiment.py --no-save   # print only (else bench/results/idf_experiment.txt)
+    python bench/experiments/idf_experiment.py   # both languages, quality.py's sizes: about 2 min
+    python bench/experiments/idf_experiment.py --lang en --n 100 --random 2000
+    python bench/experiments/idf_experiment.py --no-save   # print only
+                          # (else bench/results/experiments/idf_experiment.txt)
 
 It builds bench/quality.py's synthetic pairs (same sources, cache, seed and
 sizes; the natural pairs are left out) and fingerprints every text three ways:
 
 - `default`: DEFAULT_CONFIG (word unigrams, its weights (tf today; the
-  figures in bench/results/idf_experiment.txt were printed while it had
+  figures in bench/results/experiments/idf_experiment.txt were printed while it had
   sublinear weights, 1 + ln tf), stop words dropped, CJK as characters and
   bigrams). The votes
   are recomputed here, and every fingerprint is asserted equal to

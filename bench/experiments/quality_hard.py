@@ -99,7 +99,7 @@ def score_hard(item: tuple[str, str]) -> dict:
     """(lang, text) -> what the --hard rows compare: the fingerprints (HARD_METHODS),
     the product's fingerprint and signature at its defaults
     (simindex.signature.fingerprint_and_signature), every signature of
-    bench/sketches.py and the exact unit shingle sets (all over the text as
+    bench/experiments/sketches.py and the exact unit shingle sets (all over the text as
     DEFAULT_CONFIG prepares it: CJK gaps folded, Traditional made Simplified, as the
     product reads it), RECOMMENDED over the text as it is (the rows before the
     normalisation), and the two MinHash baselines (datasketch, 128 permutations: word
@@ -507,7 +507,7 @@ def measure_hard(args: argparse.Namespace) -> int:
             f"  of the {same['texts']} texts of seed {args.seed}, the product's fingerprint "
             f"(simindex.signature.fingerprint_and_signature, DEFAULT_CONFIG) equals the "
             f"'default' row's for {same['fingerprint']}, its signature the "
-            f"'{RECOMMENDED}' rows' (bench/sketches.py over the prepared text) for "
+            f"'{RECOMMENDED}' rows' (bench/experiments/sketches.py over the prepared text) for "
             f"{same['signature']}"
         )
         print()

@@ -1,11 +1,12 @@
 #!/usr/bin/env python
-"""What each verification signature (bench/sketches.py) costs: bytes a
+"""What each verification signature (bench/experiments/sketches.py) costs: bytes a
 document, and fingerprinting speed with it beside simindex.simhash alone.
 
-    python bench/signatures.py            # about a minute on 2 cores
-    python bench/signatures.py --quick    # a smoke run (prints only)
-    python bench/signatures.py --json     # the results as JSON on stdout
-    python bench/signatures.py --no-save  # print only (else bench/results/signatures.txt)
+    python bench/experiments/signatures.py            # about a minute on 2 cores
+    python bench/experiments/signatures.py --quick    # a smoke run (prints only)
+    python bench/experiments/signatures.py --json     # the results as JSON on stdout
+    python bench/experiments/signatures.py --no-save  # print only
+                          # (else bench/results/experiments/signatures.txt)
 
 Text: bench/quality.py's passages (English: fortunes, the Jargon File, the
 common licences; Chinese: the People's Daily, fortunes-zh, the Debian Edu

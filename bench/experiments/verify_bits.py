@@ -1,10 +1,11 @@
 #!/usr/bin/env python
 """More fingerprint bits to verify candidates: a one-off measurement.
 
-    python bench/verify_bits.py           # both languages, quality.py's sizes: about 80 s, 2 cores
-    python bench/verify_bits.py --quick   # 40 pairs of each kind: a smoke run (about 25 s)
-    python bench/verify_bits.py --json    # the results as JSON on stdout instead of the tables
-    python bench/verify_bits.py --no-save # print only (else bench/results/verify_bits.txt)
+    python bench/experiments/verify_bits.py            # both languages: about 80 s, 2 cores
+    python bench/experiments/verify_bits.py --quick    # 40 pairs of each kind: about 25 s
+    python bench/experiments/verify_bits.py --json     # JSON on stdout instead of the tables
+    python bench/experiments/verify_bits.py --no-save  # print only
+                          # (else bench/results/experiments/verify_bits.txt)
 
 An index keeps a text's 64-bit Simhash and nothing else, so a verification
 stage that needs the texts (bench/quality.py's `default+verify` row: the exact
