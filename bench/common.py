@@ -68,10 +68,12 @@ def per_call(fn: Callable[[T], R], items: Iterable[T]) -> tuple[list[R], list[fl
     """fn over items, one call at a time: the answers and each call's seconds."""
     answers: list[R] = []
     seconds: list[float] = []
+    clock = time.perf_counter
     for item in items:
-        t0 = time.perf_counter()
-        answers.append(fn(item))
-        seconds.append(time.perf_counter() - t0)
+        t0 = clock()
+        answer = fn(item)
+        seconds.append(clock() - t0)
+        answers.append(answer)
     return answers, seconds
 
 

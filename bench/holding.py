@@ -52,7 +52,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from common import drop_schema, forget_stored, log, output_options, save_output  # noqa: E402
+from common import drop_schema, forget_stored, log, output_options, per_call, save_output  # noqa: E402
 from data import make_data  # noqa: E402
 
 from simindex import SimIndex  # noqa: E402
@@ -104,13 +104,8 @@ def faiss_baseline(fps: np.ndarray, queries: np.ndarray, k: int, want: list[list
 
 
 def timed(index: SimIndex, queries: list[int]) -> tuple[list[list[str]], list[float]]:
-    times, found = [], []
-    for q in queries:
-        start = time.perf_counter()
-        matches = index.query(q)
-        times.append(time.perf_counter() - start)
-        found.append(sorted(m.key for m in matches))
-    return found, times
+    answers, times = per_call(index.query, queries)
+    return [sorted(m.key for m in matches) for matches in answers], times
 
 
 def measure_backend(

@@ -26,13 +26,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from common import output_options, save_output  # noqa: E402
+from common import clock, output_options, save_output  # noqa: E402
 
 EXAMPLE = HERE.parent / "examples" / "news.jsonl"
 PY = sys.executable
@@ -48,9 +47,12 @@ IMPORTS = {
 
 
 def timed(cmd: list[str]) -> float:
-    start = time.perf_counter()
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    return time.perf_counter() - start
+    _done, seconds = clock(
+        lambda: subprocess.run(
+            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
+        )
+    )
+    return seconds
 
 
 def measure(args: argparse.Namespace) -> int:

@@ -51,7 +51,7 @@ if str(HERE.parent) not in sys.path:
 import data  # noqa: E402
 import numpy as np  # noqa: E402
 import sketches as sg  # noqa: E402
-from common import log, output_options, print_json, save_output  # noqa: E402
+from common import clock, log, output_options, print_json, save_output  # noqa: E402
 
 import simindex.tokenize as tok  # noqa: E402
 from simindex.fingerprint import simhash  # noqa: E402
@@ -81,10 +81,13 @@ def both(text: str, s: sg.Signature) -> tuple[int, bytes]:
 
 
 def timed(fn, docs: list[str]) -> float:
-    t = time.perf_counter()
-    for d in docs:
-        fn(d)
-    return time.perf_counter() - t
+    """Seconds for fn over every document, one after another."""
+
+    def every() -> None:
+        for d in docs:
+            fn(d)
+
+    return clock(every)[1]
 
 
 def costs(lang: str, docs: list[str], names: list[str], repeats: int) -> list[dict]:
