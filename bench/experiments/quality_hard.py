@@ -28,6 +28,7 @@ import sys
 import time
 from collections import Counter
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -148,7 +149,7 @@ def score_hard(item: tuple[str, str]) -> dict:
     return out
 
 
-def _exact(a: np.ndarray, b: np.ndarray, how: str) -> float:
+def _exact_arrays(a: np.ndarray, b: np.ndarray, how: str) -> float:
     inter = len(np.intersect1d(a, b, assume_unique=True))
     if how == "jaccard":
         union = len(a) + len(b) - inter
@@ -156,18 +157,47 @@ def _exact(a: np.ndarray, b: np.ndarray, how: str) -> float:
     return inter / math.sqrt(len(a) * len(b)) if len(a) and len(b) else 0.0
 
 
-def hard_rows(lang: str, sc: list[dict]) -> dict:
-    """label -> (similarity(i, j), threshold grid, fixed threshold or None, what it is).
-    A similarity is higher for nearer pairs; a distance row's is minus the distance."""
+# A row: label -> (similarity(i, j), threshold grid, fixed threshold or None, what it is).
+# A similarity is higher for nearer pairs; a distance row's is minus the distance.
+
+
+def _distance(sc: list[dict], label: str):
+    def d(i: int, j: int) -> float:
+        a, b = sc[i]["fp"][label], sc[j]["fp"][label]
+        return -float(hamming(a, b)) if a is not None and b is not None else -65.0
+
+    return d
+
+
+def _exact(sc: list[dict], key: tuple[str, int], how: str):
+    return lambda i, j: _exact_arrays(sc[i]["h"][key], sc[j]["h"][key], how)
+
+
+def _tf_cosine(sc: list[dict]):
+    return lambda i, j: cosine(sc[i]["feats"], sc[j]["feats"])
+
+
+def _named(key: tuple[str, int]) -> str:
+    return f"{key[1]}{ {'chars': '', 'bigrams': 'w', 'content': 's'}[key[0]] }"
+
+
+def _what(key: tuple[str, int]) -> str:
+    cjk = "CJK bigrams" if key[0] == "bigrams" else "CJK characters"
+    stop = ", stop words dropped" if key[0] == "content" else ""
+    return f"unit {key[1]}-shingle sets (units: words, {cjk}{stop})"
+
+
+def _two_stage(sc: list[dict], sim, k: int = K):
+    """Candidates within k of the default fingerprint, then sim."""
+    base = _distance(sc, "default")
+    return lambda i, j: sim(i, j) if base(i, j) >= -k else -1.0
+
+
+def fingerprint_rows(lang: str, sc: list[dict]) -> dict:
+    """The product, the fingerprint alone (and, in Chinese, before each step of
+    the normalisation), and MinHash."""
     rows: dict = {}
-
-    def dist(label: str):
-        def d(i: int, j: int) -> float:
-            a, b = sc[i]["fp"][label], sc[j]["fp"][label]
-            return -float(hamming(a, b)) if a is not None and b is not None else -65.0
-
-        return d
-
+    dist = partial(_distance, sc)
     dgrid = [-float(k_) for k_ in range(64, -1, -1)]
     fine = [x / 100 for x in range(101)]
     if sc[0]["product"] is not None:
@@ -209,22 +239,15 @@ def hard_rows(lang: str, sc: list[dict]) -> dict:
         shingles = "jieba-word 3-shingles" if lang == "zh" else "word 5-shingles"
         rows["minhash128 (5-sh)"] = (mh("mh5"), mgrid, None, f"datasketch, {shingles}")
         rows["minhash128 (3-sh)"] = (mh("mh3"), mgrid, None, "datasketch, the unit 3-shingles")
+    return rows
+
+
+def ceiling_rows(sc: list[dict]) -> dict:
+    """The exact similarities each family estimates."""
+    rows: dict = {}
     grid = [x / 1000 for x in range(1001)]
-
-    def exact(key: tuple[str, int], how: str):
-        return lambda i, j: _exact(sc[i]["h"][key], sc[j]["h"][key], how)
-
-    def tf_cosine(i: int, j: int) -> float:
-        return cosine(sc[i]["feats"], sc[j]["feats"])
-
-    def named(key: tuple[str, int]) -> str:
-        return f"{key[1]}{ {'chars': '', 'bigrams': 'w', 'content': 's'}[key[0]] }"
-
-    def what(key: tuple[str, int]) -> str:
-        cjk = "CJK bigrams" if key[0] == "bigrams" else "CJK characters"
-        stop = ", stop words dropped" if key[0] == "content" else ""
-        return f"unit {key[1]}-shingle sets (units: words, {cjk}{stop})"
-
+    exact, named, what = partial(_exact, sc), _named, _what
+    tf_cosine = _tf_cosine(sc)
     for key in EXACT_N:
         rows[f"jaccard{named(key)} (exact)"] = (
             exact(key, "jaccard"),
@@ -244,10 +267,18 @@ def hard_rows(lang: str, sc: list[dict]) -> dict:
         None,
         "ceiling: the cosine of the default's weighted features (what Simhash estimates)",
     )
-    base = dist("default")
+    return rows
 
-    def two_stage(sim, k: int = K):
-        return lambda i, j: sim(i, j) if base(i, j) >= -k else -1.0
+
+def two_stage_rows(lang: str, sc: list[dict]) -> dict:
+    """Candidates within k = 8 (or 10), verified by each exact similarity and by
+    each signature of sketches.py, some at fixed thresholds."""
+    rows: dict = {}
+    fine = [x / 100 for x in range(101)]
+    exact, named, what = partial(_exact, sc), _named, _what
+    tf_cosine = _tf_cosine(sc)
+    dist = partial(_distance, sc)
+    two_stage = partial(_two_stage, sc)
 
     for key in EXACT_N:
         rows[f"k<=8 + jaccard{named(key)} (exact)"] = (
@@ -317,6 +348,11 @@ def hard_rows(lang: str, sc: list[dict]) -> dict:
             "the two stages on the text as it is (no CJK normalisation in either)",
         )
     return rows
+
+
+def hard_rows(lang: str, sc: list[dict]) -> dict:
+    """Every row, in the order the table shows them."""
+    return {**fingerprint_rows(lang, sc), **ceiling_rows(sc), **two_stage_rows(lang, sc)}
 
 
 def hard_kinds() -> tuple[list[str], list[str]]:
