@@ -115,6 +115,30 @@ memoise_words()
 
 
 def table(lang: str, res: dict, n_pairs: Counter) -> str:
+    """The per-kind table of every method, its legend, each method's operating
+    point per kind, and the natural pairs at k@90."""
+    pairs = ", ".join(f"{k} {v}" for k, v in n_pairs.items())
+    op, op90 = operating_points(res)
+    return "\n".join(
+        [
+            *headline(res),
+            "",
+            *aligned(table_rows(res)),
+            "",
+            *legend(lang),
+            "At the best k (MinHash, verify: their threshold; simindex defaults: its two "
+            "operating points), per kind:",
+            *op,
+            "The natural pairs at k@90:",
+            *op90,
+            f"Pairs: {pairs}",
+        ]
+    )
+
+
+def table_rows(res: dict) -> list[list[str]]:
+    """The header and a row a method: each kind's share within k = 8 (the product
+    and the threshold rows: at their threshold), then the operating points."""
     cols = [*POSITIVE, "all"]
     head = (
         ["method"]
@@ -162,6 +186,13 @@ def table(lang: str, res: dict, n_pairs: Counter) -> str:
             + ["-" if r["k90"] is None else str(r["k90"]), pct(r["fp_k90"])]
             + [f"{pct(a.get('edit20'))}/{pct(a.get('edit30'))}", pct(a.get("nat~"))]
         )
+    return rows
+
+
+def aligned(rows: list[list[str]]) -> list[str]:
+    """The rows as text: the first column left-aligned, the others right-aligned,
+    a rule under the header."""
+    head = rows[0]
     widths = [max(len(row[c]) for row in rows) for c in range(len(head))]
     lines = []
     for n_, row in enumerate(rows):
@@ -171,7 +202,11 @@ def table(lang: str, res: dict, n_pairs: Counter) -> str:
         lines.append("  ".join(cells))
         if n_ == 0:
             lines.append("-" * len(lines[0]))
-    pairs = ", ".join(f"{k} {v}" for k, v in n_pairs.items())
+    return lines
+
+
+def operating_points(res: dict) -> tuple[list[str], list[str]]:
+    """Each method at its best operating point, per kind; and the natural pairs at k@90."""
     op, op90 = [], []
     w = max(len(SHOWN.get(label, label)) for label in res)
 
@@ -213,55 +248,48 @@ def table(lang: str, res: dict, n_pairs: Counter) -> str:
                 f"  {shown:<{w}} k={r['k90']:<2} nat+ {pct(a.get('nat+'))} | "
                 f"FP nat- {pct(a.get('nat-'))} | nat~ {pct(a.get('nat~'))}"
             )
-    return "\n".join(
-        [
-            *headline(res),
-            "",
-            *lines,
-            "",
-            f"Percent of pairs within k={K}, the default (FP columns: negatives within "
-            f"k={K}; border: 20%/30% edits within k={K}, not scored). best k: the largest "
-            "k keeping every negative kind's FP rate <= 1%; recall: all positives within "
-            "it. k@90: the smallest k finding 90% of all positives; FP@90: the worst "
-            "negative kind's FP rate there.",
-            f"+ {SHOWN[PRODUCT]}: simindex as it ships (SimIndex's query, duplicates and "
-            f"clusters): a pair is found when DEFAULT_CONFIG's fingerprints are within "
-            f"k={K} and simindex.signature.similarity of the two signatures "
-            f"({product_signature.NAME}, from "
-            "simindex.signature.fingerprint_and_signature) is >= "
-            f"{THRESHOLD:.2f}; every column but best k / recall is at that k and t. best "
-            f"k: its operating point with k fixed at {K} and t swept (the lowest multiple "
-            "of 0.01 keeping every negative kind's FP rate <= 1% on these pairs); k@90 / "
-            f"FP@90: at t={THRESHOLD:.2f}, k swept. The lines below add the point with k "
-            f"(0-{PRODUCT_K[-1]}) and t both swept. The 'default fingerprint alone' row "
-            f"is the same fingerprint without the signature (k={K}, no threshold).",
-            "* minhash: estimated Jaccard of word "
-            f"{SHINGLE[lang]}-shingles{' (jieba words)' if lang == 'zh' else ''}, "
-            f"num_perm={NUM_PERM}; every column is at its threshold J, the lowest multiple "
-            "of 1/128 keeping every negative kind's FP rate <= 1%. default+verify: the "
-            f"default's candidates within k={VERIFY_K}, kept when the cosine of the two "
-            "texts' weighted features is >= the lowest multiple of 0.01 that keeps every "
-            "negative kind's FP rate <= 1%; every column is at that threshold. "
-            f"{EXACT_COSINE} / {EXACT_JACCARD}: ceilings, not methods: the similarity "
-            "Simhash estimates (the cosine of the default's weighted features) and the one "
-            "MinHash estimates (the Jaccard of its shingle sets), computed exactly for "
-            "every pair, each at its lowest threshold (a multiple of 0.001) keeping every "
-            "negative kind's FP rate <= 1%.",
-            "nat+ / FP nat- / nat~: the natural pairs (found in the sources, labelled by "
-            "their word-sequence similarity; see the header) at the same k or threshold. "
-            "They do not move any operating point: best k, k@90 and the thresholds are "
-            "chosen on the synthetic kinds alone, as before. nat- candidates came from "
-            f"the default's distance <= {NAT_K} or shingle Jaccard >= {NAT_JACCARD}, so "
-            "FP nat- is not a rate over random pairs: it is high by construction near "
-            f"k={NAT_K} for the default.",
-            "At the best k (MinHash, verify: their threshold; simindex defaults: its two "
-            "operating points), per kind:",
-            *op,
-            "The natural pairs at k@90:",
-            *op90,
-            f"Pairs: {pairs}",
-        ]
-    )
+    return op, op90
+
+
+def legend(lang: str) -> list[str]:
+    """What the columns and the marked rows mean."""
+    return [
+        f"Percent of pairs within k={K}, the default (FP columns: negatives within "
+        f"k={K}; border: 20%/30% edits within k={K}, not scored). best k: the largest "
+        "k keeping every negative kind's FP rate <= 1%; recall: all positives within "
+        "it. k@90: the smallest k finding 90% of all positives; FP@90: the worst "
+        "negative kind's FP rate there.",
+        f"+ {SHOWN[PRODUCT]}: simindex as it ships (SimIndex's query, duplicates and "
+        f"clusters): a pair is found when DEFAULT_CONFIG's fingerprints are within "
+        f"k={K} and simindex.signature.similarity of the two signatures "
+        f"({product_signature.NAME}, from "
+        "simindex.signature.fingerprint_and_signature) is >= "
+        f"{THRESHOLD:.2f}; every column but best k / recall is at that k and t. best "
+        f"k: its operating point with k fixed at {K} and t swept (the lowest multiple "
+        "of 0.01 keeping every negative kind's FP rate <= 1% on these pairs); k@90 / "
+        f"FP@90: at t={THRESHOLD:.2f}, k swept. The lines below add the point with k "
+        f"(0-{PRODUCT_K[-1]}) and t both swept. The 'default fingerprint alone' row "
+        f"is the same fingerprint without the signature (k={K}, no threshold).",
+        "* minhash: estimated Jaccard of word "
+        f"{SHINGLE[lang]}-shingles{' (jieba words)' if lang == 'zh' else ''}, "
+        f"num_perm={NUM_PERM}; every column is at its threshold J, the lowest multiple "
+        "of 1/128 keeping every negative kind's FP rate <= 1%. default+verify: the "
+        f"default's candidates within k={VERIFY_K}, kept when the cosine of the two "
+        "texts' weighted features is >= the lowest multiple of 0.01 that keeps every "
+        "negative kind's FP rate <= 1%; every column is at that threshold. "
+        f"{EXACT_COSINE} / {EXACT_JACCARD}: ceilings, not methods: the similarity "
+        "Simhash estimates (the cosine of the default's weighted features) and the one "
+        "MinHash estimates (the Jaccard of its shingle sets), computed exactly for "
+        "every pair, each at its lowest threshold (a multiple of 0.001) keeping every "
+        "negative kind's FP rate <= 1%.",
+        "nat+ / FP nat- / nat~: the natural pairs (found in the sources, labelled by "
+        "their word-sequence similarity; see the header) at the same k or threshold. "
+        "They do not move any operating point: best k, k@90 and the thresholds are "
+        "chosen on the synthetic kinds alone, as before. nat- candidates came from "
+        f"the default's distance <= {NAT_K} or shingle Jaccard >= {NAT_JACCARD}, so "
+        "FP nat- is not a rate over random pairs: it is high by construction near "
+        f"k={NAT_K} for the default.",
+    ]
 
 
 def shown_point(p: dict) -> str:
