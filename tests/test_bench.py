@@ -326,3 +326,20 @@ def test_signatures_benchmark_quick_run() -> None:
     )
     methods = {c["method"] for c in json.loads(printed)["costs"]}
     assert {"simhash alone", "simhash + minhash128x4/1"} <= methods
+
+
+@slow
+def test_changes_experiment_runs() -> None:
+    """bench/experiments/changes.py on SQLite at a tiny size: every row printed."""
+    printed = run_script(
+        "bench/experiments/changes.py",
+        "--n",
+        "3000",
+        "--singles",
+        "20",
+        "--repeats",
+        "1",
+        "--no-save",
+    )
+    for label in ("single add", "5,000 at once", "50,000 at once", "bulk load"):
+        assert label in printed
