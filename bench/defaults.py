@@ -38,13 +38,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from common import output_options, save_output  # noqa: E402
+from common import log, output_options, save_output  # noqa: E402
 
 Row = tuple[str, str, str, str, str]  # what, simindex, beside, target, script
 
 
 def run(script: str, args: list[str], env: dict[str, str]) -> str:
-    print(f"running {script} {' '.join(args)}", file=sys.stderr, flush=True)
+    log(f"running {script} {' '.join(args)}")
     done = subprocess.run(
         [sys.executable, str(HERE / script), *args], capture_output=True, text=True, env=env
     )

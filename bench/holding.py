@@ -177,7 +177,7 @@ def measure(args: argparse.Namespace) -> int:
             log(f"{name}:")
             got = measure_backend(location, fps, queries.tolist(), want)
             if isinstance(got, str):
-                print(f"{name}: {got}", file=sys.stderr)
+                log(f"{name}: {got}")
                 return 1
             results[name] = got
     finally:

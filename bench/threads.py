@@ -147,7 +147,7 @@ def measure(args: argparse.Namespace) -> int:
                     env={**os.environ, "PYTHONHASHSEED": "0"},
                 )
                 if out.returncode:
-                    print(out.stderr, file=sys.stderr)
+                    log(out.stderr)
                     return 1
                 rows.append((stored, count, json.loads(out.stdout.strip().splitlines()[-1])))
     print(

@@ -44,7 +44,7 @@ for _p in (str(HERE.parent), str(HERE.parent.parent)):  # common.py, simindex
     if _p not in sys.path:
         sys.path.insert(0, _p)
 
-from common import drop_schema, output_options, save_output  # noqa: E402
+from common import drop_schema, log, output_options, save_output  # noqa: E402
 
 from simindex import SimIndex  # noqa: E402
 from simindex.storage import dialects  # noqa: E402
@@ -115,7 +115,7 @@ def measure(place: Place, n: int, singles: int, repeats: int) -> dict[str, list[
 
     for r in range(repeats):
         for counted in (True, False) if r % 2 == 0 else (False, True):  # (either first)
-            print(f"  round {r + 1}, {'with' if counted else 'without'} triggers", file=sys.stderr)
+            log(f"  round {r + 1}, {'with' if counted else 'without'} triggers")
             location = place.new()
             started = time.perf_counter()
             with SimIndex(location, hold=False) as index:
@@ -231,7 +231,7 @@ def main() -> int:
             if args.postgres_url:
                 kinds.append(("PostgreSQL", args.postgres_url))
             for label, url in kinds:
-                print(f"measuring {label}", file=sys.stderr)
+                log(f"measuring {label}")
                 found = measure(Place(url, Path(folder)), args.n, args.singles, args.repeats)
                 print(f"\n{label}")
                 print(f"{'write':<16} {'with':>10} {'without':>10} {'with/without':>13}")
