@@ -271,11 +271,19 @@ class Built:
 
 def bench_builds(n, fps, pairs, peers, args, tmp: Path, section: str):
     reps = args.build_repeat if n <= 1_000_000 else 1
-    built = Built()
     layouts = [(SIM, {})]
     if simindex_has_blocks():
         layouts.append((SIM5, {"blocks": 5}))
     shi_ok = peers.simhash is not None and n <= args.simhash_max_n
+    built, times, errors = time_builds(n, fps, pairs, peers, tmp, layouts, shi_ok, reps)
+    rows = build_rows(section, n, times, errors, layouts, shi_ok, peers, args)
+    return built, rows, layouts, reps
+
+
+def time_builds(n, fps, pairs, peers, tmp: Path, layouts, shi_ok: bool, reps: int):
+    """Every build, R repeats, rotating who goes first: what was built (the
+    last of each), the seconds of each repeat, and the errors."""
+    built = Built()
     times: dict[str, list[float]] = {NUMPY: [], SIM: [], SIM5: [], SHI: [], FAISS: []}
     errors: dict[str, str] = {}
 
@@ -349,7 +357,11 @@ def bench_builds(n, fps, pairs, peers, args, tmp: Path, section: str):
         log(f"  build repeat {r + 1}/{reps}")
         for step in rotate(steps, r):
             step(r)
+    return built, times, errors
 
+
+def build_rows(section, n, times, errors, layouts, shi_ok: bool, peers, args):
+    """A row a build, beside numpy's array (fingerprints a second)."""
     base = n / median(times[NUMPY])
     rows = [
         row(
@@ -413,7 +425,7 @@ def bench_builds(n, fps, pairs, peers, args, tmp: Path, section: str):
         rows.append(missing(section, FAISS, "add", "unavailable", peers.faiss_why))
     else:
         rows.append(build_row(FAISS, "add: pack to uint8[n,8] + add()", "; in memory"))
-    return built, rows, layouts, reps
+    return rows
 
 
 FAISS_RADIUS = K + 1  # faiss binary range_search keeps distances < radius
