@@ -7,8 +7,9 @@ prints into (``save_output``), plus the PostgreSQL clean-up the scripts that
 make schemas share.
 
 Every script prints its table to stdout and, through ``save_output``, writes
-the same text to ``bench/results/<script>.txt`` under a header giving the
-command, the date, the revision and the machine. The docs cite those files.
+the same text to ``bench/results/<script>.txt`` (an experiment's to
+``bench/results/experiments/``) under a header giving the command, the date,
+the revision and whether the tree was clean, and the machine. The docs cite those files.
 A run writes no file with ``--no-save``, with JSON on stdout (``--json``), or
 with ``--quick`` (a smoke run must not replace the results of a full one);
 ``--out FILE`` writes elsewhere, and writes even a quick run. The file is
@@ -68,11 +69,11 @@ def per_call(fn: Callable[[T], R], items: Iterable[T]) -> tuple[list[R], list[fl
     """fn over items, one call at a time: the answers and each call's seconds."""
     answers: list[R] = []
     seconds: list[float] = []
-    clock = time.perf_counter
+    now = time.perf_counter
     for item in items:
-        t0 = clock()
+        t0 = now()
         answer = fn(item)
-        seconds.append(clock() - t0)
+        seconds.append(now() - t0)
         answers.append(answer)
     return answers, seconds
 
@@ -95,6 +96,14 @@ def interpolated_percentile(values: Sequence[float], q: float) -> float:
     return float(np.quantile(np.asarray(values, dtype=np.float64), q))
 
 
+def p99(values: Sequence[float]) -> float:
+    """P99, interpolated (as numpy's percentile)."""
+    return interpolated_percentile(values, 0.99)
+
+
+# Figures as tables show them
+
+
 def fmt(x: float | None, unit: str = "") -> str:
     """A figure at the precision a table shows it: thousands separated, three
     significant digits below 100."""
@@ -111,11 +120,6 @@ def fmt(x: float | None, unit: str = "") -> str:
     else:
         s = f"{x:.3g}"
     return s + unit
-
-
-def p99(values: Sequence[float]) -> float:
-    """P99, interpolated (as numpy's percentile)."""
-    return interpolated_percentile(values, 0.99)
 
 
 def pct(x: float | None) -> str:
