@@ -1,12 +1,12 @@
 """The benchmark suite: its scripts import only the helper layer, and still
 run (tiny sizes; the figures are not checked).
 
-The smoke runs are slow, so they run with ``pytest -m slow`` (as .ci/run
-does); the import check is fast. bench/peers.py
-carries on without the peers it cannot import, so it runs without the
-optional extra too. These smoke runs never touch bench/results/ (they print
-JSON, are --quick, or say --no-save): every test checks that the results the
-docs cite are left as they were.
+The import checks are fast. The smoke runs are slow, so they run with
+``pytest -m slow`` (as .ci/run does). bench/peers.py carries on without the
+peers it cannot import, so it runs without the optional extra too. The smoke
+runs never touch bench/results/ (they print JSON, are --quick, or say
+--no-save): every test checks that the results the docs cite are left as
+they were.
 """
 
 from __future__ import annotations
