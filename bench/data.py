@@ -866,11 +866,11 @@ class Editor:
             return text + "\n\n" + " ".join(words[: max(1, round(0.1 * en_len(text)))])
         return text + "\n" + o[: max(1, round(0.1 * len(text)))]
 
-    # --- the harder kinds (--hard) ---
+    # --- the harder kinds (experiments/quality_hard.py) ---
 
     def any_word(self) -> str:
         """A word drawn uniformly from the 5,000 commonest: mostly content words (the
-        half-rewritten negatives of --hard; word() draws mostly stop words)."""
+        half-rewritten negatives of the harder benchmark; word() draws mostly stop words)."""
         return self.rng.choice(self.vocab)
 
     def mix_words(self, text: str) -> str:
@@ -1313,7 +1313,7 @@ def same_genre_pairs(lang: str, groups: list[list[str]], count: int, rng) -> tup
 
 
 def build_hard(lang: str, n: int, seed: int, genre: dict):
-    """build_pairs' extra: the --hard kinds, each from a random source of its own."""
+    """build_pairs' extra: the harder benchmark's kinds, each from a random source of its own."""
 
     def extra(pool: list[str], add, pairs: list, counts: dict) -> None:
         ed = Editor(lang, pool, random.Random(f"{seed}-{lang}-hard"))

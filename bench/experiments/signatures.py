@@ -53,11 +53,7 @@ import numpy as np  # noqa: E402
 import sketches as sg  # noqa: E402
 from common import clock, log, output_options, print_json, save_output  # noqa: E402
 
-import simindex.tokenize as tok  # noqa: E402
 from simindex.fingerprint import simhash  # noqa: E402
-
-tok.words = data._original_words  # quality.py memoises words(): not in a timing
-_words = tok.words
 
 
 def documents(lang: str, mb: float, seed: int = 1) -> list[str]:

@@ -36,7 +36,7 @@ values the estimate can take (multiples of 1/B or 1/(64+B)), the largest t
 keeping every negative kind's false-positive rate <= 1%, which is the most
 recall that constraint allows. `none` rows are the lookup alone (t = 1).
 MinHash (datasketch, 128 permutations, its own threshold), the default at
-k = 8 and `default+verify` come from bench/quality.py's own evaluate(), run on
+k = 8 and `default+verify` come from the evaluate() quality.py runs (bench/data.py), on
 the same pairs and texts (this script narrows data.METHODS to the default
 alone, so that evaluate() and score() compute only what is compared here).
 
