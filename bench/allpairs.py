@@ -42,8 +42,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from common import output_options, save_output  # noqa: E402
-from holding import make_data, say  # noqa: E402
+from common import log, output_options, save_output  # noqa: E402
+from data import make_data  # noqa: E402
 
 from simindex import SimIndex  # noqa: E402
 from simindex.pairs import pairs_within  # noqa: E402
@@ -83,13 +83,13 @@ def measure(args: argparse.Namespace) -> int:
     ok = True
     with tempfile.TemporaryDirectory(prefix="bench-allpairs-") as scratch:
         path = str(Path(scratch) / "index.db")
-        say(f"building {n:,} fingerprints")
+        log(f"building {n:,} fingerprints")
         with SimIndex(path) as index:
             index.add_fingerprints(zip(keys, fps.tolist(), strict=True))
         with SimIndex(path, hold=True) as index:
             index.query(int(fps[0]))  # a holder reads the rows and stores the snapshot
         for run in range(runs):
-            say(f"run {run + 1} of {runs}")
+            log(f"run {run + 1} of {runs}")
             for k in (3, 8):
                 start = time.perf_counter()
                 with SimIndex(path) as index:
@@ -100,7 +100,7 @@ def measure(args: argparse.Namespace) -> int:
                 times.setdefault(f"pairs_within({k})", []).append(time.perf_counter() - start)
                 mine = {(int(p.key_a), int(p.key_b)) for p in got}
                 if mine != as_set(a, b):
-                    say(f"k = {k}: duplicates() and pairs_within differ")
+                    log(f"k = {k}: duplicates() and pairs_within differ")
                     ok = False
                 counts[f"duplicates({k})"] = counts[f"pairs_within({k})"] = len(mine)
                 if k == 3:
@@ -109,7 +109,7 @@ def measure(args: argparse.Namespace) -> int:
                     times.setdefault("prototype(k=3)", []).append(time.perf_counter() - start)
                     counts["prototype(k=3)"] = len(proto)
                     if as_set(proto[:, 0], proto[:, 1]) != mine:
-                        say("k = 3: the prototype and duplicates() differ")
+                        log("k = 3: the prototype and duplicates() differ")
                         ok = False
     base = statistics.median(times["prototype(k=3)"])
     print(

@@ -35,7 +35,6 @@ Progress goes to stderr, the table (or JSON) to stdout. See bench/README.md.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import sqlite3
@@ -50,9 +49,16 @@ ROOT = HERE.parent
 if str(ROOT) not in sys.path:  # `python bench/backends.py` from a checkout
     sys.path.insert(0, str(ROOT))
 
-import numpy as np  # noqa: E402
 import sqlalchemy  # noqa: E402
-from common import git_rev, load_average, output_options, save_output  # noqa: E402
+from common import (  # noqa: E402
+    git_rev,
+    interpolated_percentile,
+    load_average,
+    log,
+    output_options,
+    print_json,
+    save_output,
+)
 from sqlalchemy.engine import make_url  # noqa: E402
 
 from simindex.index import SimIndex  # noqa: E402
@@ -61,14 +67,6 @@ K = 3
 MORE = 10_000  # the incremental add
 WARMUP = 200  # untimed queries per backend before the timed rounds
 ROUNDS = 10  # the timed single queries are cut into this many rounds
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def pct(xs: list[float], q: float) -> float:
-    return float(np.percentile(np.asarray(xs, dtype=np.float64), q))
 
 
 def data(n: int, queries: int, batch: int, seed: int):
@@ -211,10 +209,10 @@ def single_queries(backends: list[Backend], warm: list[int], queries: list[int])
     for raw in raws.values():
         raw.close()
     for b in backends:
-        b.results["query_p50_us"] = pct(b.latencies, 50)
-        b.results["query_p90_us"] = pct(b.latencies, 90)
-        b.results["query_p99_us"] = pct(b.latencies, 99)
-        b.results["select1_p50_us"] = pct(b.floor, 50)
+        b.results["query_p50_us"] = interpolated_percentile(b.latencies, 0.5)
+        b.results["query_p90_us"] = interpolated_percentile(b.latencies, 0.9)
+        b.results["query_p99_us"] = interpolated_percentile(b.latencies, 0.99)
+        b.results["select1_p50_us"] = interpolated_percentile(b.floor, 0.5)
         floor = b.results["select1_p50_us"]
         b.results["query_p50_over_select1"] = b.results["query_p50_us"] / floor
 
@@ -391,7 +389,7 @@ def measure(args: argparse.Namespace) -> int:
                 else None
             ),
         }
-        print(json.dumps(out, indent=2))
+        print_json(out)
     else:
         print(table(backends, facts, note))
     return 0 if same else 1

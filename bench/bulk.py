@@ -50,8 +50,7 @@ sys.path.insert(0, str(HERE))
 if str(HERE.parent) not in sys.path:
     sys.path.insert(0, str(HERE.parent))
 
-from common import output_options, save_output  # noqa: E402
-from holding import drop_schema  # noqa: E402
+from common import drop_schema, log, output_options, save_output  # noqa: E402
 
 from simindex import SimIndex  # noqa: E402
 from simindex.fingerprint import to_signed  # noqa: E402
@@ -174,7 +173,7 @@ def measure_postgres(
     ours: list[float] = []
     theirs: list[dict[str, float]] = []
     for run in range(runs):
-        print(f"PostgreSQL: run {run + 1} of {runs}", file=sys.stderr)
+        log(f"PostgreSQL: run {run + 1} of {runs}")
         name = f"bulk_{uuid.uuid4().hex[:8]}"
         try:
             start = time.perf_counter()
@@ -213,7 +212,7 @@ def measure(args: argparse.Namespace) -> int:
         ours: list[float] = []
         theirs: list[dict[str, float]] = []
         for run in range(args.runs):
-            print(f"run {run + 1} of {args.runs}", file=sys.stderr)
+            log(f"run {run + 1} of {args.runs}")
             path = folder / f"simindex-{run}.db"
             start = time.perf_counter()
             with SimIndex(str(path)) as index:

@@ -19,7 +19,7 @@ files each writes on its own stay as they are):
                 IndexBinaryMultiHash 4x16 (--n 1000000 --no-docs --json)
 
 then prints the table (each row: simindex, what it is measured beside in
-the same script's run, the target issue 16 set, and the script), followed
+the same script's run, the target set for the defaults, and the script), followed
 by what each script printed. Ratios come from one script's run; figures of
 different scripts come from different minutes of one run.
 """
@@ -38,13 +38,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from common import output_options, save_output  # noqa: E402
+from common import log, output_options, save_output  # noqa: E402
 
 Row = tuple[str, str, str, str, str]  # what, simindex, beside, target, script
 
 
 def run(script: str, args: list[str], env: dict[str, str]) -> str:
-    print(f"running {script} {' '.join(args)}", file=sys.stderr, flush=True)
+    log(f"running {script} {' '.join(args)}")
     done = subprocess.run(
         [sys.executable, str(HERE / script), *args], capture_output=True, text=True, env=env
     )

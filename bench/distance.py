@@ -21,7 +21,6 @@ table to stdout.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import statistics
@@ -34,20 +33,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from common import git_rev, output_options, save_output  # noqa: E402
+from common import git_rev, log, output_options, percentile, print_json, save_output  # noqa: E402
 
 from simindex import SimIndex  # noqa: E402
 from simindex.blocks import probe_radius  # noqa: E402
 from simindex.costs import lookup_cost  # noqa: E402
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def main() -> int:
@@ -65,6 +55,90 @@ def main() -> int:
     return save_output("distance", args, lambda: measure(args))
 
 
+def queries_near(rng: random.Random, fps: list[int], count: int, k: int) -> list[int]:
+    """count queries: every other one random, the rest a stored fingerprint with
+    0..k bits flipped."""
+    queries = []
+    for i in range(count):
+        if i % 2:
+            queries.append(rng.getrandbits(64))
+            continue
+        q = fps[rng.randrange(len(fps))]
+        for bit in rng.sample(range(64), rng.randrange(0, k + 1)):
+            q ^= 1 << bit
+        queries.append(q)
+    return queries
+
+
+def assert_exact(found, array: np.ndarray, q: int, k: int) -> None:
+    near = np.flatnonzero(np.bitwise_count(array ^ np.uint64(q)) <= k)
+    assert sorted(m.key for m in found) == sorted(f"k{j}" for j in near)
+
+
+def from_database(path: str, k: int, fps: list[int], queries: list[int], array: np.ndarray):
+    """Build the index at k, then time each query through the database, with
+    numpy brute force on every tenth, interleaved and checked: the layout, our
+    seconds and numpy's."""
+    log(f"k={k}: building {len(fps):,} fingerprints")
+    with SimIndex(path, k=k, hold=False) as index:
+        index.add_fingerprints((f"k{i}", fp) for i, fp in enumerate(fps))
+        layout = index.layout
+        for q in queries[:200]:  # warm the page cache and the statements
+            index.query(q)
+        log(f"k={k}: {layout.describe()}; timing {len(queries):,} queries")
+        ours, brute = [], []
+        for i, q in enumerate(queries):
+            start = time.perf_counter()
+            found = index.query(q)
+            ours.append(time.perf_counter() - start)
+            if i % 10 == 0:  # brute force on every tenth, interleaved
+                start = time.perf_counter()
+                near = np.flatnonzero(np.bitwise_count(array ^ np.uint64(q)) <= k)
+                brute.append(time.perf_counter() - start)
+                assert sorted(m.key for m in found) == sorted(f"k{j}" for j in near)
+    return layout, ours, brute
+
+
+def held_in_memory(path: str, k: int, queries: list[int], array: np.ndarray):
+    """The same queries from the fingerprints held in memory (SimIndex(hold=True):
+    what an index answers from once its queries have cost what reading it does):
+    the seconds reading in, each query's seconds, and duplicates() and its seconds."""
+    with SimIndex(path, hold=True) as index:
+        start = time.perf_counter()
+        index.query(queries[0])  # reads the index into memory
+        load = time.perf_counter() - start
+        for q in queries[:200]:  # builds the in-memory tables for k
+            index.query(q)
+        held = []
+        for i, q in enumerate(queries):
+            start = time.perf_counter()
+            found = index.query(q)
+            held.append(time.perf_counter() - start)
+            if i % 10 == 0:
+                assert_exact(found, array, q, k)
+        start = time.perf_counter()
+        pairs = index.duplicates()  # every pair within k, read and paired in memory
+        all_pairs = time.perf_counter() - start
+    return load, held, pairs, all_pairs
+
+
+def query_then_add(path: str, rng: random.Random, count: int) -> dict[bool, tuple[float, float]]:
+    """Query, then add when nothing matched: through the database, then held;
+    the median and mean seconds a document."""
+    stream = {}
+    for hold in (False, True):
+        new = [rng.getrandbits(64) for _ in range(count)]
+        with SimIndex(path, hold=hold) as index:
+            times = []
+            for i, fp in enumerate(new):
+                start = time.perf_counter()
+                if not index.query(fp):
+                    index.add_fingerprint(f"s{hold}{i}", fp)
+                times.append(time.perf_counter() - start)
+        stream[hold] = (statistics.median(times), statistics.fmean(times))
+    return stream
+
+
 def measure(args: argparse.Namespace) -> int:
     ks = [int(k) for k in args.k.split(",")]
     rng = random.Random(args.seed)
@@ -74,64 +148,11 @@ def measure(args: argparse.Namespace) -> int:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for k in ks:
-            queries = []
-            for i in range(args.queries):
-                if i % 2:
-                    queries.append(rng.getrandbits(64))
-                    continue
-                q = fps[rng.randrange(args.n)]
-                for bit in rng.sample(range(64), rng.randrange(0, k + 1)):
-                    q ^= 1 << bit
-                queries.append(q)
+            queries = queries_near(rng, fps, args.queries, k)
             path = os.path.join(tmp, f"k{k}.db")
-            log(f"k={k}: building {args.n:,} fingerprints")
-            with SimIndex(path, k=k, hold=False) as index:
-                index.add_fingerprints((f"k{i}", fp) for i, fp in enumerate(fps))
-                layout = index.layout
-                for q in queries[:200]:  # warm the page cache and the statements
-                    index.query(q)
-                log(f"k={k}: {layout.describe()}; timing {len(queries):,} queries")
-                ours, brute = [], []
-                for i, q in enumerate(queries):
-                    start = time.perf_counter()
-                    found = index.query(q)
-                    ours.append(time.perf_counter() - start)
-                    if i % 10 == 0:  # brute force on every tenth, interleaved
-                        start = time.perf_counter()
-                        near = np.flatnonzero(np.bitwise_count(array ^ np.uint64(q)) <= k)
-                        brute.append(time.perf_counter() - start)
-                        assert sorted(m.key for m in found) == sorted(f"k{j}" for j in near)
-            # The same queries from the fingerprints held in memory (SimIndex(hold=True):
-            # what an index answers from once its queries have cost what reading it does).
-            with SimIndex(path, hold=True) as index:
-                start = time.perf_counter()
-                index.query(queries[0])  # reads the index into memory
-                load = time.perf_counter() - start
-                for q in queries[:200]:  # builds the in-memory tables for k
-                    index.query(q)
-                held = []
-                for i, q in enumerate(queries):
-                    start = time.perf_counter()
-                    found = index.query(q)
-                    held.append(time.perf_counter() - start)
-                    if i % 10 == 0:
-                        near = np.flatnonzero(np.bitwise_count(array ^ np.uint64(q)) <= k)
-                        assert sorted(m.key for m in found) == sorted(f"k{j}" for j in near)
-                start = time.perf_counter()
-                pairs = index.duplicates()  # every pair within k, read and paired in memory
-                all_pairs = time.perf_counter() - start
-            # Query, then add when nothing matched: through the database, then held.
-            stream = {}
-            for hold in (False, True):
-                new = [rng.getrandbits(64) for _ in range(args.stream)]
-                with SimIndex(path, hold=hold) as index:
-                    times = []
-                    for i, fp in enumerate(new):
-                        start = time.perf_counter()
-                        if not index.query(fp):
-                            index.add_fingerprint(f"s{hold}{i}", fp)
-                        times.append(time.perf_counter() - start)
-                stream[hold] = (statistics.median(times), statistics.fmean(times))
+            layout, ours, brute = from_database(path, k, fps, queries, array)
+            load, held, pairs, all_pairs = held_in_memory(path, k, queries, array)
+            stream = query_then_add(path, rng, args.stream)
             cost = lookup_cost(layout, k, args.n)
             rows.append(
                 {
@@ -156,8 +177,13 @@ def measure(args: argparse.Namespace) -> int:
                 }
             )
     if args.json:
-        print(json.dumps({"n": args.n, "git": rev, "rows": rows}, indent=2))
+        print_json({"n": args.n, "git": rev, "rows": rows})
         return 0
+    print_tables(args, rev, rows)
+    return 0
+
+
+def print_tables(args: argparse.Namespace, rev: str, rows: list[dict]) -> None:
     print(f"simindex distance: n={args.n:,}, {args.queries:,} queries per k, git {rev}")
     head = f"{'k':>3}  {'layout':<58} {'r':>2} {'seeks':>6} {'cand.':>8}"
     print(
@@ -196,7 +222,6 @@ def measure(args: argparse.Namespace) -> int:
         "what it holds; a k up to the layout's asks the database either way); mean: with "
         "reading the index in"
     )
-    return 0
 
 
 if __name__ == "__main__":

@@ -29,18 +29,12 @@ from __future__ import annotations
 
 import argparse
 import gc
-import glob
 import json
-import os
-import platform
 import random
 import sqlite3
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -49,78 +43,27 @@ if str(ROOT) not in sys.path:  # `python bench/foundation.py` from a checkout
     sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
-import sqlalchemy  # noqa: E402
 import xxhash  # noqa: E402
-from common import cpu_model, git_rev, load_average, output_options, save_output  # noqa: E402
+from common import (  # noqa: E402
+    environment,
+    fmt,
+    log,
+    median,
+    output_options,
+    p99,
+    print_json,
+    save_output,
+)
+from data import NEWS, english_docs, make_queries  # noqa: E402
 
 from simindex.fingerprint import simhash  # noqa: E402
 from simindex.index import SimIndex  # noqa: E402
 
-LICENSES = Path("/usr/share/common-licenses")
-NEWS = ROOT / "examples" / "news.jsonl"
 K = 3  # the index's k (the default before k = 8): 4 blocks of 16 bits
 MIN_BASELINE_S = 0.1  # the xxh64 baseline is fast: loop it at least this long per repeat
 
 
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def median(xs):
-    return float(statistics.median(xs))
-
-
-def p99(xs):
-    return float(np.percentile(np.asarray(xs, dtype=np.float64), 99))
-
-
-# --- the machine -------------------------------------------------------------
-
-
-def environment() -> dict:
-    try:
-        nproc = subprocess.run(["nproc"], capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        nproc = f"{os.cpu_count()} (os.cpu_count)"
-    cpu, load = cpu_model(), load_average()
-    rev = git_rev()
-    try:
-        import jieba
-
-        jieba_version = getattr(jieba, "__version__", "unknown")
-    except ImportError:
-        jieba_version = "not installed"
-    return {
-        "date_utc": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
-        "python": platform.python_version(),
-        "sqlite": sqlite3.sqlite_version,
-        "numpy": np.__version__,
-        "sqlalchemy": sqlalchemy.__version__,
-        "xxhash": xxhash.VERSION,
-        "jieba": jieba_version,
-        "nproc": nproc,
-        "cpu": cpu,
-        "loadavg_at_start": load,
-        "git": rev,
-    }
-
-
 # --- 1. fingerprint throughput ----------------------------------------------------------
-
-
-def english_docs() -> tuple[list[str], str]:
-    """Every file in /usr/share/common-licenses (symlinked names read once)."""
-    names = sorted(glob.glob(str(LICENSES / "*")))
-    seen, docs = set(), []
-    for name in names:
-        real = os.path.realpath(name)
-        if real in seen or not os.path.isfile(real):
-            continue
-        seen.add(real)
-        docs.append(Path(real).read_text(encoding="utf-8", errors="replace"))
-    if not docs:
-        raise SystemExit(f"no English text: {LICENSES} is missing or empty (not a Debian machine?)")
-    return docs, f"{LICENSES}: {len(docs)} files ({len(names)} names, symlinks read once)"
 
 
 def jieba_dictionary_docs(seed: int, target_bytes: int) -> list[str]:
@@ -277,20 +220,6 @@ def bench_add(pairs, repeat: int, tmp: Path) -> tuple[dict, Path]:
 # --- 3. query latency and 4. candidates -------------------------------------------------
 
 
-def make_queries(fps: list[int], q: int, seed: int) -> list[tuple[str, int]]:
-    rng = random.Random(seed + 1)
-    out = []
-    for _ in range(q - q // 2):  # planted: a stored fingerprint with 0..3 bits flipped
-        fp = fps[rng.randrange(len(fps))]
-        for bit in rng.sample(range(64), rng.randint(0, K)):
-            fp ^= 1 << bit
-        out.append(("planted", fp))
-    for _ in range(q // 2):
-        out.append(("random", rng.getrandbits(64)))
-    rng.shuffle(out)
-    return out
-
-
 def popcount_fn():
     if hasattr(np, "bitwise_count"):  # numpy >= 2.0
         return np.bitwise_count, "np.bitwise_count"
@@ -397,22 +326,6 @@ def candidates(fps: list[int], queries) -> dict:
 
 
 # --- output ---------------------------------------------------------------------------
-
-
-def fmt(x: float, unit: str = "") -> str:
-    if x is None:
-        return "-"
-    if abs(x) >= 1000:
-        s = f"{x:,.0f}"
-    elif abs(x) >= 100:
-        s = f"{x:.0f}"
-    elif abs(x) >= 10:
-        s = f"{x:.1f}"
-    elif abs(x) >= 1:
-        s = f"{x:.2f}"
-    else:
-        s = f"{x:.3g}"
-    return s + unit
 
 
 def spread(xs) -> str:
@@ -629,7 +542,7 @@ def measure(args: argparse.Namespace) -> int:
     log(f"done in {res['elapsed_s']:.0f} s")
 
     if args.json:
-        print(json.dumps(res, indent=2, ensure_ascii=False))
+        print_json(res)
     else:
         print(table(res))
     if not res["query"]["exact"]:

@@ -52,37 +52,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from common import output_options, save_output  # noqa: E402
+from common import drop_schema, forget_stored, log, output_options, per_call, save_output  # noqa: E402
+from data import make_data  # noqa: E402
 
 from simindex import SimIndex  # noqa: E402
 
 WARM = 200
-
-
-def say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
-
-
-def make_data(n: int, q: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    fps = rng.integers(0, 2**64, n, dtype=np.uint64)
-    planted = np.arange(100, n, 100)
-
-    def flipped(values: np.ndarray, most: int) -> np.ndarray:
-        out = values.copy()
-        counts = rng.integers(0, most + 1, len(values))
-        for i, c in enumerate(counts.tolist()):
-            for b in rng.choice(64, c, replace=False).tolist():
-                out[i] ^= np.uint64(1) << np.uint64(b)
-        return out
-
-    fps[planted] = flipped(fps[planted - rng.integers(1, 100, len(planted))], 8)
-    fps[:3] = [0, 2**63, 2**64 - 1]
-    half = q // 2
-    queries = np.concatenate(
-        [flipped(fps[rng.integers(0, n, half)], 8), rng.integers(0, 2**64, q - half, np.uint64)]
-    )
-    return fps, queries
 
 
 def brute(fps: np.ndarray, queries: np.ndarray, k: int) -> tuple[list[list[int]], float]:
@@ -129,13 +104,8 @@ def faiss_baseline(fps: np.ndarray, queries: np.ndarray, k: int, want: list[list
 
 
 def timed(index: SimIndex, queries: list[int]) -> tuple[list[list[str]], list[float]]:
-    times, found = [], []
-    for q in queries:
-        start = time.perf_counter()
-        matches = index.query(q)
-        times.append(time.perf_counter() - start)
-        found.append(sorted(m.key for m in matches))
-    return found, times
+    answers, times = per_call(index.query, queries)
+    return [sorted(m.key for m in matches) for matches in answers], times
 
 
 def measure_backend(
@@ -145,7 +115,7 @@ def measure_backend(
     start = time.perf_counter()
     with SimIndex(location) as index:
         index.add_fingerprints(zip(keys, fps.tolist(), strict=True))
-    say(f"  loaded {len(fps):,} in {time.perf_counter() - start:.1f} s")
+    log(f"  loaded {len(fps):,} in {time.perf_counter() - start:.1f} s")
     out: dict[str, float] = {}
     with SimIndex(location, hold=False) as index:
         timed(index, queries[:WARM])
@@ -185,20 +155,14 @@ def measure_backend(
     return out
 
 
-def forget_stored(location: str) -> None:
-    """Empty the stored snapshot (storage/stored.py), so the next holder reads the rows."""
-    with SimIndex(location, hold=False) as index, index._backend.writing() as conn:
-        index._store.drop_stored(conn)
-
-
 def measure(args: argparse.Namespace) -> int:
     n = 50_000 if args.quick else args.n
     fps, queries = make_data(n, args.queries, args.seed)
-    say(f"data: {n:,} fingerprints, {len(queries):,} queries")
+    log(f"data: {n:,} fingerprints, {len(queries):,} queries")
     k = 8
     positions, numpy_p50 = brute(fps, queries, k)
     faiss_line = faiss_baseline(fps, queries, k, positions)
-    say(faiss_line)
+    log(faiss_line)
     want = [sorted(f"k{i}" for i in p) for p in positions]
     backends: list[tuple[str, str]] = []
     folder = tempfile.mkdtemp(prefix="simindex-holding-")
@@ -210,10 +174,10 @@ def measure(args: argparse.Namespace) -> int:
     results = {}
     try:
         for name, location in backends:
-            say(f"{name}:")
+            log(f"{name}:")
             got = measure_backend(location, fps, queries.tolist(), want)
             if isinstance(got, str):
-                print(f"{name}: {got}", file=sys.stderr)
+                log(f"{name}: {got}")
                 return 1
             results[name] = got
     finally:
@@ -246,17 +210,6 @@ def measure(args: argparse.Namespace) -> int:
     print("\nx numpy: the row's figure over numpy brute force's p50 (under 1: faster).")
     print("same answers: yes (every path against brute force)")
     return 0
-
-
-def drop_schema(url: str, schema: str) -> None:
-    from sqlalchemy import create_engine
-
-    engine = create_engine(url)
-    try:
-        with engine.begin() as conn:
-            conn.exec_driver_sql(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-    finally:
-        engine.dispose()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -56,17 +56,17 @@ for _p in (str(ROOT), str(HERE)):  # `python bench/peers.py` from a checkout
         sys.path.insert(0, _p)
 
 import numpy as np  # noqa: E402
-from common import output_options, save_output  # noqa: E402
-from foundation import (  # noqa: E402
-    NEWS,
-    english_docs,
+from common import (  # noqa: E402
     environment,
     fmt,
     log,
-    make_queries,
     median,
+    output_options,
     p99,
+    print_json,
+    save_output,
 )
+from data import NEWS, english_docs, make_queries  # noqa: E402
 
 from simindex.index import SimIndex  # noqa: E402
 from simindex.tokenize import shingles, words  # noqa: E402
@@ -271,11 +271,19 @@ class Built:
 
 def bench_builds(n, fps, pairs, peers, args, tmp: Path, section: str):
     reps = args.build_repeat if n <= 1_000_000 else 1
-    built = Built()
     layouts = [(SIM, {})]
     if simindex_has_blocks():
         layouts.append((SIM5, {"blocks": 5}))
     shi_ok = peers.simhash is not None and n <= args.simhash_max_n
+    built, times, errors = time_builds(n, fps, pairs, peers, tmp, layouts, shi_ok, reps)
+    rows = build_rows(section, n, times, errors, layouts, shi_ok, peers, args)
+    return built, rows, layouts, reps
+
+
+def time_builds(n, fps, pairs, peers, tmp: Path, layouts, shi_ok: bool, reps: int):
+    """Every build, R repeats, rotating who goes first: what was built (the
+    last of each), the seconds of each repeat, and the errors."""
+    built = Built()
     times: dict[str, list[float]] = {NUMPY: [], SIM: [], SIM5: [], SHI: [], FAISS: []}
     errors: dict[str, str] = {}
 
@@ -349,7 +357,11 @@ def bench_builds(n, fps, pairs, peers, args, tmp: Path, section: str):
         log(f"  build repeat {r + 1}/{reps}")
         for step in rotate(steps, r):
             step(r)
+    return built, times, errors
 
+
+def build_rows(section, n, times, errors, layouts, shi_ok: bool, peers, args):
+    """A row a build, beside numpy's array (fingerprints a second)."""
     base = n / median(times[NUMPY])
     rows = [
         row(
@@ -413,16 +425,23 @@ def bench_builds(n, fps, pairs, peers, args, tmp: Path, section: str):
         rows.append(missing(section, FAISS, "add", "unavailable", peers.faiss_why))
     else:
         rows.append(build_row(FAISS, "add: pack to uint8[n,8] + add()", "; in memory"))
-    return built, rows, layouts, reps
+    return rows
 
 
-def bench_queries(n, fps, queries, built, layouts, peers, args, section: str):
-    """Single queries, interleaved query by query (rotating who goes first), then
-    the batch calls, R passes; recall from the first pass."""
+FAISS_RADIUS = K + 1  # faiss binary range_search keeps distances < radius
+QUERY_OPERATION = {
+    SIM: "query(fp)",
+    SIM5: "query(fp), blocks=5",
+    SHI: "get_near_dups(Simhash(q))",
+    FAISS: f"range_search(1 query, radius {FAISS_RADIUS})",
+}
+
+
+def query_methods(built, layouts, peers, nq):
+    """What answers the queries: (name, one query -> result, result -> set of
+    positions) for single queries and (name, queries -> result, result -> sets)
+    for batches, and the SimIndex files opened for them (the caller closes them)."""
     arr = built.arr
-    qvals = [q for _, q in queries]
-    nq = len(qvals)
-    faiss_radius = K + 1  # faiss binary range_search keeps distances < radius
 
     def numpy_q(q):
         return np.flatnonzero(np.bitwise_count(arr ^ np.uint64(q)) <= K)
@@ -443,7 +462,7 @@ def bench_queries(n, fps, queries, built, layouts, peers, args, section: str):
         fi = built.faiss
 
         def faiss_q(q):
-            return fi.range_search(packed(np.array([q], dtype=np.uint64)), faiss_radius)
+            return fi.range_search(packed(np.array([q], dtype=np.uint64)), FAISS_RADIUS)
 
         singles.append((FAISS, faiss_q, lambda res: set(res[2].tolist())))
 
@@ -456,64 +475,73 @@ def bench_queries(n, fps, queries, built, layouts, peers, args, section: str):
         fi = built.faiss
 
         def faiss_batch(qs):
-            return fi.range_search(packed(np.array(qs, dtype=np.uint64)), faiss_radius)
+            return fi.range_search(packed(np.array(qs, dtype=np.uint64)), FAISS_RADIUS)
 
         def faiss_sets(res):
             lims, _, ids = res
             return [set(ids[lims[i] : lims[i + 1]].tolist()) for i in range(nq)]
 
         batches.append((FAISS, faiss_batch, faiss_sets))
+    return opened, singles, batches
 
+
+def time_queries(singles, batches, qvals, repeat):
+    """R passes: every single query, interleaved query by query (rotating who goes
+    first), then each batch call (rotating by pass). Latencies per pass (us),
+    batch seconds per pass, the answers of the first pass, and the errors."""
+    nq = len(qvals)
     lat = {name: [] for name, _, _ in singles}  # per pass: the array of Q latencies
     per_pass = {name: [] for name, _, _ in batches}  # per pass: seconds for all Q
     got = {name: [] for name, _, _ in singles}
     got_batch: dict[str, list[set]] = {}
     errors: dict[str, str] = {}
     perf = time.perf_counter_ns
-    try:
-        for q in qvals[:20]:  # warm-up: connection pool, page cache
-            for _name, fn, _ in singles:
-                fn(q)
-        for _name, fn, _ in batches:  # warm-up, untimed: first-call allocations
-            fn(list(qvals))
-        for r in range(args.repeat):
-            log(f"  query pass {r + 1}/{args.repeat}")
-            arrays = {name: np.empty(nq) for name in lat}
-            gc.collect()
-            for i, q in enumerate(qvals):
-                for name, fn, conv in rotate(singles, i):
-                    if name in errors:
-                        continue
-                    try:
-                        t0 = perf()
-                        res = fn(q)
-                        t1 = perf()
-                    except Exception as exc:  # noqa: BLE001
-                        errors[name] = why(exc)
-                        continue
-                    arrays[name][i] = (t1 - t0) / 1e3
-                    if r == 0:
-                        got[name].append(conv(res))
-            for name in lat:
-                lat[name].append(arrays[name])
-            for name, fn, conv in rotate(batches, r):
-                if name in errors or f"batch {name}" in errors:
+    for q in qvals[:20]:  # warm-up: connection pool, page cache
+        for _name, fn, _ in singles:
+            fn(q)
+    for _name, fn, _ in batches:  # warm-up, untimed: first-call allocations
+        fn(list(qvals))
+    for r in range(repeat):
+        log(f"  query pass {r + 1}/{repeat}")
+        arrays = {name: np.empty(nq) for name in lat}
+        gc.collect()
+        for i, q in enumerate(qvals):
+            for name, fn, conv in rotate(singles, i):
+                if name in errors:
                     continue
-                gc.collect()
                 try:
                     t0 = perf()
-                    res = fn(list(qvals))
+                    res = fn(q)
                     t1 = perf()
                 except Exception as exc:  # noqa: BLE001
-                    errors[f"batch {name}"] = why(exc)
+                    errors[name] = why(exc)
                     continue
-                per_pass[name].append((t1 - t0) / 1e9)
+                arrays[name][i] = (t1 - t0) / 1e3
                 if r == 0:
-                    got_batch[name] = conv(res)
-    finally:
-        for index in opened.values():
-            index.close()
+                    got[name].append(conv(res))
+        for name in lat:
+            lat[name].append(arrays[name])
+        for name, fn, conv in rotate(batches, r):
+            if name in errors or f"batch {name}" in errors:
+                continue
+            gc.collect()
+            try:
+                t0 = perf()
+                res = fn(list(qvals))
+                t1 = perf()
+            except Exception as exc:  # noqa: BLE001
+                errors[f"batch {name}"] = why(exc)
+                continue
+            per_pass[name].append((t1 - t0) / 1e9)
+            if r == 0:
+                got_batch[name] = conv(res)
+    return lat, per_pass, got, got_batch, errors
 
+
+def single_query_rows(section, queries, singles, lat, got, errors, layouts, built, peers):
+    """A row for numpy (the baseline) and for each method's single queries,
+    including the methods that could not run; and whether all were exact."""
+    nq = len(queries)
     want = got[NUMPY]
     base_med = median([median(a) for a in lat[NUMPY]])
     base_p99 = median([p99(a) for a in lat[NUMPY]])
@@ -533,12 +561,7 @@ def bench_queries(n, fps, queries, built, layouts, peers, args, section: str):
             note=f"reference: {sum(len(w) for w in want):,} matches for {nq:,} queries",
         )
     ]
-    operation = {
-        SIM: "query(fp)",
-        SIM5: "query(fp), blocks=5",
-        SHI: "get_near_dups(Simhash(q))",
-        FAISS: f"range_search(1 query, radius {faiss_radius})",
-    }
+    operation = QUERY_OPERATION
     for name, _, _ in singles[1:]:
         if name in errors:
             rows.append(row(section, name, operation[name], "-", status="error", note=errors[name]))
@@ -580,8 +603,16 @@ def bench_queries(n, fps, queries, built, layouts, peers, args, section: str):
         rows.append(missing(section, SHI, operation[SHI], status, note))
     if built.faiss is None:
         rows.append(missing(section, FAISS, operation[FAISS], "unavailable", peers.faiss_why))
+    return rows, exact, base_med
 
-    # batches
+
+def batch_query_rows(
+    section, nq, layouts, opened, batches, per_pass, got_batch, errors, base_med, want, built, peers
+):
+    """A row for each batch call (query_many, faiss's range_search of all Q), each
+    beside numpy's single-query median; and whether all were exact."""
+    rows = []
+    exact = True
     for name, _ in layouts:
         if name not in opened:
             continue
@@ -599,7 +630,7 @@ def bench_queries(n, fps, queries, built, layouts, peers, args, section: str):
             )
             exact &= rows[-1]["_differ"] == 0
     if built.faiss is not None:
-        op = f"range_search(Q queries, radius {faiss_radius})"
+        op = f"range_search(Q queries, radius {FAISS_RADIUS})"
         if f"batch {FAISS}" in errors:
             rows.append(row(section, FAISS, op, "-", status="error", note=errors[f"batch {FAISS}"]))
             exact = False
@@ -619,6 +650,39 @@ def bench_queries(n, fps, queries, built, layouts, peers, args, section: str):
                 )
             )
             exact &= rows[-1]["_differ"] == 0
+    return rows, exact
+
+
+def bench_queries(n, fps, queries, built, layouts, peers, args, section: str):
+    """Single queries, interleaved query by query (rotating who goes first), then
+    the batch calls, R passes; recall from the first pass."""
+    qvals = [q for _, q in queries]
+    nq = len(qvals)
+    opened, singles, batches = query_methods(built, layouts, peers, nq)
+    try:
+        lat, per_pass, got, got_batch, errors = time_queries(singles, batches, qvals, args.repeat)
+    finally:
+        for index in opened.values():
+            index.close()
+    rows, exact, base_med = single_query_rows(
+        section, queries, singles, lat, got, errors, layouts, built, peers
+    )
+    more, batch_exact = batch_query_rows(
+        section,
+        nq,
+        layouts,
+        opened,
+        batches,
+        per_pass,
+        got_batch,
+        errors,
+        base_med,
+        got[NUMPY],
+        built,
+        peers,
+    )
+    rows += more
+    exact &= batch_exact
     rank = {NUMPY: 0, SIM: 1, SIM5: 2, SHI: 3, FAISS: 4}
     rows.sort(
         key=lambda r: (
@@ -692,17 +756,13 @@ def pairing_alone():
     return "pairs_within(uint64 array, 3)", prepare_arrays, run_arrays
 
 
-def bench_pairs(n, fps, built, peers, args, section: str):
-    reps = args.pairs_repeat if n <= 1_000_000 else 1
-    arr = built.arr
-    path = built.paths.get(SIM)
-    index = SimIndex(path) if path is not None else None
+def time_pairs(fps, arr, index, alone, peers, run_brute: bool, reps: int):
+    """Every all-pairs method, R repeats, rotating who goes first: seconds per
+    repeat, the pairs of the first (as sorted position pairs), and the errors."""
     items = list(index.items()) if index is not None else []
-    alone = pairing_alone()
     if alone is not None:
         alone_input = alone[1](items)  # untimed: the input the pairing takes
         position = {k: int(k[2:]) for k, _ in items}
-    run_brute = n <= args.brute_pairs_max_n
     times: dict[str, list[float]] = {NUMPY: [], PYB: [], "dup": [], "pairs": []}
     found: dict[str, set] = {}
     errors: dict[str, str] = {}
@@ -776,6 +836,25 @@ def bench_pairs(n, fps, built, peers, args, section: str):
         if index is not None:
             index.close()
 
+    return times, found, errors
+
+
+def bench_pairs(n, fps, built, peers, args, section: str):
+    reps = args.pairs_repeat if n <= 1_000_000 else 1
+    arr = built.arr
+    path = built.paths.get(SIM)
+    index = SimIndex(path) if path is not None else None
+    alone = pairing_alone()
+    run_brute = n <= args.brute_pairs_max_n
+    times, found, errors = time_pairs(fps, arr, index, alone, peers, run_brute, reps)
+    return pair_rows(
+        section, fps, arr, index is not None, alone, peers, args, run_brute, times, found, errors
+    )
+
+
+def pair_rows(section, fps, arr, have_index, alone, peers, args, run_brute, times, found, errors):
+    """A row for numpy (the reference, or its estimate when too slow), the C++
+    binding and simindex's two ways; and whether all agree with the reference."""
     if run_brute:
         base = median(times[NUMPY])
         ref, ref_name = found[NUMPY], NUMPY
@@ -818,7 +897,7 @@ def bench_pairs(n, fps, built, peers, args, section: str):
         )
 
     def index_row(name, op, key_, note=""):
-        if key_ in errors or index is None:
+        if key_ in errors or not have_index:
             return row(
                 section,
                 name,
@@ -1419,7 +1498,7 @@ def measure(args: argparse.Namespace) -> int:
             for k in [k for k in r if k.startswith("_")]:
                 del r[k]
     if args.json == "-":
-        print(json.dumps(res, indent=2, ensure_ascii=False))
+        print_json(res)
     else:
         print(table(res))
         if args.json:

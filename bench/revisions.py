@@ -39,8 +39,8 @@ new fingerprints, a quarter of them near stored ones. Per round and revision:
                   over 5,000 words) into a new file: docs/s; then query(text)
                   one at a time over Q/4 texts (half 5%-edited copies of stored
                   ones), from the database (hold=False) and held: p50 us. Text
-                  queries are verified by signatures from issue 14 on, so those
-                  rows may differ in answers (they say whether they do)
+                  queries are verified by signatures since those were added, so
+                  those rows may differ in answers (they say whether they do)
 
 The k=3 index is built once per revision and reused. The bulk-add file is new
 each round and is the one the default-k rows use. Each figure is the median
@@ -84,7 +84,16 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py, never simindex
 
-from common import ROOT, cpu_model, load_average, output_options, save_output  # noqa: E402
+from common import (  # noqa: E402
+    ROOT,
+    cpu_model,
+    load_average,
+    log,
+    output_options,
+    percentile,
+    print_json,
+    save_output,
+)
 
 FLIPS = 8  # planted near-duplicates and planted queries: up to this many bits flipped
 WARM = 200  # untimed queries before each single-query row
@@ -107,19 +116,10 @@ ROWS = [
     ("text_query_held", "query(text), k={k}, held (hold=True)", "us", "lower"),
 ]
 # Rows whose answers may differ between revisions by design: a text query is
-# verified by signatures from issue 14 on (the row says whether they differ).
+# verified by signatures since those were added (the row says whether they differ).
 MAY_DIFFER = {"text_query_db", "text_query_held"}
 VOCAB = 5000  # made-up words of the texts, drawn by a Zipf law
 TEXT_WORDS = (80, 300)
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def digest(value: object) -> str:
@@ -133,34 +133,47 @@ def matches_digest(results: Iterable[Iterable[Any]]) -> str:
     return digest([sorted((m.key, m.distance) for m in found) for found in results])
 
 
-def child(spec_file: str) -> int:
-    spec = json.loads(Path(spec_file).read_text())
-    tree = Path(spec["tree"]).resolve()
-    import simindex
-    from simindex import SimIndex
+def unlink(path: Path) -> None:
+    """Remove an SQLite file and its journal files."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
 
-    where = Path(simindex.__file__).resolve()
-    if tree not in where.parents:
-        raise SystemExit(f"simindex was imported from {where}, not from {tree}")
-    params = inspect.signature(SimIndex).parameters
-    has_hold = "hold" in params
-    has_query_many = hasattr(SimIndex, "query_many")
-    has_duplicates = hasattr(SimIndex, "duplicates")
-    data = np.load(spec["data"])
-    fps = data["fps"].tolist()
-    queries = data["queries"].tolist()
-    stream = data["stream"].tolist()
-    items = [(f"k{i}", fp) for i, fp in enumerate(fps)]
-    work = Path(spec["work"])
-    rows: dict[str, dict[str, Any]] = {}
-    no_hold = "this revision has no hold= (its default is used)"
 
-    def opened(path: Path, hold: bool | None | str = "default", **kw: Any) -> Any:
-        if hold != "default" and has_hold:
+def layout_of(index: Any) -> str:
+    return index.layout.describe() if hasattr(index.layout, "describe") else str(index.layout)
+
+
+class Child:
+    """One revision's round, in its own process: the rows, each measured with
+    that revision's simindex (what it lacks is noted, not faked)."""
+
+    NO_HOLD = "this revision has no hold= (its default is used)"
+
+    def __init__(self, spec: dict[str, Any], SimIndex: Any) -> None:  # noqa: N803
+        self.SimIndex = SimIndex
+        params = inspect.signature(SimIndex).parameters
+        self.has_hold = "hold" in params
+        self.has_query_many = hasattr(SimIndex, "query_many")
+        self.has_duplicates = hasattr(SimIndex, "duplicates")
+        data = np.load(spec["data"])
+        self.fps = data["fps"].tolist()
+        self.queries = data["queries"].tolist()
+        self.stream = data["stream"].tolist()
+        self.items = [(f"k{i}", fp) for i, fp in enumerate(self.fps)]
+        self.texts = json.loads(Path(spec["texts"]).read_text())
+        self.work = Path(spec["work"])
+        self.fresh = self.work / "round.db"  # the bulk add's file: the default-k rows use it
+        self.k3 = self.work / "k3.db"  # the k=3 index, built once per revision
+        self.rows: dict[str, dict[str, Any]] = {}
+        self.meta: dict[str, Any] = {}
+
+    def opened(self, path: Path, hold: bool | None | str = "default", **kw: Any) -> Any:
+        if hold != "default" and self.has_hold:
             kw["hold"] = hold
-        return SimIndex(path, **kw)
+        return self.SimIndex(path, **kw)
 
-    def single(index: Any, note: str = "") -> dict[str, Any]:
+    def single(self, index: Any, queries: list, note: str | None = None) -> dict[str, Any]:
+        """Single queries one at a time after WARM untimed: median and P90 us."""
         for q in queries[:WARM]:  # the page cache, the statements, in-memory tables
             index.query(q)
         times, found = [], []
@@ -170,152 +183,160 @@ def child(spec_file: str) -> int:
             got = index.query(q)
             times.append(clock() - start)
             found.append(got)
-        return {
+        out = {
             "value": statistics.median(times) * 1e6,
             "p90": percentile(times, 0.9) * 1e6,
             "answers": matches_digest(found),
-            "note": note,
         }
+        if note is not None:
+            out["note"] = note
+        return out
 
-    def unlink(path: Path) -> None:
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            Path(f"{path}{suffix}").unlink(missing_ok=True)
+    def bulk_add(self) -> None:
+        """1. bulk add into a new file (default k)."""
+        unlink(self.fresh)
+        index = self.SimIndex(self.fresh)
+        start = time.perf_counter()
+        index.add_fingerprints(self.items)
+        took = time.perf_counter() - start
+        self.meta["default_k"] = index.k
+        self.meta["layout"] = layout_of(index)
+        stored = sorted(index.items())
+        index.close()
+        self.rows["bulk_add"] = {"value": len(self.items) / took, "answers": digest(stored)}
 
-    # 1. bulk add into a new file (default k); the default-k rows use it after.
-    fresh = work / "round.db"
-    unlink(fresh)
-    index = SimIndex(fresh)
-    start = time.perf_counter()
-    index.add_fingerprints(items)
-    took = time.perf_counter() - start
-    default_k = index.k
-    layout = index.layout.describe() if hasattr(index.layout, "describe") else str(index.layout)
-    stored = sorted(index.items())
-    index.close()
-    rows["bulk_add"] = {"value": len(items) / took, "answers": digest(stored)}
-    del stored
+    def build_k3(self) -> None:
+        """The k=3 index, built once per revision (untimed)."""
+        if not self.k3.exists():
+            log(f"  building the k=3 index of {len(self.items):,} (once per revision, untimed)")
+            with self.SimIndex(self.k3, k=3) as index:
+                index.add_fingerprints(self.items)
+        with self.SimIndex(self.k3) as index:
+            self.meta["k3_layout"] = layout_of(index)
 
-    # The k=3 index, built once per revision (untimed).
-    k3 = work / "k3.db"
-    if not k3.exists():
-        log(f"  building the k=3 index of {len(items):,} (once per revision, untimed)")
-        with SimIndex(k3, k=3) as index:
-            index.add_fingerprints(items)
-    with SimIndex(k3) as index:
-        k3_layout = (
-            index.layout.describe() if hasattr(index.layout, "describe") else str(index.layout)
-        )
+    def queries_from_database(self) -> None:
+        """2, 3. single queries from the database."""
+        note = "" if self.has_hold else self.NO_HOLD
+        with self.opened(self.k3, hold=False) as index:
+            self.rows["query_k3_db"] = self.single(index, self.queries, note)
+        with self.opened(self.fresh, hold=False) as index:
+            self.rows["query_kd_db"] = self.single(index, self.queries, note)
 
-    # 2, 3. single queries from the database.
-    with opened(k3, hold=False) as index:
-        rows["query_k3_db"] = single(index, "" if has_hold else no_hold)
-    with opened(fresh, hold=False) as index:
-        rows["query_kd_db"] = single(index, "" if has_hold else no_hold)
-
-    # 4. held in memory; the first query reads the index in.
-    if has_hold:
-        with opened(fresh, hold=True) as index:
+    def queries_held(self) -> None:
+        """4. held in memory; the first query reads the index in."""
+        if not self.has_hold:
+            self.rows["hold_load"] = self.rows["query_kd_held"] = {
+                "value": None,
+                "note": "no hold=",
+            }
+            return
+        with self.opened(self.fresh, hold=True) as index:
             start = time.perf_counter()
-            first = index.query(queries[0])
-            rows["hold_load"] = {
+            first = index.query(self.queries[0])
+            self.rows["hold_load"] = {
                 "value": (time.perf_counter() - start) * 1e3,
                 "answers": matches_digest([first]),
             }
-            rows["query_kd_held"] = single(index)
-    else:
-        rows["hold_load"] = rows["query_kd_held"] = {"value": None, "note": "no hold="}
+            self.rows["query_kd_held"] = self.single(index, self.queries, "")
 
-    # 5. query_many, one call on a newly opened index.
-    for name, path in (("query_many_kd", fresh), ("query_many_k3", k3)):
-        if not has_query_many:
-            rows[name] = {"value": None, "note": "no query_many"}
-            continue
-        with SimIndex(path) as index:
+    def query_many(self) -> None:
+        """5. query_many, one call on a newly opened index."""
+        for name, path in (("query_many_kd", self.fresh), ("query_many_k3", self.k3)):
+            if not self.has_query_many:
+                self.rows[name] = {"value": None, "note": "no query_many"}
+                continue
+            with self.SimIndex(path) as index:
+                start = time.perf_counter()
+                found = index.query_many(self.queries)
+                took = time.perf_counter() - start
+            self.rows[name] = {"value": len(self.queries) / took, "answers": matches_digest(found)}
+
+    def duplicates(self) -> None:
+        """6. every pair within k."""
+        for name, path in (("duplicates_k3", self.k3), ("duplicates_kd", self.fresh)):
+            if not self.has_duplicates:
+                self.rows[name] = {"value": None, "note": "no duplicates()"}
+                continue
+            with self.SimIndex(path) as index:
+                start = time.perf_counter()
+                pairs = index.duplicates()
+                took = time.perf_counter() - start
+            self.rows[name] = {
+                "value": took,
+                "answers": digest(sorted((*sorted((p.key_a, p.key_b)), p.distance) for p in pairs)),
+            }
+
+    def texts_rows(self) -> None:
+        """8. texts: add_many (fingerprints and, where the revision makes them,
+        signatures), then query(text) one at a time, from the database and held."""
+        texts = self.texts
+        text_file = self.work / "texts.db"
+        unlink(text_file)
+        with self.SimIndex(text_file) as index:
             start = time.perf_counter()
-            found = index.query_many(queries)
+            index.add_many((f"t{i}", t) for i, t in enumerate(texts["stored"]))
             took = time.perf_counter() - start
-        rows[name] = {"value": len(queries) / took, "answers": matches_digest(found)}
+            self.rows["text_add"] = {
+                "value": len(texts["stored"]) / took,
+                "answers": digest(sorted(index.items())),
+            }
+        with self.opened(text_file, hold=False) as index:
+            self.rows["text_query_db"] = self.single(index, texts["queries"])
+        if self.has_hold:
+            with self.opened(text_file, hold=True) as index:
+                self.rows["text_query_held"] = self.single(index, texts["queries"])
+        else:
+            self.rows["text_query_held"] = {"value": None, "note": "no hold="}
+        unlink(text_file)
 
-    # 6. every pair within k.
-    for name, path in (("duplicates_k3", k3), ("duplicates_kd", fresh)):
-        if not has_duplicates:
-            rows[name] = {"value": None, "note": "no duplicates()"}
-            continue
-        with SimIndex(path) as index:
-            start = time.perf_counter()
-            pairs = index.duplicates()
-            took = time.perf_counter() - start
-        rows[name] = {
-            "value": took,
-            "answers": digest(sorted((*sorted((p.key_a, p.key_b)), p.distance) for p in pairs)),
-        }
-
-    # 8. texts: add_many (fingerprints and, where the revision makes them,
-    # signatures), then query(text) one at a time, from the database and held.
-    texts = json.loads(Path(spec["texts"]).read_text())
-    text_file = work / "texts.db"
-    unlink(text_file)
-    with SimIndex(text_file) as index:
-        start = time.perf_counter()
-        index.add_many((f"t{i}", t) for i, t in enumerate(texts["stored"]))
-        took = time.perf_counter() - start
-        rows["text_add"] = {
-            "value": len(texts["stored"]) / took,
-            "answers": digest(sorted(index.items())),
-        }
-
-    def text_queries(index: Any) -> dict[str, Any]:
-        for q in texts["queries"][:WARM]:
-            index.query(q)
-        times, found = [], []
-        clock = time.perf_counter
-        for q in texts["queries"]:
-            start = clock()
-            found.append(index.query(q))
-            times.append(clock() - start)
-        return {
-            "value": statistics.median(times) * 1e6,
+    def query_then_add(self) -> None:
+        """7. query, then add, document by document (default hold)."""
+        with self.SimIndex(self.fresh) as index:
+            times, found = [], []
+            clock = time.perf_counter
+            for i, fp in enumerate(self.stream):
+                start = clock()
+                got = index.query(fp)
+                index.add_fingerprint(f"s{i}", fp)
+                times.append(clock() - start)
+                found.append(got)
+            size = len(index)
+        self.rows["stream"] = {
+            "value": statistics.fmean(times) * 1e6,
             "p90": percentile(times, 0.9) * 1e6,
-            "answers": matches_digest(found),
+            "answers": digest((matches_digest(found), size)),
         }
+        unlink(self.fresh)
 
-    with opened(text_file, hold=False) as index:
-        rows["text_query_db"] = text_queries(index)
-    if has_hold:
-        with opened(text_file, hold=True) as index:
-            rows["text_query_held"] = text_queries(index)
-    else:
-        rows["text_query_held"] = {"value": None, "note": "no hold="}
-    unlink(text_file)
 
-    # 7. query, then add, document by document (default hold).
-    with SimIndex(fresh) as index:
-        times, found = [], []
-        clock = time.perf_counter
-        for i, fp in enumerate(stream):
-            start = clock()
-            got = index.query(fp)
-            index.add_fingerprint(f"s{i}", fp)
-            times.append(clock() - start)
-            found.append(got)
-        size = len(index)
-    rows["stream"] = {
-        "value": statistics.fmean(times) * 1e6,
-        "p90": percentile(times, 0.9) * 1e6,
-        "answers": digest((matches_digest(found), size)),
-    }
-    unlink(fresh)
+def child(spec_file: str) -> int:
+    spec = json.loads(Path(spec_file).read_text())
+    tree = Path(spec["tree"]).resolve()
+    import simindex
+    from simindex import SimIndex
 
+    where = Path(simindex.__file__).resolve()
+    if tree not in where.parents:
+        raise SystemExit(f"simindex was imported from {where}, not from {tree}")
+    run = Child(spec, SimIndex)
+    run.bulk_add()
+    run.build_k3()
+    run.queries_from_database()
+    run.queries_held()
+    run.query_many()
+    run.duplicates()
+    run.texts_rows()
+    run.query_then_add()
     meta = {
         "simindex": str(where),
-        "default_k": default_k,
-        "layout": layout,
-        "k3_layout": k3_layout,
-        "hold": has_hold,
+        "default_k": run.meta["default_k"],
+        "layout": run.meta["layout"],
+        "k3_layout": run.meta["k3_layout"],
+        "hold": run.has_hold,
         "sqlite": sqlite3.sqlite_version,
         "numpy": np.__version__,
     }
-    Path(spec["out"]).write_text(json.dumps({"meta": meta, "rows": rows}))
+    Path(spec["out"]).write_text(json.dumps({"meta": meta, "rows": run.rows}))
     return 0
 
 
@@ -657,7 +678,7 @@ def report(
         "rows": rows,
     }
     if args.json:
-        print(json.dumps(info, indent=2))
+        print_json(info)
         return 0 if ok else 1
     v = info["versions"]
     print("simindex revisions: the same workload on two revisions, in one run")

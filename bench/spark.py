@@ -45,7 +45,7 @@ sys.path.insert(0, str(HERE))
 if str(HERE.parent) not in sys.path:
     sys.path.insert(0, str(HERE.parent))
 
-from common import output_options, save_output  # noqa: E402
+from common import log, output_options, save_output  # noqa: E402
 
 from simindex import SimIndex  # noqa: E402
 from simindex.fingerprint import to_signed  # noqa: E402
@@ -170,10 +170,10 @@ def measure(args: argparse.Namespace) -> int:
                 shuffled = shuffle_bytes(spark, before)
                 found = sorted((r.key_a, r.key_b, r.distance) for r in pairs.collect())
                 if found != expected:
-                    print("near_duplicates and SimIndex.duplicates() differ", file=sys.stderr)
+                    log("near_duplicates and SimIndex.duplicates() differ")
                     return 1
             if got != len(expected):
-                print(f"near_duplicates found {got} pairs, not {len(expected)}", file=sys.stderr)
+                log(f"near_duplicates found {got} pairs, not {len(expected)}")
                 return 1
         df.unpersist()
         table.unlink()

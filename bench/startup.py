@@ -26,13 +26,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from common import output_options, save_output  # noqa: E402
+from common import clock, log, output_options, save_output  # noqa: E402
 
 EXAMPLE = HERE.parent / "examples" / "news.jsonl"
 PY = sys.executable
@@ -48,15 +47,18 @@ IMPORTS = {
 
 
 def timed(cmd: list[str]) -> float:
-    start = time.perf_counter()
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    return time.perf_counter() - start
+    _done, seconds = clock(
+        lambda: subprocess.run(
+            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
+        )
+    )
+    return seconds
 
 
 def measure(args: argparse.Namespace) -> int:
     exe = shutil.which("simindex")
     if exe is None:
-        print("no `simindex` command on PATH: pip install -e . first", file=sys.stderr)
+        log("no `simindex` command on PATH: pip install -e . first")
         return 1
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
         db = str(Path(tmp) / "small.db")
@@ -66,7 +68,7 @@ def measure(args: argparse.Namespace) -> int:
         subprocess.run([exe, "add", db, str(EXAMPLE)], check=True, capture_output=True)
         found = subprocess.run([exe, "query", db, text], capture_output=True, text=True)
         if found.returncode != 0 or key not in found.stdout:
-            print(f"simindex query did not find {key} (exit {found.returncode})", file=sys.stderr)
+            log(f"simindex query did not find {key} (exit {found.returncode})")
             return 1
         rows: dict[str, list[str]] = {"python -c pass": [PY, "-c", "pass"]}
         rows |= {f"import {name}": [PY, "-c", code] for name, code in IMPORTS.items()}
@@ -75,7 +77,7 @@ def measure(args: argparse.Namespace) -> int:
         for cmd in rows.values():  # a warm-up round, not kept
             timed(cmd)
         for run in range(args.runs):
-            print(f"round {run + 1} of {args.runs}", file=sys.stderr)
+            log(f"round {run + 1} of {args.runs}")
             for name, cmd in rows.items():
                 times[name].append(timed(cmd))
     base = statistics.median(times["python -c pass"])

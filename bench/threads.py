@@ -43,8 +43,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from common import output_options, save_output  # noqa: E402
-from holding import forget_stored, make_data, say  # noqa: E402
+from common import forget_stored, log, output_options, save_output  # noqa: E402
+from data import make_data  # noqa: E402
 
 from simindex import SimIndex  # noqa: E402
 
@@ -131,7 +131,7 @@ def measure(args: argparse.Namespace) -> int:
         path = str(Path(scratch) / "index.db")
         data = str(Path(scratch) / "data.npz")
         np.savez(data, fps=fps, queries=queries)
-        say(f"building {n:,} fingerprints")
+        log(f"building {n:,} fingerprints")
         with SimIndex(path) as index:
             index.add_fingerprints((str(i), int(fp)) for i, fp in enumerate(fps.tolist()))
         rows = []
@@ -139,7 +139,7 @@ def measure(args: argparse.Namespace) -> int:
             for count in (1, threads):
                 if not stored:
                     forget_stored(path)
-                say(f"{count} thread(s), {'stored' if stored else 'nothing stored'}")
+                log(f"{count} thread(s), {'stored' if stored else 'nothing stored'}")
                 out = subprocess.run(
                     [sys.executable, __file__, "--child", path, data, str(count), str(per)],
                     capture_output=True,
@@ -147,7 +147,7 @@ def measure(args: argparse.Namespace) -> int:
                     env={**os.environ, "PYTHONHASHSEED": "0"},
                 )
                 if out.returncode:
-                    print(out.stderr, file=sys.stderr)
+                    log(out.stderr)
                     return 1
                 rows.append((stored, count, json.loads(out.stdout.strip().splitlines()[-1])))
     print(

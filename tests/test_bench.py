@@ -1,14 +1,17 @@
-"""The benchmark scripts still run (tiny sizes; the figures are not checked).
+"""The benchmark suite: its scripts import only the helper layer, and still
+run (tiny sizes; the figures are not checked).
 
-Slow, so it runs with ``pytest -m slow`` (as .ci/run does). bench/peers.py
-carries on without the peers it cannot import, so it runs without the
-optional extra too. These smoke runs never touch bench/results/ (they print
-JSON, are --quick, or say --no-save): every test checks that the results the
-docs cite are left as they were.
+The import checks are fast. The smoke runs are slow, so they run with
+``pytest -m slow`` (as .ci/run does). bench/peers.py carries on without the
+peers it cannot import, so it runs without the optional extra too. The smoke
+runs never touch bench/results/ (they print JSON, are --quick, or say
+--no-save): every test checks that the results the docs cite are left as
+they were.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -20,17 +23,82 @@ import pytest
 
 from .conftest import ROOT
 
-pytestmark = pytest.mark.slow
+BENCH = ROOT / "bench"
+RESULTS = BENCH / "results"
+HELPERS = {"common", "data"}  # the helper layer every script may import
+KEPT = {  # one script a question a user asks
+    "foundation",
+    "peers",
+    "quality",
+    "bulk",
+    "holding",
+    "allpairs",
+    "threads",
+    "revisions",
+    "spark",
+    "backends",
+    "batch",
+    "distance",
+    "startup",
+    "defaults",
+}
+EXPERIMENT_LIBRARIES = {"sketches"}  # bench/experiments/: modules, not scripts
 
-RESULTS = ROOT / "bench" / "results"
+
+def imported_modules(path: Path) -> set[str]:
+    """The top-level names of every module a file imports, at any depth."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_no_script_imports_another_script() -> None:
+    """Every script under bench/ imports the helper layer (common.py, data.py),
+    simindex and libraries, never another script; an experiment may also
+    import the signature library beside it, which is not a script."""
+    scripts = sorted(BENCH.glob("*.py"))
+    experiments = sorted((BENCH / "experiments").glob("*.py"))
+    names = {p.stem for p in scripts + experiments}
+    wrong = {}
+    for path in scripts + experiments:
+        allowed = HELPERS | (EXPERIMENT_LIBRARIES if path in experiments else set())
+        bad = (imported_modules(path) & names) - allowed - {path.stem}
+        if bad:
+            wrong[str(path.relative_to(ROOT))] = sorted(bad)
+    assert not wrong, f"scripts importing other scripts: {wrong}"
+    for name in EXPERIMENT_LIBRARIES:
+        text = (BENCH / "experiments" / f"{name}.py").read_text(encoding="utf-8")
+        assert "__main__" not in text, f"{name}.py is run as a script"
+
+
+def test_bench_top_level_holds_only_the_suite() -> None:
+    """bench/ holds the kept scripts (each in bench/README.md's table) and the
+    helper layer; experiments live in bench/experiments/."""
+    assert {p.stem for p in BENCH.glob("*.py")} == KEPT | HELPERS
+    readme = (BENCH / "README.md").read_text(encoding="utf-8")
+    for name in sorted(KEPT):
+        assert f"| `{name}.py` |" in readme, f"{name}.py is not in bench/README.md's table"
+
+
+slow = pytest.mark.slow
 
 
 @pytest.fixture(autouse=True)
 def results_untouched() -> Iterator[None]:
     """A smoke run must not overwrite the results of a full run."""
-    before = {p.name: p.read_bytes() for p in RESULTS.glob("*")}
+
+    def files() -> dict[str, bytes]:
+        return {
+            str(p.relative_to(RESULTS)): p.read_bytes() for p in RESULTS.rglob("*") if p.is_file()
+        }
+
+    before = files()
     yield
-    assert {p.name: p.read_bytes() for p in RESULTS.glob("*")} == before
+    assert files() == before
 
 
 def run_script(*args: str) -> str:
@@ -42,6 +110,7 @@ def run_script(*args: str) -> str:
     return out.stdout
 
 
+@slow
 def test_foundation_benchmark_runs_and_is_exact() -> None:
     printed = run_script(
         "bench/foundation.py",
@@ -58,15 +127,18 @@ def test_foundation_benchmark_runs_and_is_exact() -> None:
     assert json.loads(printed)
 
 
+@slow
 def test_peers_benchmark_quick_run() -> None:
     assert "exact: yes" in run_script("bench/peers.py", "--quick")
 
 
+@slow
 def test_batch_benchmark_runs_and_is_exact() -> None:
     printed = run_script("bench/batch.py", "--n", "5000", "--queries", "600", "--no-save")
     assert "exact: yes" in printed
 
 
+@slow
 def test_a_script_writes_what_it_prints_under_a_header(tmp_path: Path) -> None:
     """--out: the file holds the command, date, revision and machine, then
     exactly what went to stdout."""
@@ -81,6 +153,7 @@ def test_a_script_writes_what_it_prints_under_a_header(tmp_path: Path) -> None:
     assert not list(tmp_path.glob(".*.partial"))
 
 
+@slow
 def test_distance_benchmark_runs_and_is_exact() -> None:
     """It asserts every answer against numpy brute force itself."""
     out = json.loads(
@@ -92,6 +165,7 @@ def test_distance_benchmark_runs_and_is_exact() -> None:
     assert all(r["stream_held_p50_us"] > 0 for r in out["rows"])
 
 
+@slow
 def test_backends_benchmark_runs_on_both() -> None:
     """SQLite and, in CI, the PostgreSQL server .ci/run starts."""
     from .conftest import postgres_or_skip
@@ -103,6 +177,7 @@ def test_backends_benchmark_runs_on_both() -> None:
     assert json.loads(printed)
 
 
+@slow
 def test_holding_benchmark_runs_on_both() -> None:
     """Every path of bench/holding.py checked against brute force, on SQLite
     and the PostgreSQL server .ci/run starts."""
@@ -113,6 +188,7 @@ def test_holding_benchmark_runs_on_both() -> None:
     assert "same answers: yes" in printed and "PostgreSQL" in printed
 
 
+@slow
 def test_bulk_benchmark_runs_on_both() -> None:
     """bench/bulk.py loads SQLite and the PostgreSQL server .ci/run starts,
     each beside its floor, and leaves no schema behind."""
@@ -123,6 +199,7 @@ def test_bulk_benchmark_runs_on_both() -> None:
     assert "fresh SQLite file" in printed and "fresh PostgreSQL index" in printed
 
 
+@slow
 def test_defaults_benchmark_quick_run() -> None:
     """bench/defaults.py runs every script it names at tiny sizes and reads
     each one's printed figures into its table (a row for each target)."""
@@ -135,6 +212,7 @@ def test_defaults_benchmark_quick_run() -> None:
     assert "PostgreSQL add_fingerprints" in printed and "k = 3 single query" in printed
 
 
+@slow
 def test_threads_benchmark_runs_and_is_exact() -> None:
     """bench/threads.py: every thread's answers equal brute force, one read a process."""
     printed = run_script(
@@ -147,6 +225,7 @@ def test_threads_benchmark_runs_and_is_exact() -> None:
     assert reads == ["1", "1", "1", "1"]
 
 
+@slow
 def test_quality_benchmark_quick_run() -> None:
     """Offline, from the texts it caches; skipped until a full run has filled the cache."""
     cache = os.environ.get("SIMINDEX_QUALITY_CACHE", "~/.cache/simindex-quality")
@@ -175,6 +254,7 @@ def test_quality_benchmark_quick_run() -> None:
     assert {"cosine (exact)", "jaccard (exact)"} <= set(zh["results"])
 
 
+@slow
 def test_revisions_benchmark_compares_a_revision_with_the_working_tree() -> None:
     """HEAD against the working tree: two worktrees, removed again."""
     printed = run_script(
@@ -203,11 +283,18 @@ def _quality_cache_or_skip() -> None:
         pytest.skip(f"{root} not filled: run `python bench/quality.py` once (it fetches)")
 
 
+@slow
 def test_hard_quality_benchmark_quick_run() -> None:
     """The harder kinds and the two-stage rows, at ten pairs a kind."""
     _quality_cache_or_skip()
     printed = run_script(
-        "bench/quality.py", "--hard", "--quick", "--n", "10", "--random", "100", "--json"
+        "bench/experiments/quality_hard.py",
+        "--quick",
+        "--n",
+        "10",
+        "--random",
+        "100",
+        "--json",
     )
     out = json.loads(printed)
     for lang in ("en", "zh"):
@@ -217,17 +304,42 @@ def test_hard_quality_benchmark_quick_run() -> None:
     assert "zhspace" in out["languages"]["zh"]["pairs"]
 
 
+@slow
 @pytest.mark.skipif(not Path("/usr/share/common-licenses").is_dir(), reason="not Debian")
 def test_copyright_benchmark_quick_run() -> None:
-    out = json.loads(run_script("bench/copyright.py", "--quick", "--json"))
+    out = json.loads(run_script("bench/experiments/copyright.py", "--quick", "--json"))
     assert out["results"][0]["method"].startswith("defaults")
     assert len(out["sweep"]["rows"]) > 3
 
 
+@slow
 def test_signatures_benchmark_quick_run() -> None:
     _quality_cache_or_skip()
     printed = run_script(
-        "bench/signatures.py", "--quick", "--mb", "0.02", "--signatures", "minhash128x4/1", "--json"
+        "bench/experiments/signatures.py",
+        "--quick",
+        "--mb",
+        "0.02",
+        "--signatures",
+        "minhash128x4/1",
+        "--json",
     )
     methods = {c["method"] for c in json.loads(printed)["costs"]}
     assert {"simhash alone", "simhash + minhash128x4/1"} <= methods
+
+
+@slow
+def test_changes_experiment_runs() -> None:
+    """bench/experiments/changes.py on SQLite at a tiny size: every row printed."""
+    printed = run_script(
+        "bench/experiments/changes.py",
+        "--n",
+        "3000",
+        "--singles",
+        "20",
+        "--repeats",
+        "1",
+        "--no-save",
+    )
+    for label in ("single add", "5,000 at once", "50,000 at once", "bulk load"):
+        assert label in printed

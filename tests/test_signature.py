@@ -14,7 +14,7 @@ from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig, simhash
 
 from .conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "bench" / "experiments"))
 import sketches  # noqa: E402
 
 _VOCAB = [a + b + c for a in "bdfgklmnprst" for b in "aeiou" for c in "mnrst"]
@@ -27,7 +27,7 @@ def passage(rng: random.Random, words: int) -> str:
 def test_a_signature_is_fixed() -> None:
     """The same in every process and on every machine: a stored signature must
     not move. The value is the one the benchmarks measured (the sketch of
-    bench/sketches.py's minhash128x4/1 at revision c00c0f7, over the same units)."""
+    bench/experiments/sketches.py's minhash128x4/1 at revision c00c0f7, over the same units)."""
     text = "The quick brown fox jumps over the lazy dog."
     got = sig.signature(text, DEFAULT_CONFIG)
     assert len(got) == sig.NBYTES == 64

@@ -1,5 +1,6 @@
-"""bench/sketches.py: every verification signature measured for issue 14 (the
-kept one, simindex.signature's, is tested in test_signature.py too)."""
+"""bench/experiments/sketches.py: every verification signature measured when
+one was chosen (the kept one, simindex.signature's, is tested in
+test_signature.py too)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from simindex.fingerprint import features, simhash
 
 from .conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "bench" / "experiments"))
 import sketches as sig  # noqa: E402
 
 _VOCAB = [a + b + c + d for a in "bdfgklmnprst" for b in "aeiou" for c in "mnrst" for d in "aio"]

@@ -1,9 +1,9 @@
 #!/usr/bin/env python
 """What counting every change in the database costs writes (revision 0005).
 
-    python bench/changes.py                  # SQLite, and PostgreSQL if SIMINDEX_TEST_POSTGRES_URL
-    python bench/changes.py --n 100000 --no-save
-    python bench/changes.py --postgres-url URL
+    python bench/experiments/changes.py      # SQLite, and PostgreSQL if SIMINDEX_TEST_POSTGRES_URL
+    python bench/experiments/changes.py --n 100000 --no-save
+    python bench/experiments/changes.py --postgres-url URL
 
 The triggers that count every change of the fingerprint table (SQLite: one
 run per row; PostgreSQL: one per statement) against the same code with the
@@ -40,12 +40,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-if str(HERE.parent) not in sys.path:
-    sys.path.insert(0, str(HERE.parent))
+for _p in (str(HERE.parent), str(HERE.parent.parent)):  # common.py, simindex
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
 
-from common import output_options, save_output  # noqa: E402
-from holding import drop_schema  # noqa: E402
+from common import drop_schema, log, output_options, save_output  # noqa: E402
 
 from simindex import SimIndex  # noqa: E402
 from simindex.storage import dialects  # noqa: E402
@@ -116,7 +115,7 @@ def measure(place: Place, n: int, singles: int, repeats: int) -> dict[str, list[
 
     for r in range(repeats):
         for counted in (True, False) if r % 2 == 0 else (False, True):  # (either first)
-            print(f"  round {r + 1}, {'with' if counted else 'without'} triggers", file=sys.stderr)
+            log(f"  round {r + 1}, {'with' if counted else 'without'} triggers")
             location = place.new()
             started = time.perf_counter()
             with SimIndex(location, hold=False) as index:
@@ -232,7 +231,7 @@ def main() -> int:
             if args.postgres_url:
                 kinds.append(("PostgreSQL", args.postgres_url))
             for label, url in kinds:
-                print(f"measuring {label}", file=sys.stderr)
+                log(f"measuring {label}")
                 found = measure(Place(url, Path(folder)), args.n, args.singles, args.repeats)
                 print(f"\n{label}")
                 print(f"{'write':<16} {'with':>10} {'without':>10} {'with/without':>13}")
@@ -245,7 +244,7 @@ def main() -> int:
                     )
         return 0
 
-    return save_output("changes", args, run)
+    return save_output("experiments/changes", args, run)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
-"""Every verification signature measured for issue 14 (bench/quality.py --hard,
-bench/copyright.py, bench/signatures.py), beside the one simindex keeps
-(simindex.signature, ``minhash128x4/1``; why: docs/decisions/verification-signatures.md).
+"""Every verification signature measured when one was chosen
+(bench/experiments/quality_hard.py, copyright.py and signatures.py), beside the
+one simindex keeps (simindex.signature, ``minhash128x4/1``; why:
+docs/decisions/verification-signatures.md).
 
 Pure functions, no database. A text is prepared as an index at DEFAULT_CONFIG
 reads it (fingerprint.prepare) and read as *units* (simindex.signature.units:

@@ -1,11 +1,12 @@
 #!/usr/bin/env python
-"""What each verification signature (bench/sketches.py) costs: bytes a
+"""What each verification signature (bench/experiments/sketches.py) costs: bytes a
 document, and fingerprinting speed with it beside simindex.simhash alone.
 
-    python bench/signatures.py            # about a minute on 2 cores
-    python bench/signatures.py --quick    # a smoke run (prints only)
-    python bench/signatures.py --json     # the results as JSON on stdout
-    python bench/signatures.py --no-save  # print only (else bench/results/signatures.txt)
+    python bench/experiments/signatures.py            # about a minute on 2 cores
+    python bench/experiments/signatures.py --quick    # a smoke run (prints only)
+    python bench/experiments/signatures.py --json     # the results as JSON on stdout
+    python bench/experiments/signatures.py --no-save  # print only
+                          # (else bench/results/experiments/signatures.txt)
 
 Text: bench/quality.py's passages (English: fortunes, the Jargon File, the
 common licences; Chinese: the People's Daily, fortunes-zh, the Debian Edu
@@ -36,7 +37,6 @@ Jaccard.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import statistics
 import sys
@@ -48,25 +48,17 @@ sys.path.insert(0, str(HERE))
 if str(HERE.parent) not in sys.path:
     sys.path.insert(0, str(HERE.parent))
 
+import data  # noqa: E402
 import numpy as np  # noqa: E402
-import quality  # noqa: E402
 import sketches as sg  # noqa: E402
-from common import output_options, save_output  # noqa: E402
+from common import clock, log, output_options, print_json, save_output  # noqa: E402
 
-import simindex.tokenize as tok  # noqa: E402
 from simindex.fingerprint import simhash  # noqa: E402
-
-tok.words = quality._original_words  # quality.py memoises words(): not in a timing
-_words = tok.words
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 def documents(lang: str, mb: float, seed: int = 1) -> list[str]:
     """Passages of a language's sources, shuffled, about mb MB in all."""
-    src = quality.read_sources(lang, {})
+    src = data.read_sources(lang, {})
     docs = [p for units in src.values() for unit in units for p in unit]
     random.Random(seed).shuffle(docs)
     out, size = [], 0
@@ -85,10 +77,13 @@ def both(text: str, s: sg.Signature) -> tuple[int, bytes]:
 
 
 def timed(fn, docs: list[str]) -> float:
-    t = time.perf_counter()
-    for d in docs:
-        fn(d)
-    return time.perf_counter() - t
+    """Seconds for fn over every document, one after another."""
+
+    def every() -> None:
+        for d in docs:
+            fn(d)
+
+    return clock(every)[1]
 
 
 def costs(lang: str, docs: list[str], names: list[str], repeats: int) -> list[dict]:
@@ -133,8 +128,8 @@ def costs(lang: str, docs: list[str], names: list[str], repeats: int) -> list[di
 
 def normalisation_speed(docs: list[str], repeats: int) -> dict:
     mb = sum(len(d.encode("utf-8")) for d in docs) / 1e6
-    out = {"fold_mb_s": mb / min(timed(quality.fold_gaps, docs) for _ in range(repeats))}
-    if quality.have_opencc():
+    out = {"fold_mb_s": mb / min(timed(data.fold_gaps, docs) for _ in range(repeats))}
+    if data.have_opencc():
         import opencc
 
         conv = opencc.OpenCC("t2s")
@@ -149,7 +144,7 @@ def normalisation_speed(docs: list[str], repeats: int) -> dict:
 def short_texts(lang: str, docs: list[str], count: int, seed: int = 2) -> dict:
     """Mean |estimate - exact Jaccard| over short pairs, for the MinHash and the hybrid."""
     rng = random.Random(seed)
-    ed = quality.Editor(lang, docs, rng)
+    ed = data.Editor(lang, docs, rng)
     pairs = []
     for _ in range(count):
         d = rng.choice(docs)
@@ -225,8 +220,7 @@ def measure(args: argparse.Namespace) -> int:
     out["disk"] = disk_bytes(10_000 if args.quick else 100_000)
     out["seconds"] = round(time.perf_counter() - t0, 1)
     if args.json:
-        json.dump(out, sys.stdout, indent=1)
-        print()
+        print_json(out)
         return 0
     print(
         f"verification signatures: bytes a document and speed, {mb:g} MB of each language, "
@@ -311,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--signatures", help="comma-separated names (default: every one)")
     output_options(ap)
     args = ap.parse_args(argv)
-    return save_output("signatures", args, lambda: measure(args))
+    return save_output("experiments/signatures", args, lambda: measure(args))
 
 
 if __name__ == "__main__":

@@ -1,15 +1,16 @@
 #!/usr/bin/env python
 """IDF weights on top of the default configuration: a one-off measurement.
 
-    python bench/idf_experiment.py    # both languages, bench/quality.py's sizes: about 2 min
-    python bench/idf_experiment.py --lang en --n 100 --random 2000
-    python bench/idf_experiment.py --no-save   # print only (else bench/results/idf_experiment.txt)
+    python bench/experiments/idf_experiment.py   # both languages, quality.py's sizes: about 2 min
+    python bench/experiments/idf_experiment.py --lang en --n 100 --random 2000
+    python bench/experiments/idf_experiment.py --no-save   # print only
+                          # (else bench/results/experiments/idf_experiment.txt)
 
 It builds bench/quality.py's synthetic pairs (same sources, cache, seed and
 sizes; the natural pairs are left out) and fingerprints every text three ways:
 
 - `default`: DEFAULT_CONFIG (word unigrams, its weights (tf today; the
-  figures in bench/results/idf_experiment.txt were printed while it had
+  figures in bench/results/experiments/idf_experiment.txt were printed while it had
   sublinear weights, 1 + ln tf), stop words dropped, CJK as characters and
   bigrams). The votes
   are recomputed here, and every fingerprint is asserted equal to
@@ -42,14 +43,12 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # common.py, data.py
 
-import quality  # noqa: E402
+import common  # noqa: E402
+import data  # noqa: E402
 
-import simindex.tokenize as tok  # noqa: E402
 from simindex.fingerprint import DEFAULT_CONFIG, feature_hash, features, simhash  # noqa: E402
-
-tok.words = quality._original_words  # simindex's own tokeniser, not quality.py's memo
 
 SHOWN_K = (3, 6, 7, 8, 9, 10)
 
@@ -91,21 +90,21 @@ def summary(pairs, fps: list[int]) -> dict:
     for _cls, kind, i, j in pairs:
         dist.setdefault(kind, []).append((fps[i] ^ fps[j]).bit_count())
     arr = {k: np.array(v) for k, v in dist.items()}
-    pos = np.concatenate([arr[k] for k in quality.POSITIVE if k in arr])
-    neg = [k for k in quality.NEGATIVE if k in arr]
+    pos = np.concatenate([arr[k] for k in data.POSITIVE if k in arr])
+    neg = [k for k in data.NEGATIVE if k in arr]
 
     # k -> (recall of all positives, the worst negative kind's FP rate, that kind)
     at = {
         k: (float(np.mean(pos <= k)), *max((float(np.mean(arr[n] <= k)), n) for n in neg))
         for k in range(65)
     }
-    k90 = next(k for k in range(65) if at[k][0] >= quality.TARGET)
-    best = max((k for k in range(65) if at[k][1] <= quality.MAX_FP), default=None)
+    k90 = next(k for k in range(65) if at[k][0] >= data.TARGET)
+    best = max((k for k in range(65) if at[k][1] <= data.MAX_FP), default=None)
     return {"at": at, "k90": k90, "best": best}
 
 
 def cell(recall: float, fp: float, kind: str) -> str:
-    return f"{quality.pct(recall)}/{quality.pct(fp)} {quality.SHORT[kind] if fp else ''}".strip()
+    return f"{common.pct(recall)}/{common.pct(fp)} {data.SHORT[kind] if fp else ''}".strip()
 
 
 def main(argv=None) -> int:
@@ -116,22 +115,22 @@ def main(argv=None) -> int:
     ap.add_argument("--pool", type=int, default=3000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--floor", type=float, default=0.01, help="the least log(N/df) weight")
-    quality.output_options(ap)
+    common.output_options(ap)
     args = ap.parse_args(argv)
-    return quality.save_output("idf_experiment", args, lambda: measure(args))
+    return common.save_output("experiments/idf_experiment", args, lambda: measure(args))
 
 
 def measure(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     print(
-        f"IDF on DEFAULT_CONFIG, bench/quality.py pairs: git {quality.git_rev()}, "
+        f"IDF on DEFAULT_CONFIG, bench/quality.py pairs: git {common.git_rev()}, "
         f"seed {args.seed}, n {args.n}, random {args.random}, pool {args.pool}"
     )
     for lang in args.lang.split(","):
         status: dict = {}
-        src = quality.read_sources(lang, status)
-        pairs, texts, _ = quality.build_pairs(lang, src, args.n, args.random, args.pool, args.seed)
-        quality.log(f"{lang}: {len(pairs)} pairs over {len(texts)} texts; fingerprinting")
+        src = data.read_sources(lang, status)
+        pairs, texts, _ = data.build_pairs(lang, src, args.n, args.random, args.pool, args.seed)
+        common.log(f"{lang}: {len(pairs)} pairs over {len(texts)} texts; fingerprinting")
         feats = [features(t, DEFAULT_CONFIG) for t in texts]
         df = Counter(f for fe in feats for f in fe)
         n = len(texts)
@@ -146,7 +145,7 @@ def measure(args: argparse.Namespace) -> int:
         for t, fp in zip(texts, fps["default"], strict=True):
             if fp != simhash(t, DEFAULT_CONFIG):
                 raise SystemExit(f"the votes here are not DEFAULT_CONFIG's, on {t[:80]!r}")
-        quality.log(f"{lang}: all {n} default fingerprints equal simhash(text, DEFAULT_CONFIG)")
+        common.log(f"{lang}: all {n} default fingerprints equal simhash(text, DEFAULT_CONFIG)")
         res = {m: summary(pairs, f) for m, f in fps.items()}
         print()
         print(

@@ -1,10 +1,11 @@
 #!/usr/bin/env python
 """More fingerprint bits to verify candidates: a one-off measurement.
 
-    python bench/verify_bits.py           # both languages, quality.py's sizes: about 80 s, 2 cores
-    python bench/verify_bits.py --quick   # 40 pairs of each kind: a smoke run (about 25 s)
-    python bench/verify_bits.py --json    # the results as JSON on stdout instead of the tables
-    python bench/verify_bits.py --no-save # print only (else bench/results/verify_bits.txt)
+    python bench/experiments/verify_bits.py            # both languages: about 80 s, 2 cores
+    python bench/experiments/verify_bits.py --quick    # 40 pairs of each kind: about 25 s
+    python bench/experiments/verify_bits.py --json     # JSON on stdout instead of the tables
+    python bench/experiments/verify_bits.py --no-save  # print only
+                          # (else bench/results/experiments/verify_bits.txt)
 
 An index keeps a text's 64-bit Simhash and nothing else, so a verification
 stage that needs the texts (bench/quality.py's `default+verify` row: the exact
@@ -35,8 +36,8 @@ values the estimate can take (multiples of 1/B or 1/(64+B)), the largest t
 keeping every negative kind's false-positive rate <= 1%, which is the most
 recall that constraint allows. `none` rows are the lookup alone (t = 1).
 MinHash (datasketch, 128 permutations, its own threshold), the default at
-k = 8 and `default+verify` come from bench/quality.py's own evaluate(), run on
-the same pairs and texts (this script narrows quality.METHODS to the default
+k = 8 and `default+verify` come from the evaluate() quality.py runs (bench/data.py), on
+the same pairs and texts (this script narrows data.METHODS to the default
 alone, so that evaluate() and score() compute only what is compared here).
 
 Nothing in simindex is changed. Progress goes to stderr, the tables to stdout.
@@ -45,7 +46,6 @@ Nothing in simindex is changed. Progress goes to stderr, the tables to stdout.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -56,15 +56,18 @@ from pathlib import Path
 import numpy as np
 import xxhash
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # common.py, data.py
 
-import quality  # noqa: E402
+import common  # noqa: E402
+import data  # noqa: E402
+from common import print_json  # noqa: E402
 
 from simindex.fingerprint import DEFAULT_CONFIG  # noqa: E402
 
-# evaluate() and score() walk quality.METHODS: the default alone is what is compared
+# evaluate() and score() walk data.METHODS: the default alone is what is compared
 # here (quality.py's own run scores eight configurations).
-quality.METHODS = {"default": DEFAULT_CONFIG}
+data.METHODS = {"default": DEFAULT_CONFIG}
+data.memoise_words()  # each text segmented once for every row, as quality.py does
 
 RADII = (8, 10, 12)  # the 64-bit lookup: a candidate is within R
 EXTRA = (64, 128, 256)  # extra bits stored beside the indexed 64
@@ -98,9 +101,9 @@ def simhash_words(weighted: dict[str, int]) -> np.ndarray:
 
 
 def score(item: tuple[str, str]):
-    """quality.score (the default's fingerprint, the MinHash signature, the weighted
+    """data.score (the default's fingerprint, the MinHash signature, the weighted
     features) and the WORDS Simhash words of the same features."""
-    fps, sig, feats, _shingles = quality.score(item)
+    fps, sig, feats, _shingles = data.score(item)
     return fps, sig, feats, simhash_words(feats)
 
 
@@ -113,7 +116,7 @@ def popcount(x: np.ndarray) -> np.ndarray:
 def rates(kinds: np.ndarray, keep: np.ndarray) -> dict[str, float]:
     """kind -> the share of its pairs kept."""
     out = {}
-    for k in (*quality.POSITIVE, *quality.NEGATIVE, *quality.BORDERLINE, *quality.NATURAL):
+    for k in (*data.POSITIVE, *data.NEGATIVE, *data.BORDERLINE, *data.NATURAL):
         m = kinds == k
         if m.any():
             out[k] = float(keep[m].mean())
@@ -121,9 +124,9 @@ def rates(kinds: np.ndarray, keep: np.ndarray) -> dict[str, float]:
 
 
 def summarise(kinds: np.ndarray, keep: np.ndarray) -> dict:
-    pos = np.isin(kinds, list(quality.POSITIVE))
+    pos = np.isin(kinds, list(data.POSITIVE))
     at = rates(kinds, keep)
-    worst = max((at[k], k) for k in quality.NEGATIVE if k in at)
+    worst = max((at[k], k) for k in data.NEGATIVE if k in at)
     nat = {k: int(keep[kinds == k].sum()) for k in ("nat+", "nat-")}
     return {
         "recall": float(keep[pos].mean()),
@@ -142,7 +145,7 @@ def verify_bits(pairs, words: np.ndarray) -> list[dict]:
     j = np.array([p[3] for p in pairs])
     diff = popcount(words[i] ^ words[j])  # (pairs, WORDS) distances per word
     d64 = diff[:, 0]
-    neg = [kinds == k for k in quality.NEGATIVE if (kinds == k).any()]
+    neg = [kinds == k for k in data.NEGATIVE if (kinds == k).any()]
     out = []
     for r in RADII:
         cand = d64 <= r
@@ -155,7 +158,7 @@ def verify_bits(pairs, words: np.ndarray) -> list[dict]:
                 best = None
                 for k in range(bits + 1):
                     keep = cand & (dist <= k)
-                    if all(keep[m].mean() <= quality.MAX_FP for m in neg):
+                    if all(keep[m].mean() <= data.MAX_FP for m in neg):
                         best = k
                     else:
                         break  # the rates only grow with k
@@ -174,16 +177,16 @@ def verify_bits(pairs, words: np.ndarray) -> list[dict]:
 
 
 def reference(res: dict, n_pairs: Counter) -> dict[str, dict]:
-    """MinHash, the default at k=8 and default+verify, from quality.evaluate()."""
+    """MinHash, the default at k=8 and default+verify, from data.evaluate()."""
     out = {}
     for label, key, rec, shown in (
-        (quality.BASELINE, "at_best", "recall_best", None),
-        (f"default k={quality.K}", "at_default_k", "recall_default_k", f"k<={quality.K}"),
-        (quality.VERIFY, "at_best", "recall_best", None),
+        (data.BASELINE, "at_best", "recall_best", None),
+        (f"default k={data.K}", "at_default_k", "recall_default_k", f"k<={data.K}"),
+        (data.VERIFY, "at_best", "recall_best", None),
     ):
         r = res["default" if label.startswith("default k") else label]
         a = r[key]
-        worst = max((a[k], k) for k in quality.NEGATIVE if a.get(k) is not None)
+        worst = max((a[k], k) for k in data.NEGATIVE if a.get(k) is not None)
         out[label] = {
             "shown": shown or r["shown"],
             "recall": r[rec],
@@ -199,19 +202,19 @@ def reference(res: dict, n_pairs: Counter) -> dict[str, dict]:
 
 
 def text_table(lang: str, r: dict) -> str:
-    pct = quality.pct
+    pct = common.pct
 
     def pc1(x: float) -> str:
         return f"{100 * x:.1f}"
 
-    mh = r["reference"][quality.BASELINE]
+    mh = r["reference"][data.BASELINE]
     n_nat = r["pairs"]
 
     def nat(x: dict) -> str:
         return f"{x['natural_kept']['nat+']}/{n_nat.get('nat+', 0)} {x['natural_kept']['nat-']}"
 
     def fp(x: dict) -> str:
-        return f"{pct(x['worst_fp'])} {quality.SHORT[x['worst_kind']]}"
+        return f"{pct(x['worst_fp'])} {data.SHORT[x['worst_kind']]}"
 
     head = ["R", "bits", "estimate", "t", "all", "ed10%", "worst FP", "vs minhash", "nat+ nat-"]
     rows = [head]
@@ -229,7 +232,7 @@ def text_table(lang: str, r: dict) -> str:
                 x.get("t_shown", "-"),
                 pc1(x["recall"]),
                 pc1(x["edit10"]),
-                fp(x) + ("" if x["worst_fp"] <= quality.MAX_FP else " !"),
+                fp(x) + ("" if x["worst_fp"] <= data.MAX_FP else " !"),
                 f"{100 * (x['recall'] - mh['recall']):+.1f}",
                 nat(x),
             ]
@@ -246,7 +249,7 @@ def text_table(lang: str, r: dict) -> str:
         )
         if n == 0 or n == len(r["reference"]):
             lines.append("-" * len(lines[0]))
-    ok = [x for x in r["settings"] if x["worst_fp"] <= quality.MAX_FP]
+    ok = [x for x in r["settings"] if x["worst_fp"] <= data.MAX_FP]
     best = max(ok, key=lambda x: (x["recall"], -x["R"], -x["B"]))
     lines += [
         "",
@@ -258,7 +261,7 @@ def text_table(lang: str, r: dict) -> str:
         f"minhash: points of recall against MinHash ({mh['shown']}). nat+ nat-: natural "
         f"near-duplicates kept / their number, natural related-but-different pairs kept "
         f"(of {n_nat.get('nat-', 0)}; not a rate, see bench/README.md). "
-        f"{quality.VERIFY} needs the texts at query time.",
+        f"{data.VERIFY} needs the texts at query time.",
         f"Best within 1%: R={best['R']}, 64+{best['B']} bits, {best['estimate']} "
         f"{best.get('t_shown', '')}: {pc1(best['recall'])}% of the positives "
         f"(MinHash {pc1(mh['recall'])}%).",
@@ -277,9 +280,9 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--no-natural", action="store_true", help="leave out the natural pairs")
-    quality.output_options(ap)
+    common.output_options(ap)
     args = ap.parse_args(argv)
-    return quality.save_output("verify_bits", args, lambda: measure(args))
+    return common.save_output("experiments/verify_bits", args, lambda: measure(args))
 
 
 def measure(args: argparse.Namespace) -> int:
@@ -289,32 +292,32 @@ def measure(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     out: dict = {
         "date_utc": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
-        "git": quality.git_rev(),
+        "git": common.git_rev(),
         "seed": args.seed,
         "n_per_kind": n,
         "n_random": n_random,
         "pool": pool,
         "radii": RADII,
         "extra_bits": EXTRA,
-        "max_fp": quality.MAX_FP,
+        "max_fp": data.MAX_FP,
         "fetch": {},
         "languages": {},
     }
-    quality.CACHE.mkdir(parents=True, exist_ok=True)
+    data.CACHE.mkdir(parents=True, exist_ok=True)
     for lang in args.lang.split(","):
-        quality.log(f"{lang}: sources")
-        src = quality.read_sources(lang, out["fetch"])
+        common.log(f"{lang}: sources")
+        src = data.read_sources(lang, out["fetch"])
         if not src:
-            quality.log(f"{lang}: no source could be read; skipped")
+            common.log(f"{lang}: no source could be read; skipped")
             out["languages"][lang] = {"error": "no source could be read"}
             continue
-        pairs, texts, _counts = quality.build_pairs(lang, src, n, n_random, pool, args.seed)
-        if not args.no_natural:  # as quality.main adds them
-            quality.log(f"{lang}: natural pairs (every passage of every source)")
-            natural, _st = quality.natural_pairs(lang, src)
-            quality.add_natural(pairs, texts, natural)
-        quality.log(f"{lang}: {len(pairs)} pairs over {len(texts)} texts; fingerprinting")
-        scored = quality.score_all([(lang, t) for t in texts], args.workers, score)
+        pairs, texts, _counts = data.build_pairs(lang, src, n, n_random, pool, args.seed)
+        if not args.no_natural:  # as data.main adds them
+            common.log(f"{lang}: natural pairs (every passage of every source)")
+            natural, _st = data.natural_pairs(lang, src)
+            data.add_natural(pairs, texts, natural)
+        common.log(f"{lang}: {len(pairs)} pairs over {len(texts)} texts; fingerprinting")
+        scored = data.score_all([(lang, t) for t in texts], args.workers, score)
         words = np.stack([s[3] for s in scored])
         bad = [t for t, s in zip(texts, scored, strict=True) if int(s[3][0]) != s[0][0]]
         if bad:
@@ -322,11 +325,11 @@ def measure(args: argparse.Namespace) -> int:
                 f"{len(bad)} of {len(texts)} seed-0 words differ from "
                 f"simhash(text, DEFAULT_CONFIG), the first on {bad[0][:80]!r}"
             )
-        quality.log(f"{lang}: all {len(texts)} seed-0 words equal simhash(text, DEFAULT_CONFIG)")
-        res = quality.evaluate(
+        common.log(f"{lang}: all {len(texts)} seed-0 words equal simhash(text, DEFAULT_CONFIG)")
+        res = data.evaluate(
             lang, pairs, [s[0] for s in scored], [s[1] for s in scored], [s[2] for s in scored]
         )
-        if quality.BASELINE not in res:
+        if data.BASELINE not in res:
             raise SystemExit("datasketch is not installed: no MinHash to compare against")
         n_pairs = Counter(kind for _c, kind, _i, _j in pairs)
         out["languages"][lang] = {
@@ -336,11 +339,10 @@ def measure(args: argparse.Namespace) -> int:
             "reference": reference(res, n_pairs),
             "settings": verify_bits(pairs, words),
         }
-        quality.log(f"{lang}: done at {time.perf_counter() - t0:.0f} s")
+        common.log(f"{lang}: done at {time.perf_counter() - t0:.0f} s")
     out["seconds"] = round(time.perf_counter() - t0, 1)
     if args.json:
-        json.dump(out, sys.stdout, indent=1)
-        print()
+        print_json(out)
         return 0
     print(
         f"Extra Simhash bits to verify candidates, bench/quality.py pairs: {out['date_utc']}, "

@@ -1,10 +1,11 @@
 #!/usr/bin/env python
 """Precision on a real corpus: the copyright and licence files of this machine.
 
-    python bench/copyright.py             # every file: about a minute on 2 cores
-    python bench/copyright.py --quick     # the first 120 files: a smoke run (prints only)
-    python bench/copyright.py --json      # the results as JSON on stdout
-    python bench/copyright.py --no-save   # print only (else bench/results/copyright.txt)
+    python bench/experiments/copyright.py            # every file: about a minute on 2 cores
+    python bench/experiments/copyright.py --quick    # the first 120 files: a smoke run
+    python bench/experiments/copyright.py --json     # the results as JSON on stdout
+    python bench/experiments/copyright.py --no-save  # print only
+                          # (else bench/results/experiments/copyright.txt)
 
 Every Debian machine has /usr/share/doc/*/copyright and /usr/share/common-licenses,
 and nobody here wrote them. The script reads each file once (a symlink to a file
@@ -25,8 +26,8 @@ of licence files does); the target is read on the latter.
 The next row is the fingerprint alone: the same index's duplicates(threshold=0)
 and clusters(threshold=0), every candidate within k = 8. Then the same for each
 candidate verification of those candidates: kept when a signature's estimate
-(bench/sketches.py) reaches its threshold, the one bench/quality.py --hard
-tuned for English (bench/results/quality_hard.txt; --threshold overrides it);
+(bench/experiments/sketches.py) reaches its threshold, the one bench/experiments/quality_hard.py
+tuned for English (bench/results/experiments/quality_hard.txt; --threshold overrides it);
 the rows `exact` verify with the exact similarity the signature estimates.
 Clusters of the verified pairs are made two ways: `linked`, the connected
 components of the verified pairs (single linkage), and `leader`, in the order
@@ -34,27 +35,27 @@ the files were added, each file joins the first cluster whose canonical member
 it has a verified pair with, else starts its own (so every member is verified
 against its canonical member; what clusters() does).
 
-The targets (issue 14): at most 2% false alarms among the reported pairs of
-distinct texts, at least 150 true pairs found, no cluster member that shares
-no text with its canonical member.
+The targets set when the verification signature was chosen: at most 2% false
+alarms among the reported pairs of distinct texts, at least 150 true pairs
+found, no cluster member that shares no text with its canonical member.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-if str(HERE.parent) not in sys.path:  # `python bench/copyright.py` from a checkout
-    sys.path.insert(0, str(HERE.parent))
+for _p in (str(HERE.parent), str(HERE.parent.parent)):  # common.py and data.py, simindex
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
 
-import corpora  # noqa: E402
+import data  # noqa: E402
 import numpy as np  # noqa: E402
 import sketches as sg  # noqa: E402
-from common import output_options, save_output  # noqa: E402
+from common import log, output_options, print_json, save_output  # noqa: E402
 
 from simindex import EmptyTextError, SimIndex  # noqa: E402
 from simindex.fingerprint import DEFAULT_CONFIG, features  # noqa: E402
@@ -63,8 +64,8 @@ SWEPT = "minhash128x4/1"  # the signature shown at every threshold of SWEEP
 SWEEP = (0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.78, 0.8, 0.85, 0.9)
 FALSE_ALARM = 0.3  # word 5-shingle Jaccard and containment both below: a false alarm
 TARGET_SHARE, TARGET_TRUE = 0.02, 150
-# The English thresholds bench/quality.py --hard tuned (seed 2; every negative kind
-# <= 1% there), from bench/results/quality_hard.txt.
+# The English thresholds bench/experiments/quality_hard.py tuned (seed 2; every negative kind
+# <= 1% there), from bench/results/experiments/quality_hard.txt.
 TUNED: dict[str, float] = {
     "simhash128/3": 0.85,
     "simhash256/3": 0.83,
@@ -100,10 +101,6 @@ DEFAULT_SIGNATURES = (
     "simhash256/3",
     "tf-simhash256",
 )
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 def leader_clusters(order: list[int], edges: set[tuple[int, int]]) -> list[list[int]]:
@@ -150,18 +147,100 @@ def linked_clusters(order: list[int], edges: set[tuple[int, int]]) -> list[list[
     return [sorted(g, key=rank.__getitem__) for g in groups.values() if len(g) > 1]
 
 
-def measure(args: argparse.Namespace) -> int:
-    t0 = time.perf_counter()
-    files = corpora.copyright_files(distinct=False)
-    if args.quick:
-        files = files[:120]
-    if len(files) < 2:
-        print("no copyright files on this machine")
-        return 1
-    keys = [p for p, _t in files]
-    texts = [t for _p, t in files]
-    flat = [" ".join(t.split()) for t in texts]
-    log(f"{len(files)} files; indexing at the defaults (SimIndex(), add_many)")
+class Corpus:
+    """The files in add order, and what the rows need to judge a pair: the word
+    5-shingles (false alarms, clusters), each signature of each text, and the
+    exact similarities the signatures estimate (computed when first asked)."""
+
+    def __init__(self, files: list[tuple[str, str]]) -> None:
+        self.keys = [p for p, _t in files]
+        self.texts = [t for _p, t in files]
+        self.flat = [" ".join(t.split()) for t in self.texts]
+        self.pos = {key: i for i, key in enumerate(self.keys)}
+        self.order = list(range(len(self.texts)))
+        self.h5: list[np.ndarray] = []
+        self.made: dict[str, list[bytes | None]] = {}
+        self._hashes: dict[tuple[str, int], list[np.ndarray]] = {}
+        self._feats: list[dict[str, int]] | None = None
+
+    def shingle(self) -> None:
+        self.h5 = [np.unique(sg.shingle_hashes(sg.units(t), 5)) for t in self.texts]
+
+    def shares(self, i: int, j: int) -> tuple[float, float]:
+        return sg.exact_jaccard(self.h5[i], self.h5[j]), sg.exact_containment(
+            self.h5[i], self.h5[j]
+        )
+
+    def false_alarm(self, i: int, j: int) -> bool:
+        jac, con = self.shares(i, j)
+        return jac < FALSE_ALARM and con < FALSE_ALARM
+
+    def in_add_order(self, found) -> set[tuple[int, int]]:
+        return {tuple(sorted((self.pos[p.key_a], self.pos[p.key_b]))) for p in found}
+
+    def own(self, found) -> list[list[int]]:
+        """An index's clusters as lists of positions, the canonical member first."""
+        return [[self.pos[key] for key, _d in c.members] for c in found]
+
+    def sign(self, name: str, s: sg.Signature) -> list[bytes | None]:
+        """Every text's signature (None for a text with no word), made once."""
+        if name not in self.made:
+            out: list[bytes | None] = []
+            for t in self.texts:
+                try:
+                    out.append(s.of(t))
+                except EmptyTextError:
+                    out.append(None)
+            self.made[name] = out
+        return self.made[name]
+
+    def exact_sim(self, s: sg.Signature, i: int, j: int) -> float:
+        """The similarity signature s estimates, computed exactly."""
+        if s.estimates == "tf-cosine":
+            if self._feats is None:
+                self._feats = [dict(features(t, DEFAULT_CONFIG)) for t in self.texts]
+            a, b = self._feats[i], self._feats[j]
+            dot = sum(w * b.get(f, 0) for f, w in a.items())
+            norm = (sum(w * w for w in a.values()) * sum(w * w for w in b.values())) ** 0.5
+            return dot / norm if norm else 0.0
+        key = (s.units, s.n)
+        if key not in self._hashes:
+            self._hashes[key] = [
+                np.unique(sg.shingle_hashes(sg.units(t, s.units), s.n)) for t in self.texts
+            ]
+        ha, hb = self._hashes[key][i], self._hashes[key][j]
+        if s.estimates == "jaccard":
+            return sg.exact_jaccard(ha, hb)
+        return sg.exact_cosine(ha, hb)
+
+    def cluster_check(self, groups: list[list[int]]) -> dict:
+        """How many members of the clusters share no text with their canonical member."""
+        unlike = none_shared = 0
+        for g in groups:
+            c = g[0]
+            for m in g[1:]:
+                jac, con = self.shares(c, m)
+                none_shared += con == 0
+                unlike += jac < FALSE_ALARM and con < FALSE_ALARM
+        largest = max(groups, key=len) if groups else []
+        big_none = big_unlike = 0
+        for m in largest[1:]:
+            jac, con = self.shares(largest[0], m)
+            big_none += con == 0
+            big_unlike += jac < FALSE_ALARM and con < FALSE_ALARM
+        return {
+            "clusters": len(groups),
+            "largest": len(largest),
+            "largest_canonical": self.keys[largest[0]] if largest else None,
+            "largest_members_sharing_nothing": big_none,
+            "members_sharing_nothing": none_shared,
+            "members_unlike_canonical": unlike,
+            "largest_members_unlike_canonical": big_unlike,
+        }
+
+
+def index_at_defaults(files: list[tuple[str, str]]) -> dict:
+    """Add every file to SimIndex() at its defaults; what the index reports."""
     empty = 0
     with SimIndex() as index:
         try:
@@ -172,101 +251,58 @@ def measure(args: argparse.Namespace) -> int:
                     index.add(key, text)
                 except EmptyTextError:
                     empty += 1
-        k, threshold = index.k, index.threshold
-        pairs = index.duplicates()  # the product: within k, verified at its threshold
-        clusters = index.clusters()
-        alone = index.duplicates(threshold=0)  # the fingerprint alone: every candidate
-        alone_clusters = index.clusters(threshold=0)
-    pos = {key: i for i, key in enumerate(keys)}
-    log(f"{len(alone)} pairs within k = {k}, {len(pairs)} verified; shingling")
-    h5 = [np.unique(sg.shingle_hashes(sg.units(t), 5)) for t in texts]
+        return {
+            "empty": empty,
+            "k": index.k,
+            "threshold": index.threshold,
+            "pairs": index.duplicates(),  # the product: within k, verified at its threshold
+            "clusters": index.clusters(),
+            "alone": index.duplicates(threshold=0),  # the fingerprint alone: every candidate
+            "alone_clusters": index.clusters(threshold=0),
+        }
 
-    def shares(i: int, j: int) -> tuple[float, float]:
-        return sg.exact_jaccard(h5[i], h5[j]), sg.exact_containment(h5[i], h5[j])
 
-    def false_alarm(i: int, j: int) -> bool:
-        jac, con = shares(i, j)
-        return jac < FALSE_ALARM and con < FALSE_ALARM
-
-    def in_add_order(found) -> set[tuple[int, int]]:
-        return {tuple(sorted((pos[p.key_a], pos[p.key_b]))) for p in found}
-
-    cand = sorted(in_add_order(alone))
-    product = in_add_order(pairs)
-    distinct = [(i, j) for i, j in cand if flat[i] != flat[j]]
-    alarm = {(i, j): false_alarm(i, j) for i, j in distinct}
-
+def method_rows(
+    args: argparse.Namespace, corpus: Corpus, found: dict, cand: list, product: set
+) -> list[tuple[str, float | None, set, list | None]]:
+    """label, threshold, the pairs kept, the index's own clusters (None: made here):
+    the product, the fingerprint alone, then each signature asked for and the exact
+    similarity it estimates, each verifying the same candidates."""
+    k, threshold = found["k"], found["threshold"]
     asked = list(args.signatures.split(",")) if args.signatures else list(DEFAULT_SIGNATURES)
     at: list[tuple[str, float | None]] = []
     for item in asked:
         name, _, t = item.partition("@")
         at.append((name, float(t) if t else None))
     sigs = {name: sg.SIGNATURES[name] for name, _t in at}
-    made: dict[str, list[bytes | None]] = {}
     log("signatures")
     for name, s in sigs.items():
-        out: list[bytes | None] = []
-        for t in texts:
-            try:
-                out.append(s.of(t))
-            except EmptyTextError:
-                out.append(None)
-        made[name] = out
-
-    def made_or(name: str, s: sg.Signature, i: int) -> bytes | None:
-        if name not in made:
-            made[name] = []
-            for t in texts:
-                try:
-                    made[name].append(s.of(t))
-                except EmptyTextError:
-                    made[name].append(None)
-        return made[name][i]
-
-    hashes: dict[tuple[str, int], list[np.ndarray]] = {}
-    feats: list[dict[str, int]] | None = None
-
-    def exact_sim(s: sg.Signature, i: int, j: int) -> float:
-        nonlocal feats
-        if s.estimates == "tf-cosine":
-            if feats is None:
-                feats = [dict(features(t, DEFAULT_CONFIG)) for t in texts]
-            a, b = feats[i], feats[j]
-            dot = sum(w * b.get(f, 0) for f, w in a.items())
-            norm = (sum(w * w for w in a.values()) * sum(w * w for w in b.values())) ** 0.5
-            return dot / norm if norm else 0.0
-        key = (s.units, s.n)
-        if key not in hashes:
-            hashes[key] = [np.unique(sg.shingle_hashes(sg.units(t, s.units), s.n)) for t in texts]
-        ha, hb = hashes[key][i], hashes[key][j]
-        if s.estimates == "jaccard":
-            return sg.exact_jaccard(ha, hb)
-        return sg.exact_cosine(ha, hb)
-
-    def own(found) -> list[list[int]]:
-        """An index's clusters as lists of positions, the canonical member first."""
-        return [[pos[key] for key, _d in c.members] for c in found]
-
-    # label, threshold, the pairs kept, the index's own clusters (None: made here)
+        corpus.sign(name, s)
     rows: list[tuple[str, float | None, set, list | None]] = [
         (
             f"defaults: SimIndex() (k = {k}, {SWEPT} >= {threshold:.2f})",
             threshold,
             product,
-            own(clusters),
+            corpus.own(found["clusters"]),
         ),
-        (f"fingerprint alone (k = {k}, threshold = 0)", None, set(cand), own(alone_clusters)),
+        (
+            f"fingerprint alone (k = {k}, threshold = 0)",
+            None,
+            set(cand),
+            corpus.own(found["alone_clusters"]),
+        ),
     ]
     exact_rows: set[tuple] = set()
     for name, fixed in at:
         s = sigs[name]
         t = args.threshold if args.threshold is not None else fixed or TUNED.get(name)
         if t is None:
-            log(f"  {name}: no tuned threshold (run bench/quality.py --hard): skipped")
+            log(f"  {name}: no tuned threshold (run bench/experiments/quality_hard.py): skipped")
             continue
+        made = corpus.made[name]
 
-        def est(i: int, j: int, name: str = name, s: sg.Signature = s) -> float:
-            a, b = made[name][i], made[name][j]
+        def est(i: int, j: int, made: list = made, s: sg.Signature = s) -> float:
+            a, b = made[i], made[j]
             return s.similarity(a, b) if a is not None and b is not None else 0.0
 
         rows.append(
@@ -281,37 +317,16 @@ def measure(args: argparse.Namespace) -> int:
             (
                 f"k<=8 + exact {s.estimates}{shingles} >= {t:.2f}",
                 t,
-                {(i, j) for i, j in cand if exact_sim(s, i, j) >= t},
+                {(i, j) for i, j in cand if corpus.exact_sim(s, i, j) >= t},
                 None,
             )
         )
+    return rows
 
-    order = list(range(len(texts)))
 
-    def cluster_check(groups: list[list[int]]) -> dict:
-        unlike = none_shared = 0
-        for g in groups:
-            c = g[0]
-            for m in g[1:]:
-                jac, con = shares(c, m)
-                none_shared += con == 0
-                unlike += jac < FALSE_ALARM and con < FALSE_ALARM
-        largest = max(groups, key=len) if groups else []
-        big_none = big_unlike = 0
-        for m in largest[1:]:
-            jac, con = shares(largest[0], m)
-            big_none += con == 0
-            big_unlike += jac < FALSE_ALARM and con < FALSE_ALARM
-        return {
-            "clusters": len(groups),
-            "largest": len(largest),
-            "largest_canonical": keys[largest[0]] if largest else None,
-            "largest_members_sharing_nothing": big_none,
-            "members_sharing_nothing": none_shared,
-            "members_unlike_canonical": unlike,
-            "largest_members_unlike_canonical": big_unlike,
-        }
-
+def row_results(rows: list, corpus: Corpus, alarm: dict) -> list[dict]:
+    """Each row's pairs, false alarms and clusters, and whether it meets the targets."""
+    flat = corpus.flat
     results = []
     for label, t, kept, index_clusters in rows:
         dist = [(i, j) for i, j in kept if flat[i] != flat[j]]
@@ -327,11 +342,11 @@ def measure(args: argparse.Namespace) -> int:
             "true_pairs": len(dist) - fa,
         }
         if index_clusters is not None:  # the index's own clusters
-            r["clusters"] = {"index": cluster_check(index_clusters)}
+            r["clusters"] = {"index": corpus.cluster_check(index_clusters)}
         else:
             r["clusters"] = {
-                "linked": cluster_check(linked_clusters(order, kept)),
-                "leader": cluster_check(leader_clusters(order, kept)),
+                "linked": corpus.cluster_check(linked_clusters(corpus.order, kept)),
+                "leader": corpus.cluster_check(leader_clusters(corpus.order, kept)),
             }
         r["meets"] = {
             rule: r["false_alarm_share"] <= TARGET_SHARE
@@ -340,19 +355,27 @@ def measure(args: argparse.Namespace) -> int:
             for rule, c in r["clusters"].items()
         }
         results.append(r)
-    # What the threshold trades on this corpus: the recommended signature at several.
+    return results
+
+
+def threshold_sweep(
+    corpus: Corpus, cand: list, alarm: dict
+) -> tuple[list[dict], dict[tuple[int, int], float]]:
+    """What the threshold trades on this corpus: the recommended signature at
+    several; and its similarity for every candidate."""
     sweep = []
     s = sg.SIGNATURES[SWEPT]
+    made = corpus.sign(SWEPT, s)
     sims = {}
     for i, j in cand:
-        a, b = made_or(SWEPT, s, i), made_or(SWEPT, s, j)
+        a, b = made[i], made[j]
         sims[i, j] = s.similarity(a, b) if a is not None and b is not None else 0.0
     for t in SWEEP:
         kept = {p for p, v in sims.items() if v >= t}
-        dist = [p for p in kept if flat[p[0]] != flat[p[1]]]
+        dist = [p for p in kept if corpus.flat[p[0]] != corpus.flat[p[1]]]
         fa = sum(alarm[p] for p in dist)
-        lead = cluster_check(leader_clusters(order, kept))
-        link = cluster_check(linked_clusters(order, kept))
+        lead = corpus.cluster_check(leader_clusters(corpus.order, kept))
+        link = corpus.cluster_check(linked_clusters(corpus.order, kept))
         sweep.append(
             {
                 "threshold": t,
@@ -364,8 +387,33 @@ def measure(args: argparse.Namespace) -> int:
                 "linked": link,
             }
         )
-    # The product's pairs against the same verification done here (bench/sketches.py's
-    # minhash128x4/1 of every candidate, at the index's threshold).
+    return sweep, sims
+
+
+def measure(args: argparse.Namespace) -> int:
+    t0 = time.perf_counter()
+    files = data.copyright_files(distinct=False)
+    if args.quick:
+        files = files[:120]
+    if len(files) < 2:
+        print("no copyright files on this machine")
+        return 1
+    corpus = Corpus(files)
+    log(f"{len(files)} files; indexing at the defaults (SimIndex(), add_many)")
+    found = index_at_defaults(files)
+    k, threshold = found["k"], found["threshold"]
+    log(f"{len(found['alone'])} pairs within k = {k}, {len(found['pairs'])} verified; shingling")
+    corpus.shingle()
+    cand = sorted(corpus.in_add_order(found["alone"]))
+    product = corpus.in_add_order(found["pairs"])
+    distinct = [(i, j) for i, j in cand if corpus.flat[i] != corpus.flat[j]]
+    alarm = {(i, j): corpus.false_alarm(i, j) for i, j in distinct}
+    rows = method_rows(args, corpus, found, cand, product)
+    results = row_results(rows, corpus, alarm)
+    sweep, sims = threshold_sweep(corpus, cand, alarm)
+    # The product's pairs against the same verification done here
+    # (bench/experiments/sketches.py's minhash128x4/1 of every candidate, at the
+    # index's threshold).
     same_as_sketch = product == {p for p, v in sims.items() if v >= threshold}
     head_row = results[0]
     c = head_row["clusters"]["index"]
@@ -377,7 +425,7 @@ def measure(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - t0
     out = {
         "files": len(files),
-        "empty": empty,
+        "empty": found["empty"],
         "k": k,
         "threshold": threshold,
         "seconds": round(seconds, 1),
@@ -387,15 +435,25 @@ def measure(args: argparse.Namespace) -> int:
         "sweep": {"signature": SWEPT, "rows": sweep},
     }
     if args.json:
-        json.dump(out, sys.stdout, indent=1)
-        print()
+        print_json(out)
         return 0
+    print_report(out, distinct_texts=len(set(corpus.flat)), seconds=seconds)
+    return 0
+
+
+def print_report(out: dict, distinct_texts: int, seconds: float) -> None:
+    """The tables and the verdict, from what measure() found."""
+    k, threshold, results = out["k"], out["threshold"], out["results"]
+    sweep, targets = out["sweep"]["rows"], out["targets"]
     print(
-        f"copyright corpus: {len(files)} files of /usr/share/doc/*/copyright and "
-        f"/usr/share/common-licenses (each file once), {len(set(flat))} distinct texts; "
+        f"copyright corpus: {out['files']} files of /usr/share/doc/*/copyright and "
+        f"/usr/share/common-licenses (each file once), {distinct_texts} distinct texts; "
         f"SimIndex() (in memory) at the defaults, k = {k}, threshold {threshold:.2f}; "
         f"{seconds:.0f} s"
     )
+    head_row = results[0]
+    c = head_row["clusters"]["index"]
+    same_as_sketch = out["product_same_as_sketch_row"]
     print()
     head = [
         "method",
@@ -482,12 +540,11 @@ def measure(args: argparse.Namespace) -> int:
     )
     print(
         f"its pairs are the k<=8 + {SWEPT} >= {threshold:.2f} pairs made here from "
-        f"bench/sketches.py: {'yes' if same_as_sketch else 'NO'}"
+        f"bench/experiments/sketches.py: {'yes' if same_as_sketch else 'NO'}"
     )
     for r in results[:2]:
         c = r["clusters"]["index"]
         print(f"{r['method']}: the largest cluster starts at {c['largest_canonical']}")
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -496,7 +553,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="JSON on stdout instead of the table")
     ap.add_argument(
         "--signatures",
-        help=f"comma-separated names from bench/sketches.py SIGNATURES "
+        help=f"comma-separated names from bench/experiments/sketches.py SIGNATURES "
         f"(default {','.join(DEFAULT_SIGNATURES)})",
     )
     ap.add_argument(
@@ -506,7 +563,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     output_options(ap)
     args = ap.parse_args(argv)
-    return save_output("copyright", args, lambda: measure(args))
+    return save_output("experiments/copyright", args, lambda: measure(args))
 
 
 if __name__ == "__main__":
