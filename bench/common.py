@@ -343,4 +343,4 @@ def forget_stored(location: str) -> None:
     from simindex import SimIndex
 
     with SimIndex(location, hold=False) as index, index._backend.writing() as conn:
-        index._store.drop_stored(conn)
+        index._store.snapshots.drop(conn)

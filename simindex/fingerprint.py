@@ -26,7 +26,15 @@ import numpy as np
 import xxhash
 
 from simindex.errors import EmptyTextError, InvalidArgumentError
-from simindex.tokenize import CJK_MODES, fold_cjk_gaps, has_cjk, shingle_counts
+from simindex.tokenize import (
+    CJK_MODES,
+    PIECE_CHARS,
+    fold_cjk_gaps,
+    has_cjk,
+    shingle_counts,
+    stopwords,
+    words,
+)
 
 BITS = 64
 MAX_FINGERPRINT = (1 << BITS) - 1
@@ -222,10 +230,34 @@ def prepare(text: str, config: FingerprintConfig) -> str:
 
 
 def features(text: str, config: FingerprintConfig = DEFAULT_CONFIG) -> Counter[str]:
-    """The weighted features of a text: feature -> whole-number weight."""
-    counts = shingle_counts(
-        prepare(text, config), config.ngram, drop_stopwords=config.stopwords, cjk=config.cjk
-    )
+    """The weighted features of a text: feature -> whole-number weight. The
+    one definition of what a fingerprint reads: simhash() and the one-pass
+    signature.fingerprint_and_signature both take their features from here
+    (the latter through features_of_tokens, from the tokens it has counted)."""
+    prepared = prepare(text, config)
+    if config.ngram == 1 and len(prepared) <= PIECE_CHARS:
+        return features_of_tokens(Counter(words(prepared, config.cjk)), config)
+    counts = shingle_counts(prepared, config.ngram, drop_stopwords=config.stopwords, cjk=config.cjk)
+    return weighted(counts, config)
+
+
+def features_of_tokens(tokens: Counter[str], config: FingerprintConfig) -> Counter[str]:
+    """A prepared text's features, from the counts of its word tokens
+    (tokenize.words with ``config.cjk``; word unigrams, ``config.ngram == 1``):
+    its content words (every token, when all are stop words or stop words
+    are kept), weighted."""
+    if config.ngram != 1:
+        raise ValueError("features_of_tokens reads word unigrams (ngram=1)")
+    if config.stopwords:
+        stop = stopwords()
+        content = Counter({t: c for t, c in tokens.items() if t not in stop})
+        if content:
+            tokens = content
+    return weighted(tokens, config)
+
+
+def weighted(counts: Counter[str], config: FingerprintConfig) -> Counter[str]:
+    """Features' weights from their counts, by ``config.weighting``."""
     if config.weighting == "binary":
         return Counter(dict.fromkeys(counts, 1))
     if config.weighting == "sublinear":

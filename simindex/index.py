@@ -2,41 +2,30 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import threading
 from collections.abc import Iterable, Iterator, Mapping
 from itertools import islice
 from types import TracebackType
 from typing import Any
 
-import numpy as np
-from sqlalchemy import URL, Connection
+from sqlalchemy import URL
 
-from simindex import accelerator, storage
+from simindex import accelerator, storage, upkeep
 from simindex.accelerator import Accelerator
-from simindex.answer import Answers
 from simindex.blocks import DEFAULT_K, MAX_INDEX_K, BlockLayout, check_k
-from simindex.errors import (
-    InvalidArgumentError,
-    NotAnIndexError,
-)
+from simindex.errors import InvalidArgumentError
 from simindex.explain import Explanation, explain
 from simindex.fingerprint import (
     DEFAULT_CONFIG,
     FingerprintConfig,
     simhash,
 )
-from simindex.pairs import leader_clusters, pairs_within
-from simindex.results import Cluster, Pair
-from simindex.signature import (
-    DEFAULT_THRESHOLD,
-    check_threshold,
-    fingerprint_and_signature,
-    similarity,
-)
-from simindex.upkeep import Upkeep
-from simindex.validate import as_config, check_key, checked_chunk
+from simindex.pairs import leader_clusters
+from simindex.reader import Reader
+from simindex.results import CheckReport, Cluster, Match, Pair
+from simindex.signature import DEFAULT_THRESHOLD, check_threshold, fingerprint_and_signature
+from simindex.validate import as_config, check_key, check_limit, checked_chunk
+from simindex.view import Views
 
 # What add_fingerprints and rebuild(fingerprints=...) take: (key, fingerprint)
 # or (key, fingerprint, signature) with a signature of simindex.signature's (or None).
@@ -45,7 +34,7 @@ Item = tuple[str, int] | tuple[str, int, bytes | None]
 _BATCH = 5000  # rows per write in add_many / add_fingerprints
 
 
-class SimIndex(Answers, Upkeep):
+class SimIndex:
     """A persistent near-duplicate index of texts, by 64-bit Simhash.
 
     ``SimIndex(location)`` opens the index at a file path, ``":memory:"`` or an
@@ -112,10 +101,6 @@ class SimIndex(Answers, Upkeep):
         self._backend = storage.open_backend(
             self._where, timeout=self._timeout, readonly=readonly, immutable=access.immutable
         )
-        # An in-memory database is one connection: its users take turns.
-        self._lock: Any = (
-            threading.RLock() if self._backend.shared_connection else contextlib.nullcontext()
-        )
         try:
             new = storage.Settings(  # what a new index gets
                 layout=wanted_layout or BlockLayout.for_k(DEFAULT_K),
@@ -135,14 +120,24 @@ class SimIndex(Answers, Upkeep):
             )
             if not readonly:
                 self._backend.use_wal()
+            self._accel = Accelerator(hold)  # shared by this object's threads
+            # The index as every read and write sees it (view.py), and its queries.
+            self._views = Views(self._backend, self._where, self._accel, settings)
         except BaseException:
             self._backend.dispose()
             raise
-        self._accel = Accelerator(hold)  # shared by this object's threads
-        self._adopt(settings, None)
-        self._store.valid_for = self._store.schema_version()
+        self._reader = Reader(self._views)
+        self._lock = self._views.lock
 
     # --- about the index --------------------------------------------------
+
+    @property
+    def _settings(self) -> storage.Settings:
+        return self._views.current.settings
+
+    @property
+    def _store(self) -> storage.Store:
+        return self._views.current.store
 
     @property
     def k(self) -> int:
@@ -179,72 +174,6 @@ class SimIndex(Answers, Upkeep):
         """The verification signature this index gives a text (64 bytes, see
         simindex.signature); with the fingerprint: fingerprint_and_signature."""
         return fingerprint_and_signature(text, self._settings.config)[1]
-
-    # --- noticing a rebuild made elsewhere ----------------------------------
-
-    @property
-    def _settings(self) -> storage.Settings:
-        return self._state[0]
-
-    @property
-    def _store(self) -> storage.Store:
-        return self._state[1]
-
-    def _changed(self, version: int | None, used: storage.Store | None = None) -> bool:
-        """After a read under schema cookie `version` through the Store `used`
-        (default: the current one): adopt the file's settings if a rebuild
-        elsewhere changed them. True if the read must be done again."""
-        used = used or self._store
-        if version is None or version == used.valid_for:
-            return False
-        with self._backend.reading() as conn:
-            found = storage.read_settings(conn, self._where)
-            cookie = self._backend.schema_version(conn)
-        if found is None:
-            raise NotAnIndexError(f"{self._where} is no longer an index")
-        settings, current = self._state
-        if found[0] != settings:
-            self._adopt(found[0], cookie)
-            return True
-        current.valid_for = cookie  # the same layout: only the schema cookie moved
-        return used is not current  # read through a Store another thread replaced
-
-    def _refresh(self) -> bool:
-        """Adopt the file's settings if a rebuild elsewhere changed them."""
-        return self._changed(self._store.schema_version())
-
-    def _adopt(self, settings: storage.Settings, cookie: int | None) -> None:
-        # One assignment, so a thread reads a settings and Store that belong
-        # together. The old Store is not closed here: another thread may be
-        # reading through it this moment; its connections close when it goes.
-        fresh = storage.Store(
-            self._backend,
-            settings.layout,
-            signatures=settings.signatures,
-            counted=settings.counted,
-            stored=settings.stores_snapshots,
-        )
-        fresh.valid_for = cookie
-        self._state = (settings, fresh)
-        self._accel.drop()  # held under the old layout
-
-    def _fresh_in(self, conn: Connection) -> None:
-        """Inside a write transaction: make sure the settings are the file's."""
-        self._changed(self._backend.schema_version(conn))
-
-    @contextlib.contextmanager
-    def _writing(self, *, alone: bool = False, fresh: bool = True) -> Iterator[storage.Write]:
-        """Every write transaction of this index goes through here: it holds the
-        write lock from its start (``alone``: on PostgreSQL, no other writer
-        either), adopts a rebuild made elsewhere first (``fresh``), counts the
-        write as its last statement (SQLite; see storage.Backend.write), and
-        once it has committed tells the accelerator what it wrote (``rows``)."""
-        with self._lock:
-            with self._backend.write(alone=alone) as write:
-                if fresh:
-                    self._fresh_in(write.conn)  # a rebuild elsewhere may have changed the layout
-                yield write
-            self._accel.committed(write.before, write.after, write.rows)
 
     def rebuild(
         self,
@@ -302,7 +231,7 @@ class SimIndex(Answers, Upkeep):
             # One transaction: readers go on seeing the old index until it
             # commits; writers wait for it (up to their timeout); a failure
             # rolls everything back, staging table included.
-            with self._writing(alone=True, fresh=False) as write:
+            with self._views.writing(alone=True, fresh=False) as (write, view):
                 conn = write.conn
                 if fingerprints is not None:
                     storage.start_staging(conn)
@@ -312,9 +241,8 @@ class SimIndex(Answers, Upkeep):
                         storage.stage(conn, keys, fps, sigs)
                 # (swap_in rewrites simindex_meta: the count restarts with this write)
                 rows = storage.swap_in(conn, settings, from_staging=fingerprints is not None)
-                self._store.drop_stored(conn)  # (of the old table: stale from now on)
-            self._adopt(settings, None)
-            self._store.valid_for = self._store.schema_version()
+                view.store.snapshots.drop(conn)  # (of the old table: stale from now on)
+            self._views.adopt(settings)
         return rows
 
     # --- writing ----------------------------------------------------------
@@ -401,9 +329,9 @@ class SimIndex(Answers, Upkeep):
             # The keys written, for a held snapshot (see Accelerator.committed).
             held = self._accel.wants_rows
             keys: list[str] | None = [] if held else None
-            with self._writing() as write:
+            with self._views.writing() as (write, view):
                 rows: list[tuple[int, int]] = []
-                count, stored = self._store.put_stream(
+                count, stored = view.store.put_stream(
                     write,
                     chunks(source, batch_size, keys),
                     keep=skip_existing,
@@ -415,9 +343,9 @@ class SimIndex(Answers, Upkeep):
                     elif (
                         len(keys) <= accelerator.APPLIED_MAX
                     ):  # else too many to apply: the snapshot goes
-                        write.rows = self._store.rows_by_key(write.conn, keys)
+                        write.rows = view.store.rows_by_key(write.conn, keys)
             if count >= storage.FAST_LOAD_MIN:
-                self._store.tidy_after_load()
+                view.store.tidy_after_load()
             written += stored
             if batch_size is None or count < batch_size:
                 return written
@@ -429,10 +357,78 @@ class SimIndex(Answers, Upkeep):
     def remove_many(self, keys: Iterable[str]) -> int:
         """Remove keys in one transaction; returns how many were there."""
         unique = list(dict.fromkeys(check_key(k) for k in keys))
-        with self._writing() as write:
-            removed = self._store.remove(write.conn, unique)
+        with self._views.writing() as (write, view):
+            removed = view.store.remove(write.conn, unique)
             write.rows = []  # removed rows stay in a held snapshot: their ids find no row
         return removed
+
+    # --- asking -----------------------------------------------------------
+
+    def query(
+        self,
+        text_or_fingerprint: str | int,
+        *,
+        k: int | None = None,
+        limit: int | None = None,
+        threshold: float | None = None,
+    ) -> list[Match]:
+        """The stored documents that are near-duplicates of a text or a fingerprint.
+
+        A near-duplicate is within distance k (default: the index's k) and,
+        where the query is a text and the stored document has a signature,
+        at least ``threshold`` similar by their signatures (default: the
+        index's threshold, 0.8 for a new index; 0: distance alone, as a query
+        by fingerprint always is). ``Match.similarity`` gives the estimate.
+        Sorted by distance, then key; at most ``limit`` of them. A k above
+        the index's is answered exactly too: by
+        probing the block indexes with every value within a few bits of the
+        query's where that takes at most 1,024 lookups (k up to 11 with k = 3's
+        four blocks, see blocks.probe_radius), else by reading every
+        row, which says so with a FullScanWarning.
+
+        Once probed queries (a k above the layout's, such as the default 8)
+        have spent in the database about what reading the whole index would
+        cost (~1 us a fingerprint), the index reads its fingerprints and
+        signatures into memory (~70 bytes each, ~135 with signatures;
+        indexes of up to 20M; see ``hold``) and answers those from there,
+        with its own writes applied, until anyone else writes to it: the same
+        answers, several times sooner (on PostgreSQL from schema revision
+        0003, docs/storage.md).
+        """
+        if k is not None:
+            check_k(k)
+        if limit is not None:
+            check_limit(limit)
+        if threshold is not None:
+            check_threshold(threshold)
+        matches = self._reader.query(text_or_fingerprint, k, threshold)
+        return matches[:limit] if limit is not None else matches
+
+    def query_many(
+        self,
+        queries: Iterable[str | int],
+        *,
+        k: int | None = None,
+        limit: int | None = None,
+        threshold: float | None = None,
+    ) -> list[list[Match]]:
+        """Answer many queries in one pass: one list of matches per query, in order.
+
+        A batch that is large beside the index (or a k above the index's,
+        up to 15) reads the index's fingerprints once, in one snapshot, and
+        matches the whole batch in memory; a small batch uses the block
+        indexes query by query. Both give exactly what ``query`` gives.
+        """
+        queries = list(queries)
+        if k is not None:
+            check_k(k)
+        check_limit(limit)
+        if threshold is not None:
+            check_threshold(threshold)
+        if not queries:
+            return []
+        results = self._reader.query_many(queries, k, threshold)
+        return [r[:limit] for r in results] if limit is not None else results
 
     # --- reading ----------------------------------------------------------
 
@@ -457,39 +453,14 @@ class SimIndex(Answers, Upkeep):
         for key, value in rows:
             yield key, value & ((1 << 64) - 1)
 
-    def _fingerprints(self, conn: Connection) -> tuple[np.ndarray, np.ndarray]:
-        """(ids, unsigned fingerprints) of every row, in the caller's read
-        transaction: from the stored snapshot while it is current, else
-        from the rows."""
-        versions = self._backend.versions(conn)
-        found = self._store.load_stored(conn, versions, fingerprints_only=True)
-        return self._store.load(conn) if found is None else (found[0], found[1])
-
     def _pairs(
         self, k: int | None, threshold: float | None
     ) -> tuple[list[tuple[int, int, int, float | None]], dict[int, str]]:
-        """Every pair within k that verifies at the threshold, as (id a, id b,
-        distance, similarity) with a < b in id order (a added first), and the
-        keys of their rows."""
-        distance = self.k if k is None else check_k(k, limit=MAX_INDEX_K)
-        at = self.threshold if threshold is None else check_threshold(threshold)
-        with self._lock, self._backend.reading() as conn:
-            ids, fps = self._fingerprints(conn)  # not in id order when stored
-            a, b, d = pairs_within(fps, distance)
-            first, second = np.minimum(ids[a], ids[b]), np.maximum(ids[a], ids[b])
-            paired = np.unique(np.concatenate([a, b]))  # checked against what was paired
-            signed = fps[paired].view(np.int64).tolist()
-            wanted = dict(zip(ids[paired].tolist(), signed, strict=True))
-            rows = self._store.keys_for(conn, wanted)
-        pairs = []
-        for ia, ib, dist in zip(first.tolist(), second.tolist(), d.tolist(), strict=True):
-            if ia not in rows or ib not in rows:  # (PostgreSQL: removed meanwhile)
-                continue
-            sa, sb = rows[ia][1], rows[ib][1]
-            estimate = None if sa is None or sb is None else similarity(sa, sb)
-            if estimate is None or estimate >= at:
-                pairs.append((ia, ib, dist, estimate))
-        return pairs, {i: key for i, (key, _) in rows.items()}
+        if k is not None:
+            check_k(k, limit=MAX_INDEX_K)
+        if threshold is not None:
+            check_threshold(threshold)
+        return self._reader.pairs(k, threshold)
 
     def duplicates(self, k: int | None = None, *, threshold: float | None = None) -> list[Pair]:
         """Every pair of stored near-duplicates: within distance k (default: the
@@ -531,11 +502,30 @@ class SimIndex(Answers, Upkeep):
         out.sort(key=lambda c: (-len(c.members), c.canonical))
         return out
 
+    # --- looking after it ------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        """Facts about the index, for people and scripts (see upkeep.stats)."""
+        return upkeep.stats(self._views)
+
+    def check(self, *, repair: bool = False) -> CheckReport:
+        """Look for damage: the database's integrity check, the schema against
+        the stored layout and revision, and every row's block columns against
+        its fingerprint. With ``repair``, fix what can be fixed safely
+        (recompute block columns, recreate missing lookup indexes) in one
+        transaction."""
+        return upkeep.check(self._views, repair=repair)
+
+    def compact(self) -> dict[str, int]:
+        """Reclaim free space (VACUUM) and fold the WAL into the file; returns the
+        file's size before and after (bytes, WAL included)."""
+        return upkeep.compact(self._views)
+
     # --- closing ----------------------------------------------------------
 
     def close(self) -> None:
         """Release the database connections. The index stays on disk."""
-        self._store.close()
+        self._views.close()
         self._backend.dispose()
 
     def __enter__(self) -> SimIndex:
@@ -590,8 +580,7 @@ class SimIndex(Answers, Upkeep):
                 sides.append(value)
                 signatures.append(None)
         with self._lock:
-            self._refresh()
-            settings = self._settings
+            settings = self._views.refresh().settings
         return explain(
             *sides,
             k=settings.k if k is None else k,  # the index's k, which queries use (not the layout's)

@@ -7,10 +7,16 @@ plan out, and every way gives the same answers (tested against brute force).
 
 The ways:
 
+- LOOKUP: the block indexes for a k up to the layout's, then the rows of
+  the candidates within k by id.
+- MATCH: the same in one statement where the server keeps the rows within
+  k itself (PostgreSQL's bit_count).
+- PROBE: a k above the layout's: probes a few bits away from the query's
+  blocks (up to blocks.MAX_PROBES lookups), then the rows by id.
 - HELD: the snapshot held in memory (accelerator.py) answers (probed k only:
-  an exact lookup costs a few seeks, always cheaper from the database).
-- LOOKUP: the block indexes, query by query (exact for k up to the layout's,
-  probes a few bits away above it, up to blocks.MAX_PROBES lookups).
+  an exact lookup costs a few seeks, always cheaper from the database); a
+  single query reads its rows in the statement that confirms the snapshot
+  is current.
 - JOIN: one join of the whole batch with the index on the server (PostgreSQL,
   k up to the layout's, a batch of BATCH_MIN or more).
 - READ: read every fingerprint once and match the batch in memory: for a
@@ -18,6 +24,8 @@ The ways:
   a k past what lookups answer.
 - SCAN: a single query past what lookups answer compares every row (and says
   so with a FullScanWarning).
+
+A batch answered by lookups is LOOKUP, MATCH or PROBE query by query.
 """
 
 from __future__ import annotations
@@ -32,21 +40,32 @@ BATCH_MIN = 256  # a batch this large may be joined on the server or read into m
 
 
 class Way(Enum):
-    HELD = "held"
     LOOKUP = "lookup"
+    MATCH = "match"
+    PROBE = "probe"
+    HELD = "held"
     JOIN = "join"
     READ = "read"
     SCAN = "scan"
 
 
-def plan_query(layout: BlockLayout, k: int, *, held: bool, can_probe: bool) -> Way:
-    """The way to answer one query at distance k (``held``: a current
-    snapshot is held; ``can_probe``: the layout's probes answer k)."""
+def _looked_up(layout: BlockLayout, k: int, server_matches: bool) -> Way:
+    if k > layout.k:
+        return Way.PROBE
+    return Way.MATCH if server_matches else Way.LOOKUP
+
+
+def plan_query(
+    layout: BlockLayout, k: int, *, held: bool, can_probe: bool, server_matches: bool = False
+) -> Way:
+    """The way to answer one query at distance k (``held``: a snapshot is
+    held that can be confirmed current; ``can_probe``: the layout's probes
+    answer k; ``server_matches``: the server keeps the rows within k)."""
     if k <= layout.k:
-        return Way.LOOKUP
+        return _looked_up(layout, k, server_matches)
     if held:
         return Way.HELD
-    return Way.LOOKUP if can_probe else Way.SCAN
+    return Way.PROBE if can_probe else Way.SCAN
 
 
 def plan_batch(
@@ -59,10 +78,12 @@ def plan_batch(
     server_join: bool,
     snapshot: bool,
     size: Callable[[], int],
+    server_matches: bool = False,
 ) -> Way:
-    """The way to answer a batch of `queries` at distance k. ``snapshot``: a
-    snapshot is held (current or not: a batch rereads a stale one); ``size``:
-    the index's size, asked only for a large batch (one seek)."""
+    """The way to answer a batch of `queries` at distance k. ``held``: a
+    current snapshot is held; ``snapshot``: one is held, current or not (a
+    batch rereads a stale one); ``size``: the index's size, asked only for a
+    large batch (one seek)."""
     probed = k > layout.k
     if probed and held:
         return Way.HELD
@@ -70,12 +91,13 @@ def plan_batch(
         return Way.JOIN
     if probed and not can_probe:
         return Way.READ
+    looked_up = _looked_up(layout, k, server_matches)
     if queries < BATCH_MIN:
-        return Way.LOOKUP
+        return looked_up
     if snapshot:
         return Way.READ
     rows = size()
     cost = lookup_cost(layout, k, rows)
     if cost is not None and queries * cost[2] >= READ_US_PER_ROW * rows:
         return Way.READ
-    return Way.LOOKUP
+    return looked_up

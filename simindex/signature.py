@@ -28,8 +28,14 @@ import numpy as np
 import xxhash
 
 from simindex.errors import EmptyTextError, InvalidArgumentError
-from simindex.fingerprint import FingerprintConfig, prepare, simhash, simhash_of_hashes
-from simindex.tokenize import PIECE_CHARS, has_cjk, pieces, stopwords, words
+from simindex.fingerprint import (
+    FingerprintConfig,
+    features_of_tokens,
+    prepare,
+    simhash,
+    simhash_of_hashes,
+)
+from simindex.tokenize import PIECE_CHARS, has_cjk, pieces, words
 
 NAME = "minhash128x4/1"  # stored in an index's settings: what its signatures are
 BINS = 128
@@ -265,17 +271,18 @@ def signature(text: str, config: FingerprintConfig) -> bytes:
 
 
 def _one_pass(config: FingerprintConfig) -> bool:
-    """Whether the configuration's features are the signature's tokens, so one
-    tokenisation serves both (term-frequency word unigrams, CJK as characters
-    and bigrams: the default's)."""
-    return config.ngram == 1 and config.cjk == "chars" and config.weighting == "tf"
+    """Whether the signature's tokens are the ones the fingerprint's features
+    come from (word unigrams, CJK as characters and bigrams: the default's),
+    so one tokenisation serves both."""
+    return config.ngram == 1 and config.cjk == "chars"
 
 
 def fingerprint_and_signature(text: str, config: FingerprintConfig) -> tuple[int, bytes]:
     """simhash(text, config) and signature(text, config), in one pass where the
     configuration allows (see _one_pass): the text prepared and tokenised once,
-    each distinct token hashed once for both. Raises EmptyTextError for a
-    text with no word."""
+    each distinct token hashed once for both; the fingerprint's features
+    chosen by fingerprint.features_of_tokens, as simhash() chooses them.
+    Raises EmptyTextError for a text with no word."""
     if not isinstance(text, str):
         raise InvalidArgumentError(f"text must be a str, not {type(text).__name__}")
     if len(text) > PIECE_CHARS or not _one_pass(config):
@@ -284,21 +291,19 @@ def fingerprint_and_signature(text: str, config: FingerprintConfig) -> tuple[int
     tokens = words(prepared, "chars")
     if not tokens:
         raise EmptyTextError("the text has no word features (it is empty or only punctuation)")
-    # Counter keeps the order tokens are first seen: `distinct` and `weights`
+    # Counter keeps the order tokens are first seen: `distinct` and `hashes`
     # line up, and each distinct token is hashed once for both.
     counts = Counter(tokens)
     distinct = list(counts)
     hashes = unit_hashes(distinct)
-    weights = np.fromiter(counts.values(), np.float64, count=len(distinct))
-    if config.stopwords:  # the fingerprint's features: the content words (all, if none)
-        stop = stopwords()
-        content = ~np.fromiter(map(stop.__contains__, distinct), bool, count=len(distinct))
-        if content.any() and not content.all():
-            fingerprint = simhash_of_hashes(hashes[content], weights[content])
-        else:
-            fingerprint = simhash_of_hashes(hashes, weights)
-    else:
+    chosen = features_of_tokens(counts, config)
+    if len(chosen) == len(distinct):  # every token a feature (in the same order)
+        weights = np.fromiter(chosen.values(), np.float64, count=len(distinct))
         fingerprint = simhash_of_hashes(hashes, weights)
+    else:
+        kept = np.fromiter(map(chosen.__contains__, distinct), bool, count=len(distinct))
+        weights = np.fromiter(chosen.values(), np.float64, count=len(chosen))
+        fingerprint = simhash_of_hashes(hashes[kept], weights)
     if not prepared.isascii() and has_cjk(prepared):  # the units: no CJK bigrams
         single = np.fromiter(map(_single, distinct), bool, count=len(distinct))
         return fingerprint, sketch(hashes[single])

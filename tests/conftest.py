@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from simindex import SimIndex, accelerator, answer
+from simindex import SimIndex, accelerator, reader
 
 ROOT = Path(__file__).resolve().parent.parent
 POSTGRES_URL = os.environ.get("SIMINDEX_TEST_POSTGRES_URL", "")
@@ -74,14 +74,14 @@ def hold(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The clock SimIndex times its database work with (answer.py's
+    """The clock SimIndex times its database work with (reader.py's
     ``time.perf_counter``) moves 1 ms each time it is read: every probed
     query and every read of the index into memory takes the same made-up
     time, on any machine however loaded, so whether a snapshot paid for
     itself is decided by the test, not by the machine."""
     ticks = itertools.count()
     fake = types.SimpleNamespace(perf_counter=lambda: next(ticks) / 1000)
-    monkeypatch.setattr(answer, "time", fake)
+    monkeypatch.setattr(reader, "time", fake)
 
 
 @pytest.fixture

@@ -117,7 +117,7 @@ def build(path: Path, docs: list[tuple[str, str]], *, stored: bool = False) -> T
         try:
             with SimIndex(path, create=False, hold=True) as ix:
                 ix.query(docs[0][1])
-                assert ix._store.stored_current()  # noqa: SLF001 - the state a test sets up
+                assert ix._store.snapshots.current()  # noqa: SLF001 - the state a test sets up
         finally:
             stored_module.STORE_MIN_ROWS = was
     with SimIndex(path, create=False) as ix:

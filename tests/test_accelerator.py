@@ -199,9 +199,7 @@ def test_threads_share_one_copy(db_path: Path, monkeypatch: pytest.MonkeyPatch) 
     and hold one copy; a write in one of them is applied for all."""
     loads = []
     original = store.Store.load
-    monkeypatch.setattr(
-        store.Store, "load", lambda self, conn: loads.append(1) or original(self, conn)
-    )
+    monkeypatch.setattr(store.Store, "load", lambda self, *a: loads.append(1) or original(self, *a))
     rng = random.Random(12)
     stored = {f"k{i}": rng.getrandbits(64) for i in range(2000)}
     with SimIndex(db_path, hold=True) as index:

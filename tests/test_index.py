@@ -752,7 +752,7 @@ def test_own_writes_keep_the_snapshot_exact(
     loads = []
     original_load = store.Store.load
     monkeypatch.setattr(
-        store.Store, "load", lambda self, conn: loads.append(1) or original_load(self, conn)
+        store.Store, "load", lambda self, *a: loads.append(1) or original_load(self, *a)
     )
     rng = random.Random(21 + added_max)
     stored = {f"k{i}": rng.getrandbits(64) for i in range(400)}

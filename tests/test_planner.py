@@ -13,9 +13,17 @@ K8 = BlockLayout.for_k(8)  # three blocks: exact up to 2, probed above
 
 def test_single_queries() -> None:
     assert plan_query(K3, 3, held=True, can_probe=True) is Way.LOOKUP  # exact: never memory
-    assert plan_query(K8, 8, held=False, can_probe=True) is Way.LOOKUP  # probed
+    assert plan_query(K8, 8, held=False, can_probe=True) is Way.PROBE
     assert plan_query(K8, 8, held=True, can_probe=True) is Way.HELD
     assert plan_query(K8, 30, held=False, can_probe=False) is Way.SCAN
+
+
+def test_a_server_that_keeps_the_rows_within_k_matches_exact_lookups_itself() -> None:
+    assert plan_query(K3, 3, held=False, can_probe=True, server_matches=True) is Way.MATCH
+    assert plan_query(K8, 2, held=True, can_probe=True, server_matches=True) is Way.MATCH
+    # Probed: the server's filter does not apply; memory first, where held.
+    assert plan_query(K8, 8, held=False, can_probe=True, server_matches=True) is Way.PROBE
+    assert plan_query(K8, 8, held=True, can_probe=True, server_matches=True) is Way.HELD
 
 
 def batch(layout: BlockLayout, k: int, n: int, rows: int = 1_000_000, **given: bool) -> Way:
@@ -36,6 +44,8 @@ def test_batches() -> None:
     assert batch(K8, 8, 10, held=True) is Way.HELD
     assert batch(K3, 3, 10) is Way.LOOKUP
     assert batch(K3, 3, BATCH_MIN, server_join=True) is Way.JOIN  # PostgreSQL, exact k
+    assert batch(K3, 3, 10, server_join=True, server_matches=True) is Way.MATCH  # small batch
+    assert batch(K8, 8, 10) is Way.PROBE  # query by query, probed
     assert batch(K8, 8, BATCH_MIN, server_join=True) is not Way.JOIN  # probed: not joined
     assert batch(K8, 14, 5, can_probe=False) is Way.READ  # past the probes: read once
     assert batch(K3, 3, 5000, snapshot=True) is Way.READ  # a snapshot is there to reread

@@ -89,8 +89,10 @@ def test_units_are_words_and_cjk_characters_without_punctuation() -> None:
         FingerprintConfig(cjk="chars", stopwords=False),
         FingerprintConfig(),  # jieba words: two passes
         FingerprintConfig(ngram=3, weighting="binary", cjk="chars"),
+        FingerprintConfig(cjk="chars", weighting="sublinear"),  # one pass, its own weights
+        FingerprintConfig(cjk="chars", weighting="binary", stopwords=False),
     ],
-    ids=["default", "stop-words-kept", "jieba", "3-grams"],
+    ids=["default", "stop-words-kept", "jieba", "3-grams", "sublinear", "binary"],
 )
 def test_one_pass_gives_the_fingerprint_and_the_signature(config: FingerprintConfig) -> None:
     texts = [
@@ -99,6 +101,7 @@ def test_one_pass_gives_the_fingerprint_and_the_signature(config: FingerprintCon
         "簡體中文與简体中文，一二三四五六七八九十。",
         "the the the and of",  # stop words only: the fingerprint keeps them
         "Straße ｆｕｌｌ-width don’t",
+        "the data the data the data moves, the data stays",  # counts that weights differ on
     ]
     for text in texts:
         fp, got = sig.fingerprint_and_signature(text, config)

@@ -240,7 +240,7 @@ def test_every_reader_sees_every_writer(location: str, writer: str) -> None:
         q = target ^ 0b101
         assert [m.key for m in held.query(q, k=K)] == ["target", "twin"]
         assert held._accel.snapshot is not None  # read, and stored for the next reader
-        assert held._store.stored_current()
+        assert held._store.snapshots.current()
         assert [(p.key_a, p.key_b) for p in held.duplicates(k=0)] == [("target", "twin")]
         before = rows_now(location)
         WRITERS[writer](location)
@@ -255,13 +255,13 @@ def test_an_older_copy_put_back_is_answered_as_it_is(location: str, tmp_path: Pa
     target = build(location)
     with SimIndex(location, hold=True) as held:
         held.query(target, k=K)
-        assert held._store.stored_current()
+        assert held._store.snapshots.current()
     saved = _save(location, tmp_path)
     api_insert(location)
     sql_delete(location)
     with SimIndex(location, hold=True) as held:  # the newer rows, read and stored
         assert [m.key for m in held.query(target, k=K)] == ["copy", "target"]
-        assert held._store.stored_current()
+        assert held._store.snapshots.current()
     _put_back(location, saved)
     assert set(rows_now(location)) >= {"target", "twin"} and "copy" not in rows_now(location)
     check_every_reader(location, target, None)
@@ -309,7 +309,7 @@ def test_the_stored_snapshot_of_an_upgraded_index_is_not_trusted(db_path: Path) 
     target = build(location)
     with SimIndex(location, hold=True) as held:
         held.query(target, k=K)
-        assert held._store.stored_current()
+        assert held._store.snapshots.current()
     with raw(location) as cur:  # back to 0004: no triggers, the stored snapshot kept
         for name in ("simindex_count_inserts", "simindex_count_updates", "simindex_count_deletes"):
             cur.execute(f"DROP TRIGGER {name}")
@@ -328,7 +328,7 @@ def test_triggers_dropped_by_hand_are_made_again_when_the_index_is_opened(
     target = build(location)
     with SimIndex(location, hold=True) as held:
         held.query(target, k=K)
-        assert held._store.stored_current()
+        assert held._store.snapshots.current()
     with raw(location) as cur:
         if locate(location).path is not None:
             for name in ("simindex_count_inserts", "simindex_count_updates"):

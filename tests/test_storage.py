@@ -70,7 +70,7 @@ def test_rows_round_trip(opened: storage.Store) -> None:
     stored = fill(opened)
     with opened.backend.reading() as conn:
         assert opened.size(conn) == len(stored)
-        ids, fps = opened.load(conn)
+        ids, fps = opened.load(conn, opened.backend.generation(conn))
         signed = fps.view(np.int64).tolist()
         named = opened.keys_for(conn, dict(zip(ids.tolist(), signed, strict=True)))
         everything = {key: (to_unsigned(fp), sig) for _, key, fp, sig in opened.everything(conn)}
@@ -99,16 +99,15 @@ def test_lookups_find_every_row_a_table_agrees_with(opened: storage.Store) -> No
     rng = random.Random(2)
     for key in ["top", "zero", *rng.sample(sorted(stored), 30)]:
         q = stored[key] ^ (1 << rng.randrange(64))
-        rows, version = opened.lookup(q)
-        assert version == opened.schema_version()
+        rows = opened.lookup(q, opened.generation())
         got = {to_unsigned(f) for _, f in rows}
         for fp in stored.values():  # the pigeonhole: within the layout's k, a table agrees
             if (fp ^ q).bit_count() <= LAYOUT.k:
                 assert fp in got
         assert opened.can_probe(8)
-        probed = opened.probe_lookup(q, 8)
+        probed = opened.probe_lookup(q, 8, opened.generation())
         assert probed is not None
-        near = {to_unsigned(f) for _, f in probed[0]}
+        near = {to_unsigned(f) for _, f in probed}
         assert {fp for fp in stored.values() if (fp ^ q).bit_count() <= 8} <= near
 
 
@@ -162,7 +161,7 @@ def test_a_batch_joined_on_the_server_equals_brute_force(opened: storage.Store) 
     rng = random.Random(3)
     queries = [stored[f"k{i}"] ^ (1 << rng.randrange(64)) for i in range(20)] + [2**64 - 1]
     with opened.backend.reading() as conn:
-        rows = opened.join_lookup(conn, queries, LAYOUT.k)
+        rows = opened.copying.join_lookup(conn, queries, LAYOUT.k)
     got = {(qid, key) for qid, _, key, _, _ in rows}
     assert all(sig == signature_of(key) for _, _, key, _, sig in rows)
     expected = {
@@ -174,13 +173,27 @@ def test_a_batch_joined_on_the_server_equals_brute_force(opened: storage.Store) 
     assert got == expected
 
 
-def test_a_rebuild_moves_the_schema_version(opened: storage.Store) -> None:
+def test_a_rebuild_moves_the_generation(opened: storage.Store) -> None:
     fill(opened, n=50)
-    before = opened.schema_version()
+    before = opened.generation()
     relaid = storage.Settings(layout=BlockLayout.for_k(3), config=DEFAULT_CONFIG)
     with opened.backend.writing(alone=True) as conn:
         assert storage.swap_in(conn, relaid, from_staging=False) == 52 + 40
-    assert opened.schema_version() != before
+    assert opened.generation() != before
+
+
+def test_a_read_under_another_generation_says_changed(opened: storage.Store) -> None:
+    """Every read that names its generation raises storage.Changed when the
+    database is at another (the reader then asks again: view.Views.read)."""
+    fill(opened, n=50)
+    stale = opened.generation() + 1
+    with pytest.raises(storage.Changed):
+        opened.lookup(12345, stale)
+    with pytest.raises(storage.Changed):
+        opened.probe_lookup(12345, 8, stale)
+    with opened.backend.reading() as conn, pytest.raises(storage.Changed):
+        opened.load(conn, stale)
+    assert opened.lookup(12345, opened.generation()) is not None
 
 
 def test_a_read_only_backend_refuses_every_write(tmp_path: Path) -> None:

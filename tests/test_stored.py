@@ -62,9 +62,9 @@ class RowReads:
         self.count = 0
         original = store_module.Store.load
 
-        def load(store: store_module.Store, conn: object) -> object:
+        def load(store: store_module.Store, conn: object, generation: object) -> object:
             self.count += 1
-            return original(store, conn)  # type: ignore[arg-type]
+            return original(store, conn, generation)  # type: ignore[arg-type]
 
         monkeypatch.setattr(store_module.Store, "load", load)
 
@@ -231,7 +231,7 @@ def test_storing_never_waits_for_another_writer(location: str, blocker: str) -> 
     assert answers == [brute_force(fps, q, 8) for q in qs]
     assert took < 30  # not the 60 s timeout (however loaded the machine)
     with SimIndex(location, hold=False) as index, index._backend.reading() as conn:
-        current = index._store.load_stored(conn, index._backend.versions(conn))
+        current = index._store.snapshots.load(conn, index._backend.versions(conn))
     assert current is None  # nothing stored meanwhile
 
 
@@ -252,7 +252,7 @@ def test_an_in_memory_index_and_a_batch_with_hold_false_store_nothing(
             assert index.query_many(qs * 20) == [brute_force(fps, q, 8) for q in qs] * 20
         assert reads.count == 1
         with index._backend.reading() as conn:
-            assert index._store.stored_header(conn) is None
+            assert index._store.snapshots.header(conn) is None
 
 
 def test_compact_and_rebuild_drop_the_stored_snapshot(location: str) -> None:
@@ -261,11 +261,11 @@ def test_compact_and_rebuild_drop_the_stored_snapshot(location: str) -> None:
         if location.endswith(".db"):
             index.compact()
             with index._backend.reading() as conn:
-                assert index._store.stored_header(conn) is None
+                assert index._store.snapshots.header(conn) is None
             held_answers(location, qs)  # stored again
         index.rebuild(k=6)
         with index._backend.reading() as conn:
-            assert index._store.stored_header(conn) is None
+            assert index._store.snapshots.header(conn) is None
     assert held_answers(location, qs) == [brute_force(fps, q, 6) for q in qs]
 
 
@@ -306,7 +306,7 @@ def test_a_read_only_index_holds_without_storing(location: str, tmp_path: Path) 
         assert [index.query(q) for q in qs] == [brute_force(fps, q, 8) for q in qs]
         assert index._accel.snapshot is not None
     with SimIndex(location) as index, index._backend.reading() as conn:
-        assert index._store.stored_header(conn) is None
+        assert index._store.snapshots.header(conn) is None
 
 
 def test_duplicates_read_the_stored_arrays_while_current(
@@ -342,7 +342,7 @@ def test_the_stored_order_of_the_tables_is_used_only_for_the_same_tables(
     monkeypatch.setattr(snapshot, "_OFFSETS_PER_ROW", 2**40)  # tables by offset: joined
     fps, qs = made(location, stored=True)
     with SimIndex(location) as index, index._backend.reading() as conn:
-        header = index._store.stored_header(conn)
+        header = index._store.snapshots.header(conn)
     assert header is not None and "order_k8" in header["arrays"] and "8" in header["layouts"]
     tables = len(header["layouts"]["8"])
     sorts = []

@@ -1,7 +1,8 @@
-"""The house rules a newcomer can check: every module readable in one sitting,
-every dependency between simindex's modules pointing one way (no import
-cycles, lazy imports inside functions included), and nothing outside
-simindex/storage/ asking which database it talks to."""
+"""The house rules a newcomer can check: classes composed, not mixed in; the
+"changed, ask again" rule caught in one place; every dependency between
+simindex's modules pointing one way (no import cycles, lazy imports inside
+functions included); and nothing outside simindex/storage/ asking which
+database it talks to."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "simindex"
-MAX_LINES = 620  # about what one sitting reads
 
 
 def modules() -> dict[str, Path]:
@@ -44,13 +44,52 @@ def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     return {m for m in found if m in known and m != name and not name.startswith(m + ".")}
 
 
-def test_no_module_is_longer_than_one_sitting() -> None:
-    long = {
-        str(path.relative_to(PACKAGE.parent)): n
-        for path in modules().values()
-        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+# Interfaces with one implementation per kind (not parts of a class).
+INTERFACES = {"Dialect"}
+
+
+def test_the_rooms_are_composed_not_mixed_in() -> None:
+    """The facade, the reader, the views and the store hold their parts; no
+    class shares its private state with a base class of simindex's (errors
+    and warnings are kinds of value, not parts)."""
+    from simindex import SimIndex
+    from simindex.reader import Reader
+    from simindex.storage import Store
+    from simindex.view import Views
+
+    for cls in (SimIndex, Reader, Views, Store):
+        assert cls.__bases__ == (object,), cls
+    trees = {name: ast.parse(path.read_text(encoding="utf-8")) for name, path in modules().items()}
+    ours = {
+        node.name
+        for tree in trees.values()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef)
     }
-    assert not long, f"modules over {MAX_LINES} lines: {long}"
+    for name, tree in trees.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                bases = [ast.unparse(b).rpartition(".")[2] for b in node.bases]
+                mixed = [
+                    b
+                    for b in bases
+                    if b in ours and b not in INTERFACES and not b.endswith(("Error", "Warning"))
+                ]
+                assert not mixed, f"{name}.{node.name} inherits {mixed}"
+
+
+def test_the_ask_again_rule_is_caught_in_one_place() -> None:
+    """storage.Changed ("the index changed under this read") is caught by
+    view.Views.read's loop alone: every read is asked again the same way."""
+    catchers = [
+        name
+        for name, path in modules().items()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ExceptHandler)
+        and node.type is not None
+        and "Changed" in ast.unparse(node.type)
+    ]
+    assert catchers == ["simindex.view"]
 
 
 def test_every_dependency_points_one_way() -> None:

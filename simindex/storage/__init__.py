@@ -14,13 +14,14 @@ package asks which database it is talking to.
     rebuild.py    a rebuild's staging table and swap, in one transaction
     sql.py        statements compiled for the driver, kept read connections, block rows
     store.py      the fingerprint table: lookups, loads, writes
-    checks.py     what check and repair ask of it (Store inherits them)
+    stored.py     the stored snapshot (Store.snapshots)
+    checks.py     what check and repair ask of it (Store.checks)
     consistency.py  whether rows read hold together (else: a damaged file)
-    copying.py    PostgreSQL's COPY loads and the server's join of a batch (inherited too)
+    copying.py    PostgreSQL's COPY loads and the server's join of a batch (Store.copying)
     backups.py    a SQLite index copied whole while in use (SQLite's backup API)
 """
 
-from simindex.storage.backend import Backend, Versions, Write, db_error
+from simindex.storage.backend import Backend, Changed, Versions, Write, db_error
 from simindex.storage.backups import copy_file, holds_an_index
 from simindex.storage.checks import Problem
 from simindex.storage.dialects import BUSY_TIMEOUT_S, Capabilities
@@ -69,6 +70,7 @@ __all__ = [
     "REVISIONS",
     "Backend",
     "Capabilities",
+    "Changed",
     "FileAccess",
     "Location",
     "Problem",

@@ -106,6 +106,23 @@ class Versions(NamedTuple):
     changes: int
 
 
+class Changed(Exception):
+    """The index is not what a read was asked under: its generation moved
+    (rebuilt or re-laid elsewhere, or its schema changed) or a held
+    snapshot was found stale. Never reaches a user: the reader's one loop
+    (simindex.view.Views.read) takes the index as it is now and asks again."""
+
+    def __init__(self, generation: int | None = None) -> None:
+        super().__init__(generation)
+        self.generation = generation  # the one found, where known
+
+
+def expect(found: int, generation: int | None) -> None:
+    """Raise Changed unless a read under `generation` found that generation."""
+    if found != generation:
+        raise Changed(found)
+
+
 @dataclass
 class Write:
     """One write transaction that counts itself: its connection, the rows it
@@ -260,8 +277,8 @@ class Backend:
         except (SQLAlchemyError, self.driver_error) as exc:
             raise self.error(exc) from exc
 
-    def schema_version(self, conn: Connection) -> int:
-        """A number that changes whenever the index is rebuilt."""
+    def generation(self, conn: Connection) -> int:
+        """A number that changes whenever the index is rebuilt or its schema changes."""
         return int(conn.exec_driver_sql(self.dialect.generation_sql).scalar_one())
 
     def versions(self, conn: Connection) -> Versions:
@@ -270,7 +287,7 @@ class Backend:
         READ COMMITTED), a write between shows as a count that what is read
         after it has not seen, which never matches again."""
         changes = self.dialect.changes(conn)
-        return Versions(self.schema_version(conn), changes)
+        return Versions(self.generation(conn), changes)
 
     def no_rebuild_meanwhile(self, conn: Connection) -> None:
         self.dialect.no_rebuild_meanwhile(conn)

@@ -1,4 +1,4 @@
-"""What check and repair ask of the fingerprint table (the Store inherits them):
+"""What check and repair ask of the fingerprint table (``Store.checks``):
 the database's own integrity check, the schema against the layout, block
 columns against their fingerprints, and the most crowded buckets; and
 whether rows a query expected and did not read back are gone or damaged."""
@@ -13,14 +13,12 @@ import numpy as np
 from sqlalchemy import Connection, and_, bindparam, func, inspect, select, union_all
 
 from simindex.storage import consistency, schema
+from simindex.storage.backend import expect
 from simindex.storage.sql import Sql, block_rows
 
 if TYPE_CHECKING:
-    from sqlalchemy import Engine
-
     from simindex.blocks import BlockLayout
     from simindex.storage.backend import Backend
-    from simindex.storage.location import Location
 
 _CHUNK = 500  # ids per IN (...) list, well under every database's parameter limit
 
@@ -35,14 +33,14 @@ class Problem(NamedTuple):
 
 
 class Checks:
-    """check and repair's questions about one index's tables (a part of Store)."""
+    """check and repair's questions about one index's tables (``Store.checks``)."""
 
-    backend: Backend
-    engine: Engine
-    layout: BlockLayout
-    tables: schema.Schema
-    where: Location
-    valid_for: int | None  # the schema cookie or generation of this layout (Store)
+    def __init__(self, backend: Backend, layout: BlockLayout, tables: schema.Schema) -> None:
+        self.backend = backend
+        self.engine = backend.engine
+        self.where = backend.where
+        self.layout = layout
+        self.tables = tables
 
     def integrity(self, conn: Connection) -> list[Problem]:
         """What the database's own integrity check finds wrong (nothing: [])."""
@@ -137,12 +135,18 @@ class Checks:
             out.append((int(conn.execute(statement).scalar() or 0), j))
         return out
 
-    def read_back(self, held: Iterable[tuple[int, int]], rows: Mapping[int, Sequence[Any]]) -> None:
+    def read_back(
+        self,
+        held: Iterable[tuple[int, int]],
+        rows: Mapping[int, Sequence[Any]],
+        generation: int | None,
+    ) -> None:
         """Rows a query found as (id, signed fingerprint), in a snapshot or a
         lookup index, then read by id (``rows``: id -> (id, key, signed
         fingerprint, signature)). One that is missing, or has another
         fingerprint, was removed or replaced since, or the file is damaged:
-        in a file, those few are read again in one snapshot (``_gone``)."""
+        in a file, those few are read again in one snapshot under
+        ``generation`` (``_gone``; rebuilt meanwhile: Changed)."""
         if self.where.path is None:  # (damage is a file's; and see consistency.rows)
             return
         suspects = {}
@@ -151,9 +155,9 @@ class Checks:
             if row is None or row[2] != fingerprint:
                 suspects[row_id] = fingerprint
         if suspects:
-            self._gone(suspects)
+            self._gone(suspects, generation)
 
-    def _gone(self, suspects: dict[int, int]) -> None:
+    def _gone(self, suspects: dict[int, int], generation: int | None) -> None:
         """Raise DamagedIndexError unless each row (id -> the signed
         fingerprint it was found under) is gone, or holds another
         fingerprint, in the table and the lookup indexes alike: read in one
@@ -177,8 +181,8 @@ class Checks:
             )
         )
         with self.backend.reading() as conn:
-            if self.backend.schema_version(conn) != self.valid_for:
-                return  # rebuilt elsewhere: other rows, another layout (the caller asks again)
+            # Rebuilt elsewhere: other rows, another layout; asked again.
+            expect(self.backend.generation(conn), generation)
             read = consistency.table(
                 self.where,
                 conn.execute(by_id, {"ids": list(suspects)}).all(),

@@ -1,4 +1,4 @@
-"""The fingerprint table's bulk paths through COPY (the Store inherits them):
+"""The fingerprint table's bulk paths through COPY (``Store.copying``):
 rows loaded into a temporary table and moved in with one INSERT ... SELECT,
 and a batch of queries joined with the index on the server. PostgreSQL's
 (``caps.bulk_copy``, ``caps.server_join``), through psycopg's COPY."""
@@ -21,11 +21,12 @@ if TYPE_CHECKING:
 
 
 class Copying:
-    """COPY-based loads and the server's join of a batch (a part of Store)."""
+    """COPY-based loads and the server's join of a batch (``Store.copying``)."""
 
-    layout: BlockLayout
-    signed: bool
-    caps: Capabilities
+    def __init__(self, layout: BlockLayout, caps: Capabilities, *, signed: bool) -> None:
+        self.layout = layout
+        self.caps = caps
+        self.signed = signed  # the table has the signature column (revision 0002)
 
     def _temp_table(self, conn: Connection, name: str, columns: list[str]) -> None:
         """An empty temporary table of BIGINT columns (key TEXT, signature BYTEA)
@@ -48,7 +49,7 @@ class Copying:
         finally:
             cursor.close()
 
-    def _put_by_copy(self, conn: Connection, rows: list[tuple[Any, ...]], *, keep: bool) -> int:
+    def put(self, conn: Connection, rows: list[tuple[Any, ...]], *, keep: bool) -> int:
         """PostgreSQL: COPY the rows into a temporary table, then one INSERT ...
         SELECT moves them in (per key, the first row with keep, else the last),
         in the order they came, so row ids keep "first added" meaningful."""

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from simindex.blocks import BlockLayout
+from simindex.storage.backend import expect
 
 
 class Sql:
@@ -100,12 +101,13 @@ def block_rows(
     return list(zip(keys, *columns, strict=True))
 
 
-def with_version(rows: list[Any], at: int = -1) -> tuple[list[Any], int]:
-    """A lookup's rows, and the schema cookie or generation from the marker row
-    (first column -1, the number in column ``at``) the same statement read
-    with them."""
+def with_version(rows: list[Any], generation: int | None, at: int = -1) -> list[Any]:
+    """A lookup's rows, once the generation in the marker row (first column
+    -1, the number in column ``at``) the same statement read with them is
+    ``generation``; else Changed (backend.expect)."""
     marker = rows.pop() if rows and rows[-1][0] == -1 else None
     if marker is None:  # pragma: no cover - UNION ALL keeps its order in practice
         marker = next(r for r in rows if r[0] == -1)
         rows.remove(marker)
-    return rows, int(marker[at])
+    expect(int(marker[at]), generation)
+    return rows

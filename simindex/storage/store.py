@@ -33,12 +33,12 @@ from simindex.blocks import BlockLayout, Probe, probes
 from simindex.fingerprint import BITS, to_signed
 from simindex.signature import WORDS
 from simindex.storage import consistency, schema
-from simindex.storage.backend import Backend, Versions, Write, db_error
+from simindex.storage.backend import Backend, Versions, Write, db_error, expect
 from simindex.storage.checks import Checks
 from simindex.storage.copying import Copying
 from simindex.storage.dialects import CHANGES
 from simindex.storage.sql import Chunk, Held, Signatures, Sql, block_rows, with_version
-from simindex.storage.stored import Stored
+from simindex.storage.stored import StoredSnapshot
 
 MAX_PROBE_K = 32  # probing past this is never cheaper than reading every row
 _CHUNK = 500  # keys per IN (...) list, well under every database's parameter limit
@@ -49,16 +49,19 @@ FAST_LOAD_MIN = 20_000  # rows into one transaction before the lookup indexes ar
 # aside (SQLite: ~7 us a row; making them again costs about a millisecond).
 COUNT_ASIDE_MIN = 5_000
 # A chunk this large into an empty PostgreSQL table starts a load COPYed straight in
-# (Copying.begin_fresh_load): 3x the rows a second of the usual path at a million.
+# (copying.Copying.begin_fresh_load): 3x the rows a second of the usual path at a million.
 FRESH_LOAD_MIN = 1_000
 
 
-class Store(Checks, Copying, Stored):
+class Store:
     """The fingerprint table of one index: every statement simindex runs on it.
 
     Single lookups go straight to the driver (statements compiled once by
     SQLAlchemy for this database) on a connection each thread keeps; writes
     run in SQLAlchemy transactions that take the write lock at their start.
+    Its parts: ``checks`` (what check and repair ask, checks.py),
+    ``snapshots`` (the stored snapshot, stored.py) and ``copying``
+    (PostgreSQL's COPY loads and the server's join, copying.py).
     """
 
     def __init__(
@@ -86,6 +89,9 @@ class Store(Checks, Copying, Stored):
         # trusted from revision 0005 on (its stamps count every writer).
         self.stores = stored and self.holds
         self.tables = schema.build(layout, signatures=signatures)
+        self.checks = Checks(backend, layout, self.tables)
+        self.snapshots = StoredSnapshot(backend, self.tables, stores=self.stores)
+        self.copying = Copying(layout, self.caps, signed=signatures)
         t = self.tables.fingerprints
         self._signature: Any = (
             t.c.signature if signatures else null().cast(LargeBinary).label("signature")
@@ -116,18 +122,15 @@ class Store(Checks, Copying, Stored):
         self._lookup_text = (
             f"{self._lookup.text} UNION ALL {self._generation.replace('SELECT ', 'SELECT -1, ', 1)}"
         )
-        # PostgreSQL: the Hamming filter and the keys in the same statement.
-        self.matches_on_server = self.caps.server_bit_count and not self._lookup.positional
-        if self.matches_on_server:
-            signature = "f.signature" if signatures else "NULL::bytea"  # 0001: no column
-            distance = "bit_count((c.fingerprint # %(query_fp)s::bigint)::bit(64))"
-            self._matches_text = (
-                f"WITH c AS ({self._lookup.text}), "
-                f"m AS (SELECT DISTINCT c.id FROM c WHERE {distance} <= %(query_k)s::int) "
-                f"SELECT f.id, f.key, f.fingerprint, {signature} "
-                f"FROM m JOIN {schema.FINGERPRINT_TABLE} f "
-                f"ON f.id = m.id UNION ALL SELECT -1, NULL, {backend.dialect.generation}, NULL"
+        # Where the server counts bits: the Hamming filter and the keys in the
+        # same statement (named parameters only).
+        matches = None
+        if not self._lookup.positional:
+            matches = backend.dialect.matches_sql(
+                self._lookup.text, signatures=signatures, caps=self.caps
             )
+        self.matches_on_server = matches is not None
+        self._matches_text = matches or ""
         spans = layout.spans()
         # (shift, mask) of each lookup parameter, in the driver's order.
         ordered = [self._lookup_names[i] for i in self._lookup._order]
@@ -165,9 +168,6 @@ class Store(Checks, Copying, Stored):
         self._local = threading.local()
         self._held: list[Held] = []
         self._held_lock = threading.Lock()
-        # The schema cookie under which this layout is the file's (SQLite):
-        # a lookup that ran under another cookie may have used a new layout.
-        self.valid_for: int | None = None
 
     def _upsert_statement(self, names: list[str], *, keep: bool = False) -> Any:
         t = self.tables.fingerprints
@@ -221,15 +221,15 @@ class Store(Checks, Copying, Stored):
             self._held = [h for h in self._held if h is not held]
         return True
 
-    def lookup(self, fingerprint: int) -> tuple[list[tuple[int, int]], int | None]:
+    def lookup(self, fingerprint: int, generation: int | None) -> list[tuple[int, int]]:
         """(id, signed fingerprint) of every row agreeing with the fingerprint
         on all blocks of at least one table (a row may come more than once),
-        and the schema cookie or generation the lookup ran under."""
+        read under ``generation`` (else Changed: backend.expect)."""
         params = self._lookup_params(fingerprint)
         driver: Any = params
         if not self._lookup.positional:  # named style: _order is the names' order
             driver = dict(zip(self._lookup_names, params, strict=True))
-        return with_version(self._read(self._lookup_text, driver))
+        return with_version(self._read(self._lookup_text, driver), generation)
 
     def _lookup_params(self, fingerprint: int) -> tuple[int, ...]:
         """The query's block values, in the lookup's parameter order."""
@@ -238,14 +238,14 @@ class Store(Checks, Copying, Stored):
             params = tuple(to_signed(p) for p in params)
         return params
 
-    def lookup_matches(self, fingerprint: int, k: int) -> tuple[list[Any], int | None]:
-        """PostgreSQL: (id, key, signed fingerprint) of the rows within k, and the
-        generation, in one round trip: the candidates come from the indexes
+    def lookup_matches(self, fingerprint: int, k: int, generation: int | None) -> list[Any]:
+        """PostgreSQL: (id, key, signed fingerprint) of the rows within k, read
+        under ``generation``, in one round trip: the candidates come from the indexes
         alone (index-only scans), the server keeps those within k and only
         then reads their keys."""
         driver = dict(zip(self._lookup_names, self._lookup_params(fingerprint), strict=True))
         driver |= {"query_fp": to_signed(fingerprint), "query_k": k}
-        return with_version(self._read(self._matches_text, driver), at=2)
+        return with_version(self._read(self._matches_text, driver), generation, at=2)
 
     def can_probe(self, k: int) -> bool:
         """Whether probe_lookup answers k (a few probes), rather than a full scan."""
@@ -254,8 +254,8 @@ class Store(Checks, Copying, Stored):
         return k <= MAX_PROBE_K and probes(self.layout, k) is not None
 
     def probe_lookup(
-        self, fingerprint: int, k: int
-    ) -> tuple[list[tuple[int, int]], int | None] | None:
+        self, fingerprint: int, k: int, generation: int | None
+    ) -> list[tuple[int, int]] | None:
         """Like lookup, for a k above the layout's: every row agreeing with one
         of the probes (see blocks.probes) on a table's blocks. None when that
         would take more than blocks.MAX_PROBES lookups."""
@@ -273,7 +273,7 @@ class Store(Checks, Copying, Stored):
             table = self.layout.tables[probe.table]
             for b, flip in zip(table, probe.flips, strict=True):
                 params.append(to_signed(unsigned[b] ^ flip) if flip else values[b])
-        return with_version(self._read(sql.text, sql.params(params)))
+        return with_version(self._read(sql.text, sql.params(params)), generation)
 
     def _compile_probes(self, found: list[Probe]) -> tuple[Sql, list[Probe]]:
         t = self.tables.fingerprints
@@ -331,18 +331,11 @@ class Store(Checks, Copying, Stored):
             sql = self._by_id[len(ids)] = Sql(statement, self.engine.dialect, names)
         return self._read(sql.text, sql.params(list(ids)))
 
-    @property
-    def confirms_with_rows(self) -> bool:
-        """Whether rows_and_versions may stand for versions() then rows_by_id
-        (one statement instead of two: a round trip less for a held query
-        on a server)."""
-        return self.holds
-
     def rows_and_versions(
         self, ids: Sequence[int]
     ) -> tuple[list[tuple[int, str, int, bytes | None]], Versions]:
-        """rows_by_id(ids) and versions() in one statement (see
-        confirms_with_rows): the rows, and the versions read with them."""
+        """rows_by_id(ids) and versions() in one statement (a round trip
+        less for a held query): the rows, and the versions read with them."""
         sql = self._with_versions.get(len(ids))
         if sql is None:
             t = self.tables.fingerprints
@@ -368,7 +361,7 @@ class Store(Checks, Copying, Stored):
         row = self._read(self.backend.dialect.versions_sql, ())[0]
         return Versions(int(row[0]), int(row[1]))
 
-    def schema_version(self) -> int:
+    def generation(self) -> int:
         """The schema cookie or generation (see Dialect.generation), read on this
         thread's connection."""
         return int(self._read(self._generation, ())[0][0])
@@ -403,19 +396,20 @@ class Store(Checks, Copying, Stored):
         """The rows that have no signature (matched by distance alone)."""
         return int(conn.execute(self.unsigned).scalar_one())
 
-    def load(self, conn: Connection) -> tuple[np.ndarray, np.ndarray]:
-        """(ids, unsigned fingerprints) of every row, checked (consistency.fingerprints).
+    def load(self, conn: Connection, generation: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, unsigned fingerprints) of every row, read under ``generation``
+        (else Changed), checked (consistency.fingerprints).
 
         Read through the driver's own cursor, inside the caller's transaction:
         building result rows for a million fingerprints costs far more than
         reading them.
         """
-        # Checked under this Store's layout only (rebuilt elsewhere, the block
-        # columns are another layout's: read as before, the caller adopts it),
-        # and in a file only: damage is a file's, and on a server the version
-        # and the rows are not one snapshot (READ COMMITTED).
-        own = self.where.path is not None and self.backend.schema_version(conn) == self.valid_for
-        statement = self._load if own else self._load_plain
+        expect(self.backend.generation(conn), generation)
+        # Checked against the layout's block columns in a file only: damage is
+        # a file's, and on a server the generation and the rows are not one
+        # snapshot (READ COMMITTED; a rebuild there shows in the versions the
+        # caller read first, and what was read is let go).
+        statement = self._load if self.where.path is not None else self._load_plain
         dbapi = conn.connection.dbapi_connection
         assert dbapi is not None  # an open connection inside a transaction
         cursor = dbapi.cursor()
@@ -500,7 +494,7 @@ class Store(Checks, Copying, Stored):
         (cheaper than reading them back)."""
         if self.caps.bulk_copy:
             sigs = (signatures or [None] * len(keys)) if self.signed else None
-            return self._put_by_copy(
+            return self.copying.put(
                 conn, block_rows(keys, fingerprints, self.layout, sigs), keep=keep
             )
         signed = signatures is not None and self.signed
@@ -541,7 +535,7 @@ class Store(Checks, Copying, Stored):
         (all inside the transaction: readers keep seeing the old index). On
         PostgreSQL a first load (the table empty, a first chunk of at least
         FRESH_LOAD_MIN rows) also sets the unique key aside and COPYs its rows
-        straight into the table (Copying.begin_fresh_load), one row a key
+        straight into the table (copying.Copying.begin_fresh_load), one row a key
         kept at the end as put would.
         With ``returned`` (a list), put appends the (id, signed fingerprint)
         of the rows it could return (see put): all of them when the list
@@ -559,8 +553,8 @@ class Store(Checks, Copying, Stored):
                 for index in self.tables.lookups:
                     index.drop(conn)
                 set_aside = True
-                fresh = self.begin_fresh_load(conn)
-                read = written = self.copy_rows(conn, chain([(keys, fps, sigs)], chunks))
+                fresh = self.copying.begin_fresh_load(conn)
+                read = written = self.copying.copy_rows(conn, chain([(keys, fps, sigs)], chunks))
                 break
             if not counting_aside and read + len(keys) > COUNT_ASIDE_MIN:
                 counting_aside = self.backend.dialect.counting_aside(conn)
@@ -574,7 +568,7 @@ class Store(Checks, Copying, Stored):
             written += self.put(conn, keys, fps, keep=keep, written=returned, signatures=sigs)
             read += len(keys)
         if fresh is not None:
-            removed = self.end_fresh_load(conn, fresh, keep=keep)
+            removed = self.copying.end_fresh_load(conn, fresh, keep=keep)
             written -= removed if keep else 0
         if set_aside:
             for index in self.tables.lookups:

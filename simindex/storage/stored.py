@@ -1,5 +1,5 @@
 """The stored snapshot: the arrays of the last snapshot read, kept in the
-index (the table ``simindex_snapshot``, revision 0004; the Store inherits this).
+index (the table ``simindex_snapshot``, revision 0004; a Store holds one: ``Store.snapshots``).
 
 Reading a snapshot from the rows costs about 0.6 s a million fingerprints on
 SQLite, nearly all of it the driver making a Python row of each; the same
@@ -116,12 +116,15 @@ def _stamped(header: dict[str, Any] | None, versions: Versions) -> bool:
     return header is not None and (header.get("generation"), header.get("writes")) == versions
 
 
-class Stored:
-    """The stored snapshot (a part of Store)."""
+class StoredSnapshot:
+    """The stored snapshot of one index (``Store.snapshots``)."""
 
-    backend: Backend
-    tables: schema.Schema
-    stores: bool  # the index has the table (revision 0004)
+    def __init__(self, backend: Backend, tables: schema.Schema, *, stores: bool) -> None:
+        self.backend = backend
+        self.tables = tables
+        # Whether the index keeps one: it has the table (revision 0004), and
+        # its stamps can be trusted (revision 0005's counting; see Store.holds).
+        self.stores = stores
 
     @cached_property
     def _stored_sql(self) -> tuple[Sql, Sql]:
@@ -132,7 +135,7 @@ class Stored:
         parts = Sql(others.order_by(t.c.name, t.c.part), dialect, ["n"])
         return header, parts
 
-    def stored_header(self, conn: Connection) -> dict[str, Any] | None:
+    def header(self, conn: Connection) -> dict[str, Any] | None:
         """The stored snapshot's header, read in the caller's transaction, or
         None (no table, nothing stored, or a format this simindex does not read)."""
         if not self.stores:
@@ -147,21 +150,21 @@ class Stored:
             return None
         return found if isinstance(found, dict) and found.get("format") == FORMAT else None
 
-    def stored_current(self) -> bool:
+    def current(self) -> bool:
         """Whether the stored snapshot is the index's now (one read)."""
         if not self.stores:
             return False
         with self.backend.reading() as conn:
-            return _stamped(self.stored_header(conn), self.backend.versions(conn))
+            return _stamped(self.header(conn), self.backend.versions(conn))
 
-    def load_stored(
+    def load(
         self, conn: Connection, versions: Versions, *, fingerprints_only: bool = False
     ) -> Arrays | None:
         """The arrays stored, if they were read at these versions (the
         caller read them in this transaction: Backend.versions); else None
         (also for a header or parts that do not hold together: the rows are
         read instead). ``fingerprints_only``: the ids and fingerprints alone."""
-        header = self.stored_header(conn)
+        header = self.header(conn)
         if header is None or not _stamped(header, versions):
             return None
         shapes = _shapes(header)
@@ -212,7 +215,7 @@ class Stored:
         return arrays["ids"], arrays["fps"], signatures, orders
 
     def would_store(self, rows: int) -> bool:
-        """Whether a snapshot of this many rows is stored (store_snapshot)."""
+        """Whether a snapshot of this many rows is stored (``store``)."""
         backend = self.backend  # (an in-memory index: nobody else could read it)
         return (
             self.stores
@@ -221,7 +224,7 @@ class Stored:
             and rows >= STORE_MIN_ROWS
         )
 
-    def store_snapshot(
+    def store(
         self,
         ids: np.ndarray,
         fps: np.ndarray,
@@ -264,7 +267,7 @@ class Stored:
             return False  # (locked, read-only, full, gone: the next reader reads the rows)
         return True
 
-    def drop_stored(self, conn: Connection) -> None:
+    def drop(self, conn: Connection) -> None:
         """Empty the table (inside the caller's write transaction)."""
         if self.stores:
             conn.execute(self.tables.snapshot.delete())

@@ -1,0 +1,367 @@
+"""Answering queries: the planner's way carried out under one View.
+
+``Reader`` answers ``query``, ``query_many`` and the pairs behind
+``duplicates``/``clusters`` for a SimIndex. Each answer is one function of
+a View (view.py), run by ``Views.read``, which asks again whenever the
+index changed under it; planner.py picks the way, and every way ends in
+matching.py:
+
+- LOOKUP / MATCH / PROBE: the block indexes (``Store.lookup``; PostgreSQL
+  keeps the rows within k on the server, ``Store.lookup_matches``; probes
+  a few bits away for a k above the layout's, ``Store.probe_lookup``),
+  then the rows' keys by id;
+- HELD: the accelerator's snapshot in memory, its rows read by id in the
+  statement that also reads the versions (so the answer stands only if the
+  snapshot was current then);
+- JOIN: the batch joined with the index on the server (PostgreSQL);
+- READ: every fingerprint read once (or the held snapshot, if current),
+  the batch matched in memory;
+- SCAN: every row compared (a k past what lookups answer).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+
+from simindex import accelerator, storage
+from simindex.blocks import MAX_INDEX_K
+from simindex.errors import InvalidArgumentError
+from simindex.fingerprint import check_fingerprint
+from simindex.matching import Verify, near, unverified, within, within_each
+from simindex.pairs import pairs_within
+from simindex.planner import Way, plan_batch, plan_query
+from simindex.results import FullScanWarning, Match
+from simindex.signature import fingerprint_and_signature, similarity
+from simindex.snapshot import Seed, Snapshot
+from simindex.storage.backend import expect
+from simindex.view import View, Views
+
+_ONE_BY_ONE = 16  # batches up to this size are matched query by query in memory
+_ROWS_AT_ONCE = 500  # rows read by id in one statement
+
+# (id a, id b, distance, similarity) of a pair, a < b in id order; and the keys.
+Pairs = tuple[list[tuple[int, int, int, float | None]], dict[int, str]]
+
+
+def as_query(
+    query: str | int, settings: storage.Settings, threshold: float | None
+) -> tuple[int, Verify]:
+    """A query's fingerprint, and how its candidates are verified (a text:
+    by its signature; a fingerprint: by distance alone)."""
+    at = settings.threshold if threshold is None else threshold
+    if isinstance(query, str):
+        fingerprint, signature = fingerprint_and_signature(query, settings.config)
+        return fingerprint, Verify(signature, at)
+    return check_fingerprint(query), Verify(None, at)
+
+
+class Reader:
+    """The queries of one index (checked arguments: SimIndex checks them)."""
+
+    def __init__(self, views: Views) -> None:
+        self.views = views
+        self.backend = views.backend
+        self.accel = views.accel
+
+    # --- the questions -------------------------------------------------------
+
+    def query(self, query: str | int, k: int | None, threshold: float | None) -> list[Match]:
+        return self.views.read(lambda view: self._query(view, query, k, threshold))
+
+    def query_many(
+        self, queries: list[str | int], k: int | None, threshold: float | None
+    ) -> list[list[Match]]:
+        return self.views.read(lambda view: self._query_many(view, queries, k, threshold))
+
+    def pairs(self, k: int | None, threshold: float | None) -> Pairs:
+        """Every pair within k that verifies at the threshold, and the keys of their rows."""
+        return self.views.read(lambda view: self._pairs(view, k, threshold))
+
+    # --- one query -----------------------------------------------------------
+
+    def _query(
+        self, view: View, query: str | int, k: int | None, threshold: float | None
+    ) -> list[Match]:
+        settings, store = view.settings, view.store
+        fingerprint, verify = as_query(query, settings, threshold)
+        distance = settings.k if k is None else k
+        snapshot = self.accel.snapshot
+        way = plan_query(
+            settings.layout,
+            distance,
+            held=snapshot is not None and store.holds and distance <= MAX_INDEX_K,
+            can_probe=distance <= settings.layout.k or store.can_probe(distance),
+            server_matches=store.matches_on_server,
+        )
+        if way is Way.HELD:
+            assert snapshot is not None
+            found = self._in_memory(view, [fingerprint], [verify], distance, snapshot, confirm=True)
+            return found[0]
+        started = time.perf_counter()
+        if way is Way.SCAN:
+            warnings.warn(
+                f"k={distance} is past what the index's block lookups answer: every "
+                f"fingerprint was compared (exact, but a full scan)",
+                FullScanWarning,
+                stacklevel=4,
+            )
+            with self.backend.reading() as conn:
+                expect(self.backend.generation(conn), view.generation)
+                matches = within(view.store.everything(conn), fingerprint, distance, verify)
+        else:
+            matches = self._lookup(way, view, fingerprint, distance, verify)
+        if distance > settings.layout.k:  # probes cost hundreds of seeks: memory, once that pays
+            self._spent(view, time.perf_counter() - started)
+        return matches
+
+    def _lookup(
+        self, way: Way, view: View, fingerprint: int, k: int, verify: Verify
+    ) -> list[Match]:
+        """The matches through the block indexes, the way the planner chose."""
+        store, generation = view.store, view.generation
+        if way is Way.MATCH:
+            return within(store.lookup_matches(fingerprint, k, generation), fingerprint, k, verify)
+        if way is Way.LOOKUP:
+            rows = store.lookup(fingerprint, generation)
+        else:
+            probed = store.probe_lookup(fingerprint, k, generation)
+            assert probed is not None  # the planner asked can_probe
+            rows = probed
+        ids = near(rows, fingerprint, k)
+        if not ids:
+            return []
+        # The keys come from a second read: recheck the distance on what it
+        # returns, in case a writer replaced a row in between (or it is damage).
+        found = store.rows_by_id(ids)
+        held = dict(rows)
+        store.checks.read_back(((i, held[i]) for i in ids), {r[0]: r for r in found}, generation)
+        return within(found, fingerprint, k, verify)
+
+    # --- a batch -------------------------------------------------------------
+
+    def _query_many(
+        self, view: View, queries: list[str | int], k: int | None, threshold: float | None
+    ) -> list[list[Match]]:
+        settings, store = view.settings, view.store
+        asked = [as_query(q, settings, threshold) for q in queries]
+        fps = [fp for fp, _ in asked]
+        checks = [verify for _, verify in asked]
+        distance = settings.k if k is None else k
+        probed = distance > settings.layout.k
+        held = self._held(view, distance) if probed else None
+        way = plan_batch(
+            settings.layout,
+            distance,
+            len(fps),
+            held=held is not None,
+            can_probe=not probed or store.can_probe(distance),
+            server_join=self.backend.caps.server_join,
+            server_matches=store.matches_on_server,
+            snapshot=self.accel.snapshot is not None,
+            size=store.estimated_size,
+        )
+        if way is Way.HELD:
+            assert held is not None
+            return self._in_memory(view, fps, checks, distance, held)
+        if way is Way.JOIN:
+            return self._joined(view, fps, checks, distance)
+        if way is Way.READ:
+            if distance > MAX_INDEX_K:
+                raise InvalidArgumentError(
+                    f"query_many answers k up to {MAX_INDEX_K}; ask query() for k={distance}"
+                )
+            return self._in_memory(view, fps, checks, distance, self._snapshot(view, distance))
+        started = time.perf_counter()
+        answers = [
+            self._lookup(way, view, fp, distance, v) for fp, v in zip(fps, checks, strict=True)
+        ]
+        if way is Way.PROBE:
+            self._spent(view, time.perf_counter() - started)
+        return answers
+
+    def _joined(
+        self, view: View, fps: Sequence[int], checks: Sequence[Verify], k: int
+    ) -> list[list[Match]]:
+        """PostgreSQL: the batch joined with the index by the server, in one snapshot."""
+        with self.backend.reading() as conn:
+            self.backend.no_rebuild_meanwhile(conn)  # waits for one that is running
+            expect(self.backend.generation(conn), view.generation)
+            rows = view.store.copying.join_lookup(conn, fps, k)
+        candidates = ((qid, (i, key, f, sig)) for qid, i, key, f, sig in rows)
+        return within_each(candidates, fps, k, checks)
+
+    # --- the snapshot in memory ----------------------------------------------
+
+    def _held(self, view: View, k: int) -> Snapshot | None:
+        """The held snapshot, if it is still what the index holds (no write
+        since it was read but this object's own, applied) and answers k; else
+        None (and a stale one is let go: see Accelerator.current)."""
+        if k > MAX_INDEX_K or self.accel.snapshot is None:
+            return None
+        versions = view.store.versions()  # one statement
+        if versions is None:
+            return None
+        expect(versions.generation, view.generation)
+        return self.accel.current(versions)
+
+    def _snapshot(self, view: View, k: int) -> Snapshot:
+        """For a batch read in memory: the held snapshot if current, else one read now
+        (kept for later queries, unless hold=False: then it serves this batch only)."""
+        held = self._held(view, k)
+        if held is not None:
+            return held
+        started = time.perf_counter()
+        snapshot, stamp = self._read_snapshot(view, store=self.accel.hold is not False)
+        self.accel.install(snapshot, stamp, time.perf_counter() - started)
+        return snapshot
+
+    def _spent(self, view: View, seconds: float) -> None:
+        """A probed query spent `seconds` in the database: charge the
+        accelerator, and read the index into memory when it says so."""
+        store = view.store
+        if not self.accel.charge(seconds, store.estimated_size, store.snapshots.current):
+            return
+        if not store.holds:  # no way to tell it is current: never held
+            self.accel.never()
+            return
+        started = time.perf_counter()
+        try:
+            snapshot, stamp = self._read_snapshot(view)
+        except BaseException:  # (changed meanwhile too: the query is asked again)
+            self.accel.failed()
+            raise
+        self.accel.install(snapshot, stamp, time.perf_counter() - started)
+
+    def _read_snapshot(
+        self, view: View, *, store: bool = True
+    ) -> tuple[Snapshot, storage.Versions | None]:
+        """The index's fingerprints, read in one snapshot (from the stored
+        snapshot while it is current), and the versions they were read at
+        (None where nothing can tell that they are current). ``store``: what
+        was read from the rows is stored for the next reader (a read to
+        hold; a batch's own read is not: its tables may be another k's)."""
+        used = view.store
+        with self.backend.reading() as conn:
+            # The count first (Backend.versions): a write between it and the
+            # rows read (PostgreSQL's READ COMMITTED) shows as a count the
+            # snapshot has not seen, and the snapshot is let go.
+            versions = self.backend.versions(conn)
+            expect(versions.generation, view.generation)
+            stored = used.snapshots.load(conn, versions)
+            if stored is None:
+                ids, fps = used.load(conn, view.generation)
+                signatures = used.load_signatures(conn, ids)
+                orders: dict[int, Seed] = {}
+            else:
+                ids, fps, signatures, orders = stored
+        snapshot = Snapshot(ids, fps, None, signatures, orders)
+        stamp = versions if used.holds else None
+        if store and stored is None and stamp is not None and used.snapshots.would_store(len(ids)):
+            # For the next reader, with its tables for the index's k sorted
+            # (sorting is most of a read's time once the rows come stored).
+            k = view.settings.k
+            order = snapshot.order(k) if k <= MAX_INDEX_K else None
+            orders = {} if order is None else {k: order}
+            used.snapshots.store(ids, fps, signatures, stamp, orders)
+        return snapshot, stamp
+
+    def _in_memory(
+        self,
+        view: View,
+        fps: Sequence[int],
+        checks: Sequence[Verify],
+        k: int,
+        snapshot: Snapshot,
+        *,
+        confirm: bool = False,
+    ) -> list[list[Match]]:
+        """The queries matched in the snapshot, their rows read by id. With
+        ``confirm`` (a held single query), the snapshot's currentness is read
+        with its rows (Store.rows_and_versions): a stale one is let go and
+        the query asked again (storage.Changed)."""
+        store = view.store
+        if len(fps) * len(snapshot.added_ids) > 64 * accelerator.ADDED_MAX:
+            merged = snapshot.merged()  # a batch: merge the rows added first
+            self.accel.replace(snapshot, merged)
+            snapshot = merged
+        queries = np.array(fps, dtype=np.uint64)
+        if len(fps) == 1:  # a single query (the held path): no batch bookkeeping
+            s = snapshot.near(fps[0], k)
+            q = np.zeros(len(s), dtype=np.intp)
+            if not s.size and not snapshot.added_ids.size and not confirm:
+                return [[]]
+        elif len(fps) <= _ONE_BY_ONE:
+            found = [snapshot.near(fp, k) for fp in fps]
+            q = np.repeat(np.arange(len(fps)), [len(f) for f in found])
+            s = np.concatenate(found)
+        else:
+            q, s, _ = snapshot.match(queries, k)
+        if snapshot.signatures is not None and s.size:
+            # Verified in memory first: only the rows that can still match are read.
+            keep = unverified(q, s, checks, snapshot.signatures)
+            q, s = q[keep], s[keep]
+        qs, ids = q.tolist(), snapshot.ids[s].tolist()
+        if snapshot.added_ids.size:  # rows written through this object since the read
+            added_q, added_ids = snapshot.added_within(queries, k)
+            if added_q.size:  # each (query, id) once: a row written again is held twice
+                both = zip(qs + added_q.tolist(), ids + added_ids.tolist(), strict=True)
+                pairs = dict.fromkeys(both)
+                qs, ids = [qi for qi, _ in pairs], [i for _, i in pairs]
+        # Keys for the matches, with their fingerprints rechecked (a writer may
+        # have replaced a row since the snapshot).
+        rows: dict[int, tuple[int, str, int, bytes | None]] = {}
+        unique = list(dict.fromkeys(ids))
+        if confirm:
+            if len(unique) <= _ROWS_AT_ONCE:  # the rows and the versions in one statement
+                read, versions = store.rows_and_versions(unique)
+                rows.update((r[0], r) for r in read)
+                unique = []
+            else:
+                counted = store.versions()
+                assert counted is not None  # (held: the store holds)
+                versions = counted
+            expect(versions.generation, view.generation)
+            if self.accel.current(versions) is not snapshot:
+                raise storage.Changed()  # stale (let go): asked again the usual way
+        for start in range(0, len(unique), _ROWS_AT_ONCE):
+            rows.update((r[0], r) for r in store.rows_by_id(unique[start : start + _ROWS_AT_ONCE]))
+        held = snapshot.ids[s].tolist(), snapshot.fps[s].view(np.int64).tolist()
+        # Gone since, or damage:
+        store.checks.read_back(zip(*held, strict=True), rows, view.generation)
+        snapshot.as_held(s, rows)  # judged by the signatures held
+        candidates = ((qi, rows[i]) for qi, i in zip(qs, ids, strict=True) if i in rows)
+        return within_each(candidates, fps, k, checks)
+
+    # --- all pairs -----------------------------------------------------------
+
+    def _pairs(self, view: View, k: int | None, threshold: float | None) -> Pairs:
+        """(id a, id b, distance, similarity) with a < b in id order (a added
+        first) of every pair within k that verifies at the threshold."""
+        distance = view.settings.k if k is None else k
+        at = view.settings.threshold if threshold is None else threshold
+        store = view.store
+        with self.backend.reading() as conn:
+            # From the stored snapshot while it is current, else from the rows.
+            versions = self.backend.versions(conn)
+            expect(versions.generation, view.generation)
+            found = store.snapshots.load(conn, versions, fingerprints_only=True)
+            ids, fps = store.load(conn, view.generation) if found is None else found[:2]
+            a, b, d = pairs_within(fps, distance)  # ids not in id order when stored
+            first, second = np.minimum(ids[a], ids[b]), np.maximum(ids[a], ids[b])
+            paired = np.unique(np.concatenate([a, b]))  # checked against what was paired
+            signed = fps[paired].view(np.int64).tolist()
+            wanted = dict(zip(ids[paired].tolist(), signed, strict=True))
+            rows = store.keys_for(conn, wanted)
+        pairs = []
+        for ia, ib, dist in zip(first.tolist(), second.tolist(), d.tolist(), strict=True):
+            if ia not in rows or ib not in rows:  # (PostgreSQL: removed meanwhile)
+                continue
+            sa, sb = rows[ia][1], rows[ib][1]
+            estimate = None if sa is None or sb is None else similarity(sa, sb)
+            if estimate is None or estimate >= at:
+                pairs.append((ia, ib, dist, estimate))
+        return pairs, {i: key for i, (key, _) in rows.items()}
