@@ -388,3 +388,40 @@ def test_a_damaged_file_read_through_a_backend_is_damaged(tmp_path: Path) -> Non
     assert caught.value.path == path
     assert str(caught.value).startswith(f"{path}: ")
     b.dispose()
+
+
+def test_a_read_holds_off_a_rebuild_only_where_the_database_says_so(shared: Location) -> None:
+    """no_rebuild_meanwhile: on PostgreSQL a read that asks for it keeps a
+    write that must be alone (a rebuild) waiting; on SQLite a read never
+    holds a writer up (WAL), so it asks nothing."""
+    reader, rebuilder = opened(shared), opened(shared)
+    reader.use_wal()
+    with reader.reading() as conn:
+        reader.no_rebuild_meanwhile(conn)
+        if shared.postgres:
+            with (
+                pytest.raises(StorageError, match="locked by another writer"),
+                rebuilder.writing(alone=True, wait=0),
+            ):
+                pytest.fail("a rebuild began during a read that held it off")
+        else:
+            with rebuilder.writing(alone=True, wait=0) as other:
+                other.exec_driver_sql("CREATE TABLE rebuilt (n BIGINT)")
+    with rebuilder.writing(alone=True, wait=0):  # the read is over: nothing holds it off
+        pass
+    reader.dispose()
+    rebuilder.dispose()
+
+
+def test_a_connection_lost_during_a_write_says_it_may_or_may_not_be_saved(pg_url: str) -> None:
+    b = opened(locate(pg_url))
+    with pytest.raises(StorageError) as caught, b.writing() as conn:
+        conn.exec_driver_sql("SELECT pg_terminate_backend(pg_backend_pid())")
+    message = str(caught.value)
+    assert message.startswith(f"{b.where}: ") and "\n" not in message
+    assert "the connection was lost during a write, which may or may not have been saved" in (
+        message
+    )
+    with b.reading() as conn:  # the next call connects again
+        assert conn.exec_driver_sql("SELECT 1").scalar_one() == 1
+    b.dispose()
