@@ -1,8 +1,8 @@
 """simindex.matching on its own: the rows every query path ends with, turned
-into matches. Checked against a brute-force oracle over rows stored as SQLite
-and PostgreSQL keep them (signed 64-bit, the top bit set for half of them),
-with and without verification signatures (simindex.signature.similarity is
-the oracle's estimate)."""
+into matches. Checked against a brute-force oracle over rows as SQLite and
+PostgreSQL keep them (signed 64-bit: fingerprints with the top bit set are
+negative), with and without verification signatures
+(simindex.signature.similarity is the oracle's estimate)."""
 
 from __future__ import annotations
 
@@ -36,9 +36,7 @@ def changed(sig: bytes, nibbles: int, rng: random.Random) -> bytes:
     return value.to_bytes(NBYTES, "little")
 
 
-def rows_near(
-    rng: random.Random, query: int, n: int, signed_rows: bool = True
-) -> list[tuple[int, str, int, bytes | None]]:
+def rows_near(rng: random.Random, query: int, n: int) -> list[tuple[int, str, int, bytes | None]]:
     """n rows (id, key, signed fingerprint, signature or None) at distances 0..10 of query."""
     base = signature(rng)
     rows = []
