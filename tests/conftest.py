@@ -19,8 +19,8 @@ import pytest
 from hypothesis import settings
 
 from simindex import SimIndex, accelerator, reader
+from tests.helpers import ROOT as ROOT  # (re-exported: many test modules import it from here)
 
-ROOT = Path(__file__).resolve().parent.parent
 POSTGRES_URL = os.environ.get("SIMINDEX_TEST_POSTGRES_URL", "")
 HOW = (
     "no PostgreSQL server: set SIMINDEX_TEST_POSTGRES_URL to run the PostgreSQL half "

@@ -17,8 +17,7 @@ from simindex import SimIndex, accelerator
 from simindex.accelerator import Accelerator
 from simindex.snapshot import Snapshot
 from simindex.storage import Versions, store
-
-from .test_index import brute_force, flip
+from tests.helpers import brute_force, flip
 
 
 def charged(accel: Accelerator, seconds: float, rows: int, most: int = 100_000) -> int:

@@ -18,94 +18,38 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-import traceback
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.main import get_command
-from typer.testing import CliRunner, Result
+from typer.testing import Result
 
 from simindex import DEFAULT_CONFIG, FingerprintConfig, SimIndex, hamming, simhash
 from simindex.blocks import DEFAULT_K
 from simindex.cli import app
+from tests.helpers import (
+    ROOT,
+    T1,
+    T2,
+    T3,
+    T4,
+    contents,
+    describe,
+    error,
+    invoke,
+    ok,
+    ok_json,
+)
 
-ROOT = Path(__file__).resolve().parent.parent
-RUNNER = CliRunner()
 COMMANDS = get_command(app).commands  # name -> click command
 
-T1 = (
-    "The Riverside branch library will change its opening hours from the first Monday "
-    "of next month, opening at nine in the morning instead of ten on weekdays."
-)
-T2 = (
-    "Route fourteen buses will follow a temporary diversion for six weeks while repairs "
-    "are carried out on the Kingsford Road bridge near the hospital stop."
-)
-T3 = (
-    "A new bakery has opened on Mill Street in the shop that used to sell picture "
-    "frames; the owners bake sourdough loaves and cinnamon buns every morning."
-)
-T4 = (
-    "The school summer fair raised money for new playground equipment, with a tombola, "
-    "a cake stall and a dog show judged by the headteacher on the field."
-)
 ZH_STORED = "你妈妈喊你回家吃饭哦，回家罗回家罗"
 ZH_QUERY = "你妈妈喊你回家吃饭啦，回家罗回家罗"  # one character changed: distance 5
 
 
 # --- helpers -------------------------------------------------------------------
-
-
-def invoke(*args: Any, input: str | bytes | None = None) -> Result:
-    """Run the CLI in-process; fail loudly if it raised something unexpected.
-
-    CliRunner turns an uncaught exception into exit code 1, which would look
-    like "query found nothing": so any exception other than SystemExit fails.
-    """
-    result = RUNNER.invoke(app, [str(a) for a in args], input=input)
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        shown = "".join(traceback.format_exception(*result.exc_info)) if result.exc_info else ""
-        raise AssertionError(
-            f"simindex {' '.join(map(str, args))} raised {result.exception!r}\n{shown}"
-        )
-    assert "Traceback" not in result.output
-    return result
-
-
-def describe(result: Result) -> str:
-    return f"exit {result.exit_code}\nstdout: {result.stdout!r}\nstderr: {result.stderr!r}"
-
-
-def ok(*args: Any, input: str | bytes | None = None) -> Result:
-    result = invoke(*args, input=input)
-    assert result.exit_code == 0, describe(result)
-    return result
-
-
-def ok_json(*args: Any, input: str | bytes | None = None) -> Any:
-    return json.loads(ok(*args, "--json", input=input).stdout)
-
-
-def error(*args: Any, input: str | bytes | None = None, contains: tuple[str, ...] = ()) -> str:
-    """Run a command that must fail: exit 2, one ``Error:`` line, nothing on stdout."""
-    result = invoke(*args, input=input)
-    assert result.exit_code == 2, describe(result)
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: "), describe(result)
-    assert result.stdout == "", describe(result)
-    for part in contains:
-        assert part in lines[0], f"{part!r} not in {lines[0]!r}"
-    return lines[0]
-
-
-def contents(path: Path) -> dict[str, int]:
-    """Every key and fingerprint of an index (opened without creating it)."""
-    with SimIndex(path, create=False) as ix:
-        items = dict(ix.items())
-        assert len(ix) == len(items)
-        return items
 
 
 def index_k(path: Path) -> int:

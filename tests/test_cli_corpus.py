@@ -10,8 +10,7 @@ import pytest
 from simindex import SimIndex
 from simindex.blocks import DEFAULT_K
 from simindex.signature import DEFAULT_THRESHOLD
-
-from .test_cli import error, invoke, ok
+from tests.helpers import error, invoke, ok
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "news.jsonl"
 

@@ -22,8 +22,7 @@ import pytest
 
 from simindex import SimIndex, hamming, ingest, simhash
 from simindex.cli import files as cli_files  # where the CLI opens and renames its outputs
-
-from .test_cli import ROOT, T1, T2, T3, T4, contents, describe, error, invoke, ok
+from tests.helpers import ROOT, T1, T2, T3, T4, contents, describe, error, invoke, ok
 
 TEXTS = [T1, T2, T3, T4]
 

@@ -13,8 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from .test_cli import ROOT, T1, T2, T3, T4, contents, describe, error, invoke, ok
-from .test_readonly_user import unprivileged
+from tests.helpers import (
+    ROOT,
+    T1,
+    T2,
+    T3,
+    T4,
+    contents,
+    describe,
+    error,
+    invoke,
+    ok,
+    unprivileged,
+)
 
 
 def folder_with_junk(top: Path) -> Path:

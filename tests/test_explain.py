@@ -25,7 +25,7 @@ from simindex.blocks import DEFAULT_K
 from simindex.explain import Explanation, explain
 from simindex.fingerprint import feature_hash, features
 from simindex.signature import DEFAULT_THRESHOLD
-from tests.test_cli import T1, T2, error, ok, ok_json
+from tests.helpers import T1, T2, error, ok, ok_json
 
 EDITED = T1.replace("nine", "eight").replace("first", "second")
 TF = FingerprintConfig()  # term-frequency weights: weights are counts in these examples

@@ -51,7 +51,7 @@ from simindex.cli import app, main
 from simindex.fingerprint import WEIGHTINGS, prepare
 from simindex.ingest import SourceError, read_docs
 from simindex.tokenize import words
-from tests.test_cli import T1, T2, T3, contents, error, invoke, ok
+from tests.helpers import T1, T2, T3, contents, error, invoke, ok
 
 ROOT = Path(__file__).resolve().parent.parent
 

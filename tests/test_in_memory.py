@@ -16,7 +16,7 @@ from simindex.blocks import even_widths, probe_radius, probes
 from simindex.dedup import Seen
 from simindex.snapshot import Snapshot
 from simindex.tables import plan_for
-from tests.test_index import flip
+from tests.helpers import flip
 
 
 @pytest.mark.parametrize("k", [0, 1, 3, 5, 7, 9, 12])

@@ -26,25 +26,13 @@ from simindex import (
     Match,
     SimIndex,
     accelerator,
-    hamming,
     simhash,
     storage,
 )
 from simindex.storage import dialects, store
+from tests.helpers import brute_force, brute_force_pairs, flip
 
 FP = st.integers(0, 2**64 - 1)
-
-
-def brute_force(stored: dict[str, int], query: int, k: int) -> list[Match]:
-    """The oracle: compare the query with every stored fingerprint."""
-    found = [Match(key, hamming(fp, query), fp) for key, fp in stored.items()]
-    return sorted((m for m in found if m.distance <= k), key=lambda m: (m.distance, m.key))
-
-
-def flip(value: int, bits: int, rng: random.Random) -> int:
-    for position in rng.sample(range(64), bits):
-        value ^= 1 << position
-    return value
 
 
 @st.composite
@@ -301,17 +289,6 @@ def test_full_scan_warning_is_a_warning_not_an_error(index: SimIndex) -> None:
         warnings.simplefilter("error")
         with pytest.raises(FullScanWarning):
             index.query(0, k=20)
-
-
-def brute_force_pairs(stored: dict[str, int], k: int) -> list[tuple[str, str, int]]:
-    keys = sorted(stored)
-    pairs = [
-        (a, b, hamming(stored[a], stored[b]))
-        for i, a in enumerate(keys)
-        for b in keys[i + 1 :]
-        if hamming(stored[a], stored[b]) <= k
-    ]
-    return sorted(pairs, key=lambda p: (p[2], p[0], p[1]))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -18,8 +18,7 @@ from sqlalchemy import Connection
 
 from simindex import DamagedIndexError, SimIndex, StorageError, storage
 from simindex.upkeep import crowded
-
-from .test_cli import invoke, ok
+from tests.helpers import invoke, ok
 
 
 def fill(location: str) -> None:

@@ -23,10 +23,9 @@ import pytest
 from sqlalchemy import make_url
 
 from simindex import InvalidArgumentError, NotAnIndexError, SimIndex, StorageError
+from tests.helpers import brute_force, brute_force_pairs, flip, invoke
 
 from .conftest import postgres_or_skip
-from .test_cli import invoke
-from .test_index import brute_force, brute_force_pairs, flip
 
 
 def other_schema(url: str, name: str) -> str:

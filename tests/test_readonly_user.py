@@ -11,8 +11,6 @@ failure.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -21,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from simindex import SimIndex
+from tests.helpers import unprivileged
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -60,18 +59,6 @@ CHILD = textwrap.dedent(
     print(json.dumps(seen))
     """
 )
-
-
-def unprivileged() -> list[str]:
-    """The command prefix that runs a child as an ordinary user would."""
-    if os.geteuid() != 0:
-        return []
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        if os.environ.get("SIMINDEX_REQUIRE_UNPRIVILEGED"):
-            pytest.fail("setpriv (util-linux) is needed to drop root's capabilities")
-        pytest.skip("running as root without setpriv: cannot drop root's permission override")
-    return [setpriv, "--bounding-set=-all", "--inh-caps=-all", "--"]
 
 
 @pytest.fixture

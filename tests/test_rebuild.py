@@ -21,8 +21,7 @@ from simindex import (
     storage,
 )
 from simindex.storage import schema
-
-from .test_index import brute_force
+from tests.helpers import brute_force
 
 TEXTS = [
     (f"doc-{i}", f"document {i} about {w} and {i % 13} other things {w} {w}")

@@ -22,9 +22,7 @@ from sqlalchemy import make_url
 
 from simindex import SimIndex, StorageError
 from simindex.storage import copy_file
-
-from .conftest import ROOT
-from .test_cli import invoke
+from tests.helpers import ROOT, invoke
 
 
 def fp(i: int) -> int:

@@ -27,8 +27,7 @@ import pytest
 from simindex import SimIndex, ingest
 from simindex.fingerprint import DEFAULT_CONFIG
 from simindex.ingest import Doc
-
-from .test_cli import ROOT
+from tests.helpers import ROOT
 
 pytestmark = pytest.mark.skipif(
     not Path("/proc/self/stat").exists(), reason="looks at processes through /proc (Linux)"

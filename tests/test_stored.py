@@ -17,8 +17,7 @@ from simindex import SimIndex
 from simindex import costs as costs_module
 from simindex.storage import store as store_module
 from simindex.storage import stored
-
-from .test_index import brute_force, brute_force_pairs, flip
+from tests.helpers import brute_force, brute_force_pairs, flip
 
 pytestmark = pytest.mark.parametrize("location", ["sqlite", "postgres"], indirect=True)
 

@@ -1,8 +1,9 @@
 """The house rules a newcomer can check: classes composed, not mixed in; the
 "changed, ask again" rule caught in one place; every dependency between
 simindex's modules pointing one way (no import cycles, lazy imports inside
-functions included); and nothing outside simindex/storage/ asking which
-database it talks to."""
+functions included); nothing outside simindex/storage/ asking which
+database it talks to; and no test module importing another (what they
+share is in conftest.py and helpers.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "simindex"
+TESTS = Path(__file__).resolve().parent
 
 
 def modules() -> dict[str, Path]:
@@ -157,3 +159,63 @@ def test_a_sqlite_process_opening_an_index_never_loads_postgresql_s_dialect(
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def modules_importing_others(folder: Path) -> dict[str, set[str]]:
+    """For each tests/test_*.py, the other test modules it imports (anywhere
+    in it): ``from tests.test_x``, ``from .test_x``, ``from . import test_x``,
+    ``from tests import test_x``, ``import tests.test_x``."""
+    found: dict[str, set[str]] = {}
+    for path in sorted(folder.glob("test_*.py")):
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                module = node.module or ""
+                parts = module.split(".") if module else []
+                if node.level == 1 or (node.level == 0 and parts[:1] == ["tests"]):
+                    inside = parts[1:] if node.level == 0 else parts
+                    if inside:
+                        names.add(inside[0])
+                    else:  # from . import test_x / from tests import test_x
+                        names.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    parts = alias.name.split(".")
+                    if parts[0] == "tests" and len(parts) > 1:
+                        names.add(parts[1])
+        others = {n for n in names if n.startswith("test_") and n != path.stem}
+        if others:
+            found[path.name] = others
+    return found
+
+
+def test_no_test_module_imports_another() -> None:
+    """Shared helpers live in tests/helpers.py and fixtures in conftest.py.
+    A test module importing another ties the two together: moving or
+    renaming a test breaks an unrelated module, and a test or fixture
+    imported by name is collected again where it is imported."""
+    found = modules_importing_others(TESTS)
+    assert not found, "test modules importing other test modules: " + "; ".join(
+        f"{name} imports {', '.join(sorted(others))}" for name, others in sorted(found.items())
+    )
+
+
+def test_the_import_check_sees_every_spelling(tmp_path: Path) -> None:
+    spellings = {
+        "test_a.py": "from tests.test_b import x\n",
+        "test_b.py": "from .test_c import x\n",
+        "test_c.py": "def f():\n    from . import test_a, helpers\n",
+        "test_d.py": "import tests.test_a as a\n",
+        "test_e.py": "from tests import test_d\n",
+        "test_f.py": "from tests.helpers import ok\nfrom .conftest import ROOT\nimport tests\n",
+        "test_g.py": "from .test_g import x\n",  # itself: not another
+    }
+    for name, text in spellings.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    assert modules_importing_others(tmp_path) == {
+        "test_a.py": {"test_b"},
+        "test_b.py": {"test_c"},
+        "test_c.py": {"test_a"},
+        "test_d.py": {"test_a"},
+        "test_e.py": {"test_d"},
+    }

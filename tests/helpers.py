@@ -1,0 +1,138 @@
+"""Helpers the test modules share that are not fixtures (those live in
+conftest.py): the brute-force oracles, the CLI runner's checks, a few texts,
+and the command prefix that runs a child process as an ordinary user.
+
+Test modules import from here (``from tests.helpers import ...``), never from
+one another (tests/test_structure.py checks it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import traceback
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from simindex import Match, SimIndex, hamming
+from simindex.cli import app
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# --- oracles -----------------------------------------------------------------------------------
+
+
+def brute_force(stored: dict[str, int], query: int, k: int) -> list[Match]:
+    """The oracle: compare the query with every stored fingerprint."""
+    found = [Match(key, hamming(fp, query), fp) for key, fp in stored.items()]
+    return sorted((m for m in found if m.distance <= k), key=lambda m: (m.distance, m.key))
+
+
+def brute_force_pairs(stored: dict[str, int], k: int) -> list[tuple[str, str, int]]:
+    """Every pair of keys (a < b) within distance k, by distance, then keys."""
+    keys = sorted(stored)
+    pairs = [
+        (a, b, hamming(stored[a], stored[b]))
+        for i, a in enumerate(keys)
+        for b in keys[i + 1 :]
+        if hamming(stored[a], stored[b]) <= k
+    ]
+    return sorted(pairs, key=lambda p: (p[2], p[0], p[1]))
+
+
+def flip(value: int, bits: int, rng: random.Random) -> int:
+    """value with `bits` distinct bits of its 64 flipped (distance exactly `bits`)."""
+    for position in rng.sample(range(64), bits):
+        value ^= 1 << position
+    return value
+
+
+# --- the command line --------------------------------------------------------------------------
+
+RUNNER = CliRunner()
+
+T1 = (
+    "The Riverside branch library will change its opening hours from the first Monday "
+    "of next month, opening at nine in the morning instead of ten on weekdays."
+)
+T2 = (
+    "Route fourteen buses will follow a temporary diversion for six weeks while repairs "
+    "are carried out on the Kingsford Road bridge near the hospital stop."
+)
+T3 = (
+    "A new bakery has opened on Mill Street in the shop that used to sell picture "
+    "frames; the owners bake sourdough loaves and cinnamon buns every morning."
+)
+T4 = (
+    "The school summer fair raised money for new playground equipment, with a tombola, "
+    "a cake stall and a dog show judged by the headteacher on the field."
+)
+
+
+def invoke(*args: Any, input: str | bytes | None = None) -> Result:
+    """Run the CLI in-process; fail loudly if it raised something unexpected.
+
+    CliRunner turns an uncaught exception into exit code 1, which would look
+    like "query found nothing": so any exception other than SystemExit fails.
+    """
+    result = RUNNER.invoke(app, [str(a) for a in args], input=input)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        shown = "".join(traceback.format_exception(*result.exc_info)) if result.exc_info else ""
+        raise AssertionError(
+            f"simindex {' '.join(map(str, args))} raised {result.exception!r}\n{shown}"
+        )
+    assert "Traceback" not in result.output
+    return result
+
+
+def describe(result: Result) -> str:
+    return f"exit {result.exit_code}\nstdout: {result.stdout!r}\nstderr: {result.stderr!r}"
+
+
+def ok(*args: Any, input: str | bytes | None = None) -> Result:
+    result = invoke(*args, input=input)
+    assert result.exit_code == 0, describe(result)
+    return result
+
+
+def ok_json(*args: Any, input: str | bytes | None = None) -> Any:
+    return json.loads(ok(*args, "--json", input=input).stdout)
+
+
+def error(*args: Any, input: str | bytes | None = None, contains: tuple[str, ...] = ()) -> str:
+    """Run a command that must fail: exit 2, one ``Error:`` line, nothing on stdout."""
+    result = invoke(*args, input=input)
+    assert result.exit_code == 2, describe(result)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), describe(result)
+    assert result.stdout == "", describe(result)
+    for part in contains:
+        assert part in lines[0], f"{part!r} not in {lines[0]!r}"
+    return lines[0]
+
+
+def contents(path: Path) -> dict[str, int]:
+    """Every key and fingerprint of an index (opened without creating it)."""
+    with SimIndex(path, create=False) as ix:
+        items = dict(ix.items())
+        assert len(ix) == len(items)
+        return items
+
+
+# --- an ordinary user --------------------------------------------------------------------------
+
+
+def unprivileged() -> list[str]:
+    """The command prefix that runs a child as an ordinary user would."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        if os.environ.get("SIMINDEX_REQUIRE_UNPRIVILEGED"):
+            pytest.fail("setpriv (util-linux) is needed to drop root's capabilities")
+        pytest.skip("running as root without setpriv: cannot drop root's permission override")
+    return [setpriv, "--bounding-set=-all", "--inh-caps=-all", "--"]
