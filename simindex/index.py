@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import URL, Connection
 
-from simindex import accelerator, storage
+from simindex import accelerator, ingest, storage
 from simindex.accelerator import Accelerator
 from simindex.answer import Answers
 from simindex.blocks import DEFAULT_K, MAX_INDEX_K, BlockLayout, check_k
@@ -337,12 +337,19 @@ class SimIndex(Answers, Upkeep):
 
     def add_many(
         self,
-        items: Iterable[tuple[str, str]],
+        items: Iterable[tuple[str, str]] | Any,
         *,
         batch_size: int | None = None,
         skip_existing: bool = False,
+        key_field: str | None = None,
+        text_field: str = "text",
     ) -> int:
         """Add (key, text) pairs; the input is consumed as a stream (bounded memory).
+
+        ``items`` may be a table instead: a pyarrow Table or RecordBatch, an
+        iterable of them, or a pandas DataFrame, its keys in column
+        ``key_field`` (default "id", else "key") and texts in ``text_field``
+        (see simindex.ingest.as_pairs).
 
         By default in one transaction: all of them, or none on error. With
         ``batch_size``, every batch of that many pairs is committed on its own,
@@ -353,6 +360,7 @@ class SimIndex(Answers, Upkeep):
         written: every pair read, or with skip_existing only the new keys.
         """
         config = self._settings.config
+        items = ingest.as_pairs(items, key_field=key_field, text_field=text_field)
         return self.add_fingerprints(
             ((key, *fingerprint_and_signature(text, config)) for key, text in items),
             batch_size=batch_size,
