@@ -98,7 +98,7 @@ def writer(kind: str, raw: IO[bytes]) -> IO[bytes]:
     """A binary stream that compresses into ``raw``; closing it ends the
     compressed data and leaves ``raw`` open."""
     if kind == "gzip":
-        return cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="wb", mtime=0))
+        return cast(IO[bytes], gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0))
     if kind == "bzip2":
         return cast(IO[bytes], bz2.BZ2File(raw, mode="wb"))
     if kind == "xz":
