@@ -40,7 +40,8 @@ def as_pairs(
     pa = sys.modules.get("pyarrow")
     if pa is not None and isinstance(items, (pa.Table, pa.RecordBatch)):
         key = _key_column(items.schema.names, key_field, text_field)
-        return _batch_pairs(items.to_batches(CHUNK_ROWS), key, key_field, text_field)
+        batches = [items] if isinstance(items, pa.RecordBatch) else items.to_batches()
+        return _batch_pairs(batches, key, key_field, text_field)
     if isinstance(items, (str, bytes)):
         return items  # (the caller says what it thinks of it)
     return _maybe_batches(items, key_field, text_field)
