@@ -476,3 +476,16 @@ def test_add_many_takes_arrow_and_pandas() -> None:
         frame = pd.DataFrame(rows)
         assert by_frame.add_many(frame, key_field="id", text_field="text") == len(rows)
         assert dict(by_table.items()) == dict(by_pairs.items()) == dict(by_frame.items())
+
+
+def test_text_that_only_begins_as_a_format_does_is_text(tmp_path: Path) -> None:
+    notes = {
+        "a.txt": "BZh91 is how this note about compression begins",
+        "b.txt": "PAR1 of the report: a plain text that begins as Parquet does",
+    }
+    for name, text in notes.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    ok("add", tmp_path / "ix.db", tmp_path / "a.txt", tmp_path / "b.txt", *ONE)
+    with SimIndex(tmp_path / "ix.db") as ix:
+        for name, text in notes.items():
+            assert [m.key for m in ix.query(text)] == [str(tmp_path / name)]

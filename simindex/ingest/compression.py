@@ -22,16 +22,19 @@ from simindex.errors import SimIndexError
 
 EXTRA = "formats"  # the optional dependencies' extra: pip install 'simindex[formats]'
 
-# name, suffix, first bytes, what its data is called in messages
+# name, suffix, first bytes, what its data is called in messages. (bzip2's
+# "BZh" could begin a text: by_content wants its block size and a block's
+# magic number after it too.)
 _KINDS = (
     ("gzip", ".gz", b"\x1f\x8b", "gzip"),
     ("zstd", ".zst", b"\x28\xb5\x2f\xfd", "zstd"),
     ("bzip2", ".bz2", b"BZh", "bzip2"),
     ("xz", ".xz", b"\xfd7zXZ\x00", "xz"),
 )
+_BZIP2_BLOCKS = (b"1AY&SY", b"\x17rE8P\x90")  # a block's magic, or the end of an empty stream
 SUFFIXES = {suffix: name for name, suffix, _, _ in _KINDS}
-MAGIC_BYTES = 6  # enough of a file's head to tell them all apart
-PARQUET_MAGIC = b"PAR1"
+MAGIC_BYTES = 10  # enough of a file's head to tell them all apart
+PARQUET_MAGIC = b"PAR1"  # a Parquet file begins and ends with it
 
 
 class MissingDependencyError(SimIndexError, ImportError):
@@ -76,6 +79,8 @@ def by_content(head: bytes) -> str | None:
     """The compression a file's first bytes say, or None."""
     for name, _, magic, _ in _KINDS:
         if head.startswith(magic):
+            if name == "bzip2" and not (head[3:4].isdigit() and head[4:10] in _BZIP2_BLOCKS):
+                continue
             return name
     return None
 

@@ -46,6 +46,8 @@ def parquet_docs(
                 f"{name} has no column {field!r} for the {role} (its columns: {shown})"
             )
     text_type = schema.field(text_field).type
+    if pa.types.is_dictionary(text_type):  # (a pandas category column)
+        text_type = text_type.value_type
     if not (pa.types.is_string(text_type) or pa.types.is_large_string(text_type)) and not (
         hasattr(pa.types, "is_string_view") and pa.types.is_string_view(text_type)
     ):

@@ -292,7 +292,7 @@ def _read_all(
                 else:
                     yield from _unless_unreadable(docs, on_unreadable)
         else:
-            kind = fmt if fmt != "auto" else _kind_of(path, _head(path))
+            kind = fmt if fmt != "auto" else _kind_of(path, b"" if path == STDIN else _head(path))
             name = _STDIN_NAME if path == STDIN else path
             key = stdin_key if path == STDIN else path
             yield from _read_source(path, name, kind, fields, key)
@@ -332,10 +332,20 @@ def _kind_of(path: str, head: bytes = b"") -> str:
     if lower.endswith(".csv"):
         return "csv"
     if lower.endswith((".parquet", ".pq")) or (
-        path != STDIN and head.startswith(compression.PARQUET_MAGIC)
+        path != STDIN and head.startswith(compression.PARQUET_MAGIC) and _ends_as_parquet(path)
     ):
         return "parquet"
     return "text"
+
+
+def _ends_as_parquet(path: str) -> bool:
+    """Whether a file ends as a Parquet file does (its footer's magic)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(-len(compression.PARQUET_MAGIC), os.SEEK_END)
+            return f.read() == compression.PARQUET_MAGIC
+    except OSError:
+        return False
 
 
 def _read_source(
