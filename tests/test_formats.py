@@ -489,3 +489,10 @@ def test_text_that_only_begins_as_a_format_does_is_text(tmp_path: Path) -> None:
     with SimIndex(tmp_path / "ix.db") as ix:
         for name, text in notes.items():
             assert [m.key for m in ix.query(text)] == [str(tmp_path / name)]
+
+
+def test_a_compressed_parquet_file_is_refused(tmp_path: Path) -> None:
+    source = write_corpus(tmp_path / "c.parquet", news_rows())
+    packed = tmp_path / "c.parquet.gz"
+    packed.write_bytes(gzip.compress(source.read_bytes()))
+    error("add", tmp_path / "ix.db", packed, *ONE, contains=("c.parquet.gz is gzip data",))

@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+from simindex.ingest import compression
 from simindex.ingest.compression import optional
 from simindex.ingest.sources import Doc, SourceError, UnreadableFileError, _key
 
@@ -37,6 +38,13 @@ def parquet_docs(
     carries (its record batch, its row in it), and the batches hold every
     column; else only the key's and the text's columns are read."""
     pa = optional("pyarrow", "reading .parquet")
+    with open(path, "rb") as head:
+        packing = compression.by_content(head.read(compression.MAGIC_BYTES))
+    if packing is not None:
+        raise SourceError(
+            f"{name} is {compression.described(packing)} data: Parquet is read uncompressed "
+            f"(it is compressed inside); decompress it first"
+        )
     file = parquet_file(path, name)
     schema = file.schema_arrow
     for field, role in ((key_field, "key"), (text_field, "text")):
