@@ -63,7 +63,7 @@ def write_corpus(path: Path, rows: list[dict[str, Any]]) -> Path:
     name = path.name
     suffix = next((s for s in COMPRESS if name.endswith(s)), "")
     base = name.removesuffix(suffix)
-    if base.endswith(".parquet"):
+    if base.endswith((".parquet", ".pq")):
         pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=10)
         return path
     if base.endswith(".csv"):
@@ -496,3 +496,18 @@ def test_a_compressed_parquet_file_is_refused(tmp_path: Path) -> None:
     packed = tmp_path / "c.parquet.gz"
     packed.write_bytes(gzip.compress(source.read_bytes()))
     error("add", tmp_path / "ix.db", packed, *ONE, contains=("c.parquet.gz is gzip data",))
+
+
+@pytest.mark.parametrize("name", ["c.jsonl.gz", "c.jsonl.zst", "c.csv.bz2", "c.jsonl.xz", "c.pq"])
+def test_documents_sizes_add_up_to_the_progress_bars_total(tmp_path: Path, name: str) -> None:
+    source = str(write_corpus(tmp_path / name, news_rows()))
+    assert sum(d.size for d in ingest.read_docs([source])) == ingest.source_size([source])
+
+
+def test_csv_inputs_with_two_headers_cannot_share_a_csv_output(tmp_path: Path) -> None:
+    (tmp_path / "a.csv").write_text("id,text\na,some words here for a\n", encoding="utf-8")
+    (tmp_path / "b.csv").write_text("id,text,n\nb,other words for b,1\n", encoding="utf-8")
+    sources = (tmp_path / "a.csv", tmp_path / "b.csv")
+    error("dedup", *sources, "--out", tmp_path / "u.csv", *ONE, contains=("b.csv line 2",))
+    ok("dedup", *sources, "--out", tmp_path / "u.jsonl", *ONE)
+    assert kept_keys(tmp_path / "u.jsonl") == ["a", "b"]
