@@ -344,12 +344,8 @@ class SimIndex(Answers, Upkeep):
         key_field: str | None = None,
         text_field: str = "text",
     ) -> int:
-        """Add (key, text) pairs; the input is consumed as a stream (bounded memory).
-
-        ``items`` may be a table instead: a pyarrow Table or RecordBatch, an
-        iterable of them, or a pandas DataFrame, its keys in column
-        ``key_field`` (default "id", else "key") and texts in ``text_field``
-        (see simindex.ingest.as_pairs).
+        """Add (key, text) pairs (or a table's rows: simindex.ingest.as_pairs, by
+        ``key_field`` and ``text_field``); the input is consumed as a stream (bounded memory).
 
         By default in one transaction: all of them, or none on error. With
         ``batch_size``, every batch of that many pairs is committed on its own,

@@ -1,6 +1,8 @@
 """Documents in, fingerprints out: reading a corpus of any size, fingerprinting it in parallel.
 
+doc.py          Doc, a document read, and the errors reading raises
 sources.py      read_docs: files, folders and standard input as a stream of Doc
+opening.py      a file or stdin opened, decompressed, its errors named
 compression.py  gzip, zstd, bzip2 and xz, known by name and by content
 parquet.py      Parquet files' rows as documents, a record batch at a time
 frames.py       as_pairs: a pyarrow Table or RecordBatch, or a pandas

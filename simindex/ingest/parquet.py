@@ -15,7 +15,7 @@ from typing import Any
 
 from simindex.ingest import compression
 from simindex.ingest.compression import optional
-from simindex.ingest.sources import Doc, SourceError, UnreadableFileError, _key
+from simindex.ingest.doc import Doc, SourceError, UnreadableFileError, key_of
 
 BATCH_ROWS = 1024  # rows a record batch read holds
 
@@ -75,7 +75,7 @@ def parquet_docs(
             # the file's bytes spread over its rows: they add up to its size
             share = (row + 1) * size // rows - row * size // rows
             yield Doc(
-                _key(key, where, key_field),
+                key_of(key, where, key_field),
                 text,
                 where,
                 share,

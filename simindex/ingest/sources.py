@@ -5,66 +5,55 @@ holds one document, never a whole file; a "text" file, and each file of a
 folder, is one document and is read whole. Parquet is read a record batch at
 a time (simindex.ingest.parquet). A compressed file (gzip, zstd, bzip2, xz:
 by its name, or by its first bytes when its name says none) is read as the
-text it holds (simindex.ingest.compression).
+text it holds (simindex.ingest.opening, simindex.ingest.compression).
 """
 
 from __future__ import annotations
 
-import codecs
 import csv
-import errno
-import gzip
-import io
 import itertools
 import json
 import os
-import sys
-import zlib
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from typing import BinaryIO, NamedTuple, Protocol
+from typing import NamedTuple
 
-from simindex.errors import InvalidArgumentError, SimIndexError
+from simindex.errors import InvalidArgumentError
 from simindex.ingest import compression
+from simindex.ingest.doc import STDIN, Doc, SourceError, UnreadableFileError, key_of
+from simindex.ingest.opening import (
+    Source,
+    binary,
+    first_bytes,
+    missing,
+    open_source,
+    packing_of,
+    reading,
+)
+
+__all__ = [  # (Doc, the errors and missing: defined beside, read from here too)
+    "FOLDER_KEYS",
+    "FORMATS",
+    "RECORD_FORMATS",
+    "STDIN",
+    "Doc",
+    "SourceError",
+    "SourceFormat",
+    "UnreadableFileError",
+    "check_paths",
+    "identity",
+    "json_object",
+    "missing",
+    "read_docs",
+    "read_lines",
+    "source_format",
+    "source_size",
+]
 
 FORMATS = ("auto", "text", "lines", "jsonl", "csv", "parquet")
 RECORD_FORMATS = ("jsonl", "csv", "parquet")  # a document is a record, with fields
 FOLDER_KEYS = ("parent", "path")  # how read_docs keys a file found in a folder
-STDIN = "-"
 _STDIN_NAME = "stdin"
 _CSV_FIELD_LIMIT = 2**31 - 1  # csv's default (128 KiB) would refuse a long text
-_SNIFF = 8192  # bytes of a file in a folder looked at before any of it is read as lines
-
-
-class SourceError(SimIndexError):
-    """A source of documents cannot be read: missing, not UTF-8, or malformed."""
-
-
-class UnreadableFileError(SourceError):
-    """A file cannot be read as text: it cannot be opened or read (a broken
-    symbolic link, a loop, no permission, gzip data that is not or is
-    damaged), it holds NUL bytes (binary; checked in folders), or it is not
-    valid UTF-8. ``path`` names it (as in messages), ``reason`` says why in
-    a few words ("binary", "not valid UTF-8 at line 3"). Met in a folder,
-    read_docs can skip such a file instead (``on_unreadable``)."""
-
-    def __init__(self, message: str, path: str, reason: str) -> None:
-        super().__init__(message)
-        self.path = path
-        self.reason = reason
-
-
-class Doc(NamedTuple):
-    """A document read from a source."""
-
-    key: str
-    text: str
-    where: str  # for messages: "docs.jsonl line 7", "notes/a.txt", "stdin line 3"
-    size: int  # bytes of the source consumed for it (for a progress bar)
-    # The record as read, with read_docs(records=True), to be written out again
-    # whole: a JSON line (str, without its line end), a CSV (header, row), a
-    # Parquet (record batch, row). None otherwise.
-    record: object = None
 
 
 class SourceFormat(NamedTuple):
@@ -90,31 +79,6 @@ def check_paths(paths: Sequence[str]) -> None:
     for path in paths:
         if path != STDIN and not os.path.exists(path):
             raise SourceError(missing(path)[0])
-
-
-def missing(path: str) -> tuple[str, str]:
-    """Why a path that os.path.exists says is not there cannot be opened:
-    (a message, a few words) for "no such file", a symbolic link loop, a
-    broken symbolic link, or a folder on the way that cannot be searched."""
-    try:
-        os.stat(path)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            if os.path.islink(path):
-                return f"{path} is a symbolic link loop", "a symbolic link loop"
-            return f"{path} goes through a symbolic link loop", "a symbolic link loop"
-        if os.path.islink(path) and exc.errno in (errno.ENOENT, errno.ENOTDIR):
-            target = os.readlink(path)
-            return (
-                f"{path} is a broken symbolic link (to {target}, which does not exist)",
-                "a broken symbolic link",
-            )
-        if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
-            reason = f"cannot read: {exc.strerror or exc}"
-            return f"cannot read {path}: {exc.strerror or exc}", reason
-    except ValueError:  # a NUL in the path
-        pass
-    return f"no such file: {path}", "no such file"
 
 
 def read_docs(
@@ -200,20 +164,9 @@ def source_format(path: str, fmt: str = "auto") -> SourceFormat:
     whose first bytes are looked at without being taken)."""
     if path != STDIN and os.path.isdir(path):
         return SourceFormat("folder", None)
-    head = _head(path)
+    head = first_bytes(path)
     kind = fmt if fmt != "auto" else _kind_of(path, head)
-    return SourceFormat(kind, _packing(path, head))
-
-
-def _head(path: str) -> bytes:
-    """The first bytes of a file or stdin (b"" if it cannot be read)."""
-    try:
-        if path == STDIN:
-            return _stdin().peek(compression.MAGIC_BYTES)[: compression.MAGIC_BYTES]
-        with open(path, "rb") as f:
-            return f.read(compression.MAGIC_BYTES)
-    except (OSError, ValueError):
-        return b""
+    return SourceFormat(kind, packing_of(path, head))
 
 
 def source_size(paths: Sequence[str], *, skip: Collection[str] = ()) -> int:
@@ -241,7 +194,7 @@ def _text_size(path: str) -> int:
     their documents' sizes.)"""
     try:
         size = os.path.getsize(path)
-        if _packing(path, _head(path)) != "gzip" or size < 18:  # (a header and a trailer)
+        if packing_of(path, first_bytes(path)) != "gzip" or size < 18:  # (a header and a trailer)
             return size
         with open(path, "rb") as f:
             f.seek(-4, os.SEEK_END)
@@ -292,7 +245,11 @@ def _read_all(
                 else:
                     yield from _unless_unreadable(docs, on_unreadable)
         else:
-            kind = fmt if fmt != "auto" else _kind_of(path, b"" if path == STDIN else _head(path))
+            kind = (
+                fmt
+                if fmt != "auto"
+                else _kind_of(path, b"" if path == STDIN else first_bytes(path))
+            )
             name = _STDIN_NAME if path == STDIN else path
             key = stdin_key if path == STDIN else path
             yield from _read_source(path, name, kind, fields, key)
@@ -312,15 +269,6 @@ def _unless_unreadable(
         if started:  # part of it is read already: an error in the file
             raise
         on_unreadable(exc.path, exc.reason)
-
-
-def _packing(path: str, head: bytes) -> str | None:
-    """The compression a file is read through: its name's, else its head's."""
-    if path != STDIN:
-        named = compression.by_name(path)
-        if named is not None:
-            return named
-    return compression.by_content(head)
 
 
 def _kind_of(path: str, head: bytes = b"") -> str:
@@ -431,165 +379,12 @@ def _is_file(entry: os.DirEntry[str]) -> bool:
         return True
 
 
-class _Buffered(Protocol):
-    """A buffered binary stream: bytes read, looked at ahead, or by lines."""
-
-    def read(self, size: int = -1, /) -> bytes: ...
-    def peek(self, size: int = 0, /) -> bytes: ...
-    def __iter__(self) -> Iterator[bytes]: ...
-    def close(self) -> None: ...
-
-
-class _Source(NamedTuple):
-    """An opened source: its bytes (decompressed), the compression they came
-    through, and, where documents' sizes count the compressed bytes (zstd,
-    bzip2, xz files), how many of those were read so far."""
-
-    data: _Buffered
-    packing: str | None
-    consumed: Callable[[], int] | None
-
-
-class _Prefixed(io.RawIOBase):
-    """A stream's first bytes, already taken, then the rest of it."""
-
-    def __init__(self, head: bytes, rest: BinaryIO) -> None:
-        self.head = head
-        self.rest = rest
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
-        if self.head:
-            n = min(len(buffer), len(self.head))
-            buffer[:n] = self.head[:n]
-            self.head = self.head[n:]
-            return n
-        read1 = getattr(self.rest, "read1", self.rest.read)
-        data = read1(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
-
-
-_stdin_peekable: list[tuple[object, _Buffered]] = []  # (sys.stdin, its bytes, peekable)
-
-
-def _stdin() -> _Buffered:
-    """Standard input's bytes, as a stream whose head can be looked at
-    without taking it (made once for each sys.stdin; never closed)."""
-    if _stdin_peekable and _stdin_peekable[0][0] is sys.stdin:
-        return _stdin_peekable[0][1]
-    raw = sys.stdin.buffer
-    stream: _Buffered = raw if hasattr(raw, "peek") else io.BufferedReader(_Prefixed(b"", raw))
-    _stdin_peekable[:] = [(sys.stdin, stream)]
-    return stream
-
-
-@contextmanager
-def _open(path: str, name: str, sniff: bool = False) -> Iterator[_Source]:
-    """The bytes of a file (of the text a compressed file holds) or stdin.
-    With ``sniff``, its first 8 KiB must be text: no NUL byte, valid UTF-8."""
-    if path == STDIN:
-        f = _stdin()
-        packing = compression.by_content(f.peek(compression.MAGIC_BYTES))
-        if packing is None:
-            yield _Source(f, None, None)
-            return
-        with _reading(name, packing):
-            unpacked = compression.reader(packing, f)
-        with unpacked:
-            yield _Source(unpacked, packing, None)
-        return
-    try:
-        f = open(path, "rb")  # noqa: SIM115 (closed below; stdin must not be)
-    except IsADirectoryError:
-        raise SourceError(f"{name} is a folder, not a file") from None
-    except OSError as exc:
-        if isinstance(exc, FileNotFoundError) or exc.errno == errno.ELOOP:
-            message, reason = missing(path)
-            message = message.replace(path, name, 1)
-        else:
-            message = f"cannot read {name}: {exc.strerror or exc}"
-            reason = f"cannot read: {exc.strerror or exc}"
-        raise UnreadableFileError(message, name, reason) from exc
-    with f:
-        with _reading(name):
-            packing = _packing(path, f.peek(compression.MAGIC_BYTES))
-        if packing is None:
-            source = _Source(f, None, None)
-        else:
-            with _reading(name, packing):
-                unpacked = compression.reader(packing, f)
-            source = _Source(unpacked, packing, None if packing == "gzip" else f.tell)
-        try:
-            if sniff:
-                with _reading(name, packing):
-                    head = source.data.peek(_SNIFF)[:_SNIFF]
-                _sniff(head, name)
-            yield source
-        finally:
-            if source.data is not f:
-                source.data.close()
-
-
-def _sniff(head: bytes, name: str) -> None:
-    """A file in a folder, about to be read as lines: is it text, as far as its head shows?"""
-    if b"\0" in head:
-        raise _binary(name)
-    try:
-        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
-    except UnicodeDecodeError as exc:
-        line = head.count(b"\n", 0, exc.start) + 1
-        raise UnreadableFileError(
-            f"{name} line {line} is not valid UTF-8 (byte {exc.start})",
-            name,
-            f"not valid UTF-8 at line {line}",
-        ) from None
-
-
-def _binary(name: str) -> UnreadableFileError:
-    return UnreadableFileError(f"{name} is binary (it holds NUL bytes), not text", name, "binary")
-
-
-@contextmanager
-def _reading(name: str, packing: str | None = None) -> Iterator[None]:
-    """Errors while a file is read (a disk error; compressed data that is
-    not, or is cut short or damaged) as UnreadableFileError."""
-    what = compression.described(packing or "gzip")
-    try:
-        yield
-    except gzip.BadGzipFile as exc:
-        raise UnreadableFileError(
-            f"{name} is not gzip data ({exc})", name, "not gzip data"
-        ) from None
-    except (EOFError, zlib.error) as exc:
-        raise UnreadableFileError(
-            f"{name} holds damaged {what} data ({exc})", name, f"damaged {what} data"
-        ) from None
-    except compression.data_errors() as exc:
-        raise _not_data(name, what, exc) from None
-    except OSError as exc:
-        if packing == "bzip2":  # (bz2 says "Invalid data stream" as an OSError)
-            raise _not_data(name, what, exc) from None
-        why = exc.strerror or str(exc)
-        raise UnreadableFileError(
-            f"cannot read {name}: {why}", name, f"cannot read: {why}"
-        ) from exc
-
-
-def _not_data(name: str, what: str, exc: BaseException) -> UnreadableFileError:
-    return UnreadableFileError(
-        f"{name} is not {what} data, or it is damaged ({exc})", name, f"not {what} data"
-    )
-
-
 def _text_doc(path: str, name: str, key: str, *, in_folder: bool = False) -> Doc:
-    with _open(path, name) as source, _reading(name, source.packing):
+    with open_source(path, name) as source, reading(name, source.packing):
         data = source.data.read()
         size = len(data) if source.consumed is None else source.consumed()
     if in_folder and b"\0" in data:
-        raise _binary(name)
+        raise binary(name)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -603,14 +398,14 @@ def _text_doc(path: str, name: str, key: str, *, in_folder: bool = False) -> Doc
     return Doc(key, text.removeprefix("\ufeff"), name, size)
 
 
-def _lines(source: _Source, name: str) -> Iterator[tuple[int, str, int]]:
+def _lines(source: Source, name: str) -> Iterator[tuple[int, str, int]]:
     """(line number, text with its line ending, bytes) of each line; BOM
     dropped. The bytes are the line's, or the compressed bytes read for it."""
     offset = 0
     raws = iter(source.data)
     consumed, counted = source.consumed, 0
     for number in itertools.count(1):
-        with _reading(name, source.packing):
+        with reading(name, source.packing):
             raw = next(raws, None)
         if raw is None:
             return
@@ -637,7 +432,7 @@ def read_lines(path: str) -> Iterator[tuple[int, str, int]]:
     """(line number, text without its line ending, bytes) of each line of a
     UTF-8 file or stdin ('-'), one at a time; errors as SourceError."""
     name = _STDIN_NAME if path == STDIN else path
-    with _open(path, name) as source:
+    with open_source(path, name) as source:
         for number, line, size in _lines(source, name):
             yield number, _strip_eol(line), size
 
@@ -647,7 +442,7 @@ def _strip_eol(line: str) -> str:
 
 
 def _line_docs(path: str, name: str, in_folder: bool = False) -> Iterator[Doc]:
-    with _open(path, name, sniff=in_folder) as source:
+    with open_source(path, name, sniff=in_folder) as source:
         skipped = 0  # bytes of blank lines, counted with the next document
         for number, line, size in _lines(source, name):
             text = _strip_eol(line)
@@ -675,7 +470,7 @@ def json_object(line: str, where: str) -> dict[str, object]:
 
 def _jsonl_docs(path: str, name: str, fields: _Fields, in_folder: bool = False) -> Iterator[Doc]:
     key_field, text_field = fields.key, fields.text
-    with _open(path, name, sniff=in_folder) as source:
+    with open_source(path, name, sniff=in_folder) as source:
         skipped = 0
         for number, line, size in _lines(source, name):
             if not line.strip():
@@ -683,29 +478,13 @@ def _jsonl_docs(path: str, name: str, fields: _Fields, in_folder: bool = False) 
                 continue
             where = f"{name} line {number}"
             record = json_object(line, where)
-            key = _key(record.get(key_field), where, key_field)
+            key = key_of(record.get(key_field), where, key_field)
             text = record.get(text_field)
             if not isinstance(text, str):
                 raise SourceError(f"{where} has no string field {text_field!r} for the text")
             line_read = _strip_eol(line) if fields.records else None
             yield Doc(key, text, where, skipped + size, line_read)
             skipped = 0
-
-
-def _key(value: object, where: str, field: str) -> str:
-    if type(value) is int:  # not bool
-        return str(value)
-    if not isinstance(value, str):
-        raise SourceError(f"{where} has no string or integer field {field!r} for the key")
-    if not value:
-        raise SourceError(f"{where} has an empty key (field {field!r})")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise SourceError(
-            f"{where} has a key that is not valid Unicode (a lone surrogate, field {field!r})"
-        ) from None
-    return value
 
 
 class _Counted:
@@ -727,7 +506,7 @@ def _csv_docs(path: str, name: str, fields: _Fields, in_folder: bool = False) ->
     key_field, text_field = fields.key, fields.text
     if csv.field_size_limit() < _CSV_FIELD_LIMIT:
         csv.field_size_limit(_CSV_FIELD_LIMIT)  # only ever raised, for every csv user
-    with _open(path, name, sniff=in_folder) as source:
+    with open_source(path, name, sniff=in_folder) as source:
         lines = _Counted(_lines(source, name))
         reader = csv.reader(iter(lines))
         header: list[str] | None = None
@@ -756,7 +535,7 @@ def _csv_docs(path: str, name: str, fields: _Fields, in_folder: bool = False) ->
                     f"{where} has {len(row)} field{'s' * (len(row) != 1)}; the header has "
                     f"{len(header)}"
                 )
-            key = _key(row[columns[0]], where, key_field)
+            key = key_of(row[columns[0]], where, key_field)
             record = (header, row) if fields.records else None
             yield Doc(key, row[columns[1]], where, lines.size - used, record)
             used = lines.size
