@@ -511,3 +511,11 @@ def test_csv_inputs_with_two_headers_cannot_share_a_csv_output(tmp_path: Path) -
     error("dedup", *sources, "--out", tmp_path / "u.csv", *ONE, contains=("b.csv line 2",))
     ok("dedup", *sources, "--out", tmp_path / "u.jsonl", *ONE)
     assert kept_keys(tmp_path / "u.jsonl") == ["a", "b"]
+
+
+def test_a_report_is_compressed_as_its_name_says(tmp_path: Path) -> None:
+    source = write_corpus(tmp_path / "c.jsonl", news_rows())
+    report = tmp_path / "dropped.jsonl.xz"
+    ok("dedup", source, "--out", tmp_path / "u.jsonl", "--report", report, *ONE)
+    dropped = [json.loads(line) for line in lzma.decompress(report.read_bytes()).splitlines()]
+    assert len(dropped) == 12 and all(d["duplicate_of"] for d in dropped)

@@ -88,7 +88,9 @@ def dedup(
     report: Annotated[
         str | None,
         typer.Option(
-            "--report", help="Corpus mode: write what was dropped, and why, as JSON Lines."
+            "--report",
+            help="Corpus mode: write what was dropped, and why, as JSON Lines (.gz, .zst, "
+            ".bz2, .xz after its name compress it).",
         ),
     ] = None,
     fmt: FormatOpt = "auto",
@@ -230,7 +232,10 @@ def _dedup_corpus(
     total = ingest.source_size(sources, skip=own) or None
     with written_together() as outputs:
         unique = records.Sink(outputs, out, written, key_field, text_field)
-        dropped = outputs.open(report)
+        dropped = None
+        if report is not None:
+            dropped = records.Sink(outputs, report, records.report_plan(report), "id", "text")
+        sinks = [s for s in (unique, dropped) if s is not None]
         try:
             with progress(total, quiet or out == "-") as bar:
                 task = bar.add_task("dedup", total=total, docs=0)
@@ -247,9 +252,11 @@ def _dedup_corpus(
                         unique.take(doc, decision.kept)
                         if dropped is not None and not decision.kept:
                             dropped.write(json_line(_why_dropped(decision)))
-            unique.finish()
+            for sink in sinks:
+                sink.finish()
         except BaseException:
-            unique.abandon()
+            for sink in sinks:
+                sink.abandon()
             raise
     own_skipped.tell()
     not_text.tell()

@@ -54,6 +54,11 @@ class Plan:
     first: str | None = None  # the first input file (a Parquet output's schema when none is kept)
 
 
+def report_plan(report: str) -> Plan:
+    """A --report's: JSON Lines, compressed if its name says so."""
+    return Plan("jsonl", None if report == "-" else compression.by_name(report), as_read=False)
+
+
 def plan(out: str, sources: list[str], fmt: str) -> Plan:
     """The format an output is written in, by its name, else the inputs'."""
     named_packing = None if out == "-" else compression.by_name(out)
@@ -145,6 +150,11 @@ class Sink:
                 self._csv.writerow(row)
             else:
                 self._csv.writerow((doc.key, doc.text))
+
+    def write(self, line: str) -> None:
+        """A line of text as it is (a --report line), compressed as the plan says."""
+        with self._writing():
+            self._text.write(line)
 
     def finish(self) -> None:
         """Write what is held and end the format and the compression (the
