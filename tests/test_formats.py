@@ -519,3 +519,20 @@ def test_a_report_is_compressed_as_its_name_says(tmp_path: Path) -> None:
     ok("dedup", source, "--out", tmp_path / "u.jsonl", "--report", report, *ONE)
     dropped = [json.loads(line) for line in lzma.decompress(report.read_bytes()).splitlines()]
     assert len(dropped) == 12 and all(d["duplicate_of"] for d in dropped)
+
+
+def test_damaged_parquet_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    data = write_corpus(tmp_path / "c.parquet", news_rows()).read_bytes()
+    damaged = bytearray(data)
+    for i in range(200, 2000):
+        damaged[i] ^= 0x5A
+    (tmp_path / "bad.parquet").write_bytes(bytes(damaged))
+    (tmp_path / "cut.parquet").write_bytes(data[: len(data) // 2])
+    error("add", tmp_path / "ix.db", tmp_path / "bad.parquet", *ONE, contains=("bad.parquet",))
+    error(
+        "add",
+        tmp_path / "ix.db",
+        tmp_path / "cut.parquet",
+        *ONE,
+        contains=("cut.parquet cannot be read as Parquet",),
+    )

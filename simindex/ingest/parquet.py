@@ -65,7 +65,7 @@ def parquet_docs(
     size, rows = os.path.getsize(path), file.metadata.num_rows
     columns = None if records else [key_field, text_field]
     row = 0
-    for batch in file.iter_batches(batch_size=BATCH_ROWS, columns=columns):
+    for batch in _batches(file, name, columns, pa):
         keys = batch.column(key_field).to_pylist()
         texts = batch.column(text_field).to_pylist()
         for index, (key, text) in enumerate(zip(keys, texts, strict=True)):
@@ -82,3 +82,19 @@ def parquet_docs(
                 (batch, index) if records else None,
             )
             row += 1
+
+
+def _batches(file: Any, name: str, columns: list[str] | None, pa: Any) -> Iterator[Any]:
+    """The file's record batches; damaged data (a page that does not
+    decompress) as UnreadableFileError naming the file."""
+    batches = file.iter_batches(batch_size=BATCH_ROWS, columns=columns)
+    while True:
+        try:
+            batch = next(batches, None)
+        except (OSError, ValueError, pa.ArrowException) as exc:
+            raise UnreadableFileError(
+                f"{name} holds damaged Parquet data ({exc})", name, "damaged Parquet data"
+            ) from None
+        if batch is None:
+            return
+        yield batch
