@@ -53,7 +53,7 @@ def optional(module: str, what: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise MissingDependencyError(what, module) from None
+        raise MissingDependencyError(what, module.partition(".")[0]) from None
 
 
 def by_name(path: str) -> str | None:
