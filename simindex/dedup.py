@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -152,12 +152,14 @@ class DedupStream:
 
 
 def dedup_stream(
-    docs: Iterable[Doc | tuple[str, str]],
+    docs: Iterable[Doc | tuple[str, str]] | Any,
     *,
     k: int = DEFAULT_K,
     threshold: float = DEFAULT_THRESHOLD,
     config: FingerprintConfig = DEFAULT_CONFIG,
     workers: int | None = None,
+    key_field: str | None = None,
+    text_field: str = "text",
 ) -> DedupStream:
     """Deduplicate a stream of documents: keep each one unless it is a
     near-duplicate of an earlier kept one (within k, and at least
@@ -166,7 +168,12 @@ def dedup_stream(
     document, in input order.
 
     ``docs``: ``(key, text)`` pairs, or the ``ingest.Doc`` records that
-    ``ingest.read_docs`` reads from files, folders, JSON Lines and CSV.
+    ``ingest.read_docs`` reads from files, folders, JSON Lines, CSV and
+    Parquet; or a table: a pyarrow Table or RecordBatch, an iterable of them
+    (a RecordBatchReader), or a pandas DataFrame, whose rows are read a
+    chunk at a time, the text in column ``text_field`` (default "text") and
+    the key in column ``key_field`` (default "id", else "key"; integers
+    become strings).
     ``k``: the largest Hamming distance between two fingerprints that makes
     them near-duplicates, 0 to 15 (default 8, a new index's k).
     ``threshold``: the similarity they need too, 0 to 1 (default 0.8, a new
@@ -198,6 +205,7 @@ def dedup_stream(
     threshold = check_threshold(threshold)
     if isinstance(docs, (str, bytes)):
         raise InvalidArgumentError("docs is an iterable of (key, text) pairs, not one string")
+    docs = ingest.as_pairs(docs, key_field=key_field, text_field=text_field)
     return DedupStream(docs, k, config, workers, threshold)
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import URL
 
-from simindex import accelerator, storage, upkeep
+from simindex import accelerator, ingest, storage, upkeep
 from simindex.accelerator import Accelerator
 from simindex.blocks import DEFAULT_K, MAX_INDEX_K, BlockLayout, check_k
 from simindex.errors import InvalidArgumentError
@@ -265,12 +265,15 @@ class SimIndex:
 
     def add_many(
         self,
-        items: Iterable[tuple[str, str]],
+        items: Iterable[tuple[str, str]] | Any,
         *,
         batch_size: int | None = None,
         skip_existing: bool = False,
+        key_field: str | None = None,
+        text_field: str = "text",
     ) -> int:
-        """Add (key, text) pairs; the input is consumed as a stream (bounded memory).
+        """Add (key, text) pairs (or a table's rows: simindex.ingest.as_pairs, by
+        ``key_field`` and ``text_field``); the input is consumed as a stream (bounded memory).
 
         By default in one transaction: all of them, or none on error. With
         ``batch_size``, every batch of that many pairs is committed on its own,
@@ -281,6 +284,7 @@ class SimIndex:
         written: every pair read, or with skip_existing only the new keys.
         """
         config = self._settings.config
+        items = ingest.as_pairs(items, key_field=key_field, text_field=text_field)
         return self.add_fingerprints(
             ((key, *fingerprint_and_signature(text, config)) for key, text in items),
             batch_size=batch_size,

@@ -2,8 +2,9 @@
 
 ``simindex dedup INDEX`` asks SimIndex.duplicates or SimIndex.clusters;
 ``simindex dedup CORPUS... --out FILE`` streams the corpus through
-simindex.dedup.dedup_stream and writes what it keeps (and, with --report,
-what it drops) through simindex.cli.files, all or nothing.
+simindex.dedup.dedup_stream and writes what it keeps (in the format
+simindex.cli.records chooses) and, with --report, what it drops, through
+simindex.cli.files, all or nothing.
 
 simindex.cli registers the command on its app (COMMANDS, in the order of
 ``simindex -h``); each is wrapped in ``reported``.
@@ -21,6 +22,7 @@ import typer
 
 from simindex import ingest
 from simindex.blocks import DEFAULT_K
+from simindex.cli import records
 from simindex.cli.errors import UserError, reported
 from simindex.cli.files import NotText, Skipped, check_outputs, is_sqlite, written_together
 from simindex.cli.options import (
@@ -52,8 +54,8 @@ def dedup(
     sources: Annotated[
         list[str],
         typer.Argument(
-            help="An index; or, with --out, a corpus: files, folders, JSON Lines, CSV, '-'. "
-            + KEYS_HELP
+            help="An index; or, with --out, a corpus: files, folders, JSON Lines, CSV, "
+            "Parquet, '-'. " + KEYS_HELP
         ),
     ],
     k: Annotated[
@@ -77,14 +79,18 @@ def dedup(
             "--out",
             "-o",
             help="Corpus mode: write the documents that are not near-duplicates of an "
-            "earlier one to this JSON Lines file ('-' for stdout); never one of the inputs "
-            "or inside an input folder.",
+            "earlier one to this file ('-' for stdout); never one of the inputs or inside an "
+            "input folder. Its format is its name's (.jsonl, .csv, .parquet; .gz, .zst, .bz2, "
+            ".xz after the first two), else the input's; in the input's format, records are "
+            "written whole (all their fields or columns), else as key and text.",
         ),
     ] = None,
     report: Annotated[
         str | None,
         typer.Option(
-            "--report", help="Corpus mode: write what was dropped, and why, as JSON Lines."
+            "--report",
+            help="Corpus mode: write what was dropped, and why, as JSON Lines (.gz, .zst, "
+            ".bz2, .xz after its name compress it).",
         ),
     ] = None,
     fmt: FormatOpt = "auto",
@@ -209,6 +215,7 @@ def _dedup_corpus(
                 f"{source}` lists its near-duplicate pairs; --out is for texts"
             )
     own = check_outputs([("--out", out), ("--report", report)], sources)
+    written = records.plan(out, sources, fmt)
     own_skipped = Skipped("this command's own output files")
     not_text = NotText()
     docs = ingest.read_docs(
@@ -220,28 +227,37 @@ def _dedup_corpus(
         skip=own,
         on_skip=own_skipped,
         on_unreadable=None if strict else not_text,
+        records=written.as_read,
     )
     total = ingest.source_size(sources, skip=own) or None
     with written_together() as outputs:
-        unique = outputs.open(out)
-        dropped = outputs.open(report)
-        assert unique is not None
-        with progress(total, quiet or out == "-") as bar:
-            task = bar.add_task("dedup", total=total, docs=0)
-            with dedup_stream(
-                docs,
-                k=DEFAULT_K if k is None else k,
-                threshold=threshold,
-                config=config or DEFAULT_CONFIG,
-                workers=workers,
-            ) as run:
-                for decision in run:
-                    doc = decision.doc
-                    bar.update(task, advance=doc.size, docs=run.counts.read)
-                    if decision.kept:
-                        unique.write(json_line({key_field: doc.key, text_field: doc.text}))
-                    elif dropped is not None:
-                        dropped.write(json_line(_why_dropped(decision)))
+        unique = records.Sink(outputs, out, written, key_field, text_field)
+        dropped = None
+        if report is not None:
+            dropped = records.Sink(outputs, report, records.report_plan(report), "id", "text")
+        sinks = [s for s in (unique, dropped) if s is not None]
+        try:
+            with progress(total, quiet or out == "-") as bar:
+                task = bar.add_task("dedup", total=total, docs=0)
+                with dedup_stream(
+                    docs,
+                    k=DEFAULT_K if k is None else k,
+                    threshold=threshold,
+                    config=config or DEFAULT_CONFIG,
+                    workers=workers,
+                ) as run:
+                    for decision in run:
+                        doc = decision.doc
+                        bar.update(task, advance=doc.size, docs=run.counts.read)
+                        unique.take(doc, decision.kept)
+                        if dropped is not None and not decision.kept:
+                            dropped.write(json_line(_why_dropped(decision)))
+            for sink in sinks:
+                sink.finish()
+        except BaseException:
+            for sink in sinks:
+                sink.abandon()
+            raise
     own_skipped.tell()
     not_text.tell()
     counts = run.counts

@@ -19,7 +19,7 @@ import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import typer
 
@@ -246,6 +246,8 @@ class Writer:
 class Outputs:
     """The files a command writes, each written beside its final name as
     .NAME.partial and renamed into place only when all of them are complete.
+    ``open`` gives a text stream; ``open_bytes`` a binary one, for an output
+    compressed or in a binary format (simindex.cli.records writes those).
 
     A run that fails in any way (an error, a full disk, Ctrl-C) removes every
     .partial and leaves the final names as they were. If a rename fails at
@@ -254,29 +256,41 @@ class Outputs:
     """
 
     def __init__(self) -> None:
-        self._files: list[tuple[Path, Path, IO[str]]] = []
-        self._streams: list[tuple[str, IO[str]]] = []  # devices and pipes, written in place
+        self._files: list[tuple[Path, Path, IO[Any]]] = []
+        self._streams: list[tuple[str, IO[Any]]] = []  # devices and pipes, written in place
 
     def open(self, path: str | None) -> Writer | None:
         if path is None:
             return None
         if path == "-":
             return Writer(sys.stdout, "standard output")
+        return Writer(self._open(path, "w"), path)
+
+    def open_bytes(self, path: str) -> IO[bytes]:
+        """A binary stream of an output ('-': standard output's bytes, not
+        closed at the end)."""
+        if path == "-":
+            sys.stdout.flush()
+            return sys.stdout.buffer
+        return self._open(path, "wb")
+
+    def _open(self, path: str, mode: str) -> IO[Any]:
+        encoding = None if "b" in mode else "utf-8"
         if in_place(path):  # /dev/null, a pipe, /dev/stdout: written as it goes
             try:
-                direct = open(path, "w", encoding="utf-8")  # noqa: SIM115 (closed in commit/discard)
+                direct = open(path, mode, encoding=encoding)  # noqa: SIM115 (closed in commit/discard)
             except OSError as exc:
                 raise UserError(f"cannot write {path}: {exc.strerror or exc}") from exc
             self._streams.append((path, direct))
-            return Writer(direct, path)
+            return direct
         final = Path(os.path.realpath(path))  # through a link: its target is replaced
         partial = Path(partial_name(path))
         try:
-            stream = open(partial, "w", encoding="utf-8")  # noqa: SIM115 (closed in commit/discard)
+            stream = open(partial, mode, encoding=encoding)  # noqa: SIM115 (closed in commit/discard)
         except OSError as exc:
             raise UserError(f"cannot write {path}: {exc.strerror or exc}") from exc
         self._files.append((final, partial, stream))
-        return Writer(stream, path)
+        return stream
 
     def commit(self) -> None:
         try:

@@ -146,7 +146,8 @@ def add(
             help="Files and folders to add ('-' for stdin). "
             + KEYS_HELP
             + " .jsonl/.ndjson files hold one JSON object per line, .csv files a record a "
-            "row (keyed by --key-field). The index's own files are skipped in folders."
+            "row, .parquet files a document a row (keyed by --key-field). The index's own "
+            "files are skipped in folders."
         ),
     ] = None,
     text: Annotated[

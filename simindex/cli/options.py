@@ -88,22 +88,24 @@ KEYS_HELP = (
     "A file given by name is one document keyed by its path as given; a file found in a "
     "folder by the path that opens it: the folder as given, then its path inside it "
     "(docs -> docs/a/b.txt, /srv/docs/ -> /srv/docs/a/b.txt). Hidden files are skipped. "
-    "A .gz file is read as the text it holds (keyed by its name, .gz included)."
+    "A compressed file (.gz, .zst, .bz2, .xz, or known by its first bytes) is read as the "
+    "text it holds (keyed by its name, suffix included)."
 )
 FormatOpt = Annotated[
     str,
     typer.Option(
         "--format",
         help="auto, text (a file is a document), lines (a line is a document, keyed "
-        "FILE:LINE, FILE the file's key as in text), jsonl or csv. auto: .jsonl/.ndjson, "
-        ".csv by name, else text.",
+        "FILE:LINE, FILE the file's key as in text), jsonl, csv or parquet. auto: "
+        ".jsonl/.ndjson, .csv, .parquet/.pq by name (a compression suffix left out), "
+        "Parquet by content, else text.",
     ),
 ]
 KeyFieldOpt = Annotated[
-    str, typer.Option("--key-field", help="JSON Lines field (CSV column) of the key.")
+    str, typer.Option("--key-field", help="JSON Lines field (CSV, Parquet column) of the key.")
 ]
 TextFieldOpt = Annotated[
-    str, typer.Option("--text-field", help="JSON Lines field (CSV column) of the text.")
+    str, typer.Option("--text-field", help="JSON Lines field (CSV, Parquet column) of the text.")
 ]
 WORKERS_PER_CPU = 4  # --workers above this many a usable CPU is capped (with a warning)
 WorkersOpt = Annotated[

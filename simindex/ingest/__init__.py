@@ -1,16 +1,27 @@
 """Documents in, fingerprints out: reading a corpus of any size, fingerprinting it in parallel.
 
-sources.py   read_docs: files, folders and standard input as a stream of Doc
-workers.py   fingerprint_docs: their fingerprints and signatures, computed
-             in worker processes, yielded in input order
+doc.py          Doc, a document read, and the errors reading raises
+sources.py      read_docs: files, folders and standard input as a stream of Doc
+opening.py      a file or stdin opened, decompressed, its errors named
+compression.py  gzip, zstd, bzip2 and xz, known by name and by content
+parquet.py      Parquet files' rows as documents, a record batch at a time
+frames.py       as_pairs: a pyarrow Table or RecordBatch, or a pandas
+                DataFrame, as the (key, text) pairs add_many and
+                dedup_stream take
+workers.py      fingerprint_docs: their fingerprints and signatures, computed
+                in worker processes, yielded in input order
 """
 
+from simindex.ingest.compression import MissingDependencyError
+from simindex.ingest.frames import as_pairs
 from simindex.ingest.sources import (
     FOLDER_KEYS,
     FORMATS,
+    RECORD_FORMATS,
     STDIN,
     Doc,
     SourceError,
+    SourceFormat,
     UnreadableFileError,
     check_paths,
     identity,
@@ -18,6 +29,7 @@ from simindex.ingest.sources import (
     missing,
     read_docs,
     read_lines,
+    source_format,
     source_size,
 )
 from simindex.ingest.workers import fingerprint_docs, usable_cpus
@@ -25,10 +37,14 @@ from simindex.ingest.workers import fingerprint_docs, usable_cpus
 __all__ = [
     "FOLDER_KEYS",
     "FORMATS",
+    "RECORD_FORMATS",
     "STDIN",
     "Doc",
+    "MissingDependencyError",
     "SourceError",
+    "SourceFormat",
     "UnreadableFileError",
+    "as_pairs",
     "check_paths",
     "fingerprint_docs",
     "identity",
@@ -36,6 +52,7 @@ __all__ = [
     "missing",
     "read_docs",
     "read_lines",
+    "source_format",
     "source_size",
     "usable_cpus",
 ]

@@ -2,60 +2,67 @@
 
 Line formats (lines, JSON Lines, CSV) are read a line at a time, so memory
 holds one document, never a whole file; a "text" file, and each file of a
-folder, is one document and is read whole. A file whose name ends in .gz is
-read through gzip, as the text it holds.
+folder, is one document and is read whole. Parquet is read a record batch at
+a time (simindex.ingest.parquet). A compressed file (gzip, zstd, bzip2, xz:
+by its name, or by its first bytes when its name says none) is read as the
+text it holds (simindex.ingest.opening, simindex.ingest.compression).
 """
 
 from __future__ import annotations
 
-import codecs
 import csv
-import errno
-import gzip
 import itertools
 import json
 import os
-import sys
-import zlib
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from contextlib import contextmanager, nullcontext
-from typing import BinaryIO, NamedTuple, cast
+from typing import NamedTuple
 
-from simindex.errors import InvalidArgumentError, SimIndexError
+from simindex.errors import InvalidArgumentError
+from simindex.ingest import compression
+from simindex.ingest.doc import STDIN, Doc, SourceError, UnreadableFileError, key_of
+from simindex.ingest.opening import (
+    Source,
+    binary,
+    first_bytes,
+    missing,
+    open_source,
+    packing_of,
+    reading,
+)
 
-FORMATS = ("auto", "text", "lines", "jsonl", "csv")
+__all__ = [  # (Doc, the errors and missing: defined beside, read from here too)
+    "FOLDER_KEYS",
+    "FORMATS",
+    "RECORD_FORMATS",
+    "STDIN",
+    "Doc",
+    "SourceError",
+    "SourceFormat",
+    "UnreadableFileError",
+    "check_paths",
+    "identity",
+    "json_object",
+    "missing",
+    "read_docs",
+    "read_lines",
+    "source_format",
+    "source_size",
+]
+
+FORMATS = ("auto", "text", "lines", "jsonl", "csv", "parquet")
+RECORD_FORMATS = ("jsonl", "csv", "parquet")  # a document is a record, with fields
 FOLDER_KEYS = ("parent", "path")  # how read_docs keys a file found in a folder
-STDIN = "-"
 _STDIN_NAME = "stdin"
 _CSV_FIELD_LIMIT = 2**31 - 1  # csv's default (128 KiB) would refuse a long text
-_SNIFF = 8192  # bytes of a file in a folder looked at before any of it is read as lines
 
 
-class SourceError(SimIndexError):
-    """A source of documents cannot be read: missing, not UTF-8, or malformed."""
+class SourceFormat(NamedTuple):
+    """How read_docs reads a path: its format ("text", "lines", "jsonl",
+    "csv", "parquet"; "folder" for a folder) and the compression it is read
+    through ("gzip", "zstd", "bzip2", "xz" or None)."""
 
-
-class UnreadableFileError(SourceError):
-    """A file cannot be read as text: it cannot be opened or read (a broken
-    symbolic link, a loop, no permission, gzip data that is not or is
-    damaged), it holds NUL bytes (binary; checked in folders), or it is not
-    valid UTF-8. ``path`` names it (as in messages), ``reason`` says why in
-    a few words ("binary", "not valid UTF-8 at line 3"). Met in a folder,
-    read_docs can skip such a file instead (``on_unreadable``)."""
-
-    def __init__(self, message: str, path: str, reason: str) -> None:
-        super().__init__(message)
-        self.path = path
-        self.reason = reason
-
-
-class Doc(NamedTuple):
-    """A document read from a source."""
-
-    key: str
-    text: str
-    where: str  # for messages: "docs.jsonl line 7", "notes/a.txt", "stdin line 3"
-    size: int  # bytes of the source consumed for it (for a progress bar)
+    kind: str
+    compression: str | None
 
 
 # --- reading ------------------------------------------------------------------
@@ -74,31 +81,6 @@ def check_paths(paths: Sequence[str]) -> None:
             raise SourceError(missing(path)[0])
 
 
-def missing(path: str) -> tuple[str, str]:
-    """Why a path that os.path.exists says is not there cannot be opened:
-    (a message, a few words) for "no such file", a symbolic link loop, a
-    broken symbolic link, or a folder on the way that cannot be searched."""
-    try:
-        os.stat(path)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            if os.path.islink(path):
-                return f"{path} is a symbolic link loop", "a symbolic link loop"
-            return f"{path} goes through a symbolic link loop", "a symbolic link loop"
-        if os.path.islink(path) and exc.errno in (errno.ENOENT, errno.ENOTDIR):
-            target = os.readlink(path)
-            return (
-                f"{path} is a broken symbolic link (to {target}, which does not exist)",
-                "a broken symbolic link",
-            )
-        if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
-            reason = f"cannot read: {exc.strerror or exc}"
-            return f"cannot read {path}: {exc.strerror or exc}", reason
-    except ValueError:  # a NUL in the path
-        pass
-    return f"no such file: {path}", "no such file"
-
-
 def read_docs(
     paths: Sequence[str],
     *,
@@ -110,14 +92,19 @@ def read_docs(
     skip: Collection[str] = (),
     on_skip: Callable[[str], None] | None = None,
     on_unreadable: Callable[[str, str], None] | None = None,
+    records: bool = False,
 ) -> Iterator[Doc]:
     """The documents of files, folders and stdin ('-'), one at a time, in order.
 
     ``fmt``: "text" (a file is one document keyed by its path as given),
     "lines" (a non-blank line is one, keyed "PATH:LINENO"), "jsonl" (one JSON
     object a line; ``key_field`` and ``text_field`` name its fields), "csv" (a
-    header row, then a record per document; fields may hold newlines) or
-    "auto": .jsonl/.ndjson files are JSON Lines, .csv files CSV, others text.
+    header row, then a record per document; fields may hold newlines),
+    "parquet" (a row per document, the key and text in columns ``key_field``
+    and ``text_field``; read a record batch at a time; needs pyarrow) or
+    "auto": .jsonl/.ndjson files are JSON Lines, .csv files CSV,
+    .parquet/.pq files and files that begin as Parquet does Parquet, others
+    text.
     A folder is read recursively, hidden files and folders skipped, names
     sorted; each file is one document, or with an explicit line format, read
     in it. ``folder_keys`` says how such a file is named (its key, and its
@@ -133,9 +120,15 @@ def read_docs(
     being added to and its -wal and -shm files; ``on_skip`` is called with
     the path of each one skipped. Files given directly are not compared.
 
-    A file whose name ends in .gz (any case) is read through gzip: its key
-    and name keep the .gz, and its format (with "auto") is the one of its
-    name without it (notes.jsonl.gz is JSON Lines).
+    A compressed file is read as the text it holds: one whose name ends in
+    .gz, .zst, .bz2 or .xz (any case) through gzip, zstd, bzip2 or xz (an
+    error if it is not such data), and one whose name says none, stdin too,
+    through the one its first bytes say, if any. Its key and name keep the
+    suffix, and its format (with "auto") is the one of its name without it
+    (notes.jsonl.zst is JSON Lines). zstd needs the zstandard package.
+
+    ``records``: each Doc of a record format (JSON Lines, CSV, Parquet)
+    carries its record as read (``Doc.record``), to be written out again.
 
     A file met in a folder that cannot be read as text (UnreadableFileError:
     it cannot be opened or read, holds a NUL byte, or is not valid UTF-8; in
@@ -159,8 +152,21 @@ def read_docs(
     check_paths(paths)
     if STDIN in paths and fmt in ("auto", "text") and not stdin_key:
         raise InvalidArgumentError("the document read from standard input needs a key")
+    if STDIN in paths and fmt == "parquet":
+        raise InvalidArgumentError("Parquet cannot be read from standard input; give its file")
     walk = _Walk(folder_keys, _as_paths(skip), on_skip)
-    return _read_all(paths, fmt, key_field, text_field, stdin_key or "", walk, on_unreadable)
+    fields = _Fields(key_field, text_field, records)
+    return _read_all(paths, fmt, fields, stdin_key or "", walk, on_unreadable)
+
+
+def source_format(path: str, fmt: str = "auto") -> SourceFormat:
+    """How read_docs with ``fmt`` reads a path (a file, a folder, or '-',
+    whose first bytes are looked at without being taken)."""
+    if path != STDIN and os.path.isdir(path):
+        return SourceFormat("folder", None)
+    head = first_bytes(path)
+    kind = fmt if fmt != "auto" else _kind_of(path, head)
+    return SourceFormat(kind, packing_of(path, head))
 
 
 def source_size(paths: Sequence[str], *, skip: Collection[str] = ()) -> int:
@@ -182,11 +188,13 @@ def source_size(paths: Sequence[str], *, skip: Collection[str] = ()) -> int:
 
 
 def _text_size(path: str) -> int:
-    """Bytes a file holds; for a .gz file, of the text it holds (gzip's
-    record of it: modulo 4 GiB, the last member's); 0 if it cannot be read."""
+    """Bytes a file holds; for a gzip file, of the text it holds (gzip's
+    record of it: modulo 4 GiB, the last member's); 0 if it cannot be read.
+    (Files compressed otherwise count their compressed bytes, and so do
+    their documents' sizes.)"""
     try:
         size = os.path.getsize(path)
-        if not _gzipped(path) or size < 18:  # (a header and a trailer)
+        if packing_of(path, first_bytes(path)) != "gzip" or size < 18:  # (a header and a trailer)
             return size
         with open(path, "rb") as f:
             f.seek(-4, os.SEEK_END)
@@ -211,11 +219,18 @@ def _as_paths(paths: Iterable[str]) -> list[str]:
     return [os.fspath(p) for p in paths]
 
 
+class _Fields(NamedTuple):
+    """What to take from a record: the key's and the text's fields; the record too?"""
+
+    key: str
+    text: str
+    records: bool
+
+
 def _read_all(
     paths: list[str],
     fmt: str,
-    key_field: str,
-    text_field: str,
+    fields: _Fields,
     stdin_key: str,
     walk: _Walk,
     on_unreadable: Callable[[str, str], None] | None,
@@ -224,16 +239,20 @@ def _read_all(
         if path != STDIN and os.path.isdir(path):
             kind = "text" if fmt == "auto" else fmt
             for file, name in walk(path):
-                docs = _read_source(file, name, kind, key_field, text_field, name, in_folder=True)
+                docs = _read_source(file, name, kind, fields, name, in_folder=True)
                 if on_unreadable is None:
                     yield from docs
                 else:
                     yield from _unless_unreadable(docs, on_unreadable)
         else:
-            kind = fmt if fmt != "auto" else _kind_of(path)
+            kind = (
+                fmt
+                if fmt != "auto"
+                else _kind_of(path, b"" if path == STDIN else first_bytes(path))
+            )
             name = _STDIN_NAME if path == STDIN else path
             key = stdin_key if path == STDIN else path
-            yield from _read_source(path, name, kind, key_field, text_field, key)
+            yield from _read_source(path, name, kind, fields, key)
 
 
 def _unless_unreadable(
@@ -252,25 +271,36 @@ def _unless_unreadable(
         on_unreadable(exc.path, exc.reason)
 
 
-def _gzipped(path: str) -> bool:
-    return path.lower().endswith(".gz")
-
-
-def _kind_of(path: str) -> str:
-    lower = path.lower().removesuffix(".gz")
+def _kind_of(path: str, head: bytes = b"") -> str:
+    """The format "auto" reads a file (or stdin) as: by its name (a
+    compression suffix left out), else Parquet if it begins as Parquet does."""
+    lower = compression.strip_suffix(path.lower())
     if lower.endswith((".jsonl", ".ndjson")):
         return "jsonl"
     if lower.endswith(".csv"):
         return "csv"
+    if lower.endswith((".parquet", ".pq")) or (
+        path != STDIN and head.startswith(compression.PARQUET_MAGIC) and _ends_as_parquet(path)
+    ):
+        return "parquet"
     return "text"
+
+
+def _ends_as_parquet(path: str) -> bool:
+    """Whether a file ends as a Parquet file does (its footer's magic)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(-len(compression.PARQUET_MAGIC), os.SEEK_END)
+            return f.read() == compression.PARQUET_MAGIC
+    except OSError:
+        return False
 
 
 def _read_source(
     path: str,
     name: str,
     kind: str,
-    key_field: str,
-    text_field: str,
+    fields: _Fields,
     key: str,
     *,
     in_folder: bool = False,
@@ -280,9 +310,13 @@ def _read_source(
     elif kind == "lines":
         yield from _line_docs(path, name, in_folder)
     elif kind == "jsonl":
-        yield from _jsonl_docs(path, name, key_field, text_field, in_folder)
+        yield from _jsonl_docs(path, name, fields, in_folder)
+    elif kind == "csv":
+        yield from _csv_docs(path, name, fields, in_folder)
     else:
-        yield from _csv_docs(path, name, key_field, text_field, in_folder)
+        from simindex.ingest.parquet import parquet_docs  # (pyarrow, when it is needed)
+
+        yield from parquet_docs(path, name, fields.key, fields.text, records=fields.records)
 
 
 class _Walk:
@@ -345,99 +379,33 @@ def _is_file(entry: os.DirEntry[str]) -> bool:
         return True
 
 
-@contextmanager
-def _open(path: str, name: str, sniff: bool = False) -> Iterator[BinaryIO]:
-    """The bytes of a file (of the text a .gz file holds) or stdin. With
-    ``sniff``, its first 8 KiB must be text: no NUL byte, valid UTF-8."""
-    if path == STDIN:
-        yield sys.stdin.buffer
-        return
-    try:
-        f = open(path, "rb")  # noqa: SIM115 (closed below; stdin must not be)
-    except IsADirectoryError:
-        raise SourceError(f"{name} is a folder, not a file") from None
-    except OSError as exc:
-        if isinstance(exc, FileNotFoundError) or exc.errno == errno.ELOOP:
-            message, reason = missing(path)
-            message = message.replace(path, name, 1)
-        else:
-            message = f"cannot read {name}: {exc.strerror or exc}"
-            reason = f"cannot read: {exc.strerror or exc}"
-        raise UnreadableFileError(message, name, reason) from exc
-    with f:
-        unpacked = gzip.GzipFile(fileobj=f, mode="rb") if _gzipped(path) else nullcontext(f)
-        with unpacked as data:
-            if sniff:
-                with _reading(name):
-                    head = data.peek(_SNIFF)[:_SNIFF]
-                _sniff(head, name)
-            yield cast(BinaryIO, data)
-
-
-def _sniff(head: bytes, name: str) -> None:
-    """A file in a folder, about to be read as lines: is it text, as far as its head shows?"""
-    if b"\0" in head:
-        raise _binary(name)
-    try:
-        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
-    except UnicodeDecodeError as exc:
-        line = head.count(b"\n", 0, exc.start) + 1
-        raise UnreadableFileError(
-            f"{name} line {line} is not valid UTF-8 (byte {exc.start})",
-            name,
-            f"not valid UTF-8 at line {line}",
-        ) from None
-
-
-def _binary(name: str) -> UnreadableFileError:
-    return UnreadableFileError(f"{name} is binary (it holds NUL bytes), not text", name, "binary")
-
-
-@contextmanager
-def _reading(name: str) -> Iterator[None]:
-    """Errors while a file is read (a disk error; gzip data that is not, or is
-    cut short or damaged) as UnreadableFileError."""
-    try:
-        yield
-    except gzip.BadGzipFile as exc:
-        raise UnreadableFileError(
-            f"{name} is not gzip data ({exc})", name, "not gzip data"
-        ) from None
-    except (EOFError, zlib.error) as exc:
-        raise UnreadableFileError(
-            f"{name} holds damaged gzip data ({exc})", name, "damaged gzip data"
-        ) from None
-    except OSError as exc:
-        why = exc.strerror or str(exc)
-        raise UnreadableFileError(
-            f"cannot read {name}: {why}", name, f"cannot read: {why}"
-        ) from exc
-
-
 def _text_doc(path: str, name: str, key: str, *, in_folder: bool = False) -> Doc:
-    with _open(path, name) as f, _reading(name):
-        data = f.read()
+    with open_source(path, name) as source, reading(name, source.packing):
+        data = source.data.read()
+        size = len(data) if source.consumed is None else source.consumed()
     if in_folder and b"\0" in data:
-        raise _binary(name)
+        raise binary(name)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        of = "of its text" if _gzipped(path) else "of the file"
+        of = "of its text" if source.packing else "of the file"
         raise UnreadableFileError(
             f"{name} is not valid UTF-8 (line {line}, byte {exc.start} {of})",
             name,
             f"not valid UTF-8 at line {line}",
         ) from None
-    return Doc(key, text.removeprefix("\ufeff"), name, len(data))
+    return Doc(key, text.removeprefix("\ufeff"), name, size)
 
 
-def _lines(f: BinaryIO, name: str) -> Iterator[tuple[int, str, int]]:
-    """(line number, text with its line ending, bytes) of each line; BOM dropped."""
+def _lines(source: Source, name: str) -> Iterator[tuple[int, str, int]]:
+    """(line number, text with its line ending, bytes) of each line; BOM
+    dropped. The bytes are the line's, or the compressed bytes read for it."""
     offset = 0
-    raws = iter(f)
+    raws = iter(source.data)
+    consumed, counted = source.consumed, 0
     for number in itertools.count(1):
-        with _reading(name):
+        with reading(name, source.packing):
             raw = next(raws, None)
         if raw is None:
             return
@@ -452,15 +420,20 @@ def _lines(f: BinaryIO, name: str) -> Iterator[tuple[int, str, int]]:
         if number == 1:
             line = line.removeprefix("\ufeff")
         offset += len(raw)
-        yield number, line, len(raw)
+        if consumed is None:
+            yield number, line, len(raw)
+        else:
+            now = consumed()
+            yield number, line, now - counted
+            counted = now
 
 
 def read_lines(path: str) -> Iterator[tuple[int, str, int]]:
     """(line number, text without its line ending, bytes) of each line of a
     UTF-8 file or stdin ('-'), one at a time; errors as SourceError."""
     name = _STDIN_NAME if path == STDIN else path
-    with _open(path, name) as f:
-        for number, line, size in _lines(f, name):
+    with open_source(path, name) as source:
+        for number, line, size in _lines(source, name):
             yield number, _strip_eol(line), size
 
 
@@ -469,9 +442,9 @@ def _strip_eol(line: str) -> str:
 
 
 def _line_docs(path: str, name: str, in_folder: bool = False) -> Iterator[Doc]:
-    with _open(path, name, sniff=in_folder) as f:
+    with open_source(path, name, sniff=in_folder) as source:
         skipped = 0  # bytes of blank lines, counted with the next document
-        for number, line, size in _lines(f, name):
+        for number, line, size in _lines(source, name):
             text = _strip_eol(line)
             if not text.strip():
                 skipped += size
@@ -495,39 +468,23 @@ def json_object(line: str, where: str) -> dict[str, object]:
     return record
 
 
-def _jsonl_docs(
-    path: str, name: str, key_field: str, text_field: str, in_folder: bool = False
-) -> Iterator[Doc]:
-    with _open(path, name, sniff=in_folder) as f:
+def _jsonl_docs(path: str, name: str, fields: _Fields, in_folder: bool = False) -> Iterator[Doc]:
+    key_field, text_field = fields.key, fields.text
+    with open_source(path, name, sniff=in_folder) as source:
         skipped = 0
-        for number, line, size in _lines(f, name):
+        for number, line, size in _lines(source, name):
             if not line.strip():
                 skipped += size
                 continue
             where = f"{name} line {number}"
             record = json_object(line, where)
-            key = _key(record.get(key_field), where, key_field)
+            key = key_of(record.get(key_field), where, key_field)
             text = record.get(text_field)
             if not isinstance(text, str):
                 raise SourceError(f"{where} has no string field {text_field!r} for the text")
-            yield Doc(key, text, where, skipped + size)
+            line_read = _strip_eol(line) if fields.records else None
+            yield Doc(key, text, where, skipped + size, line_read)
             skipped = 0
-
-
-def _key(value: object, where: str, field: str) -> str:
-    if type(value) is int:  # not bool
-        return str(value)
-    if not isinstance(value, str):
-        raise SourceError(f"{where} has no string or integer field {field!r} for the key")
-    if not value:
-        raise SourceError(f"{where} has an empty key (field {field!r})")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise SourceError(
-            f"{where} has a key that is not valid Unicode (a lone surrogate, field {field!r})"
-        ) from None
-    return value
 
 
 class _Counted:
@@ -545,13 +502,12 @@ class _Counted:
             yield line
 
 
-def _csv_docs(
-    path: str, name: str, key_field: str, text_field: str, in_folder: bool = False
-) -> Iterator[Doc]:
+def _csv_docs(path: str, name: str, fields: _Fields, in_folder: bool = False) -> Iterator[Doc]:
+    key_field, text_field = fields.key, fields.text
     if csv.field_size_limit() < _CSV_FIELD_LIMIT:
         csv.field_size_limit(_CSV_FIELD_LIMIT)  # only ever raised, for every csv user
-    with _open(path, name, sniff=in_folder) as f:
-        lines = _Counted(_lines(f, name))
+    with open_source(path, name, sniff=in_folder) as source:
+        lines = _Counted(_lines(source, name))
         reader = csv.reader(iter(lines))
         header: list[str] | None = None
         columns = (0, 0)
@@ -579,8 +535,9 @@ def _csv_docs(
                     f"{where} has {len(row)} field{'s' * (len(row) != 1)}; the header has "
                     f"{len(header)}"
                 )
-            key = _key(row[columns[0]], where, key_field)
-            yield Doc(key, row[columns[1]], where, lines.size - used)
+            key = key_of(row[columns[0]], where, key_field)
+            record = (header, row) if fields.records else None
+            yield Doc(key, row[columns[1]], where, lines.size - used, record)
             used = lines.size
 
 

@@ -34,7 +34,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 
 from simindex.errors import EmptyTextError, InvalidArgumentError
 from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig
-from simindex.ingest.sources import Doc
+from simindex.ingest.doc import Doc
 from simindex.signals import starting_processes
 from simindex.signature import fingerprint_and_signature
 
