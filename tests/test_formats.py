@@ -21,8 +21,7 @@ import pytest
 from simindex import SimIndex, dedup_stream, ingest
 from simindex.errors import InvalidArgumentError
 from simindex.ingest import parquet as parquet_module
-
-from .test_cli import contents, error, ok
+from tests.helpers import contents, error, ok
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
