@@ -51,6 +51,7 @@ from simindex.fingerprint import (
     FingerprintConfig,
     features,
     hamming,
+    prepare,
     simhash,
 )
 
@@ -1584,3 +1585,118 @@ def evaluate(lang: str, pairs, fps, sigs, feats=None, shingles=None, product=Non
         exact = lambda i, j: jaccard(shingles[i], shingles[j])  # noqa: E731
         res[EXACT_JACCARD] = thresholded(pairs, kinds, exact, CEILING_GRID, "J>={}")
     return res
+
+
+# --- short texts: the machine's one-line descriptions and messages, one-unit edits ---------
+
+
+def package_descriptions(min_units: int = 5) -> list[str]:
+    """The installed packages' one-line descriptions (the first line of each),
+    deduplicated by their unit sets, with at least ``min_units`` distinct units
+    (simindex.signature's units of the default-prepared text), sorted."""
+    try:
+        out = subprocess.run(
+            ["dpkg-query", "-W", "-f", "${binary:Package}\t${Description}\n"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return []
+    lines = []
+    for line in out.splitlines():
+        _, _, text = line.partition("\t")
+        if text.strip():
+            lines.append(text.strip())
+    return _distinct_short(lines, min_units)
+
+
+def _distinct_short(lines: Iterable[str], min_units: int, max_units: int = 10**9) -> list[str]:
+    """Lines with min_units..max_units distinct units, one per unit set, sorted."""
+    seen: dict[frozenset[str], str] = {}
+    for text in sorted(set(lines)):
+        found = frozenset(short_units(text))
+        if min_units <= len(found) <= max_units and found not in seen:
+            seen[found] = text
+    return sorted(seen.values())
+
+
+def short_units(text: str) -> list[str]:
+    """A text's units as an index at the defaults reads them (prepared, then
+    simindex.signature.units: words, and CJK as single characters)."""
+    return product_signature.units(prepare(text, DEFAULT_CONFIG))
+
+
+_CJK_CHAR = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+
+def chinese_messages(min_units: int = 5, max_units: int = 30) -> list[str]:
+    """Short real Chinese lines: the translated messages of the machine's
+    Simplified Chinese message catalogues (/usr/share/locale/zh_CN/LC_MESSAGES/*.mo,
+    read with gettext), one line each, with min_units..max_units distinct units
+    of which most are CJK characters, deduplicated by unit set, sorted."""
+    import gettext
+
+    lines = []
+    for path in sorted(glob.glob("/usr/share/locale/zh_CN/LC_MESSAGES/*.mo")):
+        try:
+            with open(path, "rb") as fh:
+                catalog = gettext.GNUTranslations(fh)._catalog  # type: ignore[attr-defined]
+        except (OSError, UnicodeDecodeError, gettext.struct.error):  # type: ignore[attr-defined]
+            continue
+        for msgid, msgstr in catalog.items():
+            if not msgid or not isinstance(msgstr, str):
+                continue
+            for line in msgstr.splitlines():
+                line = line.strip()
+                cjk = len(_CJK_CHAR.findall(line))
+                if cjk >= min_units and cjk * 2 >= len(line.replace(" ", "")):
+                    lines.append(line)
+    return _distinct_short(lines, min_units, max_units)
+
+
+def one_unit_edits(texts: list[str], lang: str, n: int, seed: int) -> list[tuple[int, str, str]]:
+    """One-unit edits of n of the texts (chosen with the seed), each edited three
+    ways: a unit replaced by another from the corpus, one inserted, one
+    deleted. English edits words (whitespace-separated), Chinese one CJK
+    character. An edit that leaves the unit set as it was is drawn again.
+    Returns (text index, kind, edited text)."""
+    rng = random.Random(seed)
+    if lang == "en":
+        pool = sorted({w for t in texts for w in t.split() if w.isalpha()})
+    else:
+        pool = sorted({c for t in texts for c in _CJK_CHAR.findall(t)})
+    chosen = rng.sample(range(len(texts)), min(n, len(texts)))
+    edits = []
+    for i in chosen:
+        text = texts[i]
+        before = frozenset(short_units(text))
+        for kind in ("replace", "insert", "delete"):
+            for _ in range(20):
+                edited = _edit(text, lang, kind, pool, rng)
+                if edited is not None and frozenset(short_units(edited)) != before:
+                    edits.append((i, kind, edited))
+                    break
+    return edits
+
+
+def _edit(text: str, lang: str, kind: str, pool: list[str], rng: random.Random) -> str | None:
+    if lang == "en":
+        parts = text.split()
+        where = rng.randrange(len(parts) + (kind == "insert"))
+        if kind == "replace":
+            parts[where] = rng.choice(pool)
+        elif kind == "insert":
+            parts.insert(where, rng.choice(pool))
+        else:
+            del parts[where]
+        return " ".join(parts)
+    spots = [m.start() for m in _CJK_CHAR.finditer(text)]
+    if not spots:
+        return None
+    at = rng.choice(spots)
+    if kind == "replace":
+        return text[:at] + rng.choice(pool) + text[at + 1 :]
+    if kind == "insert":
+        return text[:at] + rng.choice(pool) + text[at:]
+    return text[:at] + text[at + 1 :]

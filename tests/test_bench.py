@@ -30,6 +30,7 @@ KEPT = {  # one script a question a user asks
     "foundation",
     "peers",
     "quality",
+    "shorttext",
     "bulk",
     "holding",
     "allpairs",
@@ -186,6 +187,14 @@ def test_holding_benchmark_runs_on_both() -> None:
     postgres_or_skip()
     printed = run_script("bench/holding.py", "--n", "3000", "--queries", "300", "--no-save")
     assert "same answers: yes" in printed and "PostgreSQL" in printed
+
+
+@slow
+def test_shorttext_benchmark_runs_quickly() -> None:
+    """bench/shorttext.py --quick prints its table for both languages and
+    writes no results file."""
+    printed = run_script("bench/shorttext.py", "--quick")
+    assert "SimIndex() defaults" in printed and "## Chinese" in printed
 
 
 @slow
