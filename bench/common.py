@@ -302,11 +302,13 @@ def save_output(script: str, args: argparse.Namespace, run: Callable[[], int]) -
         return run()
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.partial")
+    # The header first: once the partial file exists, git sees the tree as changed.
+    head = header(path)
     screen = sys.stdout
     status = 1
     try:
         with partial.open("w", encoding="utf-8") as file:
-            file.write(header(path))
+            file.write(head)
             sys.stdout = _Tee(screen, file)
             try:
                 status = run()
