@@ -1636,13 +1636,14 @@ def chinese_messages(min_units: int = 5, max_units: int = 30) -> list[str]:
     read with gettext), one line each, with min_units..max_units distinct units
     of which most are CJK characters, deduplicated by unit set, sorted."""
     import gettext
+    import struct
 
     lines = []
     for path in sorted(glob.glob("/usr/share/locale/zh_CN/LC_MESSAGES/*.mo")):
         try:
             with open(path, "rb") as fh:
                 catalog = gettext.GNUTranslations(fh)._catalog  # type: ignore[attr-defined]
-        except (OSError, UnicodeDecodeError, gettext.struct.error):  # type: ignore[attr-defined]
+        except (OSError, UnicodeDecodeError, struct.error):
             continue
         for msgid, msgstr in catalog.items():
             if not msgid or not isinstance(msgstr, str):
