@@ -233,7 +233,7 @@ def test_a_first_load_copied_straight_in_equals_the_usual_path(
     copied = []
     original = Copying.copy_rows
     monkeypatch.setattr(
-        store.Store,
+        Copying,
         "copy_rows",
         lambda self, conn, chunks: copied.append(1) or original(self, conn, chunks),
     )
