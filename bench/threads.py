@@ -73,18 +73,18 @@ def child(path: str, data: str, threads: int, per: int) -> int:
     want = [sorted(np.flatnonzero(np.bitwise_count(fps ^ q) <= K).tolist()) for q in queries]
     del fps
     reads = []
-    for cls, name in ((store.Store, "load"), (stored.Stored, "load_stored")):
-        original = getattr(cls, name)
+    for cls, kind in ((store.Store, "rows"), (stored.StoredSnapshot, "stored")):
+        original = cls.load
 
         def counted(
-            *a: object, _original: object = original, _name: str = name, **kw: object
+            *a: object, _original: object = original, _kind: str = kind, **kw: object
         ) -> object:
             got = _original(*a, **kw)  # type: ignore[operator]
-            if got is not None:  # load_stored: None when nothing current is stored
-                reads.append("rows" if _name == "load" else "stored")
+            if got is not None:  # StoredSnapshot.load: None when nothing current is stored
+                reads.append(_kind)
             return got
 
-        setattr(cls, name, counted)
+        setattr(cls, "load", counted)  # noqa: B010 - a method of either class
     before = rss()
     wrong: list[int] = []
     with SimIndex(path, hold=True) as index:

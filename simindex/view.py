@@ -26,7 +26,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from sqlalchemy import Connection
 
@@ -59,10 +59,10 @@ class Views:
         self.backend = backend
         self.where = where
         self.accel = accel
-        # An in-memory database is one connection: its users take turns.
-        self.lock: Any = (
-            threading.RLock() if backend.shared_connection else contextlib.nullcontext()
-        )
+        # An in-memory database is one connection: its users take turns
+        # (held across a read's retries and a write and what it tells the
+        # accelerator, so no other thread comes between).
+        self.lock = backend.turns
         self._swap = threading.Lock()  # one thread replaces the view at a time
         self._view = View(settings, self._store_for(settings), None)
         self.refresh()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -138,6 +139,42 @@ def test_an_in_memory_database_is_one_connection_every_transaction_shares(
     with backend.writing() as conn:
         insert(conn, [7])
     assert numbers(backend) == [7]  # the read saw the write: the same database
+
+
+def test_threads_take_turns_on_an_in_memory_database(backend: Backend, where: Location) -> None:
+    """Every transaction on the one shared connection waits for the one
+    another thread has open, whichever way it was begun (no "cannot start
+    a transaction within a transaction")."""
+    if not backend.shared_connection:
+        pytest.skip("each transaction has its own connection")
+    inside, done = threading.Event(), threading.Event()
+    seen: list[object] = []
+
+    def other(way: str) -> None:
+        inside.wait(5)
+        try:
+            if way == "reading":
+                with backend.reading() as conn:
+                    seen.append(conn.exec_driver_sql("SELECT count(*) FROM scratch").scalar())
+            else:
+                with backend.writing() as conn:
+                    insert(conn, [3])
+                seen.append("wrote")
+        except Exception as exc:  # noqa: BLE001 - reported below
+            seen.append(exc)
+
+    for way in ("reading", "writing"):
+        seen.clear()
+        inside.clear()
+        thread = threading.Thread(target=other, args=(way,))
+        thread.start()
+        with backend.writing() as conn:
+            insert(conn, [1])
+            inside.set()
+            done.wait(0.2)  # the other thread is at its door meanwhile
+            assert seen == []
+        thread.join(10)
+        assert len(seen) == 1 and not isinstance(seen[0], Exception), (way, seen)
 
 
 def test_a_read_only_backend_reads_and_refuses_every_write(where: Location) -> None:

@@ -14,6 +14,7 @@ StorageError in ``db_error``, here and nowhere else.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -166,8 +167,14 @@ class Backend:
                 f"the database driver for {url.drivername} is not installed "
                 f"({exc.name or exc}){hint}"
             ) from exc
-        # An in-memory database is one connection: its users take turns.
+        # An in-memory database is one connection: its users take turns, every
+        # transaction and statement on it holding ``turns`` (re-entrant: a
+        # caller may hold it across several transactions that must not be
+        # interleaved with another thread's).
         self.shared_connection = where.path is None and not where.postgres
+        self.turns: contextlib.AbstractContextManager[object] = (
+            threading.RLock() if self.shared_connection else contextlib.nullcontext()
+        )
 
     @cached_property
     def caps(self) -> Capabilities:
@@ -187,7 +194,7 @@ class Backend:
         SQLAlchemy, or from the driver's own cursors used inside it, become
         one StorageError."""
         try:
-            with self.engine.connect() as conn, conn.begin():
+            with self.turns, self.engine.connect() as conn, conn.begin():
                 yield conn
         except (SQLAlchemyError, self.driver_error) as exc:
             raise self.error(exc) from exc
@@ -198,7 +205,7 @@ class Backend:
         nothing. A writer that holds the lock longer than the timeout (or
         ``wait`` seconds, 0: as good as not at all; on PostgreSQL any lock its
         statements wait for) makes this fail with a StorageError."""
-        with self._transaction(alone=alone, wait=wait, counted=False) as write:
+        with self.turns, self._transaction(alone=alone, wait=wait, counted=False) as write:
             yield write.conn
 
     @contextmanager
@@ -207,7 +214,7 @@ class Backend:
         (Dialect.count_write); once it has committed, ``Write.before`` and
         ``Write.after`` are the changes counted before and after it: where
         they differ by more than this write, someone else wrote too."""
-        with self._transaction(alone=alone, wait=None, counted=True) as write:
+        with self.turns, self._transaction(alone=alone, wait=None, counted=True) as write:
             yield write
 
     @contextmanager
@@ -295,7 +302,8 @@ class Backend:
     def use_wal(self) -> None:
         """Switch a SQLite index file to WAL (a setting the file keeps)."""
         try:
-            self.dialect.use_wal(self.engine, self.where)
+            with self.turns:
+                self.dialect.use_wal(self.engine, self.where)
         except (SQLAlchemyError, self.driver_error) as exc:
             raise self.error(exc) from exc
 
@@ -318,7 +326,8 @@ class Backend:
     def compact(self) -> None:
         """Rewrite the file without free pages (VACUUM) and empty the WAL into it."""
         try:
-            self.dialect.compact(self.engine)
+            with self.turns:
+                self.dialect.compact(self.engine)
         except (SQLAlchemyError, self.driver_error) as exc:
             raise self.error(exc) from exc
 

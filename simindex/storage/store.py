@@ -204,8 +204,9 @@ class Store:
         for attempt in (1, 2):
             held = self._connection()
             try:
-                held.cursor.execute(sql, params)
-                rows: list[Any] = held.cursor.fetchall()
+                with self.backend.turns:  # (an in-memory database: one connection)
+                    held.cursor.execute(sql, params)
+                    rows: list[Any] = held.cursor.fetchall()
             except self.backend.driver_error as exc:
                 if attempt == 1 and self._lost(held, exc):
                     continue
