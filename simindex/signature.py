@@ -8,6 +8,18 @@ the block indexes); the signature then says which of them are copies. It is
 Two sets at Jaccard similarity J agree in a bin with probability about
 J + (1 - J) / 16, so ``similarity`` estimates J from the bins that agree.
 
+A short text's set is also kept exactly (``+set15``): a text of at most
+SMALL = 15 distinct units has the 32-bit hashes of its units (the values its
+sketch is built from), sorted, after the 64 bytes: 4 bytes a unit. Two such
+texts are compared exactly, and one unit added, dropped or replaced between
+two texts sharing at least four units counts as similar as ONE_UNIT = 15/17
+at least, the Jaccard of one unit replaced in a text of 16 units (the fewest
+whose similarity is estimated): at the default threshold, as short texts as
+long ones, a one-word edit is a copy. The estimate is the wrong question for
+five to eight units, where one unit replaced is a Jaccard of 0.67 to 0.78
+(docs/decisions/short-texts.md). A text with an exact set compared with one
+without (a longer text, or a row written before ``+set15``) is estimated.
+
 A text's units are the tokens of ``tokenize.words(prepare(text), "chars")``
 without the CJK bigrams: the words of spaced scripts (normalised,
 punctuation dropped, stop words kept) and single CJK characters. Why these
@@ -21,6 +33,7 @@ every process, run and machine, which a stored one needs.
 
 from __future__ import annotations
 
+import struct
 from collections import Counter
 from collections.abc import Callable, Sequence
 
@@ -37,10 +50,16 @@ from simindex.fingerprint import (
 )
 from simindex.tokenize import PIECE_CHARS, has_cjk, pieces, words
 
-NAME = "minhash128x4/1"  # stored in an index's settings: what its signatures are
+NAME = "minhash128x4/1+set15"  # stored in an index's settings: what its signatures are
+# Earlier indexes' name (their signatures are the sketch alone); opening one
+# to write moves it to NAME (storage/migrate.py: nothing else changes).
+SKETCH_ONLY = "minhash128x4/1"
 BINS = 128
 BITS = 4
-NBYTES = BINS * BITS // 8  # 64 bytes a document
+NBYTES = BINS * BITS // 8  # 64 bytes a document: the sketch
+SMALL = 15  # texts of at most this many distinct units keep their set exactly
+ONE_UNIT = 15 / 17  # the least similarity of two small sets one unit apart
+ONE_UNIT_SHARED = 4  # ... that share at least this many units
 # The similarity a candidate needs, by default: in both languages the lowest
 # that keeps every negative kind of bench/quality.py --hard at or under 1%
 # (docs/decisions/verification-signatures.md; docs/quality.md).
@@ -194,23 +213,73 @@ def _differing(x: int) -> int:
     return ((x | x >> 1 | x >> 2 | x >> 3) & _LOW_NIBBLES).bit_count()
 
 
+def is_signature(value: object) -> bool:
+    """Whether a stored value is a signature: the sketch's NBYTES bytes,
+    optionally followed by an exact set of 1 to SMALL strictly increasing
+    32-bit unit hashes (little-endian)."""
+    if not isinstance(value, (bytes, bytearray, memoryview)):
+        return False
+    size = len(value)
+    if size == NBYTES:
+        return True
+    extra = size - NBYTES
+    if extra <= 0 or extra % 4 or extra > 4 * SMALL:
+        return False
+    hashes = struct.unpack_from(f"<{extra // 4}I", value, NBYTES)
+    return all(a < b for a, b in zip(hashes, hashes[1:], strict=False))
+
+
+def exact_set(signature: bytes) -> frozenset[int] | None:
+    """The unit hashes a signature keeps exactly (a short text's), else None."""
+    if len(signature) == NBYTES:
+        return None
+    return frozenset(struct.unpack_from(f"<{(len(signature) - NBYTES) // 4}I", signature, NBYTES))
+
+
+def _exact(a: frozenset[int], b: frozenset[int]) -> float:
+    """The similarity of two exact sets: their Jaccard, and at least ONE_UNIT
+    where one unit is added, dropped or replaced among ONE_UNIT_SHARED or
+    more shared units."""
+    shared = len(a & b)
+    jaccard = shared / (len(a) + len(b) - shared)
+    if shared >= ONE_UNIT_SHARED and max(len(a), len(b)) - shared == 1:
+        return max(jaccard, ONE_UNIT)
+    return jaccard
+
+
 def similarity(a: bytes, b: bytes) -> float:
-    """The estimated Jaccard similarity (0 to 1) of the unit sets behind two
-    signatures: the share of their 128 four-bit bins that agree, less chance
-    agreement. Computed on Python ints (about a microsecond)."""
+    """The Jaccard similarity (0 to 1) of the unit sets behind two
+    signatures: exact where both keep their set (see the module's text),
+    else estimated from the share of their 128 four-bit bins that agree,
+    less chance agreement. Computed on Python ints (about a microsecond)."""
     if len(a) != NBYTES or len(b) != NBYTES:
-        raise InvalidArgumentError(f"a signature is {NBYTES} bytes, not {len(a)} and {len(b)}")
+        if not is_signature(a) or not is_signature(b):
+            raise InvalidArgumentError(
+                f"a signature is {NBYTES} bytes and an optional exact set, "
+                f"not {len(a)} and {len(b)} bytes"
+            )
+        sa, sb = exact_set(a), exact_set(b)
+        if sa is not None and sb is not None:
+            return _exact(sa, sb)
+        a, b = a[:NBYTES], b[:NBYTES]
     return _ESTIMATES[_differing(int.from_bytes(a, "little") ^ int.from_bytes(b, "little"))]
 
 
 def similarity_to(signature: bytes) -> Callable[[bytes], float]:
     """similarity(signature, other) as a function of other, for comparing one
     query with many stored signatures (the query read into an int once)."""
-    check_signature(signature)
-    query = int.from_bytes(signature, "little")
-    estimates, low, from_bytes = _ESTIMATES, _LOW_NIBBLES, int.from_bytes
+    checked = check_signature(signature)
+    assert checked is not None
+    query = int.from_bytes(checked[:NBYTES], "little")
+    mine = exact_set(checked)
+    estimates, low, from_bytes, size = _ESTIMATES, _LOW_NIBBLES, int.from_bytes, NBYTES
 
     def estimate(other: bytes) -> float:
+        if len(other) != size:
+            theirs = exact_set(other)
+            if mine is not None and theirs is not None:
+                return _exact(mine, theirs)
+            other = other[:size]
         x = query ^ from_bytes(other, "little")
         return estimates[((x | x >> 1 | x >> 2 | x >> 3) & low).bit_count()]
 
@@ -225,10 +294,10 @@ _ESTIMATE_ARRAY = np.array(_ESTIMATES, dtype=np.float64)
 
 
 def as_words(signatures: Sequence[bytes | None]) -> tuple[np.ndarray, np.ndarray]:
-    """The signatures as a (n, WORDS) matrix of uint64, and which of them are
-    signatures (a None, or a stored blob of another length, is a row of zeros
-    marked absent: matched by distance alone, as ``similarity_to`` never
-    sees it)."""
+    """The signatures as a (n, WORDS) matrix of uint64, and which of them the
+    words judge alone: a None, a signature that keeps an exact set (judged
+    from its bytes, see similarity) or a blob of another length is a row of
+    zeros marked absent (not judged in memory)."""
     held = [s if s is not None and len(s) == NBYTES else None for s in signatures]
     present = np.array([s is not None for s in held], dtype=bool)
     zero = bytes(NBYTES)
@@ -267,7 +336,17 @@ def signature(text: str, config: FingerprintConfig) -> bytes:
     found = _distinct_units(prepare(text, config))
     if not found:
         raise EmptyTextError("the text has no word features (it is empty or only punctuation)")
-    return sketch(unit_hashes(found))
+    return _signature_of(unit_hashes(found))
+
+
+def _signature_of(hashes: np.ndarray) -> bytes:
+    """The sketch of distinct units' 64-bit hashes, and their exact set
+    where there are at most SMALL (see the module's text)."""
+    made = sketch(hashes)
+    if len(hashes) > SMALL:
+        return made
+    exact = np.unique(top32(hashes))  # (two units' top 32 bits alike: one value)
+    return made + exact.astype("<u4").tobytes()
 
 
 def _one_pass(config: FingerprintConfig) -> bool:
@@ -306,14 +385,17 @@ def fingerprint_and_signature(text: str, config: FingerprintConfig) -> tuple[int
         fingerprint = simhash_of_hashes(hashes[kept], weights)
     if not prepared.isascii() and has_cjk(prepared):  # the units: no CJK bigrams
         single = np.fromiter(map(_single, distinct), bool, count=len(distinct))
-        return fingerprint, sketch(hashes[single])
-    return fingerprint, sketch(hashes)
+        return fingerprint, _signature_of(hashes[single])
+    return fingerprint, _signature_of(hashes)
 
 
 def check_signature(value: object) -> bytes | None:
-    """A stored signature (NBYTES bytes) or None; else InvalidArgumentError."""
+    """A stored signature (see is_signature) or None; else InvalidArgumentError."""
     if value is None:
         return None
-    if not isinstance(value, (bytes, bytearray, memoryview)) or len(value) != NBYTES:
-        raise InvalidArgumentError(f"a signature is {NBYTES} bytes or None, not {value!r:.60}")
+    if not isinstance(value, (bytes, bytearray, memoryview)) or not is_signature(value):
+        raise InvalidArgumentError(
+            f"a signature is {NBYTES} bytes (and an optional exact set of 1 to "
+            f"{SMALL} increasing 32-bit hashes) or None, not {value!r:.60}"
+        )
     return bytes(value)

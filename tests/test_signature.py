@@ -30,13 +30,16 @@ def test_a_signature_is_fixed() -> None:
     bench/experiments/sketches.py's minhash128x4/1 at revision c00c0f7, over the same units)."""
     text = "The quick brown fox jumps over the lazy dog."
     got = sig.signature(text, DEFAULT_CONFIG)
-    assert len(got) == sig.NBYTES == 64
+    assert len(got) == sig.NBYTES + 4 * 8 == 96  # the sketch, then its 8 units exactly
     assert got.hex() == (
         "66313d3d2212d61213d221261d22223ddee3222312e6dde22ee22326ded1e23e"
         "3212662d66ddd222336dde6dd6d6d6dd3de22ed236dd62d212636dd222ee32d6"
+        "5652bc19dd09f41b01915b2913372f45a2031b4b62f7335d2e2f21702dc0e6bc"
     )
     assert got == sig.signature("the QUICK, brown fox -- jumps over the lazy dog", DEFAULT_CONFIG)
-    assert got == sketches.SIGNATURES["minhash128x4/1"].of(text)
+    assert got[: sig.NBYTES] == sketches.SIGNATURES["minhash128x4/1"].of(text)
+    hashes = sig.top32(sig.unit_hashes(sorted(set(sig.units(text.lower().rstrip("."))))))
+    assert got[sig.NBYTES :] == np.sort(hashes).astype("<u4").tobytes()
 
 
 def test_similarity_is_the_share_of_agreeing_bins_less_chance() -> None:
@@ -48,11 +51,87 @@ def test_similarity_is_the_share_of_agreeing_bins_less_chance() -> None:
             words[i] = rng.choice(_VOCAB)
         b = " ".join(words)
         sa, sb = sig.signature(a, DEFAULT_CONFIG), sig.signature(b, DEFAULT_CONFIG)
+        sa, sb = sa[: sig.NBYTES], sb[: sig.NBYTES]  # the sketches (short texts': see below)
         slow = sketches.minhash_similarity(sa, sb, 128, 4)  # numpy: unpack, compare
         assert sig.similarity(sa, sb) == pytest.approx(slow, abs=1e-12)
         assert sig.similarity(sa, sa) == 1.0
         assert sig.similarity_to(sa)(sb) == sig.similarity(sa, sb)  # the same float
         assert 0.0 <= sig.similarity(sa, sb) <= 1.0
+
+
+def exact_rule(a: set[str], b: set[str]) -> float:
+    """What two short texts' similarity is, from their unit sets (the oracle)."""
+    shared = len(a & b)
+    jaccard = shared / len(a | b)
+    one_apart = len(a - b) <= 1 and len(b - a) <= 1 and a != b
+    return max(jaccard, 15 / 17) if one_apart and shared >= 4 else jaccard
+
+
+def test_short_texts_are_compared_exactly() -> None:
+    """Two texts of at most 15 distinct units: their Jaccard exactly, and one
+    unit added, dropped or replaced among four or more shared counts as 15/17;
+    a short text against a longer one (no exact set) is estimated."""
+    rng = random.Random(5)
+    seen = set()
+    for _ in range(400):
+        a_words = rng.sample(_VOCAB, rng.randint(1, 15))
+        b_words = list(a_words)
+        for _ in range(rng.choice([0, 1, 1, 1, 2, 3, 8])):
+            edit = rng.choice(["replace", "insert", "delete"])
+            if edit == "replace" and b_words:
+                b_words[rng.randrange(len(b_words))] = rng.choice(_VOCAB)
+            elif edit == "insert" and len(b_words) < 15:
+                b_words.insert(rng.randint(0, len(b_words)), rng.choice(_VOCAB))
+            elif len(b_words) > 1:
+                b_words.pop(rng.randrange(len(b_words)))
+        a, b = " ".join(a_words), " ".join(b_words)
+        sa, sb = sig.signature(a, DEFAULT_CONFIG), sig.signature(b, DEFAULT_CONFIG)
+        want = exact_rule(set(a.split()), set(b.split()))
+        assert sig.similarity(sa, sb) == sig.similarity(sb, sa) == pytest.approx(want, abs=1e-12)
+        assert sig.similarity_to(sa)(sb) == sig.similarity(sa, sb)
+        seen.add(round(want, 3))
+    assert {1.0, round(15 / 17, 3)} <= seen and min(seen) < 0.5  # every case came up
+    short = sig.signature(passage(rng, 10), DEFAULT_CONFIG)
+    long = sig.signature(passage(rng, 200), DEFAULT_CONFIG)
+    assert len(short) > sig.NBYTES and len(long) == sig.NBYTES
+    assert sig.similarity(short, long) == sig.similarity(short[: sig.NBYTES], long)
+    assert sig.similarity_to(long)(short) == sig.similarity(short, long)
+
+
+def test_the_one_word_edit_of_a_short_text_is_a_copy_at_the_default_threshold() -> None:
+    """The case a Simhash user expects (an eight-word message, one word
+    changed, both stored); and a one-word text is no copy of another."""
+    one = sig.signature("How are you? I Am fine. blar blar blar blar blar Thanks.", DEFAULT_CONFIG)
+    two = sig.signature("How are you i am fine. blar blar blar blar blar than", DEFAULT_CONFIG)
+    query = sig.signature("How are you i am fine. blar blar blar blar blar thank", DEFAULT_CONFIG)
+    assert sig.similarity(query, one) >= sig.DEFAULT_THRESHOLD
+    assert sig.similarity(query, two) >= sig.DEFAULT_THRESHOLD
+    assert (
+        sig.similarity(
+            sig.signature("hello", DEFAULT_CONFIG), sig.signature("help", DEFAULT_CONFIG)
+        )
+        == 0
+    )
+    four = sig.signature("GNU C Library: Shared libraries", DEFAULT_CONFIG)
+    other = sig.signature("GNU C Library: Development Libraries and Header Files", DEFAULT_CONFIG)
+    assert sig.similarity(four, other) < sig.DEFAULT_THRESHOLD
+
+
+@pytest.mark.parametrize(
+    "blob",
+    [
+        bytes(sig.NBYTES + 3),  # not whole hashes
+        bytes(sig.NBYTES) + (2).to_bytes(4, "little") + (1).to_bytes(4, "little"),  # unsorted
+        bytes(sig.NBYTES) + (1).to_bytes(4, "little") * 2,  # a hash twice
+        bytes(sig.NBYTES) + b"".join(i.to_bytes(4, "little") for i in range(16)),  # 16 units
+    ],
+)
+def test_an_exact_set_must_be_increasing_hashes_of_at_most_15_units(blob: bytes) -> None:
+    assert not sig.is_signature(blob)
+    with pytest.raises(InvalidArgumentError, match="a signature is 64 bytes"):
+        sig.check_signature(blob)
+    good = bytes(sig.NBYTES) + b"".join(i.to_bytes(4, "little") for i in range(15))
+    assert sig.check_signature(good) == good
 
 
 def test_similarity_estimates_the_jaccard_of_the_unit_sets() -> None:

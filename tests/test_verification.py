@@ -55,6 +55,18 @@ def corpus(seed: int = 3) -> dict[str, str]:
         texts[f"p{i}"] = base
         for j, share in enumerate((0.02, 0.1, 0.3, 0.45, 0.6)):
             texts[f"p{i}-e{j}"] = edited(base, share, rng)
+    # Short texts (their sets kept exactly: one word apart is a copy), each
+    # with one word replaced, one inserted, and two replaced.
+    for i in range(30):
+        words = rng.sample(_VOCAB, rng.randint(4, 14))
+        texts[f"s{i}"] = " ".join(words)
+        one = list(words)
+        one[rng.randrange(len(one))] = rng.choice(_VOCAB)
+        texts[f"s{i}-r1"] = " ".join(one)
+        texts[f"s{i}-i1"] = " ".join([*words, rng.choice(_VOCAB)])
+        for at in rng.sample(range(len(one)), 2):
+            one[at] = rng.choice(_VOCAB)
+        texts[f"s{i}-r2"] = " ".join(one)
     return texts
 
 
@@ -104,6 +116,14 @@ def test_the_corpus_has_candidates_the_signatures_reject(texts: dict[str, str]) 
                 else:
                     kept += 1
     assert rejected >= 10 and kept >= 40
+    short = {0: 0, 1: 0}  # one word apart: a copy by the exact rule, whatever the estimate
+    for i in range(30):
+        fp, sig = marks[f"s{i}"]
+        for copy in ("r1", "i1"):
+            other, other_sig = marks[f"s{i}-{copy}"]
+            if similarity(sig, other_sig) >= DEFAULT_THRESHOLD:
+                short[similarity(sig[:64], other_sig[:64]) >= DEFAULT_THRESHOLD] += 1
+    assert short[0] >= 10  # ... which the sketch alone would have rejected
 
 
 @pytest.mark.filterwarnings("ignore::simindex.FullScanWarning")  # k = 12 on PostgreSQL
@@ -181,7 +201,10 @@ def test_a_held_snapshot_verifies_in_memory_as_the_rows_do(
         snapshot = index._accel.snapshot
         assert snapshot is not None and snapshot.signatures is not None
         words, present = snapshot.signatures
-        assert int(present.sum()) == sum(sig is not None for _, sig in stored.values())
+        # Held as words: the sketches alone (a short text's exact set is
+        # judged from its row, after it is read).
+        sketches = sum(sig is not None and len(sig) == 64 for _, sig in stored.values())
+        assert int(present.sum()) == sketches < sum(sig is not None for _, sig in stored.values())
         # Replaced (the same ids, new texts: the held signatures are stale),
         # signatures dropped, rows removed: all through this object.
         for key in rng.sample(keys, 12):
@@ -417,7 +440,7 @@ def test_an_older_index_upgrades_in_place_and_is_verified_once_rebuilt(
         assert index.threshold == DEFAULT_THRESHOLD
     # The upgrade recorded the threshold it verifies at: a later default does not move it.
     meta = dict(sqlite3.connect(path).execute("SELECT name, value FROM simindex_meta").fetchall())
-    assert (meta["threshold"], meta["signature"]) == ("0.8", "minhash128x4/1")
+    assert (meta["threshold"], meta["signature"]) == ("0.8", "minhash128x4/1+set15")
     with SimIndex(path) as index:
         assert any("no verification signature" in w for w in info["warnings"])
         assert {m.key for m in index.query(some["p0"])} == {
@@ -431,6 +454,49 @@ def test_an_older_index_upgrades_in_place_and_is_verified_once_rebuilt(
         stored = {k: fingerprint_and_signature(t, index.config) for k, t in some.items()}
         fp, sig = stored["p0"]
         assert index.query(some["p0"]) == oracle(stored, fp, sig, 8, DEFAULT_THRESHOLD)
+
+
+def test_an_index_of_sketches_alone_is_read_and_upgraded(
+    tmp_path: Path, texts: dict[str, str]
+) -> None:
+    """An index of revision 0005 (signatures the sketch alone): read as it is
+    (its short texts estimated, a query's exact set unused against them);
+    opened to write, it names the signatures it now stores, and a row
+    written since is compared exactly with a query."""
+    path = tmp_path / "old.db"
+    short = {k: t for k, t in texts.items() if k.startswith("s")}
+    with SimIndex(path) as index:
+        index.add_many(short.items())
+    con = sqlite3.connect(path)
+    with con:  # what a simindex before revision 0006 wrote: the sketches alone
+        rows = con.execute("SELECT id, signature FROM simindex_fingerprints").fetchall()
+        con.executemany(
+            "UPDATE simindex_fingerprints SET signature = ? WHERE id = ?",
+            [(sig[:64], row_id) for row_id, sig in rows],
+        )
+        con.execute("UPDATE simindex_alembic_version SET version_num = '0005'")
+        con.execute("UPDATE simindex_meta SET value = 'minhash128x4/1' WHERE name = 'signature'")
+    con.close()
+    old = {
+        k: (fp, sig[:64])
+        for k, (fp, sig) in (
+            (k, fingerprint_and_signature(t, DEFAULT_CONFIG)) for k, t in short.items()
+        )
+    }
+    query = short["s1-r1"]
+    fp, sig = fingerprint_and_signature(query, DEFAULT_CONFIG)
+    with SimIndex(path, readonly=True) as index:
+        assert index.stats()["schema_revision"] == "0005"
+        assert index.query(query, k=12) == oracle(old, fp, sig, 12, DEFAULT_THRESHOLD)
+    with SimIndex(path) as index:
+        assert index.stats()["schema_revision"] == "0006"
+        index.add("s1", short["s1"])  # written again: its set kept exactly
+        old["s1"] = fingerprint_and_signature(short["s1"], DEFAULT_CONFIG)
+        got = index.query(query, k=12)
+        assert got == oracle(old, fp, sig, 12, DEFAULT_THRESHOLD)
+        assert "s1" in {m.key for m in got}  # one word apart: a copy
+    meta = dict(sqlite3.connect(path).execute("SELECT name, value FROM simindex_meta").fetchall())
+    assert meta["signature"] == "minhash128x4/1+set15"
 
 
 def test_a_fingerprint_replacing_a_text_clears_its_signature(index: SimIndex) -> None:

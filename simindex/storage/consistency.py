@@ -13,7 +13,7 @@ what they have read, at little cost beside reading it:
   fingerprint's own bits (the id is 0 where they are not); ids are positive
   and none comes twice.
 - ``signature_words``, ``all_known``: every signature is a signature
-  (signature.NBYTES bytes), and every row that has one is among the ids read.
+  (signature.is_signature), and every row that has one is among the ids read.
 - ``rows``: every id asked for by id has a row, with a text key, the
   fingerprint it was paired under and a signature or none.
 
@@ -32,11 +32,9 @@ from sqlalchemy import Table, and_, case, literal_column
 
 from simindex.blocks import BlockLayout
 from simindex.errors import DamagedIndexError
-from simindex.signature import NBYTES, as_words
+from simindex.signature import NBYTES, as_words, is_signature
 from simindex.storage import schema
 from simindex.storage.location import Location
-
-_BYTES = (bytes, bytearray, memoryview)  # a blob as the drivers give it
 
 
 def damaged(where: Location, detail: str) -> DamagedIndexError:
@@ -111,13 +109,9 @@ def unique(where: Location, ids: np.ndarray) -> None:
 def signature_words(where: Location, blobs: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
     """Signatures read (none of them NULL) as words and presence
     (signature.as_words): each must be a signature."""
-    try:
-        words, present = as_words(blobs)
-    except TypeError as exc:  # a value that is no blob
-        raise damaged(where, f"a signature is not {NBYTES} bytes") from exc
-    if not present.all():
-        raise damaged(where, f"a signature is not {NBYTES} bytes")
-    return words, present
+    if not all(map(is_signature, blobs)):
+        raise damaged(where, f"a signature is not {NBYTES} bytes (and an exact set)")
+    return as_words(blobs)
 
 
 def all_known(where: Location, ids: np.ndarray, known: np.ndarray) -> None:
@@ -149,10 +143,10 @@ def rows(
             )
         if not isinstance(key, str) or not key:
             raise damaged(where, f"id {row_id} has a key that is not text")
-        if signature is not None and not (
-            isinstance(signature, _BYTES) and len(signature) == NBYTES
-        ):
-            raise damaged(where, f"id {row_id} has a signature that is not {NBYTES} bytes")
+        if signature is not None and not is_signature(signature):
+            raise damaged(
+                where, f"id {row_id} has a signature that is not {NBYTES} bytes (and an exact set)"
+            )
         out[row_id] = (key, None if signature is None else bytes(signature))
     if same and len(out) != len(wanted):
         missing = next(i for i in wanted if i not in out)

@@ -25,7 +25,7 @@ from simindex.errors import (
     StorageError,
 )
 from simindex.fingerprint import BITS, FingerprintConfig
-from simindex.signature import DEFAULT_THRESHOLD, NAME, check_threshold
+from simindex.signature import DEFAULT_THRESHOLD, NAME, SKETCH_ONLY, check_threshold
 from simindex.storage import schema
 from simindex.storage.dialects import COUNT_SQL, dialect_of
 from simindex.storage.location import Location
@@ -36,10 +36,11 @@ if TYPE_CHECKING:
 FORMAT_VERSION = 2  # the newest format this simindex reads (see Settings.format)
 # The Alembic revisions this simindex knows, oldest first (tests check them
 # against migrations/versions). Kept here so opening an index needs no Alembic.
-REVISIONS = ("0001", "0002", "0003", "0004", "0005")
+REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006")
 HEAD = REVISIONS[-1]
 SIGNATURES_FROM = "0002"  # the first revision with the signature column
 COUNTED_FROM = "0005"  # the first whose database counts every change (triggers)
+EXACT_SETS_FROM = "0006"  # the first whose signatures may keep a short text's set (NAME)
 STORED_FROM = "0004"  # the first with the table of the last snapshot read (stored.py)
 
 
@@ -157,7 +158,12 @@ def read_settings(conn: Connection, where: Location) -> tuple[Settings, str] | N
             f"{where} was written by {theirs} (format {fmt}, schema revision {revision}); "
             f"this is {mine}: upgrade simindex to open it"
         )
-    if rows.get("signature", NAME) != NAME:
+    # Before revision 0006 the signatures were the sketch alone (SKETCH_ONLY):
+    # read as they are; opening such an index to write upgrades its name.
+    kind = rows.get("signature", NAME)
+    if kind != NAME and not (
+        kind == SKETCH_ONLY and REVISIONS.index(revision) < REVISIONS.index(EXACT_SETS_FROM)
+    ):
         raise IndexVersionError(
             f"{where} stores signatures of another kind ({rows['signature']!r}); this is "
             f"{mine}, which makes {NAME!r}: upgrade simindex to open it"
