@@ -74,7 +74,7 @@ def fingerprints(
     - ``fingerprint``: ``simhash(text, config)`` as a signed 64-bit long
       (``simindex.to_unsigned`` gives the library's int back); NULL, with the
       signature, for a text with no words (or a NULL text).
-    - ``signature``: the 64-byte verification signature
+    - ``signature``: the verification signature (simindex.signature)
       (``fingerprint_and_signature``), or NULL with ``signatures=False``
       (then such rows are matched by distance alone, as in an index).
     - ``position``: the row's place in the input, the order ``clusters``
