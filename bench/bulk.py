@@ -195,7 +195,7 @@ def measure_postgres(
     for phase in ("copy", "key", "lookups", "analyze and commit"):
         print(f"{'  of which ' + phase:46} {f[phase]:9.2f}")
     print(f"\nratio: add_fingerprints takes {s / f['total']:.2f}x the floor's time")
-    print("target (issue 16): add_fingerprints >= 200,000 fps/s into a fresh index")
+    print("target: add_fingerprints >= 200,000 fps/s into a fresh index")
 
 
 def measure(args: argparse.Namespace) -> int:
@@ -233,7 +233,7 @@ def measure(args: argparse.Namespace) -> int:
     for phase in ("insert", "lookups", "commit"):
         print(f"{'  of which ' + phase:46} {f[phase]:9.2f}")
     print(f"\nratio: add_fingerprints takes {s / f['total']:.2f}x the floor's time")
-    print("target (issue 16): add_fingerprints >= 400,000 fps/s into a fresh file")
+    print("target: add_fingerprints >= 400,000 fps/s into a fresh file")
     url = args.postgres_url or os.environ.get("SIMINDEX_TEST_POSTGRES_URL")
     if url:
         measure_postgres(url, pairs, rows, args.runs)

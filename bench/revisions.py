@@ -742,7 +742,7 @@ def report(
     else:
         print(
             "same answers: yes (every row that must: the same matches, pairs and rows on "
-            "both; the text-query rows are verified from issue 14 on and may differ)"
+            "both; the text-query rows are verified by signatures and may differ)"
         )
     print(f"{elapsed:.0f} s for the whole run")
     return 0 if ok else 1

@@ -89,7 +89,7 @@ def measure(args: argparse.Namespace) -> int:
     for name, values in times.items():
         median = statistics.median(values)
         print(f"{name:52} {median * 1000:10.0f} {(median - base) * 1000:14.0f}")
-    print("\ntarget (issue 16): the command's whole process <= 250 ms")
+    print("\ntarget: the command's whole process <= 250 ms")
     return 0
 
 

@@ -452,7 +452,7 @@ def print_report(out: dict, distinct_texts: int, seconds: float) -> None:
         f"{seconds:.0f} s"
     )
     head_row = results[0]
-    c = head_row["clusters"]["index"]
+    mine = head_row["clusters"]["index"]  # (the verdict's: clusters() itself)
     same_as_sketch = out["product_same_as_sketch_row"]
     print()
     head = [
@@ -534,8 +534,8 @@ def print_report(out: dict, distinct_texts: int, seconds: float) -> None:
         f"{head_row['false_alarms']} false alarms of {head_row['distinct_pairs']} distinct pairs "
         f"({100 * head_row['false_alarm_share']:.1f}%; target <= {100 * TARGET_SHARE:.0f}%: "
         f"{yes[targets['false_alarm_share']]}), {head_row['true_pairs']} true pairs (target "
-        f">= {TARGET_TRUE}: {yes[targets['true_pairs']]}), largest cluster {c['largest']}, "
-        f"{c['members_unlike_canonical']} members unlike their canonical member (target 0: "
+        f">= {TARGET_TRUE}: {yes[targets['true_pairs']]}), largest cluster {mine['largest']}, "
+        f"{mine['members_unlike_canonical']} members unlike their canonical member (target 0: "
         f"{yes[targets['members_unlike_canonical']]})"
     )
     print(
