@@ -300,6 +300,18 @@ def test_cli_edited_pair(files: tuple[Path, Path]) -> None:
         assert re.search(rf"\n  {x.feature} +{x.weight_a} +{x.weight_b} +{x.score:.2f}\n", out)
 
 
+def test_cli_says_how_short_texts_are_compared() -> None:
+    """Two short texts' similarity is exact, not an estimate: one word apart
+    it counts as 15/17, above their Jaccard, and the explanation says why."""
+    a = "How are you? I Am fine. blar blar blar blar blar Thanks."
+    out = ok("explain", "--text", a, "How are you i am fine. blar blar blar blar blar thank").stdout
+    assert out.startswith("near-duplicates: distance 0")
+    assert "signatures: similarity 0.882 >= threshold 0.80" in out
+    assert "exact Jaccard 0.778 (both sets kept exactly in the signatures; one unit" in out
+    long = ok("explain", "--text", T1, EDITED).stdout
+    assert "(what the signatures estimate)" in long
+
+
 def test_cli_texts_and_stdin(files: tuple[Path, Path]) -> None:
     by_text = ok_json("explain", "--text", T1, EDITED)
     assert by_text == ok_json("explain", files[0], "-", input=EDITED)

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
+from simindex import signature
 from simindex.blocks import DEFAULT_K, MAX_INDEX_K, BlockLayout
 from simindex.cli.errors import UserError, reported
 from simindex.cli.options import (
@@ -309,9 +310,17 @@ def _explanation_lines(e: Explanation) -> Iterator[str]:
             f"{'>=' if e.verified else '<'} threshold {e.threshold:.2f}"
         )
     if e.unit_jaccard is not None:
+        small = e.units_a is not None and e.units_b is not None
+        small = small and max(e.units_a or 0, e.units_b or 0) <= signature.SMALL
+        how = (
+            "both sets kept exactly in the signatures; one unit apart among "
+            f"{signature.ONE_UNIT_SHARED} or more shared counts as {signature.ONE_UNIT:.3f}"
+            if small
+            else "what the signatures estimate"
+        )
         yield (
             f"units: {e.units_a} in a, {e.units_b} in b, {e.shared_units} shared: "
-            f"exact Jaccard {e.unit_jaccard:.3f} (what the signatures estimate)"
+            f"exact Jaccard {e.unit_jaccard:.3f} ({how})"
         )
         for side, only in (("a", e.only_a), ("b", e.only_b)):
             if only:
