@@ -169,12 +169,37 @@ def test_hold_false_holds_nothing_after_any_mix_of_calls(db_path: Path, hold: No
                 other.add_fingerprint(f"theirs{step}", q ^ 2)
                 stored[f"theirs{step}"] = q ^ 2
             assert index.stats()["held_in_memory_bytes"] == 0
-            assert index._accel.snapshot is None
+            assert not index.held
 
 
 def brute_force_pairs(stored: dict[str, int], k: int) -> int:
     fps = list(stored.values())
     return sum((a ^ b).bit_count() <= k for i, a in enumerate(fps) for b in fps[i + 1 :])
+
+
+def test_held_says_what_is_held_and_asking_changes_nothing(db_path: Path) -> None:
+    """``held``: False until a probed query reads the index in (exact lookups
+    always ask the database), True after. Asking reads nothing: a write
+    elsewhere is noticed by the next query, not by asking."""
+    rng = random.Random(14)
+    stored = {f"k{i}": rng.getrandbits(64) for i in range(500)}
+    with SimIndex(db_path, hold=True) as index, SimIndex(db_path) as other:
+        index.add_fingerprints(stored.items())
+        assert not index.held
+        q = flip(stored["k3"], 2, rng)
+        exact = index.layout.k
+        assert index.query(q, k=exact) == brute_force(stored, q, exact)
+        assert not index.held
+        assert index.query(q) == brute_force(stored, q, 8)  # probed: read in
+        assert index.held and index.held
+        size = index.stats()["held_in_memory_bytes"]
+        assert size > 0
+        other.add_fingerprint("new", q ^ 1)
+        stored["new"] = q ^ 1
+        assert index.held  # the database was not asked
+        assert index.stats()["held_in_memory_bytes"] == size
+        assert index.query(q) == brute_force(stored, q, 8)  # let go, and read again
+        assert index.held
 
 
 def test_a_held_index_reads_again_after_compact(db_path: Path) -> None:
@@ -186,11 +211,11 @@ def test_a_held_index_reads_again_after_compact(db_path: Path) -> None:
         index.add_fingerprints(stored.items())
         q = flip(stored["k3"], 2, rng)
         assert index.query(q) == brute_force(stored, q, 8)
-        assert index.stats()["held_in_memory_bytes"] > 0
+        assert index.stats()["held_in_memory_bytes"] > 0 and index.held
         index.compact()
-        assert index.stats()["held_in_memory_bytes"] == 0
+        assert index.stats()["held_in_memory_bytes"] == 0 and not index.held
         assert index.query(q) == brute_force(stored, q, 8)
-        assert index.stats()["held_in_memory_bytes"] > 0
+        assert index.stats()["held_in_memory_bytes"] > 0 and index.held
 
 
 def test_threads_share_one_copy(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -79,12 +79,12 @@ def test_query_equals_brute_force(
             # Larger than the index's k: still exact, by probing or a full scan (which warns).
             # (Once the index holds its fingerprints in memory, nothing is scanned.)
             for k in (index_k + 2, index_k + 9):
-                in_memory = index._accel.snapshot is not None
+                in_memory = index.held
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
                     assert index.query(query, k=k) == brute_force(stored, query, k)
                 assert bool(caught) == (not index._store.can_probe(k) and not in_memory)
-        assert (index._accel.snapshot is not None) == held
+        assert index.held == held
 
 
 def test_query_equals_brute_force_on_a_larger_random_set(file_index: SimIndex) -> None:
@@ -460,7 +460,7 @@ def test_a_k_above_the_index_probes_and_equals_brute_force(
                 warnings.simplefilter("always")
                 for q in queries:
                     assert index.query(q, k=k) == brute_force(stored, q, k), (k, q)
-            in_memory = index._accel.snapshot is not None
+            in_memory = index.held
             assert in_memory == held  # PostgreSQL too (by the writes counted)
             # A warning only for a full scan (none from memory).
             assert bool(caught) == (not probed and not in_memory), k
@@ -600,11 +600,11 @@ def test_only_an_index_whose_database_counts_every_change_is_held(location: str)
     with SimIndex(location, readonly=True, hold=True) as index:
         assert index.stats()["schema_revision"] == "0002"
         assert index.query(q) == brute_force(stored, q, 8)
-        assert index._accel.snapshot is None
+        assert not index.held
     with SimIndex(location, hold=True) as index:  # for writing: upgraded to 0005 and on
         assert index.stats()["schema_revision"] == storage.HEAD
         assert index.query(q) == brute_force(stored, q, 8)
-        assert index._accel.snapshot is not None
+        assert index.held
 
 
 def test_a_held_query_on_a_server_reads_its_rows_and_versions_at_once(
@@ -667,7 +667,7 @@ def test_hold_says_when_queries_come_from_memory(
         with SimIndex(db_path, hold=hold) as index:
             for _ in range(3):
                 assert index.query(q) == brute_force(stored, q, index.k)
-            assert (index._accel.snapshot is not None) == held, (hold, rent)
+            assert index.held == held, (hold, rent)
     with pytest.raises(InvalidArgumentError, match="hold"):
         SimIndex(db_path, hold="yes")  # type: ignore[arg-type]
 
@@ -787,7 +787,7 @@ def held_near(index: SimIndex, seed: int, n: int) -> tuple[dict[str, int], int]:
     index.add_fingerprints(stored.items())
     q = stored["k5"] ^ 0b11
     assert index.query(q, k=8) == brute_force(stored, q, 8)
-    assert index._accel.snapshot is not None
+    assert index.held
     return stored, q
 
 
