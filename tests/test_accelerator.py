@@ -1,11 +1,15 @@
 """The accelerator: when it reads an index into memory, when it lets it go, and
 what it does with the owner's writes (unit tests, no database; seconds are
 made up) -- then the contract as a SimIndex keeps it: hold=False holds nothing
-after any mix of calls, and the threads of a process share one copy."""
+after any mix of calls, ``held`` says what is held, and the threads of a
+process share one copy -- and its rules through SimIndex: one snapshot kept
+across reads and the owner's writes, let go at anyone else's, and the next
+rent doubled when one did not pay."""
 
 from __future__ import annotations
 
 import random
+import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +20,7 @@ import pytest
 from simindex import SimIndex, accelerator
 from simindex.accelerator import Accelerator
 from simindex.snapshot import Snapshot
-from simindex.storage import Versions, store
+from simindex.storage import Versions, dialects, store
 from tests.helpers import brute_force, flip
 
 
@@ -253,3 +257,150 @@ def test_threads_share_one_copy(db_path: Path, monkeypatch: pytest.MonkeyPatch) 
         stored["new"] = queries[0] ^ 1
         assert index.query(queries[0]) == brute_force(stored, queries[0], 8)
         assert index._accel.snapshot is held and len(loads) == 1  # applied, not reread
+
+
+# --- its rules, through SimIndex: one snapshot across reads and own writes ---------
+#
+# The snapshot a SimIndex holds stays the same object while only its own
+# writes come (they are applied to it), and is let go at anyone else's; a
+# snapshot let go unused doubles the next rent. These ask the accelerator
+# itself what it holds: the identity of a snapshot, its stamp and its
+# rent's factor are its own state, which nothing public shows.
+
+
+def test_a_held_snapshot_answers_as_brute_force_and_sees_every_write(
+    location: str, hold: None
+) -> None:
+    """Once queries have spent what reading the index would cost, the index
+    holds its fingerprints in memory (SQLite and PostgreSQL): answers stay
+    exact; writes through this object are applied to it, and any other write
+    (through another object, a rebuild) lets the snapshot go."""
+    rng = random.Random(5)
+    stored = {f"k{i}": rng.getrandbits(64) for i in range(2000)}
+    keys = list(stored)
+    for i in range(300):
+        stored[f"near{i}"] = flip(stored[keys[i % 40]], i % 11, rng)
+    stored["top"] = 2**64 - 1
+    queries = [flip(stored[keys[i]], rng.randrange(0, 6), rng) for i in range(30)] + [2**63]
+
+    def check(index: SimIndex) -> None:
+        for q in queries:
+            for k in (3, 8):
+                assert index.query(q, k=k) == brute_force(stored, q, k), (k, q)
+            assert index.query_many([q, q ^ 1], k=5) == [
+                brute_force(stored, q, 5),
+                brute_force(stored, q ^ 1, 5),
+            ]
+
+    with SimIndex(location, k=3) as index, SimIndex(location) as other:
+        index.add_fingerprints(stored.items())
+        index.query(queries[0], k=8)  # a probed query's time spent: it reads them all
+        held = index._accel.snapshot  # on PostgreSQL too: by the writes counted
+        assert held is not None
+        assert index.stats()["held_in_memory_bytes"] >= 16 * len(stored)
+        check(index)
+        assert index._accel.snapshot is held  # still the same one
+        index.remove("k0")  # through this object
+        del stored["k0"]
+        index.add_fingerprint("k1", queries[2] ^ 3)  # a replaced fingerprint
+        stored["k1"] = queries[2] ^ 3
+        check(index)
+        assert index._accel.snapshot is held  # the writes were applied
+        other.add_fingerprint("new", queries[3] ^ 1)  # through another connection
+        stored["new"] = queries[3] ^ 1
+        other.remove("k2")
+        del stored["k2"]
+        check(index)
+        other.rebuild(k=8)  # another layout, made elsewhere
+        check(index)
+        assert index.k == 8
+
+
+def test_writes_that_come_often_push_the_next_read_back(
+    db_path: Path, hold: None, clock: None
+) -> None:
+    """A snapshot let go (a write) before it answered anything did not pay for
+    reading it: the next one waits twice as long, up to 16 times (ski rental
+    with backoff, see Accelerator.charge); answers stay exact throughout. Every
+    query and every read takes 1 ms by the clock (whether one paid is
+    decided by those times, not by how fast the machine was)."""
+    rng = random.Random(9)
+    stored = {f"k{i}": rng.getrandbits(64) for i in range(300)}
+    with SimIndex(db_path, k=3) as index, SimIndex(db_path) as other:
+        index.add_fingerprints(stored.items())
+        q = rng.getrandbits(64)
+        assert index.query(q, k=8) == brute_force(stored, q, 8)  # read into memory
+        factors = []
+        for i in range(
+            6
+        ):  # each write elsewhere lets the snapshot go unused; each query rereads it
+            other.add_fingerprint(f"new{i}", q ^ 1)
+            stored[f"new{i}"] = q ^ 1
+            q = rng.getrandbits(64)
+            assert index.query(q, k=8) == brute_force(stored, q, 8)
+            factors.append(index._accel.account.factor)
+        assert factors == [2.0, 4.0, 8.0, 16.0, 16.0, 16.0]
+        for _ in range(50):  # queries with no write between: it pays, and the factor falls
+            assert index.query(q, k=8) == brute_force(stored, q, 8)
+        other.add_fingerprint("last", q ^ 3)
+        stored["last"] = q ^ 3
+        assert index.query(q, k=8) == brute_force(stored, q, 8)
+        assert index._accel.account.factor == 8.0
+
+
+def held_near(index: SimIndex, seed: int, n: int) -> tuple[dict[str, int], int]:
+    """Fill an index with n random fingerprints and ask a probed query near
+    the one of "k5" (a `hold` test: the index then holds them): (stored, query)."""
+    rng = random.Random(seed)
+    stored = {f"k{i}": rng.getrandbits(64) for i in range(n)}
+    index.add_fingerprints(stored.items())
+    q = stored["k5"] ^ 0b11
+    assert index.query(q, k=8) == brute_force(stored, q, 8)
+    assert index.held
+    return stored, q
+
+
+def test_writes_elsewhere_are_seen_whoever_makes_them(db_path: Path, hold: None) -> None:
+    """A write the index did not make lets its snapshot go: through another
+    object, or through plain SQL (counted all the same, by the triggers)."""
+    with SimIndex(db_path, k=3) as index, SimIndex(db_path) as other:
+        stored, q = held_near(index, 4, 300)
+        held = index._accel.snapshot
+        other.add_fingerprint("near", q ^ 1)
+        stored["near"] = q ^ 1
+        assert index.query(q, k=8) == brute_force(stored, q, 8)
+        assert index._accel.snapshot is not held
+        index.add_fingerprint("mine", q ^ 2)  # applied: the snapshot stays
+        stored["mine"] = q ^ 2
+        assert index.query(q, k=8) == brute_force(stored, q, 8)
+        held = index._accel.snapshot
+        with sqlite3.connect(db_path) as raw:  # not simindex: nothing counted
+            raw.execute("DELETE FROM simindex_fingerprints WHERE key = 'k5'")
+        del stored["k5"]
+        assert index.query(q, k=8) == brute_force(stored, q, 8)
+        assert index._accel.snapshot is not held
+
+
+def test_a_write_in_another_thread_lets_this_threads_snapshot_go(db_path: Path, hold: None) -> None:
+    with SimIndex(db_path, k=3) as index:
+        stored, q = held_near(index, 6, 300)
+        worker = threading.Thread(target=index.add_fingerprint, args=("there", q ^ 1))
+        worker.start()
+        worker.join()
+        stored["there"] = q ^ 1
+        assert index.query(q, k=8) == brute_force(stored, q, 8)
+
+
+def test_writes_are_counted_without_returning_too(
+    db_path: Path, hold: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite before 3.35 (no RETURNING) counts a write in two statements."""
+    monkeypatch.setattr(dialects.sqlite3, "sqlite_version_info", (3, 34, 1))
+    with SimIndex(db_path, k=3) as index:
+        stored, q = held_near(index, 8, 200)
+        held = index._accel.snapshot
+        for i in range(3):
+            index.add_fingerprint(f"n{i}", q ^ (1 << i))
+            stored[f"n{i}"] = q ^ (1 << i)
+            assert index.query(q, k=8) == brute_force(stored, q, 8)
+        assert index._accel.snapshot is held and index._accel.stamp == index._store.versions()
