@@ -404,3 +404,35 @@ def test_writes_are_counted_without_returning_too(
             stored[f"n{i}"] = q ^ (1 << i)
             assert index.query(q, k=8) == brute_force(stored, q, 8)
         assert index._accel.snapshot is held and index._accel.stamp == index._store.versions()
+
+
+def test_the_held_snapshot_holds_the_signatures_and_takes_every_kind_of_own_write(
+    db_path: Path,
+) -> None:
+    """What a holder reads holds, as words, the sketch of every row that has
+    one (so candidates are verified in memory, test_verification.py; a short
+    text's exact set is judged from its row, after it is read); this
+    object's writes of texts over stored keys, of bare fingerprints and its
+    removals are applied to that snapshot, not read again."""
+    rng = random.Random(15)
+    words = [f"w{i}" for i in range(400)]
+    texts = {f"d{i}": " ".join(rng.choices(words, k=40)) for i in range(200)}
+    texts |= {f"s{i}": " ".join(rng.sample(words, rng.randint(4, 14))) for i in range(30)}
+    keys = sorted(texts)
+    bare = keys[:20]
+    signed = keys[20:]
+    with SimIndex(db_path, hold=True) as index:
+        index.add_fingerprints((key, index.fingerprint(texts[key])) for key in bare)
+        index.add_many((key, texts[key]) for key in signed)
+        assert index.query(texts["d50"])[0].key == "d50"  # probed (k = 8): read in
+        snapshot = index._accel.snapshot
+        assert snapshot is not None and snapshot.signatures is not None
+        _, present = snapshot.signatures
+        sketches = sum(len(index.signature(texts[key])) == 64 for key in signed)
+        assert int(present.sum()) == sketches < len(signed)
+        for key in rng.sample(keys, 12):  # the same ids, other texts
+            index.add(key, texts[rng.choice(keys)])
+        for key in rng.sample(keys, 5):  # signatures dropped
+            index.add_fingerprint(key, index.fingerprint(texts[key]))
+        index.remove_many(rng.sample(keys, 5))
+        assert index._accel.snapshot is snapshot  # the writes were applied, not reread
