@@ -163,6 +163,14 @@ class SimIndex:
         """The file path, ":memory:" or the URL (password hidden)."""
         return str(self._where)
 
+    @property
+    def held(self) -> bool:
+        """Whether this object holds the index's fingerprints in memory now
+        (see ``hold`` and query). It reads nothing, and reads in or lets go
+        of nothing: the next query may find what is held stale and let it
+        go. ``stats()["held_in_memory_bytes"]`` says how much memory it takes."""
+        return self._accel.snapshot is not None
+
     def __repr__(self) -> str:
         return f"SimIndex({self.location!r}, k={self.k})"
 

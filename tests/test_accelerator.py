@@ -1,11 +1,15 @@
 """The accelerator: when it reads an index into memory, when it lets it go, and
 what it does with the owner's writes (unit tests, no database; seconds are
 made up) -- then the contract as a SimIndex keeps it: hold=False holds nothing
-after any mix of calls, and the threads of a process share one copy."""
+after any mix of calls, ``held`` says what is held, and the threads of a
+process share one copy -- and its rules through SimIndex: one snapshot kept
+across reads and the owner's writes, let go at anyone else's, and the next
+rent doubled when one did not pay."""
 
 from __future__ import annotations
 
 import random
+import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +20,7 @@ import pytest
 from simindex import SimIndex, accelerator
 from simindex.accelerator import Accelerator
 from simindex.snapshot import Snapshot
-from simindex.storage import Versions, store
+from simindex.storage import Versions, dialects, store
 from tests.helpers import brute_force, flip
 
 
@@ -169,12 +173,37 @@ def test_hold_false_holds_nothing_after_any_mix_of_calls(db_path: Path, hold: No
                 other.add_fingerprint(f"theirs{step}", q ^ 2)
                 stored[f"theirs{step}"] = q ^ 2
             assert index.stats()["held_in_memory_bytes"] == 0
-            assert index._accel.snapshot is None
+            assert not index.held
 
 
 def brute_force_pairs(stored: dict[str, int], k: int) -> int:
     fps = list(stored.values())
     return sum((a ^ b).bit_count() <= k for i, a in enumerate(fps) for b in fps[i + 1 :])
+
+
+def test_held_says_what_is_held_and_asking_changes_nothing(db_path: Path) -> None:
+    """``held``: False until a probed query reads the index in (exact lookups
+    always ask the database), True after. Asking reads nothing: a write
+    elsewhere is noticed by the next query, not by asking."""
+    rng = random.Random(14)
+    stored = {f"k{i}": rng.getrandbits(64) for i in range(500)}
+    with SimIndex(db_path, hold=True) as index, SimIndex(db_path) as other:
+        index.add_fingerprints(stored.items())
+        assert not index.held
+        q = flip(stored["k3"], 2, rng)
+        exact = index.layout.k
+        assert index.query(q, k=exact) == brute_force(stored, q, exact)
+        assert not index.held
+        assert index.query(q) == brute_force(stored, q, 8)  # probed: read in
+        assert index.held and index.held
+        size = index.stats()["held_in_memory_bytes"]
+        assert size > 0
+        other.add_fingerprint("new", q ^ 1)
+        stored["new"] = q ^ 1
+        assert index.held  # the database was not asked
+        assert index.stats()["held_in_memory_bytes"] == size
+        assert index.query(q) == brute_force(stored, q, 8)  # let go, and read again
+        assert index.held
 
 
 def test_a_held_index_reads_again_after_compact(db_path: Path) -> None:
@@ -186,11 +215,11 @@ def test_a_held_index_reads_again_after_compact(db_path: Path) -> None:
         index.add_fingerprints(stored.items())
         q = flip(stored["k3"], 2, rng)
         assert index.query(q) == brute_force(stored, q, 8)
-        assert index.stats()["held_in_memory_bytes"] > 0
+        assert index.stats()["held_in_memory_bytes"] > 0 and index.held
         index.compact()
-        assert index.stats()["held_in_memory_bytes"] == 0
+        assert index.stats()["held_in_memory_bytes"] == 0 and not index.held
         assert index.query(q) == brute_force(stored, q, 8)
-        assert index.stats()["held_in_memory_bytes"] > 0
+        assert index.stats()["held_in_memory_bytes"] > 0 and index.held
 
 
 def test_threads_share_one_copy(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -228,3 +257,182 @@ def test_threads_share_one_copy(db_path: Path, monkeypatch: pytest.MonkeyPatch) 
         stored["new"] = queries[0] ^ 1
         assert index.query(queries[0]) == brute_force(stored, queries[0], 8)
         assert index._accel.snapshot is held and len(loads) == 1  # applied, not reread
+
+
+# --- its rules, through SimIndex: one snapshot across reads and own writes ---------
+#
+# The snapshot a SimIndex holds stays the same object while only its own
+# writes come (they are applied to it), and is let go at anyone else's; a
+# snapshot let go unused doubles the next rent. These ask the accelerator
+# itself what it holds: the identity of a snapshot, its stamp and its
+# rent's factor are its own state, which nothing public shows.
+
+
+def test_a_held_snapshot_answers_as_brute_force_and_sees_every_write(
+    location: str, hold: None
+) -> None:
+    """Once queries have spent what reading the index would cost, the index
+    holds its fingerprints in memory (SQLite and PostgreSQL): answers stay
+    exact; writes through this object are applied to it, and any other write
+    (through another object, a rebuild) lets the snapshot go."""
+    rng = random.Random(5)
+    stored = {f"k{i}": rng.getrandbits(64) for i in range(2000)}
+    keys = list(stored)
+    for i in range(300):
+        stored[f"near{i}"] = flip(stored[keys[i % 40]], i % 11, rng)
+    stored["top"] = 2**64 - 1
+    queries = [flip(stored[keys[i]], rng.randrange(0, 6), rng) for i in range(30)] + [2**63]
+
+    def check(index: SimIndex) -> None:
+        for q in queries:
+            for k in (3, 8):
+                assert index.query(q, k=k) == brute_force(stored, q, k), (k, q)
+            assert index.query_many([q, q ^ 1], k=5) == [
+                brute_force(stored, q, 5),
+                brute_force(stored, q ^ 1, 5),
+            ]
+
+    with SimIndex(location, k=3) as index, SimIndex(location) as other:
+        index.add_fingerprints(stored.items())
+        index.query(queries[0], k=8)  # a probed query's time spent: it reads them all
+        held = index._accel.snapshot  # on PostgreSQL too: by the writes counted
+        assert held is not None
+        assert index.stats()["held_in_memory_bytes"] >= 16 * len(stored)
+        check(index)
+        assert index._accel.snapshot is held  # still the same one
+        index.remove("k0")  # through this object
+        del stored["k0"]
+        index.add_fingerprint("k1", queries[2] ^ 3)  # a replaced fingerprint
+        stored["k1"] = queries[2] ^ 3
+        check(index)
+        assert index._accel.snapshot is held  # the writes were applied
+        other.add_fingerprint("new", queries[3] ^ 1)  # through another connection
+        stored["new"] = queries[3] ^ 1
+        other.remove("k2")
+        del stored["k2"]
+        check(index)
+        other.rebuild(k=8)  # another layout, made elsewhere
+        check(index)
+        assert index.k == 8
+
+
+def test_writes_that_come_often_push_the_next_read_back(
+    db_path: Path, hold: None, clock: None
+) -> None:
+    """A snapshot let go (a write) before it answered anything did not pay for
+    reading it: the next one waits twice as long, up to 16 times (ski rental
+    with backoff, see Accelerator.charge); answers stay exact throughout. Every
+    query and every read takes 1 ms by the clock (whether one paid is
+    decided by those times, not by how fast the machine was)."""
+    rng = random.Random(9)
+    stored = {f"k{i}": rng.getrandbits(64) for i in range(300)}
+    with SimIndex(db_path, k=3) as index, SimIndex(db_path) as other:
+        index.add_fingerprints(stored.items())
+        q = rng.getrandbits(64)
+        assert index.query(q, k=8) == brute_force(stored, q, 8)  # read into memory
+        factors = []
+        for i in range(
+            6
+        ):  # each write elsewhere lets the snapshot go unused; each query rereads it
+            other.add_fingerprint(f"new{i}", q ^ 1)
+            stored[f"new{i}"] = q ^ 1
+            q = rng.getrandbits(64)
+            assert index.query(q, k=8) == brute_force(stored, q, 8)
+            factors.append(index._accel.account.factor)
+        assert factors == [2.0, 4.0, 8.0, 16.0, 16.0, 16.0]
+        for _ in range(50):  # queries with no write between: it pays, and the factor falls
+            assert index.query(q, k=8) == brute_force(stored, q, 8)
+        other.add_fingerprint("last", q ^ 3)
+        stored["last"] = q ^ 3
+        assert index.query(q, k=8) == brute_force(stored, q, 8)
+        assert index._accel.account.factor == 8.0
+
+
+def held_near(index: SimIndex, seed: int, n: int) -> tuple[dict[str, int], int]:
+    """Fill an index with n random fingerprints and ask a probed query near
+    the one of "k5" (a `hold` test: the index then holds them): (stored, query)."""
+    rng = random.Random(seed)
+    stored = {f"k{i}": rng.getrandbits(64) for i in range(n)}
+    index.add_fingerprints(stored.items())
+    q = stored["k5"] ^ 0b11
+    assert index.query(q, k=8) == brute_force(stored, q, 8)
+    assert index.held
+    return stored, q
+
+
+def test_writes_elsewhere_are_seen_whoever_makes_them(db_path: Path, hold: None) -> None:
+    """A write the index did not make lets its snapshot go: through another
+    object, or through plain SQL (counted all the same, by the triggers)."""
+    with SimIndex(db_path, k=3) as index, SimIndex(db_path) as other:
+        stored, q = held_near(index, 4, 300)
+        held = index._accel.snapshot
+        other.add_fingerprint("near", q ^ 1)
+        stored["near"] = q ^ 1
+        assert index.query(q, k=8) == brute_force(stored, q, 8)
+        assert index._accel.snapshot is not held
+        index.add_fingerprint("mine", q ^ 2)  # applied: the snapshot stays
+        stored["mine"] = q ^ 2
+        assert index.query(q, k=8) == brute_force(stored, q, 8)
+        held = index._accel.snapshot
+        with sqlite3.connect(db_path) as raw:  # not simindex: nothing counted
+            raw.execute("DELETE FROM simindex_fingerprints WHERE key = 'k5'")
+        del stored["k5"]
+        assert index.query(q, k=8) == brute_force(stored, q, 8)
+        assert index._accel.snapshot is not held
+
+
+def test_a_write_in_another_thread_lets_this_threads_snapshot_go(db_path: Path, hold: None) -> None:
+    with SimIndex(db_path, k=3) as index:
+        stored, q = held_near(index, 6, 300)
+        worker = threading.Thread(target=index.add_fingerprint, args=("there", q ^ 1))
+        worker.start()
+        worker.join()
+        stored["there"] = q ^ 1
+        assert index.query(q, k=8) == brute_force(stored, q, 8)
+
+
+def test_writes_are_counted_without_returning_too(
+    db_path: Path, hold: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite before 3.35 (no RETURNING) counts a write in two statements."""
+    monkeypatch.setattr(dialects.sqlite3, "sqlite_version_info", (3, 34, 1))
+    with SimIndex(db_path, k=3) as index:
+        stored, q = held_near(index, 8, 200)
+        held = index._accel.snapshot
+        for i in range(3):
+            index.add_fingerprint(f"n{i}", q ^ (1 << i))
+            stored[f"n{i}"] = q ^ (1 << i)
+            assert index.query(q, k=8) == brute_force(stored, q, 8)
+        assert index._accel.snapshot is held and index._accel.stamp == index._store.versions()
+
+
+def test_the_held_snapshot_holds_the_signatures_and_takes_every_kind_of_own_write(
+    db_path: Path,
+) -> None:
+    """What a holder reads holds, as words, the sketch of every row that has
+    one (so candidates are verified in memory, test_verification.py; a short
+    text's exact set is judged from its row, after it is read); this
+    object's writes of texts over stored keys, of bare fingerprints and its
+    removals are applied to that snapshot, not read again."""
+    rng = random.Random(15)
+    words = [f"w{i}" for i in range(400)]
+    texts = {f"d{i}": " ".join(rng.choices(words, k=40)) for i in range(200)}
+    texts |= {f"s{i}": " ".join(rng.sample(words, rng.randint(4, 14))) for i in range(30)}
+    keys = sorted(texts)
+    bare = keys[:20]
+    signed = keys[20:]
+    with SimIndex(db_path, hold=True) as index:
+        index.add_fingerprints((key, index.fingerprint(texts[key])) for key in bare)
+        index.add_many((key, texts[key]) for key in signed)
+        assert index.query(texts["d50"])[0].key == "d50"  # probed (k = 8): read in
+        snapshot = index._accel.snapshot
+        assert snapshot is not None and snapshot.signatures is not None
+        _, present = snapshot.signatures
+        sketches = sum(len(index.signature(texts[key])) == 64 for key in signed)
+        assert int(present.sum()) == sketches < len(signed)
+        for key in rng.sample(keys, 12):  # the same ids, other texts
+            index.add(key, texts[rng.choice(keys)])
+        for key in rng.sample(keys, 5):  # signatures dropped
+            index.add_fingerprint(key, index.fingerprint(texts[key]))
+        index.remove_many(rng.sample(keys, 5))
+        assert index._accel.snapshot is snapshot  # the writes were applied, not reread

@@ -295,6 +295,21 @@ def test_capabilities_are_detected_once(backend: Backend, where: Location) -> No
     assert caps.can_hold
 
 
+def test_a_sqlite_file_s_connections_wait_for_a_writer_and_sync_normally(tmp_path: Path) -> None:
+    """Every connection to a SQLite file waits the backend's timeout for
+    another writer (BUSY_TIMEOUT_S, 30 s, by default, as SimIndex's), again
+    after a write that would not wait, and syncs NORMAL (safe with WAL)."""
+    backend = opened(locate(tmp_path / "ix.db"), timeout=storage.BUSY_TIMEOUT_S)
+    try:
+        with backend.writing(wait=0.0) as conn:  # a write that would not wait
+            conn.exec_driver_sql("CREATE TABLE scratch (n BIGINT)")
+        with backend.engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30000
+            assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL
+    finally:
+        backend.dispose()
+
+
 def test_use_wal_switches_a_file_and_leaves_the_rest(backend: Backend, where: Location) -> None:
     backend.use_wal()
     backend.use_wal()  # again: nothing to do

@@ -374,19 +374,28 @@ def page_count(path: Path) -> int:
         con.close()
 
 
-def limit_pages(ix: SimIndex, pages: int) -> None:
-    """Make the index's database "full" past `pages` pages.
+@contextlib.contextmanager
+def full_past(pages: int) -> Iterator[None]:
+    """While it lasts, the SQLite databases this process uses are "full" past
+    `pages` pages.
 
     max_page_count is a setting of each connection, so it is set every time
-    the index takes a connection from its engine's pool ("checkout" also
-    reaches the connections the pool already holds, which "connect" would not).
+    a pool hands out a connection ("checkout" also reaches the connections a
+    pool already holds, which "connect" would not): every pool's, as
+    crash_helper.py's page-limit does for a command, so an index's too.
     """
     from sqlalchemy import event
+    from sqlalchemy.pool import Pool
 
-    def on_checkout(dbapi_connection: sqlite3.Connection, _record: object, _proxy: object) -> None:
-        dbapi_connection.execute(f"PRAGMA max_page_count = {pages}")
+    def on_checkout(dbapi_connection: object, _record: object, _proxy: object) -> None:
+        if isinstance(dbapi_connection, sqlite3.Connection):
+            dbapi_connection.execute(f"PRAGMA max_page_count = {pages}")
 
-    event.listen(ix._backend.engine, "checkout", on_checkout)
+    event.listen(Pool, "checkout", on_checkout)
+    try:
+        yield
+    finally:
+        event.remove(Pool, "checkout", on_checkout)
 
 
 def docs_of(corpus: Corpus, start: int, stop: int) -> list[tuple[str, str]]:
@@ -403,8 +412,7 @@ def test_disk_full_one_transaction_changes_nothing(
     with SimIndex(path) as ix:
         ix.add_many(docs_of(corpus, 0, BATCH))
     before_bytes = path.read_bytes()
-    with SimIndex(path) as ix:
-        limit_pages(ix, page_count(path))
+    with SimIndex(path) as ix, full_past(page_count(path)):
         before = dict(ix.items())
         with pytest.raises(StorageError, match="full"):
             ix.add_many(docs_of(corpus, BATCH, BATCH + size))
@@ -423,10 +431,12 @@ def test_disk_full_in_batches_keeps_whole_batches_and_resumes(
 ) -> None:
     path = tmp_path / "index.db"
     SimIndex(path).close()
-    with SimIndex(path) as ix:
-        limit_pages(ix, page_count(path) + 150)  # room for a few batches
-        with pytest.raises(StorageError, match="full"):
-            ix.add_many(docs_of(corpus, 0, N_DOCS), batch_size=BATCH)
+    with (
+        SimIndex(path) as ix,
+        full_past(page_count(path) + 150),  # room for a few batches
+        pytest.raises(StorageError, match="full"),
+    ):
+        ix.add_many(docs_of(corpus, 0, N_DOCS), batch_size=BATCH)
     count = assert_content(path, corpus)
     assert 0 < count < N_DOCS
     print(f"\nmax_page_count, add_many(batch_size={BATCH}): {count // BATCH} batches kept")

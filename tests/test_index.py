@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import random
 import sqlite3
 import threading
@@ -29,7 +30,7 @@ from simindex import (
     simhash,
     storage,
 )
-from simindex.storage import dialects, store
+from simindex.storage import store
 from tests.helpers import brute_force, brute_force_pairs, flip
 
 FP = st.integers(0, 2**64 - 1)
@@ -57,6 +58,12 @@ def corpora(draw: st.DrawFn) -> tuple[dict[str, int], list[int]]:
     return stored, queries
 
 
+def scans(index: SimIndex, k: int) -> bool:
+    """Whether a query at k reads every row instead of looking it up through
+    the block indexes (probes), as explain's verdict says it."""
+    return "reads every row" in index.explain(0, 0, k=k).verdict()
+
+
 @pytest.mark.parametrize("held", [False, True])
 @pytest.mark.parametrize(
     ("index_k", "blocks"),
@@ -79,12 +86,12 @@ def test_query_equals_brute_force(
             # Larger than the index's k: still exact, by probing or a full scan (which warns).
             # (Once the index holds its fingerprints in memory, nothing is scanned.)
             for k in (index_k + 2, index_k + 9):
-                in_memory = index._accel.snapshot is not None
+                in_memory = index.held
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
                     assert index.query(query, k=k) == brute_force(stored, query, k)
-                assert bool(caught) == (not index._store.can_probe(k) and not in_memory)
-        assert (index._accel.snapshot is not None) == held
+                assert bool(caught) == (scans(index, k) and not in_memory)
+        assert index.held == held
 
 
 def test_query_equals_brute_force_on_a_larger_random_set(file_index: SimIndex) -> None:
@@ -220,14 +227,15 @@ def test_a_different_configuration_is_refused(location: str) -> None:
 
 
 def test_sqlite_file_uses_wal_and_a_busy_timeout(file_index: SimIndex, db_path: Path) -> None:
+    """WAL, and a write waits 30 s for another writer by default: the backend
+    gives every connection the timeout it is opened with (test_backend.py),
+    and SimIndex's timeout reaches it (test_ops.py)."""
     file_index.add_fingerprint("a", 1)
     con = sqlite3.connect(db_path)
     assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     con.close()
-    engine = file_index._backend.engine
-    with engine.connect() as conn:
-        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30000
-        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL
+    default = inspect.signature(SimIndex).parameters["timeout"].default
+    assert default == storage.BUSY_TIMEOUT_S == 30
 
 
 def test_a_reader_is_not_blocked_by_a_writer(db_path: Path) -> None:
@@ -455,16 +463,16 @@ def test_a_k_above_the_index_probes_and_equals_brute_force(
         queries = [flip(stored[keys[i]], rng.randrange(0, 6), rng) for i in range(40)]
         queries += [0, 2**63, 2**64 - 1]
         for k in range(index_k + 1, 13):
-            probed = index._store.can_probe(k)
+            scanned = scans(index, k)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 for q in queries:
                     assert index.query(q, k=k) == brute_force(stored, q, k), (k, q)
-            in_memory = index._accel.snapshot is not None
+            in_memory = index.held
             assert in_memory == held  # PostgreSQL too (by the writes counted)
             # A warning only for a full scan (none from memory).
-            assert bool(caught) == (not probed and not in_memory), k
-        assert index._store.can_probe(index_k + 1)
+            assert bool(caught) == (scanned and not in_memory), k
+        assert not scans(index, index_k + 1)
 
 
 def test_an_index_stored_before_cjk_keeps_its_fingerprints(db_path: Path) -> None:
@@ -525,54 +533,6 @@ def test_an_index_for_a_larger_k_probes_its_fewer_blocks(location: str) -> None:
         assert index.query(queries[0], k=8) == brute_force(stored, queries[0], 8)
 
 
-def test_a_held_snapshot_answers_as_brute_force_and_sees_every_write(
-    location: str, hold: None
-) -> None:
-    """Once queries have spent what reading the index would cost, the index
-    holds its fingerprints in memory (SQLite and PostgreSQL): answers stay
-    exact; writes through this object are applied to it, and any other write
-    (through another object, a rebuild) lets the snapshot go."""
-    rng = random.Random(5)
-    stored = {f"k{i}": rng.getrandbits(64) for i in range(2000)}
-    keys = list(stored)
-    for i in range(300):
-        stored[f"near{i}"] = flip(stored[keys[i % 40]], i % 11, rng)
-    stored["top"] = 2**64 - 1
-    queries = [flip(stored[keys[i]], rng.randrange(0, 6), rng) for i in range(30)] + [2**63]
-
-    def check(index: SimIndex) -> None:
-        for q in queries:
-            for k in (3, 8):
-                assert index.query(q, k=k) == brute_force(stored, q, k), (k, q)
-            assert index.query_many([q, q ^ 1], k=5) == [
-                brute_force(stored, q, 5),
-                brute_force(stored, q ^ 1, 5),
-            ]
-
-    with SimIndex(location, k=3) as index, SimIndex(location) as other:
-        index.add_fingerprints(stored.items())
-        index.query(queries[0], k=8)  # a probed query's time spent: it reads them all
-        held = index._accel.snapshot  # on PostgreSQL too: by the writes counted
-        assert held is not None
-        assert index.stats()["held_in_memory_bytes"] >= 16 * len(stored)
-        check(index)
-        assert index._accel.snapshot is held  # still the same one
-        index.remove("k0")  # through this object
-        del stored["k0"]
-        index.add_fingerprint("k1", queries[2] ^ 3)  # a replaced fingerprint
-        stored["k1"] = queries[2] ^ 3
-        check(index)
-        assert index._accel.snapshot is held  # the writes were applied
-        other.add_fingerprint("new", queries[3] ^ 1)  # through another connection
-        stored["new"] = queries[3] ^ 1
-        other.remove("k2")
-        del stored["k2"]
-        check(index)
-        other.rebuild(k=8)  # another layout, made elsewhere
-        check(index)
-        assert index.k == 8
-
-
 def test_only_an_index_whose_database_counts_every_change_is_held(location: str) -> None:
     """Before revision 0005 nothing counted the changes of a writer that is
     not simindex: such an index, read as it is (read-only), is never held,
@@ -600,11 +560,11 @@ def test_only_an_index_whose_database_counts_every_change_is_held(location: str)
     with SimIndex(location, readonly=True, hold=True) as index:
         assert index.stats()["schema_revision"] == "0002"
         assert index.query(q) == brute_force(stored, q, 8)
-        assert index._accel.snapshot is None
+        assert not index.held
     with SimIndex(location, hold=True) as index:  # for writing: upgraded to 0005 and on
         assert index.stats()["schema_revision"] == storage.HEAD
         assert index.query(q) == brute_force(stored, q, 8)
-        assert index._accel.snapshot is not None
+        assert index.held
 
 
 def test_a_held_query_on_a_server_reads_its_rows_and_versions_at_once(
@@ -621,8 +581,7 @@ def test_a_held_query_on_a_server_reads_its_rows_and_versions_at_once(
         index.add_fingerprints(stored.items())
         q = stored[keys[5]] ^ 0b1011
         assert index.query(q, k=8) == brute_force(stored, q, 8)  # reads it in
-        first = index._accel.snapshot
-        assert first is not None
+        assert index.held
         calls: list[str] = []
         for name in ("versions", "rows_by_id", "rows_and_versions"):
             real = getattr(store.Store, name)
@@ -640,7 +599,10 @@ def test_a_held_query_on_a_server_reads_its_rows_and_versions_at_once(
         calls.clear()
         assert index.query(q, k=8) == brute_force(stored, q, 8)
         assert calls[0] == "rows_and_versions"  # which finds the change
-        assert index._accel.snapshot is not first  # let go (and read again: the rent is 0)
+        # The snapshot is let go: the query is asked again through the lookups
+        # (rows read by id, which a query only does when nothing is held) ...
+        assert "rows_by_id" in calls[1:], calls
+        assert index.held  # ... and it is read again (the rent is 0)
 
 
 def test_hold_says_when_queries_come_from_memory(
@@ -667,41 +629,9 @@ def test_hold_says_when_queries_come_from_memory(
         with SimIndex(db_path, hold=hold) as index:
             for _ in range(3):
                 assert index.query(q) == brute_force(stored, q, index.k)
-            assert (index._accel.snapshot is not None) == held, (hold, rent)
+            assert index.held == held, (hold, rent)
     with pytest.raises(InvalidArgumentError, match="hold"):
         SimIndex(db_path, hold="yes")  # type: ignore[arg-type]
-
-
-def test_writes_that_come_often_push_the_next_read_back(
-    db_path: Path, hold: None, clock: None
-) -> None:
-    """A snapshot let go (a write) before it answered anything did not pay for
-    reading it: the next one waits twice as long, up to 16 times (ski rental
-    with backoff, see SimIndex._spent); answers stay exact throughout. Every
-    query and every read takes 1 ms by the clock (whether one paid is
-    decided by those times, not by how fast the machine was)."""
-    rng = random.Random(9)
-    stored = {f"k{i}": rng.getrandbits(64) for i in range(300)}
-    with SimIndex(db_path, k=3) as index, SimIndex(db_path) as other:
-        index.add_fingerprints(stored.items())
-        q = rng.getrandbits(64)
-        assert index.query(q, k=8) == brute_force(stored, q, 8)  # read into memory
-        factors = []
-        for i in range(
-            6
-        ):  # each write elsewhere lets the snapshot go unused; each query rereads it
-            other.add_fingerprint(f"new{i}", q ^ 1)
-            stored[f"new{i}"] = q ^ 1
-            q = rng.getrandbits(64)
-            assert index.query(q, k=8) == brute_force(stored, q, 8)
-            factors.append(index._accel.account.factor)
-        assert factors == [2.0, 4.0, 8.0, 16.0, 16.0, 16.0]
-        for _ in range(50):  # queries with no write between: it pays, and the factor falls
-            assert index.query(q, k=8) == brute_force(stored, q, 8)
-        other.add_fingerprint("last", q ^ 3)
-        stored["last"] = q ^ 3
-        assert index.query(q, k=8) == brute_force(stored, q, 8)
-        assert index._accel.account.factor == 8.0
 
 
 @pytest.mark.parametrize("where", ["memory", "file"])
@@ -777,61 +707,3 @@ def test_own_writes_keep_the_snapshot_exact(
             ]
         # Never read again where every write was applied; else reread after the large ones.
         assert (len(loads) == 1) == (applied_max > 2)
-
-
-def held_near(index: SimIndex, seed: int, n: int) -> tuple[dict[str, int], int]:
-    """Fill an index with n random fingerprints and ask a probed query near
-    the one of "k5" (a `hold` test: the index then holds them): (stored, query)."""
-    rng = random.Random(seed)
-    stored = {f"k{i}": rng.getrandbits(64) for i in range(n)}
-    index.add_fingerprints(stored.items())
-    q = stored["k5"] ^ 0b11
-    assert index.query(q, k=8) == brute_force(stored, q, 8)
-    assert index._accel.snapshot is not None
-    return stored, q
-
-
-def test_writes_elsewhere_are_seen_whoever_makes_them(db_path: Path, hold: None) -> None:
-    """A write the index did not make lets its snapshot go: through another
-    object, or through plain SQL (counted all the same, by the triggers)."""
-    with SimIndex(db_path, k=3) as index, SimIndex(db_path) as other:
-        stored, q = held_near(index, 4, 300)
-        held = index._accel.snapshot
-        other.add_fingerprint("near", q ^ 1)
-        stored["near"] = q ^ 1
-        assert index.query(q, k=8) == brute_force(stored, q, 8)
-        assert index._accel.snapshot is not held
-        index.add_fingerprint("mine", q ^ 2)  # applied: the snapshot stays
-        stored["mine"] = q ^ 2
-        assert index.query(q, k=8) == brute_force(stored, q, 8)
-        held = index._accel.snapshot
-        with sqlite3.connect(db_path) as raw:  # not simindex: nothing counted
-            raw.execute("DELETE FROM simindex_fingerprints WHERE key = 'k5'")
-        del stored["k5"]
-        assert index.query(q, k=8) == brute_force(stored, q, 8)
-        assert index._accel.snapshot is not held
-
-
-def test_a_write_in_another_thread_lets_this_threads_snapshot_go(db_path: Path, hold: None) -> None:
-    with SimIndex(db_path, k=3) as index:
-        stored, q = held_near(index, 6, 300)
-        worker = threading.Thread(target=index.add_fingerprint, args=("there", q ^ 1))
-        worker.start()
-        worker.join()
-        stored["there"] = q ^ 1
-        assert index.query(q, k=8) == brute_force(stored, q, 8)
-
-
-def test_writes_are_counted_without_returning_too(
-    db_path: Path, hold: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """SQLite before 3.35 (no RETURNING) counts a write in two statements."""
-    monkeypatch.setattr(dialects.sqlite3, "sqlite_version_info", (3, 34, 1))
-    with SimIndex(db_path, k=3) as index:
-        stored, q = held_near(index, 8, 200)
-        held = index._accel.snapshot
-        for i in range(3):
-            index.add_fingerprint(f"n{i}", q ^ (1 << i))
-            stored[f"n{i}"] = q ^ (1 << i)
-            assert index.query(q, k=8) == brute_force(stored, q, 8)
-        assert index._accel.snapshot is held and index._accel.stamp == index._store.versions()

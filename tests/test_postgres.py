@@ -109,15 +109,24 @@ def test_lookup_indexes_carry_the_id_after_a_bulk_load_and_a_rebuild(pg_url: str
 
 
 def test_the_stored_snapshot_is_kept_uncompressed(pg_url: str) -> None:
-    from sqlalchemy import text
+    from sqlalchemy import create_engine, text
 
-    with SimIndex(pg_url) as index, index._backend.reading() as conn:
-        storage = conn.execute(
-            text(
-                "SELECT attstorage FROM pg_attribute WHERE attrelid = "
-                "'simindex_snapshot'::regclass AND attname = 'data'"
-            )
-        ).scalar_one()
+    SimIndex(pg_url).close()
+    engine = create_engine(postgres_or_skip())  # the server's catalogue, asked from outside
+    try:
+        with engine.connect() as conn:
+            storage = conn.execute(
+                text(
+                    "SELECT a.attstorage FROM pg_attribute a "
+                    "JOIN pg_class c ON c.oid = a.attrelid "
+                    "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE n.nspname = :s AND c.relname = 'simindex_snapshot' "
+                    "AND a.attname = 'data'"
+                ),
+                {"s": pg_url.rsplit("schema=", 1)[1]},
+            ).scalar_one()
+    finally:
+        engine.dispose()
     assert storage == "e"  # EXTERNAL: out of line, never compressed
 
 

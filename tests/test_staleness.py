@@ -213,7 +213,7 @@ def check_every_reader(location: str, target: int, held: SimIndex | None) -> Non
     with SimIndex(location, hold=True) as holder:  # a new holder: the stored snapshot
         for _ in range(3):
             assert holder.query(q, k=K) == want
-        assert holder._accel.snapshot is not None
+        assert holder.held
     with SimIndex(location) as other:
         assert other.query_many(batch, k=K) == want_batch
         assert [(p.key_a, p.key_b, p.distance) for p in other.duplicates(k=0)] == want_pairs
@@ -236,16 +236,16 @@ def _groups(pairs: list[tuple[str, str, int]]) -> set[frozenset[str]]:
 @pytest.mark.parametrize("writer", list(WRITERS))
 def test_every_reader_sees_every_writer(location: str, writer: str) -> None:
     target = build(location)
-    with SimIndex(location, hold=True) as held:
+    with SimIndex(location, hold=True) as holder:
         q = target ^ 0b101
-        assert [m.key for m in held.query(q, k=K)] == ["target", "twin"]
-        assert held._accel.snapshot is not None  # read, and stored for the next reader
-        assert held._store.snapshots.current()
-        assert [(p.key_a, p.key_b) for p in held.duplicates(k=0)] == [("target", "twin")]
+        assert [m.key for m in holder.query(q, k=K)] == ["target", "twin"]
+        assert holder.held  # read, and stored for the next reader
+        assert holder._store.snapshots.current()
+        assert [(p.key_a, p.key_b) for p in holder.duplicates(k=0)] == [("target", "twin")]
         before = rows_now(location)
         WRITERS[writer](location)
         assert rows_now(location) != before  # the writer did change the rows
-        check_every_reader(location, target, held)
+        check_every_reader(location, target, holder)
 
 
 def test_an_older_copy_put_back_is_answered_as_it_is(location: str, tmp_path: Path) -> None:
@@ -339,7 +339,20 @@ def test_triggers_dropped_by_hand_are_made_again_when_the_index_is_opened(
     if locate(location).path is not None:
         with SimIndex(location, readonly=True, hold=True) as reader:
             assert [m.key for m in reader.query(target ^ 0b101, k=K)] == ["target"]
-            assert reader._accel.snapshot is None  # nothing to tell it is current by
+            assert not reader.held  # nothing to tell it is current by
     check_every_reader(location, target, None)  # (the first opens it for writing)
-    with SimIndex(location) as index, index._backend.reading() as conn:
-        assert index._backend.dialect.counting(conn)
+    SimIndex(location).close()
+    with raw(location) as cur:  # the triggers, as a sqlite3 or psql session sees them
+        if locate(location).path is not None:
+            cur.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'trigger' "
+                "AND tbl_name = 'simindex_fingerprints'"
+            )
+            names = {name for (name,) in cur.fetchall()}
+            assert {f"simindex_count_{c}" for c in ("inserts", "updates", "deletes")} <= names
+        else:
+            cur.execute(
+                "SELECT count(*) FROM pg_trigger WHERE tgname = 'simindex_count_changes' "
+                "AND tgrelid = 'simindex_fingerprints'::regclass AND tgenabled <> 'D'"
+            )
+            assert cur.fetchone()[0] == 1  # there, and not disabled

@@ -71,7 +71,7 @@ class RowReads:
 def held_answers(location: str, qs: list[int]) -> list[list[object]]:
     with SimIndex(location, hold=True) as index:
         answers = [index.query(q) for q in qs]
-        assert index._accel.snapshot is not None
+        assert index.held
     return answers
 
 
@@ -114,7 +114,7 @@ def test_a_holder_that_writes_keeps_answering_as_brute_force(location: str) -> N
         assert b.query(qs[0]) == brute_force(fps, qs[0], 8)
         a.add_fingerprint("mine", qs[1] ^ 3)
         fps["mine"] = qs[1] ^ 3
-        assert a._accel.snapshot is not None  # its own write, applied
+        assert a.held  # its own write, applied
         for q in qs:
             assert a.query(q) == brute_force(fps, q, 8)
             assert b.query(q) == brute_force(fps, q, 8)
@@ -140,7 +140,7 @@ def test_text_queries_from_the_stored_arrays_verify_as_the_database_does(
     for _ in range(2):  # from the rows (then stored), from the stored arrays
         with SimIndex(location, hold=True) as index:
             index.query(asked[0])
-            assert index._accel.snapshot is not None
+            assert index.held
             assert index._accel.snapshot.signatures is not None
             assert [index.query(t) for t in asked] == want
     assert reads.count == 1
@@ -223,7 +223,7 @@ def test_storing_never_waits_for_another_writer(location: str, blocker: str) -> 
             started = time.monotonic()
             answers = [index.query(q) for q in qs]
             took = time.monotonic() - started
-            assert index._accel.snapshot is not None  # held, though not stored
+            assert index.held  # held, though not stored
     finally:
         release.set()
         thread.join()
@@ -303,7 +303,7 @@ def test_a_read_only_index_holds_without_storing(location: str, tmp_path: Path) 
     fps, qs = made(location)
     with SimIndex(location, readonly=True, hold=True) as index:
         assert [index.query(q) for q in qs] == [brute_force(fps, q, 8) for q in qs]
-        assert index._accel.snapshot is not None
+        assert index.held
     with SimIndex(location) as index, index._backend.reading() as conn:
         assert index._store.snapshots.header(conn) is None
 
