@@ -157,6 +157,15 @@ class Probe(NamedTuple):
     flips: tuple[int, ...]
 
 
+MAX_PROBE_K = 32  # probing past this is never cheaper than reading every row
+
+
+def can_probe(layout: BlockLayout, k: int) -> bool:
+    """Whether the block indexes answer k by probing (a few probes a table),
+    rather than by reading every row: the one rule the store and explain share."""
+    return k <= MAX_PROBE_K and probes(layout, k) is not None
+
+
 def probes(layout: BlockLayout, k: int) -> list[Probe] | None:
     """The lookups that find every fingerprint within k (see probe_radius),
     or None when there would be more than MAX_PROBES of them."""

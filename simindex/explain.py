@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from simindex.blocks import MAX_INDEX_K, BlockLayout, check_k, probe_radius, probes
+from simindex.blocks import MAX_INDEX_K, BlockLayout, can_probe, check_k, probe_radius
 from simindex.errors import EmptyTextError, InvalidArgumentError
 from simindex.fingerprint import (
     BITS,
@@ -149,9 +149,7 @@ class Explanation:
         """(whether lookups answer k, the probe radius, the first table that
         fetches one text from the other) for this k and layout."""
         layout = BlockLayout(tuple(b.width for b in self.blocks), tuple(self.tables))
-        answered = self.k <= self.layout_k or (
-            self.k <= MAX_INDEX_K and probes(layout, self.k) is not None
-        )
+        answered = self.k <= self.layout_k or can_probe(layout, self.k)
         radius = probe_radius(layout, self.k) if self.k > self.layout_k else 0
         off = [sum(self.blocks[b].differing for b in table) for table in self.tables]
         reached = [j for j, bits in enumerate(off) if bits <= radius]

@@ -312,6 +312,21 @@ def test_cli_says_how_short_texts_are_compared() -> None:
     assert "(what the signatures estimate)" in long
 
 
+def test_the_verdict_says_a_scan_exactly_when_a_query_scans() -> None:
+    """explain's "reads every row" and the store's probing follow one rule
+    (blocks.can_probe), for every k a layout of many blocks is asked."""
+    from simindex.blocks import BlockLayout, can_probe, even_widths
+
+    layout = BlockLayout(even_widths(16), tuple((b,) for b in range(16)))  # k = 15
+    scans = []
+    for k in range(0, 40):
+        verdict = explain(0, 1, k=k, layout=layout).verdict()
+        scanned = "reads every row" in verdict
+        assert scanned == (k > layout.k and not can_probe(layout, k)), (k, verdict)
+        scans.append(scanned)
+    assert not scans[20] and scans[33]  # probed past MAX_INDEX_K; a scan past MAX_PROBE_K
+
+
 def test_cli_texts_and_stdin(files: tuple[Path, Path]) -> None:
     by_text = ok_json("explain", "--text", T1, EDITED)
     assert by_text == ok_json("explain", files[0], "-", input=EDITED)

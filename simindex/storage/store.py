@@ -29,7 +29,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import SQLAlchemyError
 
-from simindex.blocks import BlockLayout, Probe, probes
+from simindex.blocks import BlockLayout, Probe, can_probe, probes
 from simindex.fingerprint import BITS, to_signed
 from simindex.signature import WORDS
 from simindex.storage import consistency, schema
@@ -40,7 +40,6 @@ from simindex.storage.dialects import CHANGES
 from simindex.storage.sql import Chunk, Held, Signatures, Sql, block_rows, with_version
 from simindex.storage.stored import StoredSnapshot
 
-MAX_PROBE_K = 32  # probing past this is never cheaper than reading every row
 _CHUNK = 500  # keys per IN (...) list, well under every database's parameter limit
 _RETURNED_ROWS = 16  # Store.put: rows written one by one to return their ids
 _LOAD_CHUNK = 5000  # rows per executemany
@@ -252,7 +251,7 @@ class Store:
         """Whether probe_lookup answers k (a few probes), rather than a full scan."""
         if k in self._probe_sql:
             return True
-        return k <= MAX_PROBE_K and probes(self.layout, k) is not None
+        return can_probe(self.layout, k)
 
     def probe_lookup(
         self, fingerprint: int, k: int, generation: int | None
