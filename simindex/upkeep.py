@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from simindex import signature, storage
+from simindex import storage
 from simindex.blocks import probe_radius
 from simindex.errors import SimIndexError
 from simindex.results import CheckReport
@@ -57,7 +57,7 @@ def stats(views: Views) -> dict[str, Any]:
         "probe_radius": probe_radius(layout, k) if k > layout.k else 0,
         "fingerprint": json.loads(settings.config.to_json()),
         "threshold": settings.threshold,
-        "signature": signature.NAME,
+        "signature": settings.signature,
         "format": settings.format,
         "schema_revision": settings.revision,
         "created_by": settings.created_by,

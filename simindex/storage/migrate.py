@@ -85,6 +85,9 @@ class Settings:
     # Whether the triggers of revision 0005 are there (not stored; False
     # only for an index opened read-only whose triggers were dropped).
     counting: bool = field(default=True, compare=False)
+    # The kind of signature its rows hold (simindex.signature.NAME; an
+    # index of revision 0005 or before opened read-only: SKETCH_ONLY).
+    signature: str = field(default=NAME, compare=False)
 
     def __post_init__(self) -> None:
         if self.distance is None:
@@ -179,6 +182,7 @@ def read_settings(conn: Connection, where: Location) -> tuple[Settings, str] | N
             # (no signature) do not feel: they are matched by distance alone.
             threshold=check_threshold(float(rows.get("threshold", DEFAULT_THRESHOLD))),
             revision=str(revision),
+            signature=kind,
         )
     except (KeyError, ValueError, TypeError, InvalidArgumentError) as exc:
         raise NotAnIndexError(f"{where}: the index's settings are damaged ({exc})") from exc
