@@ -11,7 +11,7 @@ a result.
 - Reading the index into memory (READ_US_PER_ROW, HOLD_S_PER_ROW, STORED_S_PER_ROW).
 - In memory: one table of a batch query (batch_table_cost), one table of a
   single query (held_table_us), and one table of all pairs (pairs_table_ns,
-  pairs_by_offsets).
+  pairs_by_offsets, pairs_lookup).
 
 Who decides with them: planner.py (which way), accelerator.py (when to read),
 blocks.BlockLayout.for_k (through DEFAULT_BLOCKS, which a test keeps equal to
