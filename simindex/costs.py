@@ -11,7 +11,7 @@ a result.
 - Reading the index into memory (READ_US_PER_ROW, HOLD_S_PER_ROW, STORED_S_PER_ROW).
 - In memory: one table of a batch query (batch_table_cost), one table of a
   single query (held_table_us), and one table of all pairs (pairs_table_ns,
-  pairs_by_offsets).
+  pairs_by_offsets, pairs_lookup).
 
 Who decides with them: planner.py (which way), accelerator.py (when to read),
 blocks.BlockLayout.for_k (through DEFAULT_BLOCKS, which a test keeps equal to
@@ -172,7 +172,8 @@ def held_table_us(width: int, n: int, probe_count: int | None, by_offset: bool) 
 
 
 # All pairs (pairs.pairs_within), in nanoseconds (numpy, measured at 1M):
-_SORT_NS = (18.0, 90.0)  # sorting a table, per row (keys of <= 16 bits, wider)
+_SORT_NS = (18.0, 90.0)  # sorting a table, per row (keys of <= 16 bits, <= 32)
+_SORT_WIDE_NS = 180.0  # sorting a table of keys wider than 32 bits, per row
 _RUN_NS = 5.0  # walking its equal runs, per row
 _RUN_PAIR_NS = 2.0  # per pair of rows in an equal run
 _BUILD_NS = 5.0  # per possible key, building the offsets
@@ -181,35 +182,64 @@ _SEARCH_NS = 1.8  # per row, probe and step of a binary search
 _HIT_NS = 8.0  # per row and probe that finds a run
 _PAIR_NS = 7.0  # per pair of rows a probe finds
 _GROUP_NS = 30_000.0  # per table and highest bit of a probe (a few numpy calls)
-PAIRS_OFFSETS_MAX_BITS = 22  # the widest block all pairs looks up by offset (2**bits + 1 entries)
+PAIRS_OFFSETS_MAX_BITS = (
+    22  # the widest key all pairs looks up by offset (2**bits + 1 entries), unless n >= 2**bits
+)
 
 
 def pairs_by_offsets(n: int, width: int, probes: int) -> bool:
     """Whether all pairs looks up a table of `width` bits (with `probes`
     probes besides 0) by offset rather than by binary search: when the
     offsets fit and building them costs less than the searches they save."""
-    if width > PAIRS_OFFSETS_MAX_BITS:
+    if width > PAIRS_OFFSETS_MAX_BITS and 2**width > n:  # (wider: no more keys than rows)
         return False
     saved = probes * n / 2 * (_SEARCH_NS * max(1.0, log2(n + 1)) - _OFFSET_NS)
     return 2.0**width * _BUILD_NS <= saved
 
 
+PAIRS_OCCUPIED_MAX_BITS = 28  # the widest key all pairs tests in a table of a byte a key
+_OCCUPIED_BUILD_NS = 0.5  # per possible key, the table of which keys are there
+# Per row and probe, a test in that table: most miss the cache (measured at
+# 1M, ten tables of 2 of 5 blocks: about 7 ns a lookup against 2 by offset).
+_OCCUPIED_NS = 7.0
+
+
+def pairs_lookup(n: int, width: int, probes: int) -> str:
+    """How all pairs looks up a table of `width` bits with `probes` probes
+    besides 0: "offsets" (pairs_by_offsets), "occupied" (keys too wide for
+    offsets: test a byte a possible key, then search for the few found) or
+    "search" (binary search among the distinct keys)."""
+    if pairs_by_offsets(n, width, probes):
+        return "offsets"
+    if width <= PAIRS_OCCUPIED_MAX_BITS:
+        saved = probes * n / 2 * (_SEARCH_NS * max(1.0, log2(n + 1)) - _OFFSET_NS)
+        if 2.0**width * _OCCUPIED_BUILD_NS <= saved:
+            return "occupied"
+    return "search"
+
+
 def pairs_table_ns(n: int, width: int, radius: int) -> float:
     """The estimated nanoseconds of one table of `width` bits in all pairs
     (uniform fingerprints): sort it and walk its equal runs, then for each
-    probe look up the rows of half the table (by offset or binary search),
-    and compare the pairs found."""
+    probe look up the rows of half the table (pairs_lookup), and compare
+    the pairs found."""
     per_key = n / 2.0**width  # rows of a key
     pairs = n * per_key / 2  # pairs of rows with equal keys, or one probe's flips apart
-    cost = n * (_SORT_NS[width > 16] + _RUN_NS) + pairs * _RUN_PAIR_NS
+    sort = _SORT_NS[0] if width <= 16 else _SORT_NS[1] if width <= 32 else _SORT_WIDE_NS
+    cost = n * (sort + _RUN_NS) + pairs * _RUN_PAIR_NS
     if radius:
         probe_count = sum(comb(width, i) for i in range(1, radius + 1))
-        if pairs_by_offsets(n, width, probe_count):
-            cost += 2.0**width * _BUILD_NS
-            lookup = _OFFSET_NS
-        else:
-            lookup = _SEARCH_NS * max(1.0, log2(n + 1))
         hits = -expm1(-per_key)  # the share of lookups that find a run
-        cost += probe_count * (n / 2 * (lookup + hits * _HIT_NS) + pairs * _PAIR_NS)
+        search = _SEARCH_NS * max(1.0, log2(n + 1))
+        how = pairs_lookup(n, width, probe_count)
+        if how == "offsets":
+            cost += 2.0**width * _BUILD_NS
+            lookup = _OFFSET_NS + hits * _HIT_NS
+        elif how == "occupied":
+            cost += 2.0**width * _OCCUPIED_BUILD_NS
+            lookup = _OCCUPIED_NS + hits * (_HIT_NS + search)
+        else:
+            lookup = search + hits * _HIT_NS
+        cost += probe_count * (n / 2 * lookup + pairs * _PAIR_NS)
         cost += width * _GROUP_NS
     return cost

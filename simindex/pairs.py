@@ -1,10 +1,12 @@
 """All pairs within k in memory (SimIndex.duplicates and clusters), and the leader rule.
 
-pairs_within sorts one table per block of an even layout (pairs_plan, the
-cheapest by costs.pairs_table_ns) and pairs the fingerprints of equal runs,
-and with probes the runs a probe's flips apart; each pair is reported once,
-by the first table whose bits it agrees on within the plan's radius.
-leader_clusters turns pairs into clusters without chaining.
+pairs_within sorts one table per combination of blocks of an even layout
+(pairs_plan, the cheapest by costs.pairs_table_ns for the number of
+fingerprints: one block a table while they are few, Manku's tables of
+several blocks, wider keys, as they grow) and pairs the fingerprints of
+equal runs, and with probes the runs a probe's flips apart; each pair is
+reported once, by the first table whose bits it agrees on within the plan's
+radius. leader_clusters turns pairs into clusters without chaining.
 """
 
 from __future__ import annotations
@@ -13,48 +15,89 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
+from itertools import combinations
 from math import comb
 from typing import Any
 
 import numpy as np
 
 from simindex.blocks import BlockLayout, even_widths, probe_radius
-from simindex.costs import pairs_by_offsets, pairs_table_ns
+from simindex.costs import pairs_by_offsets, pairs_lookup, pairs_table_ns
 from simindex.fingerprint import BITS
-from simindex.tables import Plan, earlier, keyed_by, plan_for, stable_order
+from simindex.tables import Plan, earlier, keyed_by, layout_plan, packed_key, stable_order
 
 _CHUNK = 1 << 18  # lookups made at once (bounds memory)
 _MAX_FLIPS = 1 << 16  # probes of a plan pairs_plan considers
 
 
-def pairs_plan(n: int, k: int, *, blocks: int | None = None) -> Plan:
+def pairs_plan(n: int, k: int, *, blocks: int | None = None, per_table: int | None = 1) -> Plan:
     """The cheapest plan to pair n fingerprints within k (uniform estimate,
     see costs.pairs_table_ns): unlike a query's, each probe is a pass over the whole
-    table. ``blocks`` forces the number of blocks (tests)."""
-    if blocks is None:
-        best: tuple[float, int] | None = None
-        for m in range(1, min(k + 1, BITS // 4) + 1):
-            widths = even_widths(m)
-            radius = probe_radius(BlockLayout(widths, tuple((b,) for b in range(m))), k)
+    table. Its tables are every combination of ``per_table`` blocks of an
+    even layout (1: one block a table, the plan simindex.spark pairs by), or
+    with None the cheapest of any number (pairs_within: one block a table
+    while they are few; more blocks a table, wider keys and more tables, as
+    n grows, so the rows a probe finds stay few). ``blocks`` forces the
+    number of blocks (tests), with per_table=None one block a table."""
+    if blocks is not None:
+        return layout_plan(_layout(blocks, per_table or 1), k)
+    best: tuple[float, int, int] | None = None
+    for m in range(1, BITS // 4 + 1):
+        # One block a table: up to k + 1 of them (more would only be narrower).
+        shapes = [1] if m <= k + 1 else []
+        if per_table is None:
+            shapes += [t for t in range(2, m) if comb(m, t) <= _MAX_TABLES]
+        elif per_table != 1:
+            shapes = [per_table]
+        for t in shapes:
+            layout = _layout(m, t)
+            radius = probe_radius(layout, k)
+            widths = [mask.bit_count() for mask in layout.table_masks()]
             if sum(comb(w, i) for w in widths for i in range(radius + 1)) > _MAX_FLIPS:
                 continue
             cost = sum(pairs_table_ns(n, w, radius) for w in widths)
             if best is None or cost < best[0]:
-                best = (cost, m)
-        blocks = k + 1 if best is None else best[1]
-    return plan_for(n, k, blocks=blocks)
+                best = (cost, m, t)
+    m, t = (k + 1, 1) if best is None else best[1:]
+    return layout_plan(_layout(m, t), k)
+
+
+_MAX_TABLES = 35  # tables a plan of pairs_plan may have (blocks.MAX_TABLES)
+
+
+def _layout(m: int, t: int) -> BlockLayout:
+    """m even blocks, a table for every combination of t of them."""
+    return BlockLayout(even_widths(m), tuple(combinations(range(m), t)))
 
 
 def _flipped(
-    sorted_keys: np.ndarray, flips: list[Any], offsets: int | None
+    sorted_keys: np.ndarray, flips: list[Any], offsets: int | None, *, occupied: int | None = None
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Every (a, b) of positions in sorted_keys whose keys differ by one of the
-    flips (none of them 0), each pair once, in pieces of bounded size.
+    flips (none of them 0), each pair once, in pieces of bounded size (the
+    runs of _flip_hits, one pair a row)."""
+    for a, lo, count in _flip_hits(sorted_keys, flips, offsets, occupied=occupied):
+        yield a, lo  # the first row of each run found
+        longer = np.flatnonzero(count > 1)
+        if longer.size:
+            rest = count[longer].astype(np.intp) - 1
+            yield from _rest_of_runs(a[longer], lo[longer] + 1, rest)
+
+
+def _flip_hits(
+    sorted_keys: np.ndarray, flips: list[Any], offsets: int | None, *, occupied: int | None = None
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(a, lo, count): positions a in sorted_keys and the run lo .. lo +
+    count - 1 of the keys one of the flips (none of them 0) away from a's,
+    every such pair of positions once, in pieces of bounded size.
 
     Each pair is taken from the side whose key has the flip's highest bit
     clear (so key_a < key_b): each of its positions looks up the run of
-    key ^ flip, by offset (in a table of every key of `offsets` bits) or,
-    when offsets is None, by binary search among the distinct keys.
+    key ^ flip, by offset (in a table of every key of `offsets` bits), or in
+    a table of which keys of `occupied` bits are there (one byte a key:
+    for keys too wide for offsets, where most lookups find nothing) and by
+    binary search for those found, or, when both are None, by binary search
+    among the distinct keys.
     """
     n = len(sorted_keys)
     if not n or not flips:
@@ -74,6 +117,9 @@ def _flipped(
         bounds = np.flatnonzero(keys[1:] != keys[:-1]) + 1
         bounds = np.concatenate(([0], bounds, [n]))
         values = keys[bounds[:-1]]  # the distinct keys, their runs bounds[i]:bounds[i + 1]
+        if occupied is not None:
+            there = np.zeros(1 << occupied, dtype=bool)
+            there[values] = True
     top = np.array([int(f).bit_length() - 1 for f in flips])
     flip_array = np.array(flips, dtype=dtype)
     one = dtype.type(1)
@@ -91,16 +137,16 @@ def _flipped(
                 hit = np.flatnonzero(count != 0)
                 lo, count = starts[wanted[hit]], count[hit]
             else:
-                at = np.minimum(np.searchsorted(values, wanted), len(values) - 1)
-                hit = np.flatnonzero(values[at] == wanted)
-                at = at[hit]
+                if occupied is not None:
+                    hit = np.flatnonzero(there[wanted])
+                    at = np.searchsorted(values, wanted[hit])
+                else:
+                    at = np.minimum(np.searchsorted(values, wanted), len(values) - 1)
+                    hit = np.flatnonzero(values[at] == wanted)
+                    at = at[hit]
                 lo, count = bounds[at], bounds[at + 1] - bounds[at]
             a = mine[hit % len(mine)] if len(wanted) > len(mine) else mine[hit]
-            yield a, lo  # the first row of each run found
-            longer = np.flatnonzero(count > 1)
-            if longer.size:
-                rest = count[longer].astype(np.intp) - 1
-                yield from _rest_of_runs(a[longer], lo[longer] + 1, rest)
+            yield a, lo, count
 
 
 def _rest_of_runs(
@@ -121,10 +167,14 @@ def _rest_of_runs(
         start = stop
 
 
-def pairs_within(fps: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def pairs_within(
+    fps: np.ndarray, k: int, *, plan: Plan | None = None, counts: dict[str, int] | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair (a, b, distance), a < b as positions in fps, within distance k.
 
-    For each table (pairs_plan): sort by its bits, then compare each
+    For each table (``plan``, by default pairs_plan's cheapest for len(fps)
+    of any number of blocks a table): sort by its bits (packed side by side,
+    tables.packed_key), then compare each
     fingerprint with the ones 1, 2, 3... places further on while they still
     share those bits (the positions still inside a run shrink at every step);
     with probes, also pair the runs whose bits differ by each probe's flips
@@ -132,41 +182,56 @@ def pairs_within(fps: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.nd
     agrees on within the plan's radius. From _THREADED_MIN fingerprints the
     tables' runs and slices of their flips are paired by threads, one a CPU
     (numpy lets go of the GIL for the gathers and comparisons): the same
-    pairs, in another order.
+    pairs, in another order. ``counts``, if given, gets "compared" added:
+    the pairs of fingerprints whose distance was computed (benchmarks).
     """
     fps = fps.astype(np.uint64, copy=False)
     n = len(fps)
-    plan = pairs_plan(n, k)
+    if plan is None:
+        # One block a table, as before: the plans of several blocks a table
+        # (pairs_plan(n, k, per_table=None)) are exact and tested, but the N
+        # from which the price model says they pay (about 60M at k = 8, 15M
+        # at k = 3) is not measured yet (docs/scaling.md).
+        plan = pairs_plan(n, k)
     masks = [np.uint64(m) for m in plan.masks]
     cpus = _cpus() if n >= _THREADED_MIN else 1
     pool = ThreadPoolExecutor(cpus) if cpus > 1 else None
     found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    compared = 0
     try:
         for t, mask in enumerate(plan.masks):  # one table's sorted copies at a time
-            keyed, flips = keyed_by(fps, mask, plan.flips[t])
+            keyed = packed_key(fps, mask)
+            flips = packed_key(np.array(plan.flips[t], dtype=np.uint64), mask).tolist()
             order = stable_order(keyed)
             table = _Table(t, order, keyed[order], fps[order], masks[:t], plan.radius, k)
             del keyed
-            work: list[Callable[[], list[tuple[np.ndarray, np.ndarray, np.ndarray]]]] = [table.runs]
-            probes = flips[1:]
+            work: list[Callable[[], _Found]] = [table.runs]
+            probes = [keyed_flip for keyed_flip in flips if keyed_flip]
             if probes:
                 width = mask.bit_count()
-                offsets = width if pairs_by_offsets(n, width, len(probes)) else None
+                how = pairs_lookup(n, width, len(probes))
+                offsets = width if how == "offsets" else None
+                occupied = width if how == "occupied" else None
                 per = -(-len(probes) // cpus)
                 for c in range(0, len(probes), per):
-                    work.append(partial(table.flipped, probes[c : c + per], offsets))
-            if pool is not None:
-                found += [piece for pieces in pool.map(lambda job: job(), work) for piece in pieces]
-            else:
-                found += [piece for job in work for piece in job()]
+                    work.append(partial(table.flipped, probes[c : c + per], offsets, occupied))
+            done = pool.map(lambda job: job(), work) if pool is not None else (j() for j in work)
+            for pieces, count in done:
+                found += pieces
+                compared += count
     finally:
         if pool is not None:
             pool.shutdown()
+    if counts is not None:
+        counts["compared"] = counts.get("compared", 0) + compared
     if not found:
         empty = np.zeros(0, np.int64)
         return empty, empty, empty
     a, b, d = zip(*found, strict=True)
     return np.concatenate(a), np.concatenate(b), np.concatenate(d)
+
+
+_Found = tuple[list[tuple[np.ndarray, np.ndarray, np.ndarray]], int]  # pieces, pairs compared
 
 
 _THREADED_MIN = 1 << 16  # fingerprints from which pairs_within pairs in threads
@@ -204,31 +269,34 @@ class _Table:
         a, b = self.order[a[fresh]], self.order[b[fresh]]
         return np.minimum(a, b), np.maximum(a, b), d[fresh].astype(np.int64)
 
-    def flipped(
-        self, flips: list[Any], offsets: int | None
-    ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    def flipped(self, flips: list[Any], offsets: int | None, occupied: int | None) -> _Found:
         """The pairs whose bits here differ by one of these flips."""
         out = []
-        for a, b in _flipped(self.keys, flips, offsets):
+        compared = 0
+        for a, b in _flipped(self.keys, flips, offsets, occupied=occupied):
             distance = np.bitwise_count(self.fps[a] ^ self.fps[b])
+            compared += len(a)
             near = np.flatnonzero(distance <= self.k)
             if near.size:
                 out.append(self._kept(a[near], b[near], distance[near]))
-        return out
+        return out, compared
 
-    def runs(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    def runs(self) -> _Found:
         """The pairs with equal bits here."""
         keys, fps, k = self.keys, self.fps, self.k
         n = len(keys)
         out = []
+        compared = 0
         step = 1
         # While most positions are still inside a run, whole-array slices are
         # cheaper than gathering the live positions.
         while step < n:
             same = keys[:-step] == keys[step:]
-            if 4 * int(np.count_nonzero(same)) < n:
+            live = int(np.count_nonzero(same))
+            if 4 * live < n:
                 break
             distance = np.bitwise_count(fps[:-step] ^ fps[step:])
+            compared += live
             hit = np.flatnonzero(same & (distance <= k))
             if hit.size:
                 out.append(self._kept(hit, hit + step, distance[hit]))
@@ -237,13 +305,14 @@ class _Table:
         while alive.size:
             other = alive + step
             distance = np.bitwise_count(fps[alive] ^ fps[other])
+            compared += len(alive)
             near = distance <= k
             if near.any():
                 out.append(self._kept(alive[near], other[near], distance[near]))
             step += 1
             alive = alive[alive + step < n]
             alive = alive[keys[alive + step] == keys[alive]]
-        return out
+        return out, compared
 
 
 def leader_clusters(pairs: Iterable[tuple[int, int]]) -> list[list[int]]:

@@ -48,13 +48,46 @@ def plan_for(n: int, k: int, *, blocks: int | None = None) -> Plan:
         if best is None or cost < best[0]:
             best = (cost, m)
     m = k + 1 if best is None else best[1]
-    layout = BlockLayout(even_widths(m), tuple((b,) for b in range(m)))
+    return layout_plan(BlockLayout(even_widths(m), tuple((b,) for b in range(m))), k)
+
+
+def layout_plan(layout: BlockLayout, k: int) -> Plan:
+    """The plan of a layout for k: one table per combination of its blocks
+    (Manku's tables, one block each or several), each looked up with every
+    value within blocks.probe_radius bits of a fingerprint's own."""
     radius = probe_radius(layout, k)
+    masks = layout.table_masks()
     flips = []
-    for shift, mask in layout.spans():
-        bits = [1 << (shift + i) for i in range(mask.bit_length())]
+    for mask in masks:
+        bits = [1 << b for b in range(BITS) if mask >> b & 1]
         flips.append([sum(c) for r in range(radius + 1) for c in combinations(bits, r)])
-    return Plan(layout.table_masks(), radius, flips)
+    return Plan(masks, radius, flips)
+
+
+def packed_key(values: np.ndarray, mask: int) -> np.ndarray:
+    """The bits of values under mask, packed side by side in their order (the
+    narrowest unsigned integers that hold them): a table of several blocks
+    sorts and is looked up by offset like one block as wide. Packing keeps
+    the order and the XORs of the masked values (flips pack the same way)."""
+    width = mask.bit_count()
+    dtype = np.uint16 if width <= 16 else np.uint32 if width <= 32 else np.uint64
+    values = values.astype(np.uint64, copy=False)
+    out: np.ndarray | None = None
+    at = 0  # bits packed so far, from the lowest
+    rest = mask
+    while rest:
+        low = (rest & -rest).bit_length() - 1
+        run = (rest >> low) & ~((rest >> low) + 1)  # the lowest run of set bits
+        span = run.bit_length()
+        part = (values >> np.uint64(low)) & np.uint64(run)
+        if at:
+            part <<= np.uint64(at)
+        out = part if out is None else out | part
+        at += span
+        rest &= ~(run << low)
+    if out is None:
+        return np.zeros(len(values), dtype=dtype)
+    return out.astype(dtype)
 
 
 def earlier(x: np.ndarray, masks: list[np.uint64], radius: int) -> np.ndarray:

@@ -34,6 +34,7 @@ KEPT = {  # one script a question a user asks
     "bulk",
     "holding",
     "allpairs",
+    "growth",
     "threads",
     "revisions",
     "spark",
@@ -131,6 +132,11 @@ def test_foundation_benchmark_runs_and_is_exact() -> None:
 @slow
 def test_peers_benchmark_quick_run() -> None:
     assert "exact: yes" in run_script("bench/peers.py", "--quick")
+
+
+@slow
+def test_growth_benchmark_quick_run_finds_the_same_pairs() -> None:
+    assert "same pairs: yes" in run_script("bench/growth.py", "--quick")
 
 
 @slow

@@ -55,7 +55,12 @@ def test_the_advisor_lists_every_layout_cheapest_first() -> None:
 
 
 def test_all_pairs_looks_up_by_offset_only_where_it_pays() -> None:
-    assert not costs.pairs_by_offsets(10_000_000, costs.PAIRS_OFFSETS_MAX_BITS + 1, 1000)
+    assert not costs.pairs_by_offsets(1_000_000, costs.PAIRS_OFFSETS_MAX_BITS + 1, 1000)
+    # Wider keys by offset only with no more possible keys than rows.
+    assert costs.pairs_by_offsets(100_000_000, 26, 351)
+    assert costs.pairs_lookup(1_000_000, 26, 351) == "occupied"
+    assert costs.pairs_lookup(1_000_000, 40, 351) == "search"
+    assert costs.pairs_lookup(1_000_000, 21, 231) == "offsets"
     assert not costs.pairs_by_offsets(1000, 22, 1)  # 4M offsets built for 1,000 rows
     assert costs.pairs_by_offsets(1_000_000, 16, 100)
     # A table's estimate grows with the rows and with the probe radius.

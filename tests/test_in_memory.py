@@ -51,8 +51,8 @@ def test_in_memory_probing_equals_brute_force_for_every_block_count(
             )
     assert len(plans) >= min(k + 1, 3)
     for m, plan, pair_plan in plans:
-        monkeypatch.setattr(snapshot, "plan_for", lambda n, k_, plan=plan: plan)
-        monkeypatch.setattr(pairs, "pairs_plan", lambda n, k_, plan=pair_plan: plan)
+        monkeypatch.setattr(snapshot, "plan_for", lambda n, k_, plan=plan, **_: plan)
+        monkeypatch.setattr(pairs, "pairs_plan", lambda n, k_, plan=pair_plan, **_: plan)
         held = Snapshot(np.arange(len(fps)), np.array(fps, dtype=np.uint64), None)
         q, s, d = held.match(np.array(queries, dtype=np.uint64), k)
         got = sorted(zip(q.tolist(), s.tolist(), d.tolist(), strict=True))
@@ -84,7 +84,7 @@ def test_pairs_within_long_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     distance = np.bitwise_count(fps[:, None] ^ fps[None, :])
     for blocks, offsets in [(3, False), (3, True), (9, False)]:
         plan = pairs_plan(len(fps), 8, blocks=blocks)
-        monkeypatch.setattr(pairs, "pairs_plan", lambda n, k_, plan=plan: plan)
+        monkeypatch.setattr(pairs, "pairs_plan", lambda n, k_, plan=plan, **_: plan)
         monkeypatch.setattr(pairs, "pairs_by_offsets", lambda n, w, p, o=offsets: o)
         a, b, d = pairs.pairs_within(fps, 8)
         assert len(set(zip(a.tolist(), b.tolist(), strict=True))) == len(a)
@@ -294,7 +294,7 @@ def test_pairs_within_in_threads_equals_one_thread(
     bits = np.uint64(1) << rng.integers(0, 64, (600, 8)).astype(np.uint64)
     near = base[:600] ^ np.bitwise_or.reduce(bits[:, : rng.integers(1, 9)], axis=1)
     fps = np.concatenate([base, near, np.full(30, base[3], dtype=np.uint64)])
-    monkeypatch.setattr(pairs, "pairs_plan", lambda n, k: pairs.plan_for(n, k, blocks=3))
+    monkeypatch.setattr(pairs, "pairs_plan", lambda n, k, **_: plan_for(n, k, blocks=3))
     monkeypatch.setattr(pairs, "_cpus", lambda: 1)
     one = pairs.pairs_within(fps, 8)
     monkeypatch.setattr(pairs, "_THREADED_MIN", 0)
@@ -325,7 +325,7 @@ def test_the_spark_groups_are_sized_by_their_largest() -> None:
     rng = np.random.default_rng(4)
     fps = rng.integers(0, 2**58, 6_000, dtype=np.uint64)  # the highest 6 bits clear
     fps[:3] = [0, 2**58 - 1, 2**57]
-    plan = pairs.plan_for(len(fps), 8, blocks=3)
+    plan = plan_for(len(fps), 8, blocks=3)
     for t, mask in enumerate(plan.masks):
         high = min(_pairs.HISTOGRAM_BITS, mask.bit_count())
         top = pairs.prefix_mask(mask, high)
@@ -354,3 +354,99 @@ def test_the_spark_groups_are_sized_by_their_largest() -> None:
         assert _pairs.largest_group(counts, plan, 0, skewed) <= 400
     finally:
         _pairs.GROUP_ROWS = old
+
+
+def _brute_pairs(fps: np.ndarray, k: int) -> list[tuple[int, int, int]]:
+    want = []
+    for i in range(len(fps)):
+        distance = np.bitwise_count(fps[i] ^ fps[i + 1 :])
+        (j,) = np.nonzero(distance <= k)
+        want += zip([i] * len(j), (j + i + 1).tolist(), distance[j].tolist(), strict=True)
+    return sorted(want)
+
+
+@pytest.mark.parametrize(
+    ("k", "blocks", "per_table"),
+    [(8, 5, 2), (3, 5, 2), (3, 6, 3), (5, 6, 2), (4, 6, 3), (2, 4, 3)]
+    + [pytest.param(8, 4, 2, marks=pytest.mark.slow)],  # 6 tables of 32 bits, radius 4
+)
+def test_pairs_within_tables_of_several_blocks_equal_brute_force(
+    k: int, blocks: int, per_table: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Plans whose tables are combinations of several blocks (Manku's, keys
+    packed from blocks that are not side by side), probed or not, each way of
+    looking up (offsets, a table of the keys there, binary search), a flip at
+    a time and many at once: every pair within k once, as brute force finds
+    them, on random fingerprints, planted neighbours, copies and the top bit set."""
+
+    rng = np.random.default_rng(k * 100 + blocks * 10 + per_table)
+    base = rng.integers(0, 2**64, 700, dtype=np.uint64)
+    bits = np.uint64(1) << rng.integers(0, 64, (400, k + 1)).astype(np.uint64)
+    keep = rng.random((400, k + 1)) < 0.7
+    near = base[rng.integers(0, 700, 400)] ^ np.bitwise_or.reduce(
+        np.where(keep, bits, np.uint64(0)), axis=1
+    )
+    top = base[:50] | np.uint64(2**63)
+    edges = np.array([0, 2**63, 2**64 - 1, 2**63 + 1], dtype=np.uint64)
+    fps = np.concatenate([base, near, top, np.full(20, base[3], dtype=np.uint64), edges])
+    want = _brute_pairs(fps, k)
+    plan = pairs.pairs_plan(len(fps), k, blocks=blocks, per_table=per_table)
+    assert len(plan.masks) == math.comb(blocks, per_table)
+    assert all(m.bit_count() > 64 // blocks + 1 for m in plan.masks)
+    widest = {"offsets": 22, "occupied": 28, "search": 64}  # (else by binary search)
+    for how, chunk in [("offsets", 1 << 18), ("occupied", 1 << 18), ("search", 1 << 18)] + [
+        ("occupied", 7),
+        ("search", 7),
+    ]:
+        monkeypatch.setattr(
+            pairs, "pairs_lookup", lambda n, w, p, h=how: h if w <= widest[h] else "search"
+        )
+        monkeypatch.setattr(pairs, "_CHUNK", chunk)
+        counts: dict[str, int] = {}
+        a, b, d = pairs.pairs_within(fps, k, plan=plan, counts=counts)
+        got = sorted(zip(a.tolist(), b.tolist(), d.tolist(), strict=True))
+        assert got == want, (how, chunk)
+        assert counts["compared"] >= len(want)
+    assert len(want) > 300
+
+
+def test_pairs_plan_widens_its_tables_as_n_grows() -> None:
+    """The plan priced by N (per_table=None) is the one-block plan while the
+    fingerprints are few (k = 8 at a million: three blocks probed within 2
+    bits; k <= 3: k + 1 blocks) and has tables of two blocks, wider keys,
+    once the rows a probe finds would dominate; per_table=1 (pairs_within's
+    and simindex.spark's, until the crossover is measured)
+    keeps one block a table at every size."""
+
+    for n in (1_000, 1_000_000):
+        for k in (0, 1, 3, 8):
+            assert pairs.pairs_plan(n, k, per_table=None) == pairs.pairs_plan(n, k), (n, k)
+    wide = pairs.pairs_plan(300_000_000, 8, per_table=None)
+    assert (len(wide.masks), wide.radius) == (10, 2)
+    assert min(m.bit_count() for m in wide.masks) == 25
+    assert len(pairs.pairs_plan(300_000_000, 8).masks) == 3
+    exact = pairs.pairs_plan(100_000_000, 3, per_table=None)
+    assert exact.radius == 0 and len(exact.masks) > 4
+
+
+def test_packed_key_keeps_the_bits_in_order() -> None:
+    """packed_key: the masked bits side by side, lowest first, for masks of
+    one run of bits or several, and the narrowest type that holds them."""
+    from simindex.tables import packed_key
+
+    rng = np.random.default_rng(1)
+    values = np.concatenate(
+        [rng.integers(0, 2**64, 300, dtype=np.uint64), np.array([0, 2**63, 2**64 - 1], np.uint64)]
+    )
+    for mask, dtype in [
+        (0xFFFF, np.uint16),
+        (0xFFF << 50 | 0xFF << 3, np.uint32),
+        ((1 << 63) | 1, np.uint16),
+        (2**64 - 1, np.uint64),
+        (0, np.uint16),
+    ]:
+        got = packed_key(values, mask)
+        assert got.dtype == dtype
+        bits = [b for b in range(64) if mask >> b & 1]
+        want = [sum((x >> b & 1) << i for i, b in enumerate(bits)) for x in values.tolist()]
+        assert got.tolist() == want, hex(mask)
