@@ -15,7 +15,8 @@ stays within k). Plans (pairs.pairs_plan), each timed on the same array:
   one block     one block a table (per_table=1): three 22/21/21-bit blocks
                 probed within 2 bits, the plan before plans were priced by N
                 (and simindex.spark's)
-  by N          pairs_plan(n, k, per_table=None), what pairs_within picks:
+  by N          pairs_plan(n, k, per_table=None), the plan priced by N (pairs_within
+                keeps one block a table until the crossover is measured):
                 the cheapest of any number of blocks a table for N (not run
                 again when it is the one-block plan)
   2 of 5        ten tables of two of five 13/13/13/13/12-bit blocks, probed
