@@ -37,8 +37,9 @@ of each negative kind there. MinHash (datasketch, 128 permutations, the
 threshold tuned on the same TUNE pairs) and simindex as it ships are rows
 beside them. One kind is reported and not scored (sedit*, see
 sentence_edits): half of a passage in sentences each with half its words
-rewritten, a rewrite that keeps most of each sentence's characters. Fingerprinting speed: the product's fingerprint_and_signature
-beside a one-pass prototype per unit choice (same tokens, same hashing),
+rewritten, the other sentences untouched. Fingerprinting speed: the
+product's fingerprint_and_signature beside a one-pass prototype per unit
+choice (same tokens, same hashing),
 medians over interleaved passes on TEST passages. Written to
 bench/results/experiments/cjk_units.txt; what it decided:
 docs/decisions/chinese-units.md.
