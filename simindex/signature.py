@@ -342,11 +342,12 @@ def signature(text: str, config: FingerprintConfig) -> bytes:
 def _signature_of(hashes: np.ndarray) -> bytes:
     """The sketch of distinct units' 64-bit hashes, and their exact set
     where there are at most SMALL (see the module's text)."""
-    made = sketch(hashes)
+    h32 = top32(hashes)
+    made = pack(minhash_values(h32), BITS)  # sketch(hashes)
     if len(hashes) > SMALL:
         return made
-    exact = np.unique(top32(hashes))  # (two units' top 32 bits alike: one value)
-    return made + exact.astype("<u4").tobytes()
+    exact = sorted(set(h32.tolist()))  # (two units' top 32 bits alike: one value)
+    return made + struct.pack(f"<{len(exact)}I", *exact)
 
 
 def _one_pass(config: FingerprintConfig) -> bool:
