@@ -75,14 +75,18 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path: Path) -> None:
         work,
     )
     # One character changed: 5 bits away with the default configuration; the
-    # two share 8 of their 10 distinct characters, under the default
-    # threshold (0.8), so the query asks for 0.7.
+    # two share 8 of their 10 distinct characters (a Jaccard of 0.8), and
+    # being short texts one unit apart, their similarity is 15/17: a copy at
+    # the default threshold, not at 0.9.
     query = [simindex, "query", "docs.db", "--json", "--k", "5"]
-    found = run([*query, "--threshold", "0.7", "你妈妈喊你回家吃饭啦，回家罗回家罗"], work)
+    found = run([*query, "你妈妈喊你回家吃饭啦，回家罗回家罗"], work)
     assert found.returncode == 0, found.stderr
     match = json.loads(found.stdout)["matches"][0]
-    assert match["key"] == "dinner" and 0.7 <= match["similarity"] < 1
-    assert run([*query, "你妈妈喊你回家吃饭啦，回家罗回家罗"], work).returncode == 1
+    assert match["key"] == "dinner" and match["similarity"] == 15 / 17
+    assert (
+        run([*query, "--threshold", "0.9", "你妈妈喊你回家吃饭啦，回家罗回家罗"], work).returncode
+        == 1
+    )
 
     bad = run([simindex, "query", "docs.db", "--k", "65", "x"], work)
     assert bad.returncode == 2 and bad.stderr.startswith("Error:") and "Traceback" not in bad.stderr
