@@ -117,7 +117,7 @@ class Explanation:
     apart: tuple[FeatureEffect, ...] = ()  # weighed differently, most credited first
     # The second stage (see the module's docstring): None where a side has no signature.
     threshold: float = DEFAULT_THRESHOLD
-    similarity: float | None = None  # the signatures' estimate
+    similarity: float | None = None  # the signatures' (estimated; exact for two short texts)
     unit_jaccard: float | None = None  # the exact Jaccard of the unit sets (texts only)
     units_a: int | None = None  # distinct units of each text
     units_b: int | None = None

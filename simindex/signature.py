@@ -191,11 +191,6 @@ def top32(hashes: np.ndarray) -> np.ndarray:
     return (hashes >> _U64(32)).astype(np.uint32)
 
 
-def sketch(hashes: np.ndarray, bins: int = BINS, bits: int = BITS) -> bytes:
-    """bins * bits / 8 bytes over a set of 64-bit hashes (see minhash_values)."""
-    return pack(minhash_values(top32(hashes), bins, bits), bits)
-
-
 def jaccard_from_agreement(agree: float, bits: int = BITS) -> float:
     """The Jaccard estimate from the fraction of bins that agree."""
     chance = 2.0**-bits
@@ -340,10 +335,11 @@ def signature(text: str, config: FingerprintConfig) -> bytes:
 
 
 def _signature_of(hashes: np.ndarray) -> bytes:
-    """The sketch of distinct units' 64-bit hashes, and their exact set
-    where there are at most SMALL (see the module's text)."""
+    """The sketch of distinct units' 64-bit hashes (NBYTES bytes: see
+    minhash_values), and their exact set where there are at most SMALL (see
+    the module's text); both from the same top 32 bits."""
     h32 = top32(hashes)
-    made = pack(minhash_values(h32), BITS)  # sketch(hashes)
+    made = pack(minhash_values(h32), BITS)
     if len(hashes) > SMALL:
         return made
     exact = sorted(set(h32.tolist()))  # (two units' top 32 bits alike: one value)
