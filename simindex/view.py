@@ -78,6 +78,7 @@ class Views:
             signatures=settings.signatures,
             counted=settings.counted,
             stored=settings.stores_snapshots,
+            set_keys=settings.set_keys,
         )
 
     def _take(self, conn: Connection, seen: View) -> bool:
@@ -148,6 +149,7 @@ class Views:
                 if fresh:
                     self._take(write.conn, self._view)
                 yield write, self._view
+                self._view.store.sets_written(write.conn)
             self.accel.committed(write.before, write.after, write.rows)
 
     def close(self) -> None:

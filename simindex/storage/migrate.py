@@ -26,7 +26,7 @@ from simindex.errors import (
 )
 from simindex.fingerprint import BITS, FingerprintConfig
 from simindex.signature import DEFAULT_THRESHOLD, NAME, SKETCH_ONLY, check_threshold
-from simindex.storage import schema
+from simindex.storage import schema, short_sets
 from simindex.storage.dialects import COUNT_SQL, dialect_of
 from simindex.storage.location import Location
 
@@ -36,11 +36,12 @@ if TYPE_CHECKING:
 FORMAT_VERSION = 2  # the newest format this simindex reads (see Settings.format)
 # The Alembic revisions this simindex knows, oldest first (tests check them
 # against migrations/versions). Kept here so opening an index needs no Alembic.
-REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006")
+REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007")
 HEAD = REVISIONS[-1]
 SIGNATURES_FROM = "0002"  # the first revision with the signature column
 COUNTED_FROM = "0005"  # the first whose database counts every change (triggers)
 EXACT_SETS_FROM = "0006"  # the first whose signatures may keep a short text's set (NAME)
+SET_KEYS_FROM = "0007"  # the first that stores short texts' set keys (short_sets.py)
 STORED_FROM = "0004"  # the first with the table of the last snapshot read (stored.py)
 
 
@@ -109,6 +110,13 @@ class Settings:
         whoever writes it (revision 0005's triggers): what a snapshot read
         from it (held or stored) is checked against."""
         return self.revision >= COUNTED_FROM and self.counting
+
+    @property
+    def set_keys(self) -> bool:
+        """Whether short texts are found by their set keys (revision 0007,
+        its triggers there): what makes a short query match the rows one
+        unit apart at any distance (matching.Verify.keys)."""
+        return self.revision >= SET_KEYS_FROM and self.counting
 
     @property
     def stores_snapshots(self) -> bool:
@@ -237,6 +245,15 @@ def count_again(conn: Connection) -> None:
     dialect_of(conn).count_changes(conn)
     conn.exec_driver_sql(f"DELETE FROM {schema.SNAPSHOT_TABLE}")
     conn.exec_driver_sql(COUNT_SQL)
+    short_sets.mark_changes(conn)  # (nor were the rows with short sets marked)
+    short_sets.mark_all(conn)
+    short_sets.drain(conn)
+
+
+def _counting(backend: Backend, conn: Connection) -> bool:
+    """Whether the triggers of the newest revision are all there: those that
+    count changes (0005) and those that mark short sets (0007)."""
+    return backend.dialect.counting(conn) and short_sets.marking(conn)
 
 
 def open_settings(
@@ -258,7 +275,7 @@ def open_settings(
     backend.ensure_schema(create=may_create)
     with backend.reading() as conn:
         found = read_settings(conn, where)
-        counting = found is None or found[1] != HEAD or backend.dialect.counting(conn)
+        counting = found is None or found[1] != HEAD or _counting(backend, conn)
     if found is None or (not backend.readonly and (found[1] != HEAD or not counting)):
         with backend.writing(alone=True) as conn:
             found = read_settings(conn, where)  # again, under the lock
@@ -271,7 +288,7 @@ def open_settings(
                 upgrade(conn, found[0].layout)
                 found = read_settings(conn, where)
                 assert found is not None
-            if not backend.dialect.counting(conn):
+            if not _counting(backend, conn):
                 count_again(conn)
         counting = True
     settings = found[0] if counting else replace(found[0], counting=False)

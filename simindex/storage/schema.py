@@ -18,6 +18,12 @@ describes the current one for the code that reads and writes it.
   memory is made of, as the last holder read them (storage/stored.py), in
   parts of bytes: ``header`` (what they are and the generation and write
   count they were read at), then each array's parts in order.
+- ``simindex_set_keys`` (from revision 0007): (set key, row id) of every
+  row whose signature keeps a set of at least four units
+  (signature.set_keys), so that a short text finds the texts one unit
+  apart at any distance; and ``simindex_set_keys_due``: the ids of the rows
+  whose keys are still to be made, put there by triggers on the
+  fingerprint table for every writer (short_sets.py).
 """
 
 from __future__ import annotations
@@ -46,6 +52,8 @@ META_TABLE = "simindex_meta"
 SNAPSHOT_TABLE = "simindex_snapshot"
 FINGERPRINT_TABLE = "simindex_fingerprints"
 VERSION_TABLE = "simindex_alembic_version"
+SET_KEYS_TABLE = "simindex_set_keys"
+SET_KEYS_DUE_TABLE = "simindex_set_keys_due"
 
 # 64-bit row ids, but SQLite's rowid alias must be declared exactly INTEGER.
 ID_TYPE = BigInteger().with_variant(Integer, "sqlite")
@@ -84,6 +92,28 @@ class Schema:
     fingerprints: Table
     lookups: tuple[Index, ...]  # one per table of the layout, in order
     snapshot: Table
+    set_keys: Table
+    set_keys_due: Table
+
+
+def set_key_tables(metadata: MetaData | None = None) -> tuple[Table, Table]:
+    """The tables of short texts' set keys (revision 0007; short_sets.py)."""
+    metadata = MetaData() if metadata is None else metadata
+    keys = Table(
+        SET_KEYS_TABLE,
+        metadata,
+        Column("set_key", BigInteger, nullable=False),
+        Column("id", BigInteger, nullable=False),
+        PrimaryKeyConstraint("set_key", "id", name=f"pk_{SET_KEYS_TABLE}"),
+        Index(f"ix_{SET_KEYS_TABLE}_id", "id"),
+    )
+    due = Table(
+        SET_KEYS_DUE_TABLE,
+        metadata,
+        Column("id", BigInteger, nullable=False),
+        PrimaryKeyConstraint("id", name=f"pk_{SET_KEYS_DUE_TABLE}"),
+    )
+    return keys, due
 
 
 def constraint_names(table: str) -> tuple[str, str]:
@@ -136,6 +166,7 @@ def build(
         Column("data", LargeBinary, nullable=False),
         PrimaryKeyConstraint("name", "part", name=f"pk_{SNAPSHOT_TABLE}"),
     )
+    set_keys, set_keys_due = set_key_tables(metadata)
     indexes = tuple(
         Index(
             table_index_name(j),
@@ -146,4 +177,4 @@ def build(
         for j, table in enumerate(layout.tables)
         if lookups
     )
-    return Schema(metadata, meta, fingerprints, indexes, snapshot)
+    return Schema(metadata, meta, fingerprints, indexes, snapshot, set_keys, set_keys_due)
