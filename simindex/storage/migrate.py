@@ -43,6 +43,7 @@ COUNTED_FROM = "0005"  # the first whose database counts every change (triggers)
 EXACT_SETS_FROM = "0006"  # the first whose signatures may keep a short text's set (NAME)
 SET_KEYS_FROM = "0007"  # the first that stores short texts' set keys (short_sets.py)
 STORED_FROM = "0004"  # the first with the table of the last snapshot read (stored.py)
+FIRST_THRESHOLD = 0.8  # what revision 0002 records for an index made before it
 
 
 def package_version() -> str:
@@ -186,9 +187,10 @@ def read_settings(conn: Connection, where: Location) -> tuple[Settings, str] | N
             config=FingerprintConfig.from_json(rows["fingerprint"]),
             created_by=rows.get("created_by", ""),
             distance=int(rows.get("k", layout.k)),
-            # An index made before signatures: the default, which its rows
-            # (no signature) do not feel: they are matched by distance alone.
-            threshold=check_threshold(float(rows.get("threshold", DEFAULT_THRESHOLD))),
+            # An index made before signatures (read as it is): the threshold
+            # revision 0002 records, which its rows (no signature) do not
+            # feel: they are matched by distance alone.
+            threshold=check_threshold(float(rows.get("threshold", FIRST_THRESHOLD))),
             revision=str(revision),
             signature=kind,
         )
