@@ -278,3 +278,36 @@ def test_an_index_of_revision_0006_gets_its_keys(db_path: Path, texts: dict[str,
         assert_keys_complete(str(db_path), drained=True)
         for text in texts.values():
             assert index.query(text) == oracle(stored, text)
+
+
+def test_a_row_replaced_by_insert_or_replace_leaves_nothing_behind(
+    db_path: Path, texts: dict[str, str]
+) -> None:
+    """SQLite's INSERT OR REPLACE deletes the old row without the delete
+    trigger: the next drain takes its mark and keys away (nothing left due
+    for ever), and the new row is keyed."""
+    items = list(texts.items())[:40]
+    with SimIndex(db_path) as index:
+        index.add_many(items)
+        key, _ = items[0]
+        new_text = items[20][1] + " more"
+        fp, sig = fingerprint_and_signature(new_text, DEFAULT_CONFIG)
+        blocks = BlockLayout.for_k(8).blocks(fp)
+        names = ", ".join(f"block_{i}" for i in range(len(blocks)))
+        with raw(str(db_path)) as cur:
+            cur.execute("SELECT id FROM simindex_fingerprints WHERE key = ?", (key,))
+            (old_id,) = cur.fetchone()
+            cur.execute("INSERT INTO simindex_set_keys_due (id) VALUES (?)", (old_id,))
+            cur.execute(
+                f"INSERT OR REPLACE INTO simindex_fingerprints (key, fingerprint, {names}, "
+                f"signature) VALUES ({', '.join('?' * (3 + len(blocks)))})",
+                (key, _signed(fp), *blocks, sig),
+            )
+        index.add("another", "one more short text of words")
+        assert_keys_complete(str(db_path), drained=True)
+        stored = stored_of(dict(items))
+        stored[key] = (fp, sig)
+        stored["another"] = fingerprint_and_signature(
+            "one more short text of words", DEFAULT_CONFIG
+        )
+        assert index.query(new_text) == oracle(stored, new_text)
