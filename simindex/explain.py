@@ -268,6 +268,7 @@ def explain(
     top: int = 10,
     threshold: float = DEFAULT_THRESHOLD,
     signatures: tuple[bytes | None, bytes | None] = (None, None),
+    set_keys: bool = True,
 ) -> Explanation:
     """Explain the distance between two texts (or fingerprints) for distance k,
     and their verification at ``threshold``.
@@ -278,6 +279,8 @@ def explain(
     for the scores), and the units only one of them has. A fingerprint (an
     int) for either side gives the distance, blocks and tables only, and
     the similarity where ``signatures`` gives that side's stored signature.
+    ``set_keys``: whether short texts one unit apart are found at any
+    distance (an index of schema revision 0007 on; see matching.py).
     Raises EmptyTextError for a text with no word features.
     """
     check_k(k)
@@ -322,7 +325,7 @@ def explain(
         base = replace(base, similarity=similarity(sigs[0], sigs[1]))
         set_a, set_b = exact_set(sigs[0]), exact_set(sigs[1])
         close = set_a is not None and set_b is not None and one_unit_apart(set_a, set_b)
-        base = replace(base, sets_one_unit_apart=close and threshold > 0)
+        base = replace(base, sets_one_unit_apart=close and threshold > 0 and set_keys)
     ua, ub = unit_sets
     if ua is not None and ub is not None:
         sa, sb = set(ua), set(ub)

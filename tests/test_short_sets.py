@@ -273,6 +273,8 @@ def test_an_index_of_revision_0006_gets_its_keys(db_path: Path, texts: dict[str,
         assert index.stats()["schema_revision"] == "0006"
         for text in texts.values():
             assert index.query(text) == oracle(stored, text, sets=False)
+        a, b = texts["t3"], texts["t3-r"]  # one word apart: explained as the index answers
+        assert not index.explain(a, b).sets_one_unit_apart
     with SimIndex(db_path) as index:
         assert index.stats()["schema_revision"] == "0007"
         assert_keys_complete(str(db_path), drained=True)
