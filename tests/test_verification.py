@@ -442,7 +442,7 @@ def test_an_older_index_upgrades_in_place_and_is_verified_once_rebuilt(
             60,
             60,
         )
-        assert index.threshold == DEFAULT_THRESHOLD
+        assert index.threshold == 0.8  # what revision 0002 records, not today's default
     # The upgrade recorded the threshold it verifies at: a later default does not move it.
     meta = dict(sqlite3.connect(path).execute("SELECT name, value FROM simindex_meta").fetchall())
     assert (meta["threshold"], meta["signature"]) == ("0.8", "minhash128x4/1+set15")
@@ -458,7 +458,7 @@ def test_an_older_index_upgrades_in_place_and_is_verified_once_rebuilt(
         assert index.stats()["without_signature"] == 0
         stored = {k: fingerprint_and_signature(t, index.config) for k, t in some.items()}
         fp, sig = stored["p0"]
-        assert index.query(some["p0"]) == oracle(stored, fp, sig, 8, DEFAULT_THRESHOLD)
+        assert index.query(some["p0"]) == oracle(stored, fp, sig, 8, index.threshold)
 
 
 def test_an_index_of_sketches_alone_is_read_and_upgraded(
