@@ -18,6 +18,10 @@ describes the current one for the code that reads and writes it.
   memory is made of, as the last holder read them (storage/stored.py), in
   parts of bytes: ``header`` (what they are and the generation and write
   count they were read at), then each array's parts in order.
+- ``simindex_passage_docs`` and ``simindex_passages`` (from revision 0007;
+  filled only in an index that keeps passages, storage/passages.py): a
+  document's key and how many passage hashes it has, and each (hash,
+  document) pair, keyed by the hash.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ from simindex.blocks import BlockLayout
 
 META_TABLE = "simindex_meta"
 SNAPSHOT_TABLE = "simindex_snapshot"
+PASSAGE_DOCS_TABLE = "simindex_passage_docs"
+PASSAGES_TABLE = "simindex_passages"
 FINGERPRINT_TABLE = "simindex_fingerprints"
 VERSION_TABLE = "simindex_alembic_version"
 
@@ -146,4 +152,40 @@ def build(
         for j, table in enumerate(layout.tables)
         if lookups
     )
+    build_passages(metadata)  # (described with the rest: the tests compare it with Alembic's)
     return Schema(metadata, meta, fingerprints, indexes, snapshot)
+
+
+@dataclass(frozen=True)
+class PassageTables:
+    docs: Table
+    passages: Table
+
+
+def build_passages(metadata: MetaData | None = None) -> PassageTables:
+    """The tables of an index's passages (revision 0007): ``docs`` (``doc``,
+    an integer id of its own; ``key``, unique; ``hashes``, how many passage
+    hashes the document has) and ``passages`` (``hash``, ``doc``): the
+    primary key (hash, doc) is what a query looks up (SQLite: WITHOUT
+    ROWID, the key is the table), the index on doc what a replace or a
+    removal deletes by."""
+    metadata = MetaData() if metadata is None else metadata
+    docs = Table(
+        PASSAGE_DOCS_TABLE,
+        metadata,
+        Column("doc", ID_TYPE, autoincrement=True),
+        Column("key", Text, nullable=False),
+        Column("hashes", Integer, nullable=False),
+        PrimaryKeyConstraint("doc", name=f"pk_{PASSAGE_DOCS_TABLE}"),
+        UniqueConstraint("key", name=f"uq_{PASSAGE_DOCS_TABLE}_key"),
+    )
+    passages = Table(
+        PASSAGES_TABLE,
+        metadata,
+        Column("hash", BigInteger, nullable=False),
+        Column("doc", BigInteger, nullable=False),
+        PrimaryKeyConstraint("hash", "doc", name=f"pk_{PASSAGES_TABLE}"),
+        Index(f"ix_{PASSAGES_TABLE}_doc", "doc"),
+        sqlite_with_rowid=False,
+    )
+    return PassageTables(docs, passages)
