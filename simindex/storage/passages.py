@@ -26,6 +26,7 @@ stamp ``now`` says that this transaction has made them anew (a rebuild).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -33,6 +34,7 @@ from sqlalchemy import Connection, bindparam, delete, func, select, text
 
 from simindex.storage import schema
 from simindex.storage.dialects import CHANGES
+from simindex.storage.sql import Sql
 
 STAMP = "passages_at"  # simindex_meta's row: the changes counted when they were the index's
 MADE_NOW = "now"  # the stamp of passages made anew in the running transaction
@@ -58,11 +60,14 @@ def begin_passages(conn: Connection) -> None:
 
 
 class Passages:
-    """The passage tables of one index (statements built once)."""
+    """The passage tables of one index (statements built once, for its
+    database's dialect)."""
 
-    def __init__(self) -> None:
+    def __init__(self, dialect: Any) -> None:
         self.tables = schema.build_passages()
         docs, rows = self.tables.docs, self.tables.passages
+        names = ["hash", "doc"]
+        self._insert = Sql(rows.insert().values({n: bindparam(n) for n in names}), dialect, names)
         keys: Any = bindparam("keys", expanding=True)
         self._docs_of = select(docs.c.key, docs.c.doc).where(docs.c.key.in_(keys))
         self._delete_rows = delete(rows).where(
@@ -142,16 +147,14 @@ class Passages:
             [{"key": key, "hashes": len(chosen[key])} for key in names],
         )
         ids = dict(self._docs(conn, names))
-        rows: list[dict[str, Any]] = []
-        insert = self.tables.passages.insert()
+        rows: list[tuple[int, int]] = []
         for key in names:
-            doc = ids[key]
-            rows += [{"hash": h, "doc": doc} for h in chosen[key].tolist()]
+            rows += zip(chosen[key].tolist(), repeat(ids[key]))
             if len(rows) >= _ROWS:
-                conn.execute(insert, rows)
+                conn.exec_driver_sql(self._insert.text, self._insert.many(rows))
                 rows = []
         if rows:
-            conn.execute(insert, rows)
+            conn.exec_driver_sql(self._insert.text, self._insert.many(rows))
 
     def _docs(self, conn: Connection, keys: Sequence[str]) -> list[tuple[str, int]]:
         found: list[tuple[str, int]] = []
