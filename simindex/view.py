@@ -66,7 +66,7 @@ class Views:
         # accelerator, so no other thread comes between).
         self.lock = backend.turns
         self._swap = threading.Lock()  # one thread replaces the view at a time
-        self.passages = Passages(backend.engine.dialect)  # (the same whatever the layout)
+        self.passages = Passages(backend)  # (the same whatever the layout)
         self._view = View(settings, self._store_for(settings), None)
         self.refresh()
 

@@ -30,12 +30,13 @@ from simindex.signature import units
 from simindex.tokenize import has_cjk
 from tests.helpers import error, invoke, ok, ok_json
 
-WORDS = [
-    *("licence copyright software permission granted free charge person obtaining copy",),
-    *("documentation files deal without restriction including limitation rights use",),
-    *("modify merge publish distribute sublicense sell the of and to in a is warranty",),
-]
-WORDS = " ".join(WORDS).split()
+WORDS = " ".join(
+    (
+        "licence copyright software permission granted free charge person obtaining copy",
+        "documentation files deal without restriction including limitation rights use",
+        "modify merge publish distribute sublicense sell the of and to in a is warranty",
+    )
+).split()
 HANZI = list("的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年得就那要下以生会")
 
 

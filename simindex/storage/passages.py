@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import repeat
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sqlalchemy import Connection, bindparam, delete, func, select, text
@@ -35,6 +35,9 @@ from sqlalchemy import Connection, bindparam, delete, func, select, text
 from simindex.storage import schema
 from simindex.storage.dialects import CHANGES
 from simindex.storage.sql import Sql
+
+if TYPE_CHECKING:
+    from simindex.storage.backend import Backend
 
 STAMP = "passages_at"  # simindex_meta's row: the changes counted when they were the index's
 MADE_NOW = "now"  # the stamp of passages made anew in the running transaction
@@ -63,7 +66,8 @@ class Passages:
     """The passage tables of one index (statements built once, for its
     database's dialect)."""
 
-    def __init__(self, dialect: Any) -> None:
+    def __init__(self, backend: Backend) -> None:
+        dialect = backend.engine.dialect
         self.tables = schema.build_passages()
         docs, rows = self.tables.docs, self.tables.passages
         names = ["hash", "doc"]
