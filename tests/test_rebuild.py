@@ -77,6 +77,8 @@ def test_rebuild_from_a_source_with_a_new_configuration(location: str) -> None:
         "simindex_meta",
         "simindex_fingerprints",
         "simindex_snapshot",
+        "simindex_passage_docs",
+        "simindex_passages",
         "simindex_alembic_version",
     }
 
