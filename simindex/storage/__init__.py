@@ -15,6 +15,7 @@ package asks which database it is talking to.
     sql.py        statements compiled for the driver, kept read connections, block rows
     store.py      the fingerprint table: lookups, loads, writes
     stored.py     the stored snapshot (Store.snapshots)
+    passages.py   the passages of an index that keeps them (overlaps), and their stamp
     checks.py     what check and repair ask of it (Store.checks)
     consistency.py  whether rows read hold together (else: a damaged file)
     copying.py    PostgreSQL's COPY loads and the server's join of a batch (Store.copying)
