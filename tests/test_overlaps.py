@@ -247,7 +247,7 @@ def test_an_index_without_them(tmp_path: Path) -> None:
     path = tmp_path / "x.db"
     with SimIndex(path) as index:
         index.add("a", "the quick brown fox jumps over the lazy dog")
-        assert not index.passages
+        assert not index.passages and index.stats()["overlaps"] is None
         with pytest.raises(PassagesNotKeptError, match="keeps no passages"):
             index.overlaps("the quick brown fox")
         with pytest.raises(InvalidArgumentError, match="from the texts"):
@@ -304,6 +304,8 @@ def test_a_row_written_by_another_program_makes_them_stale_until_a_rebuild(
     texts = {"a": "the quick brown fox jumps over the lazy dog", "b": "lorem ipsum dolor sit amet"}
     with SimIndex(path, overlaps=True) as index:
         index.add_many(texts.items())
+        kept = index.stats()["overlaps"]
+        assert kept["documents"] == 2 and kept["hashes"] >= 2 and kept["current"] is True
         row = sqlite3.connect(path)
         with row:  # a row with no passages, by plain SQL
             row.execute(
@@ -313,6 +315,8 @@ def test_a_row_written_by_another_program_makes_them_stale_until_a_rebuild(
         row.close()
         with pytest.raises(StalePassagesError, match="another program") as caught:
             index.overlaps(texts["a"])
+        assert index.stats()["overlaps"]["current"] is False
+        assert any("passages" in w for w in index.stats()["warnings"])
         assert caught.value.changes > (caught.value.stamp or 0)
         index.add("c", "a text added after the outside row")  # does not make them right
         with pytest.raises(StalePassagesError):
