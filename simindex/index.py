@@ -69,8 +69,8 @@ class SimIndex:
     StorageError (default 30).
 
     ``overlaps=True`` makes a new index keep its documents' passages (the
-    winnowed hashes of their shingles, about 2.5 times the text's size on
-    disk), which ``overlaps`` needs to find a text inside a stored one;
+    winnowed hashes of their shingles, about 1.1 KB of database a KB of
+    text), which ``overlaps`` needs to find a text inside a stored one;
     stored in the index like k (None: the index's own; a new index keeps
     none).
 

@@ -191,6 +191,10 @@ def test_every_write_keeps_them_right() -> None:
         def same() -> None:
             for query in list(queries(rng, texts))[:6]:
                 assert index.overlaps(query, threshold=0.0) == oracle(stored, query, 0.0)
+            # Nothing left behind by a replaced or removed key.
+            kept = index.stats()["overlaps"]
+            assert kept["documents"] == len(stored) and kept["current"]
+            assert kept["hashes"] == sum(len(passages(t, DEFAULT_CONFIG)) for t in stored.values())
 
         items = list(texts.items())
         index.add_many(items[:20], batch_size=7)

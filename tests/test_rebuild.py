@@ -78,6 +78,7 @@ def test_rebuild_from_a_source_with_a_new_configuration(location: str) -> None:
         "simindex_fingerprints",
         "simindex_snapshot",
         "simindex_passage_docs",
+        "simindex_passage_hashes",
         "simindex_passages",
         "simindex_alembic_version",
     }

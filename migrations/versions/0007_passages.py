@@ -5,8 +5,10 @@ the winnowed hashes of each document's shingles (simindex/passages.py), so
 that ``overlaps`` finds a text inside a stored one or a stored one inside
 it. ``simindex_passage_docs`` holds each document's key and how many
 hashes it has, ``simindex_passages`` each (hash, document), keyed by the
-hash (on SQLite WITHOUT ROWID: the key is the table), with an index on the
-document for replacing and removing one. Both stay empty in an index that
+hash (on SQLite WITHOUT ROWID: the key is the table), and
+``simindex_passage_hashes`` each document's hashes in one value, what
+replacing or removing it deletes by (half the bytes of an index on the
+document). Both stay empty in an index that
 does not keep passages; whether one does is its ``passages`` setting, and
 whether they are the index's now its ``passages_at`` stamp
 (simindex/storage/passages.py).
@@ -39,9 +41,9 @@ EXISTING = "EXISTS (SELECT 1 FROM simindex_meta WHERE name = 'format')"
 
 def upgrade() -> None:
     bind = op.get_bind()
+    # 64-bit ids, but SQLite's rowid alias must be declared exactly INTEGER.
+    id_type = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
     if not sa.inspect(bind).has_table("simindex_passage_docs"):
-        # 64-bit ids, but SQLite's rowid alias must be declared exactly INTEGER.
-        id_type = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
         op.create_table(
             "simindex_passage_docs",
             sa.Column("doc", id_type, autoincrement=True, nullable=False),
@@ -58,7 +60,15 @@ def upgrade() -> None:
             sa.PrimaryKeyConstraint("hash", "doc", name="pk_simindex_passages"),
             sqlite_with_rowid=False,
         )
-        op.create_index("ix_simindex_passages_doc", "simindex_passages", ["doc"])
+    if not sa.inspect(bind).has_table("simindex_passage_hashes"):
+        op.create_table(
+            "simindex_passage_hashes",
+            sa.Column("doc", id_type, autoincrement=False, nullable=False),
+            sa.Column("kept", sa.LargeBinary(), nullable=False),
+            sa.PrimaryKeyConstraint("doc", name="pk_simindex_passage_hashes"),
+        )
+        if bind.dialect.name == "postgresql":  # (8 bytes a hash: nothing to compress)
+            op.execute("ALTER TABLE simindex_passage_hashes ALTER COLUMN kept SET STORAGE EXTERNAL")
     if bind.dialect.name != "sqlite":
         op.execute(
             "UPDATE simindex_meta SET value = CAST(CAST(value AS BIGINT) + 1 AS TEXT) "
@@ -72,6 +82,6 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.execute("DELETE FROM simindex_meta WHERE name IN ('passages', 'passages_at')")
-    op.drop_index("ix_simindex_passages_doc", table_name="simindex_passages")
+    op.drop_table("simindex_passage_hashes")
     op.drop_table("simindex_passages")
     op.drop_table("simindex_passage_docs")

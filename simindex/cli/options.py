@@ -122,7 +122,7 @@ OverlapsOpt = Annotated[
     typer.Option(
         "--overlaps",
         help="A new index keeps its documents' passages, which simindex overlaps needs "
-        "(about 2.5 times the texts' size on disk). An existing index keeps its own.",
+        "(about 1.1 KB of database a KB of text). An existing index keeps its own.",
     ),
 ]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]

@@ -1,8 +1,10 @@
 """The passages of an index that keeps them: every statement on their tables.
 
 ``simindex_passage_docs`` (a document's key and how many passage hashes it
-has) and ``simindex_passages`` ((hash, document), keyed by the hash),
-revision 0007; what a passage hash is: simindex/passages.py. They are
+has), ``simindex_passages`` ((hash, document), keyed by the hash) and
+``simindex_passage_hashes`` (a document's hashes in one value, what
+replacing or removing it deletes by), revision 0007; what a passage hash
+is: simindex/passages.py. They are
 written in the transaction that writes the document's row, by key (a key
 replaced has its old passages deleted first), so they never disagree with
 the fingerprint table after a write of simindex's.
@@ -72,10 +74,21 @@ class Passages:
         docs, rows = self.tables.docs, self.tables.passages
         names = ["hash", "doc"]
         self._insert = Sql(rows.insert().values({n: bindparam(n) for n in names}), dialect, names)
+        self._delete = Sql(
+            delete(rows).where(rows.c.hash == bindparam("hash"), rows.c.doc == bindparam("doc")),
+            dialect,
+            names,
+        )
         keys: Any = bindparam("keys", expanding=True)
         self._docs_of = select(docs.c.key, docs.c.doc).where(docs.c.key.in_(keys))
-        self._delete_rows = delete(rows).where(
-            rows.c.doc.in_(select(docs.c.doc).where(docs.c.key.in_(keys)).scalar_subquery())
+        kept = self.tables.hashes
+        self._kept_of = (
+            select(kept.c.doc, kept.c.kept)
+            .join_from(docs, kept, kept.c.doc == docs.c.doc)
+            .where(docs.c.key.in_(keys))
+        )
+        self._delete_kept = delete(kept).where(
+            kept.c.doc.in_(select(docs.c.doc).where(docs.c.key.in_(keys)).scalar_subquery())
         )
         self._delete_docs = delete(docs).where(docs.c.key.in_(keys))
         hashes: Any = bindparam("hashes", expanding=True)
@@ -119,6 +132,7 @@ class Passages:
     def clear(self, conn: Connection, *, keep_stamp: bool) -> None:
         """Every passage gone (a rebuild); the stamp too unless ``keep_stamp``."""
         conn.execute(delete(self.tables.passages))
+        conn.execute(delete(self.tables.hashes))
         conn.execute(delete(self.tables.docs))
         if not keep_stamp:
             conn.exec_driver_sql(f"DELETE FROM {_META} WHERE name = '{STAMP}'")
@@ -147,10 +161,13 @@ class Passages:
         if not names:
             return
         conn.execute(
-            self.tables.docs.insert(),
-            [{"key": key, "hashes": len(chosen[key])} for key in names],
+            self.tables.docs.insert(), [{"key": key, "hashes": len(chosen[key])} for key in names]
         )
         ids = dict(self._docs(conn, names))
+        conn.execute(
+            self.tables.hashes.insert(),
+            [{"doc": ids[key], "kept": _packed(chosen[key])} for key in names],
+        )
         rows: list[tuple[int, int]] = []
         for key in names:
             rows += zip(chosen[key].tolist(), repeat(ids[key]))
@@ -168,10 +185,20 @@ class Passages:
         return found
 
     def remove(self, conn: Connection, keys: Sequence[str]) -> None:
-        """The passages of these keys gone (the rows are removed or replaced)."""
+        """The passages of these keys gone (the rows are removed or replaced):
+        each (hash, document) by its key, from the hashes the document's row
+        keeps."""
         for start in range(0, len(keys), _CHUNK):
             chunk = {"keys": list(keys[start : start + _CHUNK])}
-            conn.execute(self._delete_rows, chunk)
+            rows: list[tuple[int, int]] = []
+            for doc, kept in conn.execute(self._kept_of, chunk):
+                rows += zip(np.frombuffer(kept, "<i8").tolist(), repeat(int(doc)))
+                if len(rows) >= _ROWS:
+                    conn.exec_driver_sql(self._delete.text, self._delete.many(rows))
+                    rows = []
+            if rows:
+                conn.exec_driver_sql(self._delete.text, self._delete.many(rows))
+            conn.execute(self._delete_kept, chunk)
             conn.execute(self._delete_docs, chunk)
 
     # --- reads -----------------------------------------------------------------
@@ -193,3 +220,8 @@ class Passages:
         docs = conn.execute(select(func.count()).select_from(self.tables.docs)).scalar_one()
         rows = conn.execute(select(func.count()).select_from(self.tables.passages)).scalar_one()
         return int(docs), int(rows)
+
+
+def _packed(hashes: np.ndarray) -> bytes:
+    """A document's hashes as its row keeps them: 8 bytes each, little-endian."""
+    return hashes.astype("<i8", copy=False).tobytes()

@@ -18,10 +18,12 @@ describes the current one for the code that reads and writes it.
   memory is made of, as the last holder read them (storage/stored.py), in
   parts of bytes: ``header`` (what they are and the generation and write
   count they were read at), then each array's parts in order.
-- ``simindex_passage_docs`` and ``simindex_passages`` (from revision 0007;
-  filled only in an index that keeps passages, storage/passages.py): a
-  document's key and how many passage hashes it has, and each (hash,
-  document) pair, keyed by the hash.
+- ``simindex_passage_docs``, ``simindex_passages`` and
+  ``simindex_passage_hashes`` (from revision 0007; filled only in an index
+  that keeps passages, storage/passages.py): a document's key and how many
+  passage hashes it has, each (hash, document) pair, keyed by the hash, and
+  each document's hashes in one value, which a replace or a removal deletes
+  by.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ META_TABLE = "simindex_meta"
 SNAPSHOT_TABLE = "simindex_snapshot"
 PASSAGE_DOCS_TABLE = "simindex_passage_docs"
 PASSAGES_TABLE = "simindex_passages"
+PASSAGE_HASHES_TABLE = "simindex_passage_hashes"
 FINGERPRINT_TABLE = "simindex_fingerprints"
 VERSION_TABLE = "simindex_alembic_version"
 
@@ -160,15 +163,17 @@ def build(
 class PassageTables:
     docs: Table
     passages: Table
+    hashes: Table
 
 
 def build_passages(metadata: MetaData | None = None) -> PassageTables:
     """The tables of an index's passages (revision 0007): ``docs`` (``doc``,
     an integer id of its own; ``key``, unique; ``hashes``, how many passage
-    hashes the document has) and ``passages`` (``hash``, ``doc``): the
-    primary key (hash, doc) is what a query looks up (SQLite: WITHOUT
-    ROWID, the key is the table), the index on doc what a replace or a
-    removal deletes by."""
+    hashes the document has), ``passages`` (``hash``, ``doc``): the primary
+    key (hash, doc) is what a query looks up (SQLite: WITHOUT ROWID, the key
+    is the table), and ``hashes`` (``doc``, ``kept``: its hashes, 8 bytes
+    each, which a replace or a removal deletes by; apart, so that the rows
+    a query reads stay small)."""
     metadata = MetaData() if metadata is None else metadata
     docs = Table(
         PASSAGE_DOCS_TABLE,
@@ -185,7 +190,13 @@ def build_passages(metadata: MetaData | None = None) -> PassageTables:
         Column("hash", BigInteger, nullable=False),
         Column("doc", BigInteger, nullable=False),
         PrimaryKeyConstraint("hash", "doc", name=f"pk_{PASSAGES_TABLE}"),
-        Index(f"ix_{PASSAGES_TABLE}_doc", "doc"),
         sqlite_with_rowid=False,
     )
-    return PassageTables(docs, passages)
+    hashes = Table(
+        PASSAGE_HASHES_TABLE,
+        metadata,
+        Column("doc", ID_TYPE, autoincrement=False),
+        Column("kept", LargeBinary, nullable=False),
+        PrimaryKeyConstraint("doc", name=f"pk_{PASSAGE_HASHES_TABLE}"),
+    )
+    return PassageTables(docs, passages, hashes)
