@@ -8,6 +8,7 @@ from itertools import islice
 from types import TracebackType
 from typing import Any
 
+import numpy as np
 from sqlalchemy import URL
 
 from simindex import accelerator, ingest, storage, upkeep
@@ -383,8 +384,8 @@ class SimIndex:
             source: Iterator[Item],
             limit: int | None,
             listed: list[str] | None,
-            write: storage.Write,
             view: View,
+            passages: list[tuple[list[str], list[np.ndarray]]],
         ) -> Iterator[storage.Chunk]:
             read = 0  # items taken so far: at most `limit`, this transaction's
             while taken := list(
@@ -392,9 +393,8 @@ class SimIndex:
             ):
                 keys, fps, sigs, texts = _columns(taken, read + 1)
                 chunk = checked_chunk(keys, fps, sigs)
-                if view.settings.passages:  # (in the same transaction as the rows)
-                    found = partial.made(texts, view.settings.config, read + 1)
-                    self._views.passages.put(write.conn, chunk[0], found, keep=skip_existing)
+                if view.settings.passages:  # (stored with the rows: below)
+                    passages.append((keys, partial.made(texts, view.settings.config, read + 1)))
                 yield chunk
                 if listed is not None and len(listed) <= accelerator.APPLIED_MAX:  # bounded
                     listed += chunk[0]
@@ -409,13 +409,19 @@ class SimIndex:
             held = self._accel.wants_rows
             keys: list[str] | None = [] if held else None
             with self._views.writing() as (write, view):
+                # The chunks' passages (an index that keeps them), stored in
+                # the same transaction as each chunk is read, or after all of
+                # them where its rows may go through one COPY, which a
+                # statement between would interrupt (PostgreSQL).
+                found: list[tuple[list[str], list[np.ndarray]]] = []
+                stream = chunks(source, batch_size, keys, view, found)
+                if not view.store.caps.bulk_copy:
+                    stream = _storing(stream, found, self._views.passages, write, skip_existing)
                 rows: list[tuple[int, int]] = []
                 count, stored = view.store.put_stream(
-                    write,
-                    chunks(source, batch_size, keys, write, view),
-                    keep=skip_existing,
-                    returned=rows if held else None,
+                    write, stream, keep=skip_existing, returned=rows if held else None
                 )
+                _store(found, self._views.passages, write, skip_existing)
                 if keys is not None:
                     if len(rows) == count:  # put returned every row it wrote
                         write.rows = rows
@@ -692,6 +698,31 @@ class SimIndex:
             threshold=settings.threshold if threshold is None else threshold,
             signatures=(signatures[0], signatures[1]),
         )
+
+
+def _store(
+    found: list[tuple[list[str], list[np.ndarray]]],
+    passages: storage.Passages,
+    write: storage.Write,
+    keep: bool,
+) -> None:
+    """Store the passages made so far (emptying ``found``)."""
+    while found:
+        keys, hashes = found.pop(0)
+        passages.put(write.conn, keys, hashes, keep=keep)
+
+
+def _storing(
+    chunks: Iterator[storage.Chunk],
+    found: list[tuple[list[str], list[np.ndarray]]],
+    passages: storage.Passages,
+    write: storage.Write,
+    keep: bool,
+) -> Iterator[storage.Chunk]:
+    """The chunks, each one's passages stored as it is read (memory bounded by a chunk)."""
+    for chunk in chunks:
+        _store(found, passages, write, keep)
+        yield chunk
 
 
 def _columns(

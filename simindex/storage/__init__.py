@@ -46,6 +46,7 @@ from simindex.storage.migrate import (
     upgrade,
     write_settings,
 )
+from simindex.storage.passages import Passages
 from simindex.storage.rebuild import stage, start_staging, swap_in
 from simindex.storage.sql import Chunk
 from simindex.storage.store import FAST_LOAD_MIN, Store
@@ -74,6 +75,7 @@ __all__ = [
     "Changed",
     "FileAccess",
     "Location",
+    "Passages",
     "Problem",
     "Settings",
     "Store",
