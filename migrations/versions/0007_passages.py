@@ -13,7 +13,7 @@ does not keep passages; whether one does is its ``passages`` setting, and
 whether they are the index's now its ``passages_at`` stamp
 (simindex/storage/passages.py).
 
-Nothing is rewritten: an existing index gets the two empty tables and keeps
+Nothing is rewritten: an existing index gets the three empty tables and keeps
 no passages until it is rebuilt from its texts with them. A simindex from
 before this revision would write rows without passages, so it must refuse
 the index: it does not know the revision, and the generation moves (a
