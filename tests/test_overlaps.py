@@ -330,6 +330,26 @@ def test_a_row_written_by_another_program_makes_them_stale_until_a_rebuild(
         assert index.overlaps("the lazy dog sleeps")[0].key == "outside"
 
 
+def test_an_index_of_revision_0006_is_upgraded_without_passages(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    with SimIndex(path) as index:
+        index.add("a", "the quick brown fox jumps over the lazy dog")
+    con = sqlite3.connect(path)
+    with con:  # what a simindex before revision 0007 wrote
+        for table in ("simindex_passages", "simindex_passage_hashes", "simindex_passage_docs"):
+            con.execute(f"DROP TABLE {table}")
+        con.execute("UPDATE simindex_alembic_version SET version_num = '0006'")
+    con.close()
+    with SimIndex(path, readonly=True) as index:  # read as it is
+        assert index.stats()["schema_revision"] == "0006" and not index.passages
+        with pytest.raises(PassagesNotKeptError):
+            index.overlaps("the quick brown fox jumps over the lazy dog")
+    with SimIndex(path) as index:  # upgraded: the tables, and no passages until a rebuild
+        assert index.stats()["schema_revision"] == storage.HEAD and not index.passages
+        index.rebuild([("a", "the quick brown fox jumps over the lazy dog")], overlaps=True)
+        assert index.overlaps("the quick brown fox jumps over the lazy dog")[0].key == "a"
+
+
 def test_the_revision_and_its_settings(tmp_path: Path) -> None:
     path = tmp_path / "x.db"
     SimIndex(path, overlaps=True).close()
