@@ -143,6 +143,9 @@ def _problems(views: Views) -> list[Problem]:
                 text = "the stored settings or schema revision changed under this index"
                 problems.append(Problem("settings", text))
             problems += store.checks.schema_problems(conn)
+            if view.settings.passages and views.passages.current(conn)[0]:
+                for text in views.passages.problems(conn):  # (rebuild from the texts)
+                    problems.append(Problem("passages", f"{text}: rebuild from the texts"))
             columns_wrong = any(p.kind == "column" for p in problems)
             bad = [] if columns_wrong else store.checks.bad_blocks(conn)
     except SimIndexError as exc:

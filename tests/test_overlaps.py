@@ -350,6 +350,27 @@ def test_an_index_of_revision_0006_is_upgraded_without_passages(tmp_path: Path) 
         assert index.overlaps("the quick brown fox jumps over the lazy dog")[0].key == "a"
 
 
+def test_check_compares_the_passages_with_the_rows(tmp_path: Path) -> None:
+    path = tmp_path / "x.db"
+    with SimIndex(path, overlaps=True) as index:
+        index.add_many([("a", "one two three four five six"), ("b", "seven eight nine ten")])
+        assert index.check().ok
+    con = sqlite3.connect(path)
+    with con:  # damage no write of simindex's or anyone's counted makes
+        con.execute(
+            "DELETE FROM simindex_passages WHERE doc = "
+            "(SELECT doc FROM simindex_passage_docs WHERE key = 'a')"
+        )
+        con.execute("UPDATE simindex_passage_docs SET key = 'gone' WHERE key = 'b'")
+    con.close()
+    with SimIndex(path) as index:
+        report = index.check()
+        assert not report.ok
+        assert any("1 documents have no passages" in p for p in report.problems)
+        assert any("passages of 1 keys that are not stored" in p for p in report.problems)
+        assert any("where the documents count" in p for p in report.problems)
+
+
 def test_the_revision_and_its_settings(tmp_path: Path) -> None:
     path = tmp_path / "x.db"
     SimIndex(path, overlaps=True).close()

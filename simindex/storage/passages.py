@@ -215,6 +215,32 @@ class Passages:
                 found[key] = (int(total), had + int(shared))
         return found
 
+    def problems(self, conn: Connection) -> list[str]:
+        """What check finds wrong with passages that are the index's (by
+        their stamp): rows without passages, passages of no row, and hash
+        rows other than the documents' counts say."""
+        docs, rows = schema.PASSAGE_DOCS_TABLE, schema.PASSAGES_TABLE
+        table = schema.FINGERPRINT_TABLE
+        found = []
+        missing = conn.exec_driver_sql(
+            f"SELECT count(*) FROM {table} f WHERE NOT EXISTS "
+            f"(SELECT 1 FROM {docs} d WHERE d.key = f.key)"
+        ).scalar_one()
+        if missing:
+            found.append(f"{missing} documents have no passages")
+        orphans = conn.exec_driver_sql(
+            f"SELECT count(*) FROM {docs} d WHERE NOT EXISTS "
+            f"(SELECT 1 FROM {table} f WHERE f.key = d.key)"
+        ).scalar_one()
+        if orphans:
+            found.append(f"passages of {orphans} keys that are not stored")
+        counted, stored = conn.exec_driver_sql(
+            f"SELECT (SELECT COALESCE(SUM(hashes), 0) FROM {docs}), (SELECT count(*) FROM {rows})"
+        ).one()
+        if int(counted) != int(stored):
+            found.append(f"{stored} passage hashes stored where the documents count {counted}")
+        return found
+
     def stats(self, conn: Connection) -> tuple[int, int]:
         """(documents, passage rows) stored."""
         docs = conn.execute(select(func.count()).select_from(self.tables.docs)).scalar_one()
