@@ -27,6 +27,7 @@ from simindex.fingerprint import prepare, to_signed
 from simindex.passages import CJK_WEIGHT, SHINGLE_WEIGHT, WINDOW, WORD_WEIGHT, passages
 from simindex.results import Overlap
 from simindex.signature import units
+from simindex.storage.migrate import PASSAGES_FROM
 from simindex.tokenize import has_cjk
 from tests.helpers import error, invoke, ok, ok_json
 
@@ -330,18 +331,19 @@ def test_a_row_written_by_another_program_makes_them_stale_until_a_rebuild(
         assert index.overlaps("the lazy dog sleeps")[0].key == "outside"
 
 
-def test_an_index_of_revision_0006_is_upgraded_without_passages(tmp_path: Path) -> None:
+def test_an_index_of_the_revision_before_is_upgraded_without_passages(tmp_path: Path) -> None:
+    before = storage.REVISIONS[storage.REVISIONS.index(PASSAGES_FROM) - 1]
     path = tmp_path / "old.db"
     with SimIndex(path) as index:
         index.add("a", "the quick brown fox jumps over the lazy dog")
     con = sqlite3.connect(path)
-    with con:  # what a simindex before revision 0007 wrote
+    with con:  # what a simindex before the passages' revision wrote
         for table in ("simindex_passages", "simindex_passage_hashes", "simindex_passage_docs"):
             con.execute(f"DROP TABLE {table}")
-        con.execute("UPDATE simindex_alembic_version SET version_num = '0006'")
+        con.execute(f"UPDATE simindex_alembic_version SET version_num = '{before}'")
     con.close()
     with SimIndex(path, readonly=True) as index:  # read as it is
-        assert index.stats()["schema_revision"] == "0006" and not index.passages
+        assert index.stats()["schema_revision"] == before and not index.passages
         with pytest.raises(PassagesNotKeptError):
             index.overlaps("the quick brown fox jumps over the lazy dog")
     with SimIndex(path) as index:  # upgraded: the tables, and no passages until a rebuild
@@ -378,7 +380,7 @@ def test_the_revision_and_its_settings(tmp_path: Path) -> None:
     meta = dict(con.execute("SELECT name, value FROM simindex_meta").fetchall())
     revision = con.execute("SELECT version_num FROM simindex_alembic_version").fetchone()[0]
     con.close()
-    assert revision == storage.HEAD == "0007"
+    assert revision == storage.HEAD == PASSAGES_FROM
     assert meta["passages"] == "1" and meta["passages_at"] == meta.get("changes", "0")
 
 
