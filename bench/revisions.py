@@ -41,6 +41,11 @@ new fingerprints, a quarter of them near stored ones. Per round and revision:
                   ones), from the database (hold=False) and held: p50 us. Text
                   queries are verified by signatures since those were added, so
                   those rows may differ in answers (they say whether they do)
+  short texts     add_many of T/4 made-up short texts (4-12 words of the same
+                  law) into a new file: docs/s, and its bytes a text after
+                  VACUUM; then query(text) over Q/4 short texts (half one word
+                  of a stored one replaced), from the database and held: p50
+                  us (answers differ from before set keys, by design)
 
 The k=3 index is built once per revision and reused. The bulk-add file is new
 each round and is the one the default-k rows use. Each figure is the median
@@ -114,12 +119,18 @@ ROWS = [
     ("text_add", "add_many of T texts (fingerprint, signature)", "doc/s", "higher"),
     ("text_query_db", "query(text), k={k}, database (hold=False)", "us", "lower"),
     ("text_query_held", "query(text), k={k}, held (hold=True)", "us", "lower"),
+    ("short_add", "add_many of T/4 short texts (4-12 words)", "doc/s", "higher"),
+    ("short_bytes", "file size a short text (after VACUUM)", "B", "lower"),
+    ("short_query_db", "query(short text), database (hold=False)", "us", "lower"),
+    ("short_query_held", "query(short text), held (hold=True)", "us", "lower"),
 ]
 # Rows whose answers may differ between revisions by design: a text query is
 # verified by signatures since those were added (the row says whether they differ).
-MAY_DIFFER = {"text_query_db", "text_query_held"}
+# A short text also finds those one word apart at any distance since set keys.
+MAY_DIFFER = {"text_query_db", "text_query_held", "short_query_db", "short_query_held"}
 VOCAB = 5000  # made-up words of the texts, drawn by a Zipf law
 TEXT_WORDS = (80, 300)
+SHORT_WORDS = (4, 12)
 
 
 def digest(value: object) -> str:
@@ -269,25 +280,41 @@ class Child:
     def texts_rows(self) -> None:
         """8. texts: add_many (fingerprints and, where the revision makes them,
         signatures), then query(text) one at a time, from the database and held."""
-        texts = self.texts
-        text_file = self.work / "texts.db"
-        unlink(text_file)
-        with self.SimIndex(text_file) as index:
+        self._corpus_rows("text", self.texts["stored"], self.texts["queries"])
+
+    def short_rows(self) -> None:
+        """9. short texts: the same, and the file's bytes a text."""
+        self._corpus_rows("short", self.texts["short"], self.texts["short_queries"], size=True)
+
+    def _corpus_rows(
+        self, name: str, stored: list[str], queries: list[str], *, size: bool = False
+    ) -> None:
+        path = self.work / f"{name}.db"
+        unlink(path)
+        with self.SimIndex(path) as index:
             start = time.perf_counter()
-            index.add_many((f"t{i}", t) for i, t in enumerate(texts["stored"]))
+            index.add_many((f"{name}{i}", t) for i, t in enumerate(stored))
             took = time.perf_counter() - start
-            self.rows["text_add"] = {
-                "value": len(texts["stored"]) / took,
+            self.rows[f"{name}_add"] = {
+                "value": len(stored) / took,
                 "answers": digest(sorted(index.items())),
             }
-        with self.opened(text_file, hold=False) as index:
-            self.rows["text_query_db"] = self.single(index, texts["queries"])
+        if size:
+            con = sqlite3.connect(path)
+            con.execute("VACUUM")
+            con.close()
+            self.rows[f"{name}_bytes"] = {
+                "value": path.stat().st_size / len(stored),
+                "answers": "-",
+            }
+        with self.opened(path, hold=False) as index:
+            self.rows[f"{name}_query_db"] = self.single(index, queries)
         if self.has_hold:
-            with self.opened(text_file, hold=True) as index:
-                self.rows["text_query_held"] = self.single(index, texts["queries"])
+            with self.opened(path, hold=True) as index:
+                self.rows[f"{name}_query_held"] = self.single(index, queries)
         else:
-            self.rows["text_query_held"] = {"value": None, "note": "no hold="}
-        unlink(text_file)
+            self.rows[f"{name}_query_held"] = {"value": None, "note": "no hold="}
+        unlink(path)
 
     def query_then_add(self) -> None:
         """7. query, then add, document by document (default hold)."""
@@ -326,6 +353,7 @@ def child(spec_file: str) -> int:
     run.query_many()
     run.duplicates()
     run.texts_rows()
+    run.short_rows()
     run.query_then_add()
     meta = {
         "simindex": str(where),
@@ -445,7 +473,26 @@ def make_data(path: Path, args: argparse.Namespace) -> None:
         for j in rng.sample(range(len(words)), len(words) // 20):
             words[j] = rng.choices(vocab, weights)[0]
         text_queries.append(" ".join(words) + ".")
-    Path(f"{path}.texts.json").write_text(json.dumps({"stored": stored, "queries": text_queries}))
+    # Short texts: T/4 of 4-12 words, and Q/4 queries: half one word of a
+    # stored one replaced, half new.
+    short = [
+        " ".join(rng.choices(vocab, weights, k=rng.randint(*SHORT_WORDS)))
+        for _ in range(max(1, args.texts // 4))
+    ]
+    short_queries = []
+    for i in range(max(1, args.queries // 4)):
+        words = rng.choices(vocab, weights, k=rng.randint(*SHORT_WORDS))
+        if not i % 2:
+            words = short[rng.randrange(len(short))].split()
+            words[rng.randrange(len(words))] = rng.choices(vocab, weights)[0]
+        short_queries.append(" ".join(words))
+    data = {
+        "stored": stored,
+        "queries": text_queries,
+        "short": short,
+        "short_queries": short_queries,
+    }
+    Path(f"{path}.texts.json").write_text(json.dumps(data))
 
 
 def versions() -> dict[str, str]:

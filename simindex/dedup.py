@@ -33,7 +33,14 @@ from simindex.blocks import DEFAULT_K, MAX_INDEX_K, BlockLayout, check_k, probes
 from simindex.errors import InvalidArgumentError
 from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig
 from simindex.ingest import Doc
-from simindex.signature import DEFAULT_THRESHOLD, check_threshold, similarity
+from simindex.signature import (
+    DEFAULT_THRESHOLD,
+    check_threshold,
+    exact_set,
+    one_unit_apart,
+    set_keys,
+    similarity,
+)
 
 _SEEN_BITMAP_BITS = 24  # Seen: a bitmap of a table's values up to 2**24 bytes (16 MiB)
 
@@ -96,6 +103,10 @@ class DedupStream:
         self._seen = Seen(k)
         self._kept_keys: list[str] = []  # by their position in self._seen
         self._kept_signatures: list[bytes] = []  # likewise
+        # Short texts: the kept positions under each of their set keys, so a
+        # text one unit apart is found at any distance (signature.set_keys),
+        # as a query of an index finds it.
+        self._by_set_key: dict[int, list[int]] = {}
         # Looked up in ingest when called (the CLI's tests replace it there).
         self._fingerprinted = ingest.fingerprint_docs(_as_docs(docs), config, workers=workers)
         self._decisions = self._decide()
@@ -138,10 +149,15 @@ class DedupStream:
                 return threshold == 0 or similarity(signature, kept[position]) >= threshold
 
             nearest = seen.nearest(fp, verified)
+            keys = set_keys(signature) if threshold > 0 else []
+            if keys:
+                nearest = self._nearest_short(fp, signature, keys, nearest)
             if nearest is None:
-                seen.add(fp)
+                position = seen.add(fp)
                 self._kept_keys.append(doc.key)
                 kept.append(signature)
+                for key in keys:
+                    self._by_set_key.setdefault(key, []).append(position)
                 counts.kept += 1
                 yield Decision(doc, fp, None, None)
             else:
@@ -149,6 +165,31 @@ class DedupStream:
                 counts.dropped += 1
                 estimate = similarity(signature, kept[position])
                 yield Decision(doc, fp, self._kept_keys[position], distance, estimate)
+
+    def _nearest_short(
+        self,
+        fingerprint: int,
+        signature: bytes,
+        keys: list[int],
+        nearest: tuple[int, int] | None,
+    ) -> tuple[int, int] | None:
+        """The nearest of ``nearest`` and the kept short texts one unit apart
+        (at any distance) that verify: (position, distance), the earliest
+        among equals (matching's rule, as an index's query applies it)."""
+        mine = exact_set(signature)
+        assert mine is not None  # (it has keys)
+        best = None if nearest is None else (nearest[1], nearest[0])
+        positions = {p for key in keys for p in self._by_set_key.get(key, ())}
+        for position in positions:
+            theirs = exact_set(self._kept_signatures[position])
+            if theirs is None or not one_unit_apart(mine, theirs):
+                continue
+            if similarity(signature, self._kept_signatures[position]) < self.threshold:
+                continue
+            distance = (self._seen.fingerprints[position] ^ fingerprint).bit_count()
+            if best is None or (distance, position) < best:
+                best = (distance, position)
+        return None if best is None else (best[1], best[0])
 
 
 def dedup_stream(
@@ -176,7 +217,7 @@ def dedup_stream(
     become strings).
     ``k``: the largest Hamming distance between two fingerprints that makes
     them near-duplicates, 0 to 15 (default 8, a new index's k).
-    ``threshold``: the similarity they need too, 0 to 1 (default 0.8, a new
+    ``threshold``: the similarity they need too, 0 to 1 (default 0.82, a new
     index's; 0: distance alone). ``config``:
     how texts are fingerprinted. ``workers``: processes that fingerprint
     (default: the CPUs this process may use; 1: this process).

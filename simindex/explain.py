@@ -57,6 +57,8 @@ from simindex.signature import (
     DEFAULT_THRESHOLD,
     check_signature,
     check_threshold,
+    exact_set,
+    one_unit_apart,
     signature,
     similarity,
     units,
@@ -124,6 +126,9 @@ class Explanation:
     shared_units: int | None = None
     only_a: tuple[str, ...] = ()  # units of a that b lacks (up to top of them)
     only_b: tuple[str, ...] = ()
+    # Both signatures keep short sets at most one unit apart, and the
+    # threshold is above 0: found by their set keys at any distance.
+    sets_one_unit_apart: bool = False
 
     @property
     def within_k(self) -> bool:
@@ -137,8 +142,9 @@ class Explanation:
 
     @property
     def near_duplicates(self) -> bool:
-        """What a query answers: within k, and verified where it can be."""
-        return self.within_k and self.verified is not False
+        """What a query answers: within k (or short texts one unit apart), and
+        verified where it can be."""
+        return (self.within_k or self.sets_one_unit_apart) and self.verified is not False
 
     @property
     def layout_k(self) -> int:
@@ -162,6 +168,18 @@ class Explanation:
         answered, _, table = self._lookup()
         off = 0 if table is None else sum(self.blocks[b].differing for b in self.tables[table])
         how = f"table {table}" + (f" (a probe {off} bit{'s' * (off > 1)} off)" if off else "")
+        if not self.within_k and self.sets_one_unit_apart:
+            head = (
+                f"distance {self.distance} > k={self.k}, but short texts one unit apart: "
+                "a query finds one from the other by their set keys"
+            )
+            if self.verified:
+                return f"near-duplicates: {head}, and similarity {self.similarity:.2f} >= " + (
+                    f"threshold {self.threshold:.2f}"
+                )
+            return f"not near-duplicates: {head}, but similarity {self.similarity:.2f} < " + (
+                f"threshold {self.threshold:.2f}"
+            )
         if not self.within_k:
             head = f"not near-duplicates: distance {self.distance} > k={self.k}"
             if not answered:
@@ -215,6 +233,7 @@ class Explanation:
             "similarity": rounded(self.similarity),
             "verified": self.verified,
             "near_duplicates": self.near_duplicates,
+            "sets_one_unit_apart": self.sets_one_unit_apart,
             "verdict": self.verdict(),
             "blocks": [
                 {"width": b.width, "differing": b.differing, "agrees": b.agrees}
@@ -249,6 +268,7 @@ def explain(
     top: int = 10,
     threshold: float = DEFAULT_THRESHOLD,
     signatures: tuple[bytes | None, bytes | None] = (None, None),
+    set_keys: bool = True,
 ) -> Explanation:
     """Explain the distance between two texts (or fingerprints) for distance k,
     and their verification at ``threshold``.
@@ -259,6 +279,8 @@ def explain(
     for the scores), and the units only one of them has. A fingerprint (an
     int) for either side gives the distance, blocks and tables only, and
     the similarity where ``signatures`` gives that side's stored signature.
+    ``set_keys``: whether short texts one unit apart are found at any
+    distance (an index of schema revision 0007 on; see matching.py).
     Raises EmptyTextError for a text with no word features.
     """
     check_k(k)
@@ -301,6 +323,9 @@ def explain(
     ]
     if sigs[0] is not None and sigs[1] is not None:
         base = replace(base, similarity=similarity(sigs[0], sigs[1]))
+        set_a, set_b = exact_set(sigs[0]), exact_set(sigs[1])
+        close = set_a is not None and set_b is not None and one_unit_apart(set_a, set_b)
+        base = replace(base, sets_one_unit_apart=close and threshold > 0 and set_keys)
     ua, ub = unit_sets
     if ua is not None and ub is not None:
         sa, sb = set(ua), set(ub)

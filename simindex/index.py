@@ -51,7 +51,7 @@ class SimIndex:
     fewer false candidates per query, k or fewer are looked up with probes,
     see ``simindex advise``), ``config`` the fingerprint configuration,
     ``threshold`` the similarity a candidate within k needs, by its
-    verification signature, to be a near-duplicate (default 0.8; 0: distance
+    verification signature, to be a near-duplicate (default 0.82; 0: distance
     alone; see query). All are chosen at creation and stored in the index:
     opening an existing index without them uses its own, and asking for
     different ones raises ConfigMismatchError (``rebuild`` changes them).
@@ -464,7 +464,7 @@ class SimIndex:
         A near-duplicate is within distance k (default: the index's k) and,
         where the query is a text and the stored document has a signature,
         at least ``threshold`` similar by their signatures (default: the
-        index's threshold, 0.8 for a new index; 0: distance alone, as a query
+        index's threshold, 0.82 for a new index; 0: distance alone, as a query
         by fingerprint always is). ``Match.similarity`` gives the estimate.
         Sorted by distance, then key; at most ``limit`` of them. A k above
         the index's is answered exactly too: by
@@ -697,6 +697,7 @@ class SimIndex:
             top=top,
             threshold=settings.threshold if threshold is None else threshold,
             signatures=(signatures[0], signatures[1]),
+            set_keys=settings.set_keys,
         )
 
 

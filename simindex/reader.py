@@ -31,15 +31,24 @@ from simindex import accelerator, storage
 from simindex.blocks import MAX_INDEX_K
 from simindex.errors import InvalidArgumentError
 from simindex.fingerprint import check_fingerprint
-from simindex.matching import Verify, near, unverified, within, within_each
+from simindex.matching import Row, Verify, near, unverified, within, within_each
 from simindex.pairs import pairs_within
 from simindex.planner import Way, plan_batch, plan_query
 from simindex.results import FullScanWarning, Match
-from simindex.signature import fingerprint_and_signature, similarity
+from simindex.signature import (
+    exact_set,
+    fingerprint_and_signature,
+    is_signature,
+    keys_of_sets,
+    one_unit_apart,
+    set_keys,
+    similarity,
+)
 from simindex.snapshot import Seed, Snapshot
 from simindex.storage.backend import expect
 from simindex.view import View, Views
 
+_MASK64 = (1 << 64) - 1
 _ONE_BY_ONE = 16  # batches up to this size are matched query by query in memory
 _ROWS_AT_ONCE = 500  # rows read by id in one statement
 
@@ -55,8 +64,64 @@ def as_query(
     at = settings.threshold if threshold is None else threshold
     if isinstance(query, str):
         fingerprint, signature = fingerprint_and_signature(query, settings.config)
-        return fingerprint, Verify(signature, at)
+        keys = tuple(set_keys(signature)) if settings.set_keys and at > 0 else ()
+        return fingerprint, Verify(signature, at, keys)
     return check_fingerprint(query), Verify(None, at)
+
+
+def _short_pairs(
+    rows: Sequence[Row], k: int, threshold: float
+) -> list[tuple[int, int, int, float | None]]:
+    """(id a, id b, distance, similarity), a < b, of the pairs of short rows
+    farther apart than k that are one unit apart and similar enough (the
+    pairs within k come from the fingerprints): the rows grouped by their
+    set keys, each pair sharing one judged once by matching's rule."""
+    keys, owner = keys_of_sets([r[3] if is_signature(r[3]) else None for r in rows])
+    if not keys.size:
+        return []
+    order = np.argsort(keys, kind="stable")
+    keys, owner = keys[order], owner[order]
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    ends = np.r_[starts[1:], len(keys)]
+    seen: set[tuple[int, int]] = set()
+    found: list[tuple[int, int, int, float | None]] = []
+    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        if end - start < 2:
+            continue
+        group = sorted(set(owner[start:end].tolist()))
+        for x, i in enumerate(group):
+            for j in group[x + 1 :]:
+                if (i, j) in seen:
+                    continue
+                seen.add((i, j))
+                a, b = rows[i], rows[j]
+                distance = ((a[2] ^ b[2]) & _MASK64).bit_count()
+                if distance <= k:
+                    continue
+                sa, sb = exact_set(a[3]), exact_set(b[3])
+                if sa is None or sb is None or not one_unit_apart(sa, sb):
+                    continue
+                estimate = similarity(a[3], b[3])
+                if estimate >= threshold:
+                    low, high = sorted((a[0], b[0]))
+                    found.append((low, high, distance, estimate))
+    return found
+
+
+def _short_rows(view: View, checks: Sequence[Verify | None]) -> list[list[Row]]:
+    """Per query, the rows its short set's keys find (Verify.keys) and the
+    rows whose keys are still due (see storage/short_sets.py): candidates at
+    any distance, which matching.within judges by its rule. One statement
+    for a batch; none where no query is short."""
+    wanted = [() if v is None else v.keys for v in checks]
+    if not any(wanted):
+        return [[] for _ in wanted]
+    keys = [key for found in wanted for key in found]
+    by_key, due = view.store.set_rows(keys, view.generation)
+    return [
+        [row for key in found for row in by_key.get(key, ())] + due if found else []
+        for found in wanted
+    ]
 
 
 class Reader:
@@ -123,8 +188,10 @@ class Reader:
     ) -> list[Match]:
         """The matches through the block indexes, the way the planner chose."""
         store, generation = view.store, view.generation
+        short = _short_rows(view, [verify])[0]
         if way is Way.MATCH:
-            return within(store.lookup_matches(fingerprint, k, generation), fingerprint, k, verify)
+            matched = store.lookup_matches(fingerprint, k, generation)
+            return within(matched + short, fingerprint, k, verify)
         if way is Way.LOOKUP:
             rows = store.lookup(fingerprint, generation)
         else:
@@ -133,13 +200,13 @@ class Reader:
             rows = probed
         ids = near(rows, fingerprint, k)
         if not ids:
-            return []
+            return within(short, fingerprint, k, verify)
         # The keys come from a second read: recheck the distance on what it
         # returns, in case a writer replaced a row in between (or it is damage).
         found = store.rows_by_id(ids)
         held = dict(rows)
         store.checks.read_back(((i, held[i]) for i in ids), {r[0]: r for r in found}, generation)
-        return within(found, fingerprint, k, verify)
+        return within(found + short, fingerprint, k, verify)
 
     # --- a batch -------------------------------------------------------------
 
@@ -191,7 +258,9 @@ class Reader:
             self.backend.no_rebuild_meanwhile(conn)  # waits for one that is running
             expect(self.backend.generation(conn), view.generation)
             rows = view.store.copying.join_lookup(conn, fps, k)
-        candidates = ((qid, (i, key, f, sig)) for qid, i, key, f, sig in rows)
+        candidates = [(qid, (i, key, f, sig)) for qid, i, key, f, sig in rows]
+        short = _short_rows(view, checks)
+        candidates += [(q, row) for q, found in enumerate(short) for row in found]
         return within_each(candidates, fps, k, checks)
 
     # --- the snapshot in memory ----------------------------------------------
@@ -289,10 +358,13 @@ class Reader:
             self.accel.replace(snapshot, merged)
             snapshot = merged
         queries = np.array(fps, dtype=np.uint64)
+        # Short queries' rows one unit apart (read before the versions are
+        # confirmed: a write after them shows there).
+        short = _short_rows(view, checks)
         if len(fps) == 1:  # a single query (the held path): no batch bookkeeping
             s = snapshot.near(fps[0], k)
             q = np.zeros(len(s), dtype=np.intp)
-            if not s.size and not snapshot.added_ids.size and not confirm:
+            if not s.size and not snapshot.added_ids.size and not confirm and not short[0]:
                 return [[]]
         elif len(fps) <= _ONE_BY_ONE:
             found = [snapshot.near(fp, k) for fp in fps]
@@ -333,7 +405,8 @@ class Reader:
         # Gone since, or damage:
         store.checks.read_back(zip(*held, strict=True), rows, view.generation)
         snapshot.as_held(s, rows)  # judged by the signatures held
-        candidates = ((qi, rows[i]) for qi, i in zip(qs, ids, strict=True) if i in rows)
+        candidates = [(qi, rows[i]) for qi, i in zip(qs, ids, strict=True) if i in rows]
+        candidates += [(qi, row) for qi, found in enumerate(short) for row in found]
         return within_each(candidates, fps, k, checks)
 
     # --- all pairs -----------------------------------------------------------
@@ -356,7 +429,9 @@ class Reader:
             signed = fps[paired].view(np.int64).tolist()
             wanted = dict(zip(ids[paired].tolist(), signed, strict=True))
             rows = store.keys_for(conn, wanted)
-        pairs = []
+            short = store.short_signatures(conn) if view.settings.set_keys and at > 0 else []
+        pairs = _short_pairs(short, distance, at)
+        rows.update((r[0], (r[1], r[3])) for r in short)
         for ia, ib, dist in zip(first.tolist(), second.tolist(), d.tolist(), strict=True):
             if ia not in rows or ib not in rows:  # (PostgreSQL: removed meanwhile)
                 continue

@@ -81,6 +81,7 @@ class Views:
             signatures=settings.signatures,
             counted=settings.counted,
             stored=settings.stores_snapshots,
+            set_keys=settings.set_keys,
         )
 
     def _take(self, conn: Connection, seen: View) -> bool:
@@ -156,6 +157,7 @@ class Views:
                 passages = self._view.settings.passages
                 kept = self.passages.begin(write.conn) if passages else None
                 yield write, self._view
+                self._view.store.sets_written(write.conn)
                 if passages:
                     self.passages.end(write.conn, kept)
             self.accel.committed(write.before, write.after, write.rows)

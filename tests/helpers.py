@@ -11,15 +11,21 @@ import json
 import os
 import random
 import shutil
+import struct
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import create_engine
 from typer.testing import CliRunner, Result
 
 from simindex import Match, SimIndex, hamming
 from simindex.cli import app
+from simindex.signature import NBYTES
+from simindex.storage import locate
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -136,3 +142,40 @@ def unprivileged() -> list[str]:
             pytest.fail("setpriv (util-linux) is needed to drop root's capabilities")
         pytest.skip("running as root without setpriv: cannot drop root's permission override")
     return [setpriv, "--bounding-set=-all", "--inh-caps=-all", "--"]
+
+
+def short_and_close(a: bytes | None, b: bytes | None) -> bool:
+    """Both signatures keep their sets, which differ by at most one unit among
+    at least four shared, written out here from the rule's words."""
+    if a is None or b is None or len(a) == NBYTES or len(b) == NBYTES:
+        return False
+    sa = set(struct.unpack(f"<{(len(a) - NBYTES) // 4}I", a[NBYTES:]))
+    sb = set(struct.unpack(f"<{(len(b) - NBYTES) // 4}I", b[NBYTES:]))
+    shared = len(sa & sb)
+    return shared >= 4 and len(sa - sb) <= 1 and len(sb - sa) <= 1
+
+
+@contextmanager
+def raw(location: str) -> Iterator[Any]:
+    """A driver connection that is not simindex (sqlite3, or psycopg in the
+    index's schema), committing at the end."""
+    where = locate(location)
+    if where.path is not None:
+        import sqlite3
+
+        conn = sqlite3.connect(where.path)
+        try:
+            with conn:
+                yield conn.cursor()
+        finally:
+            conn.close()
+        return
+    engine = create_engine(where.url)
+    try:
+        with engine.begin() as sa_conn:
+            sa_conn.exec_driver_sql(f"SET search_path TO {where.schema}")
+            driver = sa_conn.connection.dbapi_connection
+            assert driver is not None
+            yield driver.cursor()
+    finally:
+        engine.dispose()

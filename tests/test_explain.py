@@ -196,6 +196,27 @@ def test_more_blocks_and_a_k_above_the_layout() -> None:
     assert "reads every row" in scanned.verdict() and "drops it" in scanned.verdict()
 
 
+def test_short_texts_one_unit_apart_beyond_k_are_near_duplicates() -> None:
+    """As a query answers them: found by their set keys at any distance when
+    verified (matching.within's rule), not at threshold 0 or two words apart."""
+    a = "the quick brown fox jumps over the lazy dog"
+    b = "the quick brown fox leaps over the lazy dog"
+    e = explain(a, b, k=8)
+    assert e.distance > 8 and e.sets_one_unit_apart and e.near_duplicates
+    assert e.verdict().startswith("near-duplicates: distance") and "set keys" in e.verdict()
+    with SimIndex() as index:
+        index.add("a", a)
+        assert [m.key for m in index.query(b)] == ["a"]
+        assert index.explain(a, b).near_duplicates
+    strict = explain(a, b, k=8, threshold=0.95)
+    assert strict.sets_one_unit_apart and not strict.near_duplicates
+    assert strict.verdict().startswith("not near-duplicates")
+    bare = explain(a, b, k=8, threshold=0.0)
+    assert not bare.sets_one_unit_apart and not bare.near_duplicates
+    two = explain(a, "the quick brown cat leaps over the lazy dog", k=8)
+    assert not two.sets_one_unit_apart
+
+
 def test_errors() -> None:
     with pytest.raises(EmptyTextError, match="text b"):
         explain(T1, " ... ", k=3)
@@ -306,7 +327,7 @@ def test_cli_says_how_short_texts_are_compared() -> None:
     a = "How are you? I Am fine. blar blar blar blar blar Thanks."
     out = ok("explain", "--text", a, "How are you i am fine. blar blar blar blar blar thank").stdout
     assert out.startswith("near-duplicates: distance 0")
-    assert "signatures: similarity 0.882 >= threshold 0.80" in out
+    assert "signatures: similarity 0.882 >= threshold 0.82" in out
     assert "exact Jaccard 0.778 (both sets kept exactly in the signatures; one unit" in out
     long = ok("explain", "--text", T1, EDITED).stdout
     assert "(what the signatures estimate)" in long
@@ -342,7 +363,8 @@ def test_cli_json_schema(files: tuple[Path, Path]) -> None:
         "a", "b", "a_hex", "b_hex", "distance", "k", "within_k", "verdict", "blocks", "tables",
         "matching_tables", "features_a", "features_b", "shared_features", "cosine",
         "weighted_jaccard", "expected_distance", "together", "apart",
-        "threshold", "similarity", "verified", "near_duplicates", "unit_jaccard", "units_a",
+        "threshold", "similarity", "verified", "near_duplicates", "sets_one_unit_apart",
+        "unit_jaccard", "units_a",
         "units_b", "shared_units", "only_a", "only_b",
     }  # fmt: skip
     assert (out["a"], out["b"]) == (simhash(T1), simhash(EDITED))

@@ -81,6 +81,8 @@ def test_rebuild_from_a_source_with_a_new_configuration(location: str) -> None:
         "simindex_passage_hashes",
         "simindex_passages",
         "simindex_alembic_version",
+        "simindex_set_keys",
+        "simindex_set_keys_due",
     }
 
 

@@ -233,6 +233,31 @@ def test_threshold_and_defaults(spark: Any, random_rows: list[Row], random_df: A
         assert len(strict) < len(want_pairs(index, 8, 0.0))
 
 
+def test_short_texts_one_unit_apart_equal_the_index(spark: Any) -> None:
+    """Short texts one word apart are pairs at any distance (their set keys
+    joined), exactly as SimIndex.duplicates() finds them; not at threshold 0."""
+    from simindex.spark import near_duplicates
+
+    rng = random.Random(5)
+    vocab = [f"w{i}" for i in range(40)]
+    docs: list[tuple[str, str]] = []
+    for i in range(50):
+        words = rng.sample(vocab, rng.randint(4, 12))
+        docs.append((f"s{i}", " ".join(words)))
+        edited = list(words)
+        edited[rng.randrange(len(edited))] = rng.choice(vocab)
+        docs.append((f"s{i}-r", " ".join(edited)))
+        docs.append((f"s{i}-i", " ".join([*words, rng.choice(vocab)])))
+    rows = [(key, *fingerprint_and_signature(text, DEFAULT_CONFIG)) for key, text in docs]
+    with SimIndex(":memory:") as index:
+        index.add_many(docs)
+        for at in (None, 0.0, 0.95):
+            want = want_pairs(index, 8, threshold=at)
+            assert got_pairs(near_duplicates(frame(spark, rows), k=8, threshold=at)) == want
+            if at is None:
+                assert any(p[2] > 8 for p in want)  # (the case is there)
+
+
 @pytest.mark.parametrize(("limit", "blocks", "k"), [(None, None, 8), (300, None, 8), (50, 3, 8)])
 def test_skewed_buckets_are_split(
     spark: Any, monkeypatch: pytest.MonkeyPatch, limit: int | None, blocks: int | None, k: int

@@ -21,50 +21,23 @@ import random
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from sqlalchemy import create_engine
 
 from simindex import SimIndex
 from simindex.results import Match
 from simindex.storage import locate
 from simindex.storage.stored import STORE_MIN_ROWS
+from tests.helpers import raw
 
 from .conftest import ROOT
 
 K = 8  # probed (above the default layout's k): the paths that hold
 N = STORE_MIN_ROWS
-
-
-@contextmanager
-def raw(location: str) -> Iterator[Any]:
-    """A driver connection that is not simindex (sqlite3, or psycopg in the
-    index's schema), committing at the end."""
-    where = locate(location)
-    if where.path is not None:
-        import sqlite3
-
-        conn = sqlite3.connect(where.path)
-        try:
-            with conn:
-                yield conn.cursor()
-        finally:
-            conn.close()
-        return
-    engine = create_engine(where.url)
-    try:
-        with engine.begin() as sa_conn:
-            sa_conn.exec_driver_sql(f"SET search_path TO {where.schema}")
-            driver = sa_conn.connection.dbapi_connection
-            assert driver is not None
-            yield driver.cursor()
-    finally:
-        engine.dispose()
 
 
 def rows_now(location: str) -> dict[str, int]:

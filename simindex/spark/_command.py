@@ -133,7 +133,7 @@ def dedup(
     threshold: Annotated[
         float | None,
         typer.Option(
-            "--threshold", help="Similarity a pair needs (default 0.8; 0: distance alone)."
+            "--threshold", help="Similarity a pair needs (default 0.82; 0: distance alone)."
         ),
     ] = None,
     master: Annotated[

@@ -48,7 +48,17 @@ from simindex.blocks import DEFAULT_K, MAX_INDEX_K, check_k
 from simindex.errors import InvalidArgumentError
 from simindex.fingerprint import to_signed, to_unsigned
 from simindex.pairs import group_pairs, pairs_plan, prefix_mask, visit_flips
-from simindex.signature import DEFAULT_THRESHOLD, check_threshold, similarity
+from simindex.signature import (
+    DEFAULT_THRESHOLD,
+    NBYTES,
+    ONE_UNIT_SHARED,
+    check_threshold,
+    exact_set,
+    is_signature,
+    keys_of_sets,
+    one_unit_apart,
+    similarity,
+)
 from simindex.spark._fingerprints import check_columns, check_order
 from simindex.tables import Plan
 
@@ -109,6 +119,9 @@ def near_duplicates(
         n = rows.count()
         plan = pairs_plan(max(n, 1), distance, blocks=blocks)
         found = _pair_rows(rows.select("row", "fp"), plan, distance, limit, n)
+        found = found.select("row_a", "row_b", "distance", F.lit(False).alias("beyond"))
+        if at > 0 and "signature" in fps.columns:  # short texts one unit apart, at any distance
+            found = found.unionByName(_set_pairs(rows, distance))
         return _verified(found, rows, at).localCheckpoint(eager=True)
     finally:
         rows.unpersist()
@@ -414,8 +427,55 @@ def _verified(found: DataFrame, rows: DataFrame, threshold: float) -> DataFrame:
         "distance",
         "sig_a",
         "sig_b",
+        "beyond",
     )
     return ordered.mapInArrow(_similar(threshold), SCHEMA)
+
+
+def _close_sets(a: bytes | None, b: bytes | None) -> bool:
+    """Whether two signatures keep sets at most one unit apart (matching's rule)."""
+    if a is None or b is None or not is_signature(a) or not is_signature(b):
+        return False
+    sa, sb = exact_set(a), exact_set(b)
+    return sa is not None and sb is not None and one_unit_apart(sa, sb)
+
+
+def _set_pairs(rows: DataFrame, k: int) -> DataFrame:
+    """(row_a, row_b, distance, beyond) of the rows farther apart than k
+    that share a set key (signature.set_keys): the candidates of short texts
+    one unit apart, which _similar judges by matching's rule."""
+    from pyspark.sql import functions as F
+
+    least = NBYTES + 4 * ONE_UNIT_SHARED
+    short = rows.where(F.length("signature") >= least).select("row", "fp", "signature")
+    keyed = short.mapInArrow(_explode_keys, "set_key long, row long, fp long")
+    a = keyed.select("set_key", F.col("row").alias("row_a"), F.col("fp").alias("fp_a"))
+    b = keyed.select("set_key", F.col("row").alias("row_b"), F.col("fp").alias("fp_b"))
+    distance = F.bit_count(F.col("fp_a").bitwiseXOR(F.col("fp_b"))).cast("int")
+    return (
+        a.join(b, "set_key")
+        .where(F.col("row_a") < F.col("row_b"))
+        .select("row_a", "row_b", distance.alias("distance"))
+        .where(F.col("distance") > k)
+        .distinct()
+        .select("row_a", "row_b", "distance", F.lit(True).alias("beyond"))
+    )
+
+
+def _explode_keys(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """(set_key, row, fp): a row once for each of its set keys."""
+    import numpy as np
+    import pyarrow as pa
+
+    for batch in batches:
+        signatures = [s if is_signature(s) else None for s in batch.column("signature").to_pylist()]
+        keys, owner = keys_of_sets(signatures)
+        rows = np.asarray(batch.column("row").to_numpy(zero_copy_only=False))[owner]
+        fps = np.asarray(batch.column("fp").to_numpy(zero_copy_only=False))[owner]
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(keys, pa.int64()), pa.array(rows, pa.int64()), pa.array(fps, pa.int64())],
+            names=["set_key", "row", "fp"],
+        )
 
 
 def _similar(threshold: float) -> Any:
@@ -434,12 +494,19 @@ def _similar(threshold: float) -> Any:
             keep: list[bool] = []
             estimates: list[float | None] = []
             sigs = zip(
-                batch.column("sig_a").to_pylist(), batch.column("sig_b").to_pylist(), strict=True
+                batch.column("sig_a").to_pylist(),
+                batch.column("sig_b").to_pylist(),
+                batch.column("beyond").to_pylist(),
+                strict=True,
             )
-            for sig_a, sig_b in sigs:
+            for sig_a, sig_b, beyond in sigs:
                 estimate = None if sig_a is None or sig_b is None else similarity(sig_a, sig_b)
+                if beyond and not _close_sets(sig_a, sig_b):
+                    estimate = None  # (dropped: a set key shared by chance)
+                    keep.append(False)
+                else:
+                    keep.append(estimate is None or estimate >= threshold)
                 estimates.append(estimate)
-                keep.append(estimate is None or estimate >= threshold)
             mask = pa.array(keep, pa.bool_())
             out = pa.RecordBatch.from_arrays(
                 [

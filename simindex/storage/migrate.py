@@ -26,7 +26,7 @@ from simindex.errors import (
 )
 from simindex.fingerprint import BITS, FingerprintConfig
 from simindex.signature import DEFAULT_THRESHOLD, NAME, SKETCH_ONLY, check_threshold
-from simindex.storage import schema
+from simindex.storage import schema, short_sets
 from simindex.storage.dialects import COUNT_SQL, dialect_of
 from simindex.storage.location import Location
 
@@ -36,15 +36,17 @@ if TYPE_CHECKING:
 FORMAT_VERSION = 2  # the newest format this simindex reads (see Settings.format)
 # The Alembic revisions this simindex knows, oldest first (tests check them
 # against migrations/versions). Kept here so opening an index needs no Alembic.
-REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007")
+REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008")
 HEAD = REVISIONS[-1]
 SIGNATURES_FROM = "0002"  # the first revision with the signature column
 COUNTED_FROM = "0005"  # the first whose database counts every change (triggers)
 EXACT_SETS_FROM = "0006"  # the first whose signatures may keep a short text's set (NAME)
+SET_KEYS_FROM = "0007"  # the first that stores short texts' set keys (short_sets.py)
 STORED_FROM = "0004"  # the first with the table of the last snapshot read (stored.py)
-PASSAGES_FROM = "0007"  # the first with the tables of passages (storage/passages.py)
+PASSAGES_FROM = "0008"  # the first with the tables of passages (storage/passages.py)
 # simindex_meta's rows that are not settings: a rebuild's new settings leave them.
 KEPT_ROWS = ("changes", "passages_at")
+FIRST_THRESHOLD = 0.8  # what revision 0002 records for an index made before it
 
 
 def package_version() -> str:
@@ -118,6 +120,13 @@ class Settings:
         return self.revision >= COUNTED_FROM and self.counting
 
     @property
+    def set_keys(self) -> bool:
+        """Whether short texts are found by their set keys (revision 0007,
+        its triggers there): what makes a short query match the rows one
+        unit apart at any distance (matching.Verify.keys)."""
+        return self.revision >= SET_KEYS_FROM and self.counting
+
+    @property
     def stores_snapshots(self) -> bool:
         """Whether the index has the table a snapshot read is kept in (revision 0004)."""
         return self.revision >= STORED_FROM
@@ -185,9 +194,10 @@ def read_settings(conn: Connection, where: Location) -> tuple[Settings, str] | N
             config=FingerprintConfig.from_json(rows["fingerprint"]),
             created_by=rows.get("created_by", ""),
             distance=int(rows.get("k", layout.k)),
-            # An index made before signatures: the default, which its rows
-            # (no signature) do not feel: they are matched by distance alone.
-            threshold=check_threshold(float(rows.get("threshold", DEFAULT_THRESHOLD))),
+            # An index made before signatures (read as it is): the threshold
+            # revision 0002 records, which its rows (no signature) do not
+            # feel: they are matched by distance alone.
+            threshold=check_threshold(float(rows.get("threshold", FIRST_THRESHOLD))),
             revision=str(revision),
             signature=kind,
             passages=rows.get("passages") == "1" and revision >= PASSAGES_FROM,
@@ -250,6 +260,15 @@ def count_again(conn: Connection) -> None:
     dialect_of(conn).count_changes(conn)
     conn.exec_driver_sql(f"DELETE FROM {schema.SNAPSHOT_TABLE}")
     conn.exec_driver_sql(COUNT_SQL)
+    short_sets.mark_changes(conn)  # (nor were the rows with short sets marked)
+    short_sets.mark_all(conn)
+    short_sets.drain(conn)
+
+
+def _counting(backend: Backend, conn: Connection) -> bool:
+    """Whether the triggers of the newest revision are all there: those that
+    count changes (0005) and those that mark short sets (0007)."""
+    return backend.dialect.counting(conn) and short_sets.marking(conn)
 
 
 def open_settings(
@@ -273,7 +292,7 @@ def open_settings(
     backend.ensure_schema(create=may_create)
     with backend.reading() as conn:
         found = read_settings(conn, where)
-        counting = found is None or found[1] != HEAD or backend.dialect.counting(conn)
+        counting = found is None or found[1] != HEAD or _counting(backend, conn)
     if found is None or (not backend.readonly and (found[1] != HEAD or not counting)):
         with backend.writing(alone=True) as conn:
             found = read_settings(conn, where)  # again, under the lock
@@ -286,7 +305,7 @@ def open_settings(
                 upgrade(conn, found[0].layout)
                 found = read_settings(conn, where)
                 assert found is not None
-            if not backend.dialect.counting(conn):
+            if not _counting(backend, conn):
                 count_again(conn)
         counting = True
     settings = found[0] if counting else replace(found[0], counting=False)

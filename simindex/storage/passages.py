@@ -3,7 +3,7 @@
 ``simindex_passage_docs`` (a document's key and how many passage hashes it
 has), ``simindex_passages`` ((hash, document), keyed by the hash) and
 ``simindex_passage_hashes`` (a document's hashes in one value, what
-replacing or removing it deletes by), revision 0007; what a passage hash
+replacing or removing it deletes by), revision 0008; what a passage hash
 is: simindex/passages.py. They are
 written in the transaction that writes the document's row, by key (a key
 replaced has its old passages deleted first), so they never disagree with

@@ -20,7 +20,7 @@ from sqlalchemy import (
     select,
 )
 
-from simindex.storage import schema
+from simindex.storage import schema, short_sets
 from simindex.storage.dialects import GENERATION_SQL, dialect_of
 from simindex.storage.migrate import Settings, write_settings
 
@@ -107,6 +107,8 @@ def swap_in(conn: Connection, settings: Settings, *, from_staging: bool) -> int:
     conn.exec_driver_sql(f"ALTER TABLE {NEXT_TABLE} RENAME TO {schema.FINGERPRINT_TABLE}")
     dialect.took_over(conn, NEXT_TABLE, schema.FINGERPRINT_TABLE)
     dialect.count_changes(conn)  # (the old table's triggers went with it)
+    short_sets.mark_changes(conn)
+    short_sets.mark_all(conn)  # (ids and signatures may be new: every key made again)
     for index in schema.build(layout).lookups:
         index.create(conn)
     if from_staging:
@@ -116,5 +118,6 @@ def swap_in(conn: Connection, settings: Settings, *, from_staging: bool) -> int:
         meta = schema.build(layout).meta
         conn.execute(meta.insert(), [{"name": "generation", "value": str(generation + 1)}])
     dialect.analyze(conn)
+    short_sets.drain(conn)
     final = schema.build(layout).fingerprints
     return int(conn.execute(select(func.count()).select_from(final)).scalar_one())

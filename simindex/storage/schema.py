@@ -19,11 +19,17 @@ describes the current one for the code that reads and writes it.
   parts of bytes: ``header`` (what they are and the generation and write
   count they were read at), then each array's parts in order.
 - ``simindex_passage_docs``, ``simindex_passages`` and
-  ``simindex_passage_hashes`` (from revision 0007; filled only in an index
+  ``simindex_passage_hashes`` (from revision 0008; filled only in an index
   that keeps passages, storage/passages.py): a document's key and how many
   passage hashes it has, each (hash, document) pair, keyed by the hash, and
   each document's hashes in one value, which a replace or a removal deletes
   by.
+- ``simindex_set_keys`` (from revision 0007): (set key, row id) of every
+  row whose signature keeps a set of at least four units
+  (signature.set_keys), so that a short text finds the texts one unit
+  apart at any distance; and ``simindex_set_keys_due``: the ids of the rows
+  whose keys are still to be made, put there by triggers on the
+  fingerprint table for every writer (short_sets.py).
 """
 
 from __future__ import annotations
@@ -55,6 +61,8 @@ PASSAGES_TABLE = "simindex_passages"
 PASSAGE_HASHES_TABLE = "simindex_passage_hashes"
 FINGERPRINT_TABLE = "simindex_fingerprints"
 VERSION_TABLE = "simindex_alembic_version"
+SET_KEYS_TABLE = "simindex_set_keys"
+SET_KEYS_DUE_TABLE = "simindex_set_keys_due"
 
 # 64-bit row ids, but SQLite's rowid alias must be declared exactly INTEGER.
 ID_TYPE = BigInteger().with_variant(Integer, "sqlite")
@@ -93,6 +101,28 @@ class Schema:
     fingerprints: Table
     lookups: tuple[Index, ...]  # one per table of the layout, in order
     snapshot: Table
+    set_keys: Table
+    set_keys_due: Table
+
+
+def set_key_tables(metadata: MetaData | None = None) -> tuple[Table, Table]:
+    """The tables of short texts' set keys (revision 0007; short_sets.py)."""
+    metadata = MetaData() if metadata is None else metadata
+    keys = Table(
+        SET_KEYS_TABLE,
+        metadata,
+        Column("set_key", BigInteger, nullable=False),
+        Column("id", BigInteger, nullable=False),
+        PrimaryKeyConstraint("set_key", "id", name=f"pk_{SET_KEYS_TABLE}"),
+        Index(f"ix_{SET_KEYS_TABLE}_id", "id"),
+    )
+    due = Table(
+        SET_KEYS_DUE_TABLE,
+        metadata,
+        Column("id", BigInteger, nullable=False),
+        PrimaryKeyConstraint("id", name=f"pk_{SET_KEYS_DUE_TABLE}"),
+    )
+    return keys, due
 
 
 def constraint_names(table: str) -> tuple[str, str]:
@@ -145,6 +175,7 @@ def build(
         Column("data", LargeBinary, nullable=False),
         PrimaryKeyConstraint("name", "part", name=f"pk_{SNAPSHOT_TABLE}"),
     )
+    set_keys, set_keys_due = set_key_tables(metadata)
     indexes = tuple(
         Index(
             table_index_name(j),
@@ -156,7 +187,7 @@ def build(
         if lookups
     )
     build_passages(metadata)  # (described with the rest: the tests compare it with Alembic's)
-    return Schema(metadata, meta, fingerprints, indexes, snapshot)
+    return Schema(metadata, meta, fingerprints, indexes, snapshot, set_keys, set_keys_due)
 
 
 @dataclass(frozen=True)
@@ -167,7 +198,7 @@ class PassageTables:
 
 
 def build_passages(metadata: MetaData | None = None) -> PassageTables:
-    """The tables of an index's passages (revision 0007): ``docs`` (``doc``,
+    """The tables of an index's passages (revision 0008): ``docs`` (``doc``,
     an integer id of its own; ``key``, unique; ``hashes``, how many passage
     hashes the document has), ``passages`` (``hash``, ``doc``): the primary
     key (hash, doc) is what a query looks up (SQLite: WITHOUT ROWID, the key

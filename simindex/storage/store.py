@@ -31,8 +31,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from simindex.blocks import BlockLayout, Probe, can_probe, probes
 from simindex.fingerprint import BITS, to_signed
-from simindex.signature import WORDS
-from simindex.storage import consistency, schema
+from simindex.signature import NBYTES, ONE_UNIT_SHARED, WORDS
+from simindex.storage import consistency, schema, short_sets
 from simindex.storage.backend import Backend, Versions, Write, db_error, expect
 from simindex.storage.checks import Checks
 from simindex.storage.copying import Copying
@@ -40,6 +40,7 @@ from simindex.storage.dialects import CHANGES
 from simindex.storage.sql import Chunk, Held, Signatures, Sql, block_rows, with_version
 from simindex.storage.stored import StoredSnapshot
 
+Row = tuple[int, str, int, "bytes | None"]  # (id, key, signed fingerprint, signature)
 _CHUNK = 500  # keys per IN (...) list, well under every database's parameter limit
 _RETURNED_ROWS = 16  # Store.put: rows written one by one to return their ids
 _LOAD_CHUNK = 5000  # rows per executemany
@@ -71,6 +72,7 @@ class Store:
         signatures: bool = True,
         counted: bool = True,
         stored: bool = True,
+        set_keys: bool = True,
     ) -> None:
         self.backend = backend
         self.engine = backend.engine
@@ -88,6 +90,10 @@ class Store:
         # trusted from revision 0005 on (its stamps count every writer).
         self.stores = stored and self.holds
         self.tables = schema.build(layout, signatures=signatures)
+        # Short texts' set keys (revision 0007, short_sets.py): kept by every
+        # write, looked up by short queries.
+        self.set_keys = set_keys and signatures
+        self._set_sql: dict[int, Sql] = {}
         self.checks = Checks(backend, layout, self.tables)
         self.snapshots = StoredSnapshot(backend, self.tables, stores=self.stores)
         self.copying = Copying(layout, self.caps, signed=signatures)
@@ -300,6 +306,63 @@ class Store:
         marker = self._generation.replace("SELECT ", "SELECT -1, ", 1)
         sql.text = f"{sql.text} UNION ALL {marker}"
         return sql, found
+
+    # --- short texts' set keys (short_sets.py) ---------------------------------
+
+    def set_rows(
+        self, keys: Sequence[int], generation: int | None
+    ) -> tuple[dict[int, list[Row]], list[Row]]:
+        """The rows stored under these set keys (by key) and the rows whose
+        keys are still due (candidates of every short query), read under
+        ``generation`` (else Changed)."""
+        by_key: dict[int, list[Row]] = {}
+        due: list[Row] = []
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), _CHUNK):
+            chunk = unique[start : start + _CHUNK]
+            sql = self._set_sql.get(len(chunk))
+            if sql is None:
+                sql = self._set_sql[len(chunk)] = self._compile_set_rows(len(chunk))
+            rows = with_version(self._read(sql.text, sql.params(chunk)), generation, at=1)
+            for kind, set_key, row_id, key, fp, signature in rows:
+                row = (int(row_id), key, int(fp), signature)
+                if kind:
+                    by_key.setdefault(int(set_key), []).append(row)
+                elif start == 0:  # (the same rows with every chunk)
+                    due.append(row)
+        return by_key, due
+
+    def _compile_set_rows(self, n: int) -> Sql:
+        t, k, d = self.tables.fingerprints, self.tables.set_keys, self.tables.set_keys_due
+        names = [f"s{i}" for i in range(n)]
+        columns = (t.c.id, t.c.key, t.c.fingerprint, self._signature)
+        keyed = (
+            select(literal_column("1"), k.c.set_key, *columns)
+            .select_from(k.join(t, t.c.id == k.c.id))
+            .where(k.c.set_key.in_([bindparam(name) for name in names]))
+        )
+        due = select(literal_column("0"), literal_column("0"), *columns).select_from(
+            d.join(t, t.c.id == d.c.id)
+        )
+        sql = Sql(union_all(keyed, due), self.engine.dialect, names)
+        sql.text += f" UNION ALL SELECT -1, ({self._generation}), NULL, NULL, NULL, NULL"
+        return sql
+
+    def short_signatures(self, conn: Connection) -> list[Row]:
+        """(id, key, signed fingerprint, signature) of every row whose
+        signature keeps a set of at least four units, in the caller's
+        transaction (all pairs of short texts)."""
+        t = self.tables.fingerprints
+        size = func.length(t.c.signature)
+        least = NBYTES + 4 * ONE_UNIT_SHARED
+        statement = select(t.c.id, t.c.key, t.c.fingerprint, t.c.signature).where(size >= least)
+        return [tuple(r) for r in conn.execute(statement)]
+
+    def sets_written(self, conn: Connection) -> None:
+        """At the end of a write transaction: the set keys of the rows it
+        wrote (short_sets.drain)."""
+        if self.set_keys:
+            short_sets.drain(conn)
 
     def rows_by_key(self, conn: Connection, keys: Sequence[str]) -> list[tuple[int, int]]:
         """(id, signed fingerprint) of the rows of these keys, in the caller's

@@ -21,8 +21,8 @@ process of an older simindex that holds the index open reads its settings
 again and refuses it): on PostgreSQL the stored generation, on SQLite the
 schema cookie (creating the tables moves it).
 
-Revision ID: 0007
-Revises: 0006
+Revision ID: 0008
+Revises: 0007
 Create Date: 2026-12-03
 """
 
@@ -31,8 +31,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0007"
-down_revision = "0006"
+revision = "0008"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 
