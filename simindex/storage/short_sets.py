@@ -35,17 +35,22 @@ DUE = schema.SET_KEYS_DUE_TABLE
 _FP = schema.FINGERPRINT_TABLE
 _CHUNK = 2000  # due rows made at once
 
-# SQLite: a trigger per kind of change, per row.
+# SQLite: a trigger per kind of change, per row. Its statements must not
+# conflict: the conflict policy of the statement that fires a trigger
+# overrides theirs (an upsert's would make INSERT OR IGNORE fail), so a row
+# already due is not inserted again rather than ignored.
+_MARK_NEW = (
+    f"INSERT INTO {DUE} (id) SELECT NEW.id "
+    f"WHERE NOT EXISTS (SELECT 1 FROM {DUE} WHERE id = NEW.id)"
+)
 _SQLITE_TRIGGERS = {
     "simindex_set_keys_inserted": (
-        f"AFTER INSERT ON {_FP} WHEN length(NEW.signature) > {NBYTES} "
-        f"BEGIN INSERT OR IGNORE INTO {DUE} (id) VALUES (NEW.id); END"
+        f"AFTER INSERT ON {_FP} WHEN length(NEW.signature) > {NBYTES} BEGIN {_MARK_NEW}; END"
     ),
     "simindex_set_keys_updated": (
         f"AFTER UPDATE OF id, signature ON {_FP} "
         f"WHEN length(NEW.signature) > {NBYTES} OR length(OLD.signature) > {NBYTES} "
-        "OR NEW.id IS NOT OLD.id "
-        f"BEGIN INSERT OR IGNORE INTO {DUE} (id) VALUES (NEW.id); END"
+        f"OR NEW.id IS NOT OLD.id BEGIN {_MARK_NEW}; END"
     ),
     "simindex_set_keys_deleted": (
         f"AFTER DELETE ON {_FP} "
