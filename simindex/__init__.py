@@ -15,7 +15,10 @@ from simindex.errors import (
     InvalidArgumentError,
     NoIndexError,
     NotAnIndexError,
+    PassagesError,
+    PassagesNotKeptError,
     SimIndexError,
+    StalePassagesError,
     StorageError,
 )
 
@@ -32,7 +35,7 @@ if TYPE_CHECKING:
         to_unsigned,
     )
     from simindex.index import SimIndex
-    from simindex.results import CheckReport, Cluster, FullScanWarning, Match, Pair
+    from simindex.results import CheckReport, Cluster, FullScanWarning, Match, Overlap, Pair
 
 # Everything but the errors loads on first use: the database side (SQLAlchemy,
 # Alembic) never in processes that only fingerprint (ingest's workers), and
@@ -54,6 +57,7 @@ _LAZY = {
     "Cluster": "simindex.results",
     "FullScanWarning": "simindex.results",
     "Match": "simindex.results",
+    "Overlap": "simindex.results",
     "Pair": "simindex.results",
 }
 
@@ -90,9 +94,13 @@ __all__ = [
     "Match",
     "NoIndexError",
     "NotAnIndexError",
+    "Overlap",
     "Pair",
+    "PassagesError",
+    "PassagesNotKeptError",
     "SimIndex",
     "SimIndexError",
+    "StalePassagesError",
     "StorageError",
     "dedup_stream",
     "hamming",

@@ -47,3 +47,28 @@ class DamagedIndexError(StorageError):
             f"{detail}: the file is damaged; restore it from a backup, or rebuild it from "
             f"its texts into a new file (simindex add NEW.db SOURCES...)"
         )
+
+
+class PassagesError(SimIndexError):
+    """``overlaps`` cannot answer from this index's passages: it keeps none
+    (``PassagesNotKeptError``), or they are not the index's now
+    (``StalePassagesError``). ``where`` is the index."""
+
+    def __init__(self, where: object, message: str) -> None:
+        self.where = where
+        super().__init__(message)
+
+
+class PassagesNotKeptError(PassagesError):
+    """The index was made without passages (``overlaps=False``, the default)."""
+
+
+class StalePassagesError(PassagesError):
+    """Another program wrote the index's rows (plain SQL, an older simindex):
+    the passages are not theirs. ``stamp`` and ``changes``: the changes
+    counted when the passages were last the index's (None: never), and now."""
+
+    def __init__(self, where: object, message: str, *, stamp: int | None, changes: int) -> None:
+        self.stamp = stamp
+        self.changes = changes
+        super().__init__(where, message)

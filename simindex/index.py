@@ -8,9 +8,11 @@ from itertools import islice
 from types import TracebackType
 from typing import Any
 
+import numpy as np
 from sqlalchemy import URL
 
 from simindex import accelerator, ingest, storage, upkeep
+from simindex import overlaps as partial
 from simindex.accelerator import Accelerator
 from simindex.blocks import DEFAULT_K, MAX_INDEX_K, BlockLayout, check_k
 from simindex.errors import InvalidArgumentError
@@ -22,14 +24,16 @@ from simindex.fingerprint import (
 )
 from simindex.pairs import leader_clusters
 from simindex.reader import Reader
-from simindex.results import CheckReport, Cluster, Match, Pair
+from simindex.results import CheckReport, Cluster, Match, Overlap, Pair
 from simindex.signature import DEFAULT_THRESHOLD, check_threshold, fingerprint_and_signature
 from simindex.validate import as_config, check_key, check_limit, checked_chunk
-from simindex.view import Views
+from simindex.view import View, Views
 
 # What add_fingerprints and rebuild(fingerprints=...) take: (key, fingerprint)
-# or (key, fingerprint, signature) with a signature of simindex.signature's (or None).
-Item = tuple[str, int] | tuple[str, int, bytes | None]
+# or (key, fingerprint, signature) with a signature of simindex.signature's (or
+# None); add_fingerprints also (key, fingerprint, signature, text), the text an
+# index that keeps passages makes them from.
+Item = tuple[str, int] | tuple[str, int, bytes | None] | tuple[str, int, bytes | None, str]
 
 _BATCH = 5000  # rows per write in add_many / add_fingerprints
 
@@ -65,6 +69,12 @@ class SimIndex:
     write waits for another process's write to finish before it fails with
     StorageError (default 30).
 
+    ``overlaps=True`` makes a new index keep its documents' passages (the
+    winnowed hashes of their shingles, about 1.1 KB of database a KB of
+    text), which ``overlaps`` needs to find a text inside a stored one;
+    stored in the index like k (None: the index's own; a new index keeps
+    none).
+
     One SimIndex may be shared between threads.
     """
 
@@ -80,7 +90,10 @@ class SimIndex:
         readonly: bool = False,
         timeout: float = storage.BUSY_TIMEOUT_S,
         hold: bool | None = None,
+        overlaps: bool | None = None,
     ) -> None:
+        if overlaps is not None and not isinstance(overlaps, bool):
+            raise InvalidArgumentError(f"overlaps is True, False or None, not {overlaps!r}")
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
             raise InvalidArgumentError(f"timeout is a number of seconds, not {timeout!r}")
         self._timeout = float(timeout)
@@ -108,6 +121,7 @@ class SimIndex:
                 created_by=f"simindex {storage.package_version()}",
                 distance=DEFAULT_K if k is None else k,
                 threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
+                passages=bool(overlaps),
             )
             settings = storage.open_settings(
                 self._backend,
@@ -117,6 +131,7 @@ class SimIndex:
                 blocks=blocks,
                 config=wanted,
                 threshold=threshold,
+                passages=overlaps,
             )
             if not readonly:
                 self._backend.use_wal()
@@ -153,6 +168,11 @@ class SimIndex:
     def threshold(self) -> float:
         """The verified similarity queries ask of a candidate within k, by default."""
         return self._settings.threshold
+
+    @property
+    def passages(self) -> bool:
+        """Whether the index keeps its documents' passages (``overlaps``)."""
+        return self._settings.passages
 
     @property
     def layout(self) -> BlockLayout:
@@ -193,6 +213,7 @@ class SimIndex:
         config: FingerprintConfig | Mapping[str, Any] | None = None,
         threshold: float | None = None,
         batch_size: int = 10_000,
+        overlaps: bool | None = None,
     ) -> int:
         """Re-lay the index (new k, blocks or threshold), or re-fingerprint it from a source.
 
@@ -204,6 +225,11 @@ class SimIndex:
         keeps its later text; so an index made before signatures gets them.
         ``fingerprints`` instead of a source: (key, fingerprint) or (key,
         fingerprint, signature) items already computed with ``config``.
+        ``overlaps``: whether the index keeps passages from now on (default:
+        as it does); they are made from the texts, so keeping them needs a
+        source (or ``fingerprints`` of (key, fingerprint, signature, text)
+        items), unless the index keeps them already and is only laid out
+        anew.
 
         All of it is one write transaction: readers go on seeing the old index
         until it commits, then the new one; writers wait for it (up to their
@@ -226,14 +252,26 @@ class SimIndex:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidArgumentError(f"batch_size must be at least 1, not {batch_size!r}")
         at = self.threshold if threshold is None else check_threshold(threshold)
+        if overlaps is not None and not isinstance(overlaps, bool):
+            raise InvalidArgumentError(f"overlaps is True, False or None, not {overlaps!r}")
+        keeps = self.passages if overlaps is None else overlaps
+        # Passages made anew from the texts: a source, or (key, fingerprint,
+        # signature, text) items; laid out anew, the index keeps its own.
+        anew = keeps and (source is not None or fingerprints is not None)
+        if keeps and not anew and not self.passages:
+            raise InvalidArgumentError(
+                "passages (overlaps) are made from the texts: give rebuild a source"
+            )
         if source is not None:
-            fingerprints = ((key, *fingerprint_and_signature(text, wanted)) for key, text in source)
+            made = ((key, *fingerprint_and_signature(text, wanted), text) for key, text in source)
+            fingerprints = made if keeps else (item[:3] for item in made)
         settings = storage.Settings(
             layout=layout,
             config=wanted,
             created_by=self._settings.created_by,
             distance=self.k if k is None else k,
             threshold=at,
+            passages=keeps,
         )
         with self._lock:
             # One transaction: readers go on seeing the old index until it
@@ -241,15 +279,29 @@ class SimIndex:
             # rolls everything back, staging table included.
             with self._views.writing(alone=True, fresh=False) as (write, view):
                 conn = write.conn
+                passages = self._views.passages
+                if anew or not keeps:
+                    passages.clear(conn, keep_stamp=False)
+                if anew:
+                    passages.made_now(conn)
                 if fingerprints is not None:
                     storage.start_staging(conn)
                     items = iter(fingerprints)
+                    read = 0
                     while batch := list(islice(items, batch_size)):
-                        keys, fps, sigs = checked_chunk(*_columns(batch, 1))
+                        keys, values, signed, texts = _columns(batch, read + 1)
+                        keys, fps, sigs = checked_chunk(keys, values, signed)
                         storage.stage(conn, keys, fps, sigs)
+                        if anew:
+                            passages.put(
+                                conn, keys, partial.made(texts, wanted, read + 1), keep=False
+                            )
+                        read += len(batch)
                 # (swap_in rewrites simindex_meta: the count restarts with this write)
                 rows = storage.swap_in(conn, settings, from_staging=fingerprints is not None)
                 view.store.snapshots.drop(conn)  # (of the old table: stale from now on)
+                if anew:  # the last statement before the write counts itself
+                    passages.end(conn, None)
             self._views.adopt(settings)
         return rows
 
@@ -262,7 +314,7 @@ class SimIndex:
         """
         check_key(key)
         fingerprint, signature = fingerprint_and_signature(text, self._settings.config)
-        self.add_fingerprints([(key, fingerprint, signature)])
+        self.add_fingerprints([(key, fingerprint, signature, text)])
         return fingerprint
 
     def add_fingerprint(self, key: str, fingerprint: int, signature: bytes | None = None) -> None:
@@ -293,8 +345,13 @@ class SimIndex:
         """
         config = self._settings.config
         items = ingest.as_pairs(items, key_field=key_field, text_field=text_field)
+        made: Iterable[Item] = (
+            (key, *fingerprint_and_signature(text, config), text) for key, text in items
+        )
+        if not self.passages:  # (the texts are not held)
+            made = (item[:3] for item in made)
         return self.add_fingerprints(
-            ((key, *fingerprint_and_signature(text, config)) for key, text in items),
+            made,
             batch_size=batch_size,
             skip_existing=skip_existing,
         )
@@ -308,7 +365,10 @@ class SimIndex:
     ) -> int:
         """Add (key, fingerprint) pairs, or (key, fingerprint, signature)
         triples, like add_many (without a signature, queries match a document
-        by distance alone).
+        by distance alone). An index that keeps passages (``overlaps``) makes
+        them from the texts: it takes (key, fingerprint, signature, text)
+        items (the fingerprint and signature made with its configuration)
+        and refuses the others with InvalidArgumentError.
 
         A large load (more rows than the index holds) sets the block indexes
         aside and rebuilds them at the end, in the same transaction: readers
@@ -321,13 +381,20 @@ class SimIndex:
         chunk_size = min(_BATCH, batch_size or _BATCH)
 
         def chunks(
-            source: Iterator[Item], limit: int | None, listed: list[str] | None
+            source: Iterator[Item],
+            limit: int | None,
+            listed: list[str] | None,
+            view: View,
+            passages: list[tuple[list[str], list[np.ndarray]]],
         ) -> Iterator[storage.Chunk]:
             read = 0  # items taken so far: at most `limit`, this transaction's
             while taken := list(
                 islice(source, chunk_size if limit is None else min(chunk_size, limit - read))
             ):
-                chunk = checked_chunk(*_columns(taken, read + 1))
+                keys, fps, sigs, texts = _columns(taken, read + 1)
+                chunk = checked_chunk(keys, fps, sigs)
+                if view.settings.passages:  # (stored with the rows: below)
+                    passages.append((keys, partial.made(texts, view.settings.config, read + 1)))
                 yield chunk
                 if listed is not None and len(listed) <= accelerator.APPLIED_MAX:  # bounded
                     listed += chunk[0]
@@ -342,13 +409,19 @@ class SimIndex:
             held = self._accel.wants_rows
             keys: list[str] | None = [] if held else None
             with self._views.writing() as (write, view):
+                # The chunks' passages (an index that keeps them), stored in
+                # the same transaction as each chunk is read, or after all of
+                # them where its rows may go through one COPY, which a
+                # statement between would interrupt (PostgreSQL).
+                found: list[tuple[list[str], list[np.ndarray]]] = []
+                stream = chunks(source, batch_size, keys, view, found)
+                if not view.store.caps.bulk_copy:
+                    stream = _storing(stream, found, self._views.passages, write, skip_existing)
                 rows: list[tuple[int, int]] = []
                 count, stored = view.store.put_stream(
-                    write,
-                    chunks(source, batch_size, keys),
-                    keep=skip_existing,
-                    returned=rows if held else None,
+                    write, stream, keep=skip_existing, returned=rows if held else None
                 )
+                _store(found, self._views.passages, write, skip_existing)
                 if keys is not None:
                     if len(rows) == count:  # put returned every row it wrote
                         write.rows = rows
@@ -371,6 +444,8 @@ class SimIndex:
         unique = list(dict.fromkeys(check_key(k) for k in keys))
         with self._views.writing() as (write, view):
             removed = view.store.remove(write.conn, unique)
+            if view.settings.passages:
+                self._views.passages.remove(write.conn, unique)
             write.rows = []  # removed rows stay in a held snapshot: their ids find no row
         return removed
 
@@ -441,6 +516,27 @@ class SimIndex:
             return []
         results = self._reader.query_many(queries, k, threshold)
         return [r[:limit] for r in results] if limit is not None else results
+
+    def overlaps(
+        self, text: str, *, threshold: float = partial.DEFAULT_THRESHOLD, limit: int | None = None
+    ) -> list[Overlap]:
+        """The stored documents that share passages with a text: the text
+        inside one of them, or one of them inside the text.
+
+        For each, ``Overlap(key, query_share, stored_share)``: the share of
+        the text's passages found in the document and the share of the
+        document's found in the text (0 to 1; passages are the winnowed
+        hashes of five-word shingles, eight characters in Chinese: see
+        simindex.passages). A document is returned when either share reaches
+        ``threshold``; sorted by the larger share, then key; at most
+        ``limit``. Needs an index that keeps passages (``overlaps=True``,
+        else PassagesNotKeptError) whose rows no other program has written
+        since (else StalePassagesError: rebuild it from its texts). Raises
+        EmptyTextError for a text with no words.
+        """
+        check_threshold(threshold)
+        check_limit(limit)
+        return partial.find(self._views, text, float(threshold), limit)
 
     # --- reading ----------------------------------------------------------
 
@@ -605,14 +701,42 @@ class SimIndex:
         )
 
 
-def _columns(batch: list[Item], first: int) -> tuple[list[str], list[int], list[bytes | None]]:
+def _store(
+    found: list[tuple[list[str], list[np.ndarray]]],
+    passages: storage.Passages,
+    write: storage.Write,
+    keep: bool,
+) -> None:
+    """Store the passages made so far (emptying ``found``)."""
+    while found:
+        keys, hashes = found.pop(0)
+        passages.put(write.conn, keys, hashes, keep=keep)
+
+
+def _storing(
+    chunks: Iterator[storage.Chunk],
+    found: list[tuple[list[str], list[np.ndarray]]],
+    passages: storage.Passages,
+    write: storage.Write,
+    keep: bool,
+) -> Iterator[storage.Chunk]:
+    """The chunks, each one's passages stored as it is read (memory bounded by a chunk)."""
+    for chunk in chunks:
+        _store(found, passages, write, keep)
+        yield chunk
+
+
+def _columns(
+    batch: list[Item], first: int
+) -> tuple[list[str], list[int], list[bytes | None], list[str | None]]:
     """A batch of items (the first of them item number `first`) as keys,
-    fingerprints and signatures (None where an item has none)."""
+    fingerprints, signatures and texts (None where an item has none)."""
     for number, item in enumerate(batch, first):
-        if not 2 <= len(item) <= 3:
+        if not 2 <= len(item) <= 4:
             raise InvalidArgumentError(
-                f"item {number} is not (key, fingerprint) or (key, fingerprint, "
-                f"signature): {item!r:.80}"
+                f"item {number} is not (key, fingerprint), (key, fingerprint, "
+                f"signature) or (key, fingerprint, signature, text): {item!r:.80}"
             )
     sigs = [i[2] if len(i) > 2 else None for i in batch]
-    return [i[0] for i in batch], [i[1] for i in batch], sigs
+    texts = [i[3] if len(i) > 3 else None for i in batch]
+    return [i[0] for i in batch], [i[1] for i in batch], sigs, texts

@@ -1,4 +1,4 @@
-"""What simindex answers: matches, pairs, clusters, check reports, and the
+"""What simindex answers: matches, pairs, clusters, overlaps, check reports, and the
 warning a full scan gives. Plain named tuples, so they compare, print and
 unpack as tuples and turn into JSON with ``_asdict()``."""
 
@@ -41,6 +41,19 @@ class Cluster(NamedTuple):
 
     canonical: str
     members: list[tuple[str, int]]
+
+
+class Overlap(NamedTuple):
+    """A stored document sharing passages with a query (SimIndex.overlaps):
+    ``query_share``, the share of the query's passages found in it, and
+    ``stored_share``, the share of its passages found in the query (0 to 1;
+    shares of winnowed shingle hashes, simindex.passages). A text inside the
+    document has a query_share near 1; the document inside the text, a
+    stored_share near 1."""
+
+    key: str
+    query_share: float
+    stored_share: float
 
 
 class CheckReport(NamedTuple):

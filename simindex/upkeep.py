@@ -45,6 +45,9 @@ def stats(views: Views) -> dict[str, Any]:
         count = store.size(conn)
         buckets = store.checks.largest_buckets(conn)
         unsigned = store.without_signature(conn)
+        passages = None
+        if settings.passages:  # (documents, hashes) and whether they are the index's
+            passages = (*views.passages.stats(conn), views.passages.current(conn)[0])
     layout, k = settings.layout, settings.k
     info: dict[str, Any] = {
         "index": str(where),
@@ -70,6 +73,11 @@ def stats(views: Views) -> dict[str, Any]:
     # Rows with no signature (add_fingerprint, or added before revision
     # 0002 and not yet rebuilt from their texts) are matched by distance alone.
     info["without_signature"] = unsigned
+    # The passages overlaps() reads (storage/passages.py), where it keeps them.
+    info["overlaps"] = None
+    if passages is not None:
+        documents, hashes, current = passages
+        info["overlaps"] = {"documents": documents, "hashes": hashes, "current": current}
     info["largest_buckets"] = []
     info["warnings"] = []
     for rows, j in buckets:
@@ -89,6 +97,11 @@ def stats(views: Views) -> dict[str, Any]:
                 f"near-identical or templated texts share it, and every query that "
                 f"lands there reads all {rows}"
             )
+    if passages is not None and not passages[2]:
+        info["warnings"].append(
+            "another program wrote rows since the passages were made: overlaps() refuses "
+            "to answer until the index is rebuilt from its texts"
+        )
     if unsigned:
         info["warnings"].append(
             f"{unsigned} of {count} documents have no verification signature (added as "
@@ -130,6 +143,9 @@ def _problems(views: Views) -> list[Problem]:
                 text = "the stored settings or schema revision changed under this index"
                 problems.append(Problem("settings", text))
             problems += store.checks.schema_problems(conn)
+            if view.settings.passages and views.passages.current(conn)[0]:
+                for text in views.passages.problems(conn):  # (rebuild from the texts)
+                    problems.append(Problem("passages", f"{text}: rebuild from the texts"))
             columns_wrong = any(p.kind == "column" for p in problems)
             bad = [] if columns_wrong else store.checks.bad_blocks(conn)
     except SimIndexError as exc:

@@ -16,8 +16,9 @@ The one rule that keeps answers right whatever else writes the index:
   (``Views.moved``) and asks again. Nothing else retries.
 
 Writes go through ``Views.writing``: inside the write transaction the view
-is made the file's first, and once the write has committed the accelerator
-hears what it wrote.
+is made the file's first, the passages' stamp is carried over the write
+where the index keeps them (storage/passages.py), and once the write has
+committed the accelerator hears what it wrote.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from sqlalchemy import Connection
 from simindex import storage
 from simindex.accelerator import Accelerator
 from simindex.errors import NotAnIndexError, StorageError
+from simindex.storage.passages import Passages
 
 T = TypeVar("T")
 
@@ -64,6 +66,7 @@ class Views:
         # accelerator, so no other thread comes between).
         self.lock = backend.turns
         self._swap = threading.Lock()  # one thread replaces the view at a time
+        self.passages = Passages(backend)  # (the same whatever the layout)
         self._view = View(settings, self._store_for(settings), None)
         self.refresh()
 
@@ -143,13 +146,20 @@ class Views:
         its start (``alone``: on PostgreSQL, no other writer either), makes
         the view the file's first (``fresh``), counts the write as its last
         statement (see storage.Backend.write), and once it has committed
-        tells the accelerator what it wrote (``Write.rows``)."""
+        tells the accelerator what it wrote (``Write.rows``). In an index
+        that keeps passages, every write keeps them its rows' (the caller
+        writes them) and moves their stamp with the count, if they were the
+        index's when it began (Passages.begin and end)."""
         with self.lock:
             with self.backend.write(alone=alone) as write:
                 if fresh:
                     self._take(write.conn, self._view)
+                passages = self._view.settings.passages
+                kept = self.passages.begin(write.conn) if passages else None
                 yield write, self._view
                 self._view.store.sets_written(write.conn)
+                if passages:
+                    self.passages.end(write.conn, kept)
             self.accel.committed(write.before, write.after, write.rows)
 
     def close(self) -> None:

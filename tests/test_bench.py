@@ -43,6 +43,7 @@ KEPT = {  # one script a question a user asks
     "distance",
     "startup",
     "defaults",
+    "overlaps",
 }
 EXPERIMENT_LIBRARIES = {"sketches"}  # bench/experiments/: modules, not scripts
 
@@ -204,6 +205,13 @@ def test_shorttext_benchmark_runs_quickly() -> None:
 
 
 @slow
+@slow
+def test_overlaps_benchmark_runs_quickly_and_agrees() -> None:
+    """bench/overlaps.py --quick: every answer of overlaps() is the offline shares."""
+    printed = run_script("bench/overlaps.py", "--quick")
+    assert "answers: the same as the offline shares (both ways)" in printed
+
+
 def test_bulk_benchmark_runs_on_both() -> None:
     """bench/bulk.py loads SQLite and the PostgreSQL server .ci/run starts,
     each beside its floor, and leaves no schema behind."""

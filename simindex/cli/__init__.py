@@ -12,6 +12,7 @@ The package, one module a concern; each depends only on those above it::
     options.py         the shared options, and what arguments become
     files.py           what a command may read and write; outputs all or nothing
     index_commands.py  init, add, query, remove, stats, rebuild, check, compact
+    overlaps_command.py overlaps: a text inside stored documents, or they inside it
     restore_command.py restore: a backup put in place of an index file in use
     dedup_command.py   dedup: pairs or clusters in an index, or a corpus deduplicated
     tools.py           advise, fingerprint, distance, explain
@@ -29,7 +30,13 @@ import typer
 # The names imported "as" themselves (and _parse_fingerprint) are re-exported:
 # the tests import them from here, as when the CLI was one module.
 from simindex import signals
-from simindex.cli import dedup_command, index_commands, restore_command, tools
+from simindex.cli import (
+    dedup_command,
+    index_commands,
+    overlaps_command,
+    restore_command,
+    tools,
+)
 from simindex.cli.errors import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -61,6 +68,7 @@ COMMANDS: tuple[tuple[str, Callable[..., Any]], ...] = (
     ("init", index_commands.init),
     ("add", index_commands.add),
     ("query", index_commands.query),
+    ("overlaps", overlaps_command.overlaps),
     ("remove", index_commands.remove),
     ("stats", index_commands.stats),
     ("rebuild", index_commands.rebuild),

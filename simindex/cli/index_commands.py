@@ -35,6 +35,7 @@ from simindex.cli.options import (
     KOpt,
     NewThresholdOpt,
     NgramOpt,
+    OverlapsOpt,
     QuietOpt,
     StopOpt,
     StrictOpt,
@@ -79,15 +80,17 @@ def _fingerprinted(
     task: Any,
     skipped: list[str],
     skip_empty: bool,
-) -> Iterator[tuple[str, int, bytes]]:
+    texts: bool = False,
+) -> Iterator[tuple[str, int, bytes] | tuple[str, int, bytes, str]]:
     """(key, fingerprint, signature) of each document, made by worker processes,
-    advancing the progress bar. A document with no words is an error, or,
-    with skip_empty, its key goes to `skipped`."""
+    advancing the progress bar; with ``texts``, its text too (for an index
+    that keeps passages). A document with no words is an error, or, with
+    skip_empty, its key goes to `skipped`."""
     stream = ingest.fingerprint_docs(docs, config, workers=workers)
     for n, (doc, fp, signature) in enumerate(stream, 1):
         bar.update(task, advance=doc.size, docs=n)
         if fp is not None and signature is not None:
-            yield doc.key, fp, signature
+            yield (doc.key, fp, signature, doc.text) if texts else (doc.key, fp, signature)
         elif skip_empty:
             skipped.append(doc.key)
         else:
@@ -111,12 +114,19 @@ def init(
     keep_stopwords: StopOpt = False,
     cjk: CjkOpt = None,
     threshold: NewThresholdOpt = None,
+    overlaps: OverlapsOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Create an index (or check that an existing one has these settings)."""
     config = config_from(ngram, weighting, keep_stopwords, cjk)
     with open_index(
-        index, create=True, k=k, blocks=blocks, config=config, threshold=threshold
+        index,
+        create=True,
+        k=k,
+        blocks=blocks,
+        config=config,
+        threshold=threshold,
+        overlaps=overlaps or None,
     ) as ix:
         if as_json:
             emit_json(
@@ -127,13 +137,15 @@ def init(
                     "blocks": list(ix.layout.widths),
                     "tables": [list(t) for t in ix.layout.tables],
                     "fingerprint": json.loads(ix.config.to_json()),
+                    "overlaps": ix.passages,
                     "count": len(ix),
                 }
             )
         else:
             typer.echo(
                 f"{ix.location}: k={ix.k}, threshold {ix.threshold}, {layout_text(ix)}, "
-                f"{ix.config.describe()}, {len(ix)} fingerprints"
+                f"{ix.config.describe()}, {'passages kept, ' * ix.passages}"
+                f"{len(ix)} fingerprints"
             )
 
 
@@ -183,6 +195,7 @@ def add(
     keep_stopwords: StopOpt = False,
     cjk: CjkOpt = None,
     threshold: NewThresholdOpt = None,
+    overlaps: OverlapsOpt = False,
     quiet: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -233,13 +246,26 @@ def add(
     new_file = _new_index_file(index)
     try:
         with open_index(
-            index, create=True, k=k, blocks=blocks, config=config, threshold=threshold
+            index,
+            create=True,
+            k=k,
+            blocks=blocks,
+            config=config,
+            threshold=threshold,
+            overlaps=overlaps or None,
         ) as ix:
             with progress(total, quiet) as bar:
                 task = bar.add_task("adding", total=total, docs=0)
 
                 stream = _fingerprinted(
-                    chain.from_iterable(docs), ix.config, workers, bar, task, skipped, skip_empty
+                    chain.from_iterable(docs),
+                    ix.config,
+                    workers,
+                    bar,
+                    task,
+                    skipped,
+                    skip_empty,
+                    texts=ix.passages,
                 )
                 added = ix.add_fingerprints(
                     stream, batch_size=batch_size, skip_existing=skip_existing
@@ -487,6 +513,14 @@ def rebuild(
         float | None,
         typer.Option("--threshold", help="A new verification threshold (0-1; 0: distance alone)."),
     ] = None,
+    overlaps: Annotated[
+        bool | None,
+        typer.Option(
+            "--overlaps/--no-overlaps",
+            help="Keep passages (for simindex overlaps) from now on, made from SOURCES, or "
+            "no longer. Default: as the index does.",
+        ),
+    ] = None,
     ngram: NgramOpt = None,
     weighting: WeightingOpt = None,
     keep_stopwords: StopOpt = False,
@@ -536,7 +570,9 @@ def rebuild(
         if docs is None:
             if config is not None and config != ix.config:
                 raise UserError("a new fingerprint configuration needs the texts: give SOURCES")
-            rows = ix.rebuild(k=k, blocks=blocks, threshold=threshold)
+            if overlaps and not ix.passages:
+                raise UserError("passages are made from the texts: give SOURCES with --overlaps")
+            rows = ix.rebuild(k=k, blocks=blocks, threshold=threshold, overlaps=overlaps)
         else:
             wanted = config or ix.config
             total = ingest.source_size(paths, skip=own) or None
@@ -544,9 +580,17 @@ def rebuild(
             with progress(total, quiet) as bar:
                 task = bar.add_task("rebuilding", total=total, docs=0)
 
-                stream = _fingerprinted(docs, wanted, workers, bar, task, skipped, skip_empty)
+                keeps = ix.passages if overlaps is None else overlaps
+                stream = _fingerprinted(
+                    docs, wanted, workers, bar, task, skipped, skip_empty, texts=keeps
+                )
                 rows = ix.rebuild(
-                    fingerprints=stream, k=k, blocks=blocks, config=wanted, threshold=threshold
+                    fingerprints=stream,
+                    k=k,
+                    blocks=blocks,
+                    config=wanted,
+                    threshold=threshold,
+                    overlaps=keeps,
                 )
         summary = {
             "index": ix.location,
@@ -555,6 +599,7 @@ def rebuild(
             "threshold": ix.threshold,
             "blocks": list(ix.layout.widths),
             "fingerprint": json.loads(ix.config.to_json()),
+            "overlaps": ix.passages,
             "skipped_files": not_text.as_json(),
         }
     own_skipped.tell()

@@ -117,6 +117,14 @@ WorkersOpt = Annotated[
         f"1, at most {WORKERS_PER_CPU} a CPU: more is capped, with a warning).",
     ),
 ]
+OverlapsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--overlaps",
+        help="A new index keeps its documents' passages, which simindex overlaps needs "
+        "(about 1.1 KB of database a KB of text). An existing index keeps its own.",
+    ),
+]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 StrictOpt = Annotated[
     bool,
@@ -157,6 +165,7 @@ def open_index(
     blocks: int | None = None,
     config: FingerprintConfig | None = None,
     threshold: float | None = None,
+    overlaps: bool | None = None,
 ) -> SimIndex:
     """The index an INDEX argument names; "no index" says how to create one."""
     check_threshold_option(threshold)
@@ -172,6 +181,7 @@ def open_index(
             threshold=threshold,
             create=create,
             readonly=ro,
+            overlaps=overlaps,
         )
     except NoIndexError as exc:
         shown = storage.locate(location)  # the URL with its password hidden

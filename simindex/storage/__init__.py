@@ -15,6 +15,7 @@ package asks which database it is talking to.
     sql.py        statements compiled for the driver, kept read connections, block rows
     store.py      the fingerprint table: lookups, loads, writes
     stored.py     the stored snapshot (Store.snapshots)
+    passages.py   the passages of an index that keeps them (overlaps), and their stamp
     checks.py     what check and repair ask of it (Store.checks)
     consistency.py  whether rows read hold together (else: a damaged file)
     copying.py    PostgreSQL's COPY loads and the server's join of a batch (Store.copying)
@@ -45,6 +46,7 @@ from simindex.storage.migrate import (
     upgrade,
     write_settings,
 )
+from simindex.storage.passages import Passages
 from simindex.storage.rebuild import stage, start_staging, swap_in
 from simindex.storage.sql import Chunk
 from simindex.storage.store import FAST_LOAD_MIN, Store
@@ -73,6 +75,7 @@ __all__ = [
     "Changed",
     "FileAccess",
     "Location",
+    "Passages",
     "Problem",
     "Settings",
     "Store",

@@ -25,7 +25,8 @@ _CHUNK = 500  # ids per IN (...) list, well under every database's parameter lim
 
 class Problem(NamedTuple):
     """Something check found wrong: its kind (what repair looks at: "column",
-    "missing index", "index", "integrity", "settings", "blocks", "read") and
+    "missing index", "index", "integrity", "settings", "blocks", "read",
+    "passages") and
     the sentence a person reads."""
 
     kind: str

@@ -36,13 +36,16 @@ if TYPE_CHECKING:
 FORMAT_VERSION = 2  # the newest format this simindex reads (see Settings.format)
 # The Alembic revisions this simindex knows, oldest first (tests check them
 # against migrations/versions). Kept here so opening an index needs no Alembic.
-REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007")
+REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008")
 HEAD = REVISIONS[-1]
 SIGNATURES_FROM = "0002"  # the first revision with the signature column
 COUNTED_FROM = "0005"  # the first whose database counts every change (triggers)
 EXACT_SETS_FROM = "0006"  # the first whose signatures may keep a short text's set (NAME)
 SET_KEYS_FROM = "0007"  # the first that stores short texts' set keys (short_sets.py)
 STORED_FROM = "0004"  # the first with the table of the last snapshot read (stored.py)
+PASSAGES_FROM = "0008"  # the first with the tables of passages (storage/passages.py)
+# simindex_meta's rows that are not settings: a rebuild's new settings leave them.
+KEPT_ROWS = ("changes", "passages_at")
 FIRST_THRESHOLD = 0.8  # what revision 0002 records for an index made before it
 
 
@@ -73,6 +76,9 @@ class Settings:
     by probes (a layout of k or fewer blocks). None means ``layout.k``.
     ``threshold``: the verified similarity a candidate within k needs to be
     a near-duplicate, by default (0: distance alone; see simindex.signature).
+    ``passages``: whether the index keeps its documents' passages, which
+    ``overlaps`` asks (storage/passages.py; chosen at creation, changed by
+    a rebuild from the texts).
     ``revision``: the schema revision of the file (not stored in the meta
     table; an index opened read-only may be older than HEAD, and is read as
     it is: before 0002, no row has a signature).
@@ -84,6 +90,7 @@ class Settings:
     distance: int | None = None
     threshold: float = DEFAULT_THRESHOLD
     revision: str = HEAD
+    passages: bool = False
     # Whether the triggers of revision 0005 are there (not stored; False
     # only for an index opened read-only whose triggers were dropped).
     counting: bool = field(default=True, compare=False)
@@ -141,7 +148,7 @@ class Settings:
             "created_by": self.created_by,
             "threshold": repr(self.threshold),
             "signature": NAME,
-        }
+        } | ({"passages": "1"} if self.passages else {})
 
 
 def read_settings(conn: Connection, where: Location) -> tuple[Settings, str] | None:
@@ -193,6 +200,7 @@ def read_settings(conn: Connection, where: Location) -> tuple[Settings, str] | N
             threshold=check_threshold(float(rows.get("threshold", FIRST_THRESHOLD))),
             revision=str(revision),
             signature=kind,
+            passages=rows.get("passages") == "1" and revision >= PASSAGES_FROM,
         )
     except (KeyError, ValueError, TypeError, InvalidArgumentError) as exc:
         raise NotAnIndexError(f"{where}: the index's settings are damaged ({exc})") from exc
@@ -229,13 +237,18 @@ def create(conn: Connection, settings: Settings) -> None:
     conn.execute(
         tables.meta.insert(), [{"name": n, "value": v} for n, v in settings.rows().items()]
     )
+    if settings.passages:
+        from simindex.storage.passages import begin_passages
+
+        begin_passages(conn)
 
 
 def write_settings(conn: Connection, settings: Settings) -> None:
     """Replace the stored settings (inside the caller's transaction); the
-    changes counted stay (the count never goes back: see dialects.CHANGES)."""
+    changes counted stay (the count never goes back: see dialects.CHANGES),
+    and so does the passages' stamp (storage/passages.py)."""
     meta = schema.build(settings.layout).meta
-    conn.execute(meta.delete().where(meta.c.name != "changes"))
+    conn.execute(meta.delete().where(meta.c.name.not_in(KEPT_ROWS)))
     conn.execute(meta.insert(), [{"name": n, "value": v} for n, v in settings.rows().items()])
 
 
@@ -267,12 +280,14 @@ def open_settings(
     blocks: int | None = None,
     config: FingerprintConfig | None = None,
     threshold: float | None = None,
+    passages: bool | None = None,
 ) -> Settings:
     """The settings of the index behind `backend`: created as `new` where there
     is none (if ``may_create``), upgraded to the newest schema revision where it is
     older (under the write lock, alone; an index opened read-only is read as it
     is), and checked against the k, blocks, configuration and threshold the
-    caller asked for (ConfigMismatchError if they differ)."""
+    caller asked for, and whether it keeps passages (ConfigMismatchError
+    if they differ)."""
     where = backend.where
     backend.ensure_schema(create=may_create)
     with backend.reading() as conn:
@@ -315,5 +330,12 @@ def open_settings(
             f"{where} verifies candidates at threshold {settings.threshold}, not {threshold}: "
             f"open it without a threshold (queries may still ask for any), or change it by "
             f"rebuilding it (simindex rebuild INDEX --threshold T)"
+        )
+    if passages is not None and passages != settings.passages:
+        kept = "keeps" if settings.passages else "does not keep"
+        raise ConfigMismatchError(
+            f"{where} {kept} passages (overlaps): open it without asking, or rebuild it "
+            f"from its texts with or without them (simindex rebuild INDEX SOURCES "
+            f"--{'no-' * settings.passages}overlaps)"
         )
     return settings

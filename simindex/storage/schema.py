@@ -18,6 +18,12 @@ describes the current one for the code that reads and writes it.
   memory is made of, as the last holder read them (storage/stored.py), in
   parts of bytes: ``header`` (what they are and the generation and write
   count they were read at), then each array's parts in order.
+- ``simindex_passage_docs``, ``simindex_passages`` and
+  ``simindex_passage_hashes`` (from revision 0008; filled only in an index
+  that keeps passages, storage/passages.py): a document's key and how many
+  passage hashes it has, each (hash, document) pair, keyed by the hash, and
+  each document's hashes in one value, which a replace or a removal deletes
+  by.
 - ``simindex_set_keys`` (from revision 0007): (set key, row id) of every
   row whose signature keeps a set of at least four units
   (signature.set_keys), so that a short text finds the texts one unit
@@ -50,6 +56,9 @@ from simindex.blocks import BlockLayout
 
 META_TABLE = "simindex_meta"
 SNAPSHOT_TABLE = "simindex_snapshot"
+PASSAGE_DOCS_TABLE = "simindex_passage_docs"
+PASSAGES_TABLE = "simindex_passages"
+PASSAGE_HASHES_TABLE = "simindex_passage_hashes"
 FINGERPRINT_TABLE = "simindex_fingerprints"
 VERSION_TABLE = "simindex_alembic_version"
 SET_KEYS_TABLE = "simindex_set_keys"
@@ -177,4 +186,48 @@ def build(
         for j, table in enumerate(layout.tables)
         if lookups
     )
+    build_passages(metadata)  # (described with the rest: the tests compare it with Alembic's)
     return Schema(metadata, meta, fingerprints, indexes, snapshot, set_keys, set_keys_due)
+
+
+@dataclass(frozen=True)
+class PassageTables:
+    docs: Table
+    passages: Table
+    hashes: Table
+
+
+def build_passages(metadata: MetaData | None = None) -> PassageTables:
+    """The tables of an index's passages (revision 0008): ``docs`` (``doc``,
+    an integer id of its own; ``key``, unique; ``hashes``, how many passage
+    hashes the document has), ``passages`` (``hash``, ``doc``): the primary
+    key (hash, doc) is what a query looks up (SQLite: WITHOUT ROWID, the key
+    is the table), and ``hashes`` (``doc``, ``kept``: its hashes, 8 bytes
+    each, which a replace or a removal deletes by; apart, so that the rows
+    a query reads stay small)."""
+    metadata = MetaData() if metadata is None else metadata
+    docs = Table(
+        PASSAGE_DOCS_TABLE,
+        metadata,
+        Column("doc", ID_TYPE, autoincrement=True),
+        Column("key", Text, nullable=False),
+        Column("hashes", Integer, nullable=False),
+        PrimaryKeyConstraint("doc", name=f"pk_{PASSAGE_DOCS_TABLE}"),
+        UniqueConstraint("key", name=f"uq_{PASSAGE_DOCS_TABLE}_key"),
+    )
+    passages = Table(
+        PASSAGES_TABLE,
+        metadata,
+        Column("hash", BigInteger, nullable=False),
+        Column("doc", BigInteger, nullable=False),
+        PrimaryKeyConstraint("hash", "doc", name=f"pk_{PASSAGES_TABLE}"),
+        sqlite_with_rowid=False,
+    )
+    hashes = Table(
+        PASSAGE_HASHES_TABLE,
+        metadata,
+        Column("doc", ID_TYPE, autoincrement=False),
+        Column("kept", LargeBinary, nullable=False),
+        PrimaryKeyConstraint("doc", name=f"pk_{PASSAGE_HASHES_TABLE}"),
+    )
+    return PassageTables(docs, passages, hashes)
