@@ -40,8 +40,7 @@ _CHUNK = 2000  # due rows made at once
 # overrides theirs (an upsert's would make INSERT OR IGNORE fail), so a row
 # already due is not inserted again rather than ignored.
 _MARK_NEW = (
-    f"INSERT INTO {DUE} (id) SELECT NEW.id "
-    f"WHERE NOT EXISTS (SELECT 1 FROM {DUE} WHERE id = NEW.id)"
+    f"INSERT INTO {DUE} (id) SELECT NEW.id WHERE NOT EXISTS (SELECT 1 FROM {DUE} WHERE id = NEW.id)"
 )
 _SQLITE_TRIGGERS = {
     "simindex_set_keys_inserted": (
