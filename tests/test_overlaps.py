@@ -151,8 +151,10 @@ def queries(rng: random.Random, texts: dict[str, str]) -> Iterator[str]:
         yield random_text(rng, rng.randint(1, 200), rng.choice([0.0, 1.0]))
 
 
-@pytest.fixture(params=["file", "memory"])
+@pytest.fixture(params=["file", "memory", "postgres"])
 def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "postgres":
+        return str(request.getfixturevalue("pg_url"))
     return str(tmp_path / "x.db") if request.param == "file" else ":memory:"
 
 
@@ -183,11 +185,11 @@ def test_a_text_inside_a_stored_one_and_a_stored_one_inside_it() -> None:
         assert [o.key for o in whole] == ["short"] and whole[0].stored_share == 1.0
 
 
-def test_every_write_keeps_them_right() -> None:
+def test_every_write_keeps_them_right(location: str) -> None:
     rng = random.Random(3)
     texts = corpus(rng, 40)
     stored: dict[str, str] = {}
-    with SimIndex(overlaps=True) as index:
+    with SimIndex(location, overlaps=True) as index:
 
         def same() -> None:
             for query in list(queries(rng, texts))[:6]:
@@ -221,10 +223,11 @@ def test_every_write_keeps_them_right() -> None:
         same()
 
 
-def test_a_large_load_sets_the_counting_aside_and_stays_right(tmp_path: Path) -> None:
-    # More rows than Store.put_stream counts one by one (COUNT_ASIDE_MIN).
+def test_a_large_load_sets_the_counting_aside_and_stays_right(location: str) -> None:
+    # More rows than Store.put_stream counts one by one (COUNT_ASIDE_MIN); on
+    # PostgreSQL a first load COPYed in, its passages written after the rows.
     docs = [(f"k{i}", f"note {i} for {i % 7} days said the clerk") for i in range(5_100)]
-    with SimIndex(tmp_path / "x.db", overlaps=True) as index:
+    with SimIndex(location, overlaps=True) as index:
         index.add_many(docs)
         got = index.overlaps("note 17 for 3 days said the clerk")
         assert got[0] == Overlap("k17", 1.0, 1.0)
