@@ -35,6 +35,7 @@ from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig
 from simindex.ingest import Doc
 from simindex.signature import (
     DEFAULT_THRESHOLD,
+    ONE_UNIT,
     check_threshold,
     exact_set,
     one_unit_apart,
@@ -107,6 +108,7 @@ class DedupStream:
         # text one unit apart is found at any distance (signature.set_keys),
         # as a query of an index finds it.
         self._by_set_key: dict[int, list[int]] = {}
+        self._kept_sets: dict[int, frozenset[int]] = {}  # their exact sets, by position
         # Looked up in ingest when called (the CLI's tests replace it there).
         self._fingerprinted = ingest.fingerprint_docs(_as_docs(docs), config, workers=workers)
         self._decisions = self._decide()
@@ -158,6 +160,8 @@ class DedupStream:
                 kept.append(signature)
                 for key in keys:
                     self._by_set_key.setdefault(key, []).append(position)
+                if keys:
+                    self._kept_sets[position] = exact_set(signature)  # type: ignore[assignment]
                 counts.kept += 1
                 yield Decision(doc, fp, None, None)
             else:
@@ -179,10 +183,15 @@ class DedupStream:
         mine = exact_set(signature)
         assert mine is not None  # (it has keys)
         best = None if nearest is None else (nearest[1], nearest[0])
+        n = len(mine)
+        if self.threshold > ONE_UNIT and n / (n + 1) < self.threshold:
+            # Then only the same set can reach the threshold (one unit apart,
+            # the best Jaccard is n / (n + 1)): its own key alone.
+            keys = keys[:1]
         positions = {p for key in keys for p in self._by_set_key.get(key, ())}
         for position in positions:
-            theirs = exact_set(self._kept_signatures[position])
-            if theirs is None or not one_unit_apart(mine, theirs):
+            theirs = self._kept_sets[position]
+            if not one_unit_apart(mine, theirs):
                 continue
             if similarity(signature, self._kept_signatures[position]) < self.threshold:
                 continue

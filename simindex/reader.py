@@ -36,6 +36,8 @@ from simindex.pairs import pairs_within
 from simindex.planner import Way, plan_batch, plan_query
 from simindex.results import FullScanWarning, Match
 from simindex.signature import (
+    NBYTES,
+    ONE_UNIT,
     exact_set,
     fingerprint_and_signature,
     is_signature,
@@ -73,55 +75,79 @@ def _short_pairs(
     rows: Sequence[Row], k: int, threshold: float
 ) -> list[tuple[int, int, int, float | None]]:
     """(id a, id b, distance, similarity), a < b, of the pairs of short rows
-    farther apart than k that are one unit apart and similar enough (the
-    pairs within k come from the fingerprints): the rows grouped by their
-    set keys, each pair sharing one judged once by matching's rule."""
-    keys, owner = keys_of_sets([r[3] if is_signature(r[3]) else None for r in rows])
+    farther apart than k that are at most one unit apart and similar enough
+    (the pairs within k come from the fingerprints). Rows of one set are
+    paired among themselves; distinct sets are paired through their set
+    keys (two sets one unit apart share one), each pair of sets judged once
+    by matching's rule, and a key's sets skipped when none of them is large
+    enough to reach a threshold above ONE_UNIT."""
+    groups: dict[bytes, list[int]] = {}
+    for i, row in enumerate(rows):
+        signature = row[3]
+        if signature is not None and is_signature(signature):
+            groups.setdefault(bytes(signature[NBYTES:]), []).append(i)
+    members = list(groups.values())
+    found: list[tuple[int, int, int, float | None]] = []
+
+    def pair(a: list[int], b: list[int] | None, estimate: float) -> None:
+        for x, i in enumerate(a):
+            for j in a[x + 1 :] if b is None else b:
+                distance = ((rows[i][2] ^ rows[j][2]) & _MASK64).bit_count()
+                if distance > k:
+                    low, high = sorted((rows[i][0], rows[j][0]))
+                    found.append((low, high, distance, estimate))
+
+    for group in members:  # one set: similarity 1
+        if len(group) > 1:
+            pair(group, None, 1.0)
+    signatures = [rows[group[0]][3] for group in members]
+    sets = [exact_set(sig) for sig in signatures]  # type: ignore[arg-type]
+    keys, owner = keys_of_sets(signatures)
     if not keys.size:
-        return []
+        return found
     order = np.argsort(keys, kind="stable")
     keys, owner = keys[order], owner[order]
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
     ends = np.r_[starts[1:], len(keys)]
-    seen: set[tuple[int, int]] = set()
-    found: list[tuple[int, int, int, float | None]] = []
+    judged: set[tuple[int, int]] = set()  # (a key shared by chance: two sets, one judgement)
     for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
         if end - start < 2:
             continue
-        group = sorted(set(owner[start:end].tolist()))
-        for x, i in enumerate(group):
-            for j in group[x + 1 :]:
-                if (i, j) in seen:
+        near = sorted(set(owner[start:end].tolist()))
+        largest = max(len(sets[g] or ()) for g in near)
+        if threshold > ONE_UNIT and (largest - 1) / largest < threshold:
+            continue  # one unit apart, no two of these reach the threshold
+        for x, a in enumerate(near):
+            for b in near[x + 1 :]:
+                if (a, b) in judged:
                     continue
-                seen.add((i, j))
-                a, b = rows[i], rows[j]
-                distance = ((a[2] ^ b[2]) & _MASK64).bit_count()
-                if distance <= k:
-                    continue
-                sa, sb = exact_set(a[3]), exact_set(b[3])
+                judged.add((a, b))
+                sa, sb = sets[a], sets[b]
                 if sa is None or sb is None or not one_unit_apart(sa, sb):
                     continue
-                estimate = similarity(a[3], b[3])
+                estimate = similarity(signatures[a], signatures[b])
                 if estimate >= threshold:
-                    low, high = sorted((a[0], b[0]))
-                    found.append((low, high, distance, estimate))
+                    pair(members[a], members[b], estimate)
     return found
 
 
-def _short_rows(view: View, checks: Sequence[Verify | None]) -> list[list[Row]]:
-    """Per query, the rows its short set's keys find (Verify.keys) and the
-    rows whose keys are still due (see storage/short_sets.py): candidates at
-    any distance, which matching.within judges by its rule. One statement
-    for a batch; none where no query is short."""
+def _short_rows(view: View, checks: Sequence[Verify | None]) -> tuple[list[list[Row]], int | None]:
+    """Per query, the rows its short set's keys find (Verify.keys), among
+    the stored keys and the keys of the rows still due (storage/short_sets.py,
+    made here): candidates at any distance, which matching.within judges by
+    its rule; and the changes counted when they were read (None: nothing
+    read, no query being short). A statement a batch (a few for thousands
+    of keys)."""
     wanted = [() if v is None else v.keys for v in checks]
     if not any(wanted):
-        return [[] for _ in wanted]
+        return [[] for _ in wanted], None
     keys = [key for found in wanted for key in found]
-    by_key, due = view.store.set_rows(keys, view.generation)
-    return [
-        [row for key in found for row in by_key.get(key, ())] + due if found else []
-        for found in wanted
-    ]
+    by_key, due, changes = view.store.set_rows(keys, view.generation)
+    if due:  # a row due shares a key with every query it can match
+        made, owner = keys_of_sets([r[3] if is_signature(r[3]) else None for r in due])
+        for key, at in zip(made.tolist(), owner.tolist(), strict=True):
+            by_key.setdefault(key, []).append(due[at])
+    return [[row for key in found for row in by_key.get(key, ())] for found in wanted], changes
 
 
 class Reader:
@@ -188,10 +214,10 @@ class Reader:
     ) -> list[Match]:
         """The matches through the block indexes, the way the planner chose."""
         store, generation = view.store, view.generation
-        short = _short_rows(view, [verify])[0]
+        short = _short_rows(view, [verify])[0][0]  # (read first: a row read again after wins)
         if way is Way.MATCH:
             matched = store.lookup_matches(fingerprint, k, generation)
-            return within(matched + short, fingerprint, k, verify)
+            return within(short + matched, fingerprint, k, verify)
         if way is Way.LOOKUP:
             rows = store.lookup(fingerprint, generation)
         else:
@@ -206,7 +232,7 @@ class Reader:
         found = store.rows_by_id(ids)
         held = dict(rows)
         store.checks.read_back(((i, held[i]) for i in ids), {r[0]: r for r in found}, generation)
-        return within(found + short, fingerprint, k, verify)
+        return within(short + found, fingerprint, k, verify)
 
     # --- a batch -------------------------------------------------------------
 
@@ -259,7 +285,7 @@ class Reader:
             expect(self.backend.generation(conn), view.generation)
             rows = view.store.copying.join_lookup(conn, fps, k)
         candidates = [(qid, (i, key, f, sig)) for qid, i, key, f, sig in rows]
-        short = _short_rows(view, checks)
+        short, _ = _short_rows(view, checks)  # (read after the join: wins where both have a row)
         candidates += [(q, row) for q, found in enumerate(short) for row in found]
         return within_each(candidates, fps, k, checks)
 
@@ -358,9 +384,11 @@ class Reader:
             self.accel.replace(snapshot, merged)
             snapshot = merged
         queries = np.array(fps, dtype=np.uint64)
-        # Short queries' rows one unit apart (read before the versions are
-        # confirmed: a write after them shows there).
-        short = _short_rows(view, checks)
+        # Short queries' rows one unit apart, read before the versions are
+        # confirmed, with the changes counted then: a held query stands only
+        # if they are the changes it confirms (a write between, this object's
+        # own included, asks it again).
+        short, short_changes = _short_rows(view, checks)
         if len(fps) == 1:  # a single query (the held path): no batch bookkeeping
             s = snapshot.near(fps[0], k)
             q = np.zeros(len(s), dtype=np.intp)
@@ -399,14 +427,16 @@ class Reader:
             expect(versions.generation, view.generation)
             if self.accel.current(versions) is not snapshot:
                 raise storage.Changed()  # stale (let go): asked again the usual way
+            if short_changes is not None and short_changes != versions.changes:
+                raise storage.Changed()  # written between: asked again
         for start in range(0, len(unique), _ROWS_AT_ONCE):
             rows.update((r[0], r) for r in store.rows_by_id(unique[start : start + _ROWS_AT_ONCE]))
         held = snapshot.ids[s].tolist(), snapshot.fps[s].view(np.int64).tolist()
         # Gone since, or damage:
         store.checks.read_back(zip(*held, strict=True), rows, view.generation)
         snapshot.as_held(s, rows)  # judged by the signatures held
-        candidates = [(qi, rows[i]) for qi, i in zip(qs, ids, strict=True) if i in rows]
-        candidates += [(qi, row) for qi, found in enumerate(short) for row in found]
+        candidates = [(qi, row) for qi, found in enumerate(short) for row in found]
+        candidates += [(qi, rows[i]) for qi, i in zip(qs, ids, strict=True) if i in rows]
         return within_each(candidates, fps, k, checks)
 
     # --- all pairs -----------------------------------------------------------

@@ -211,6 +211,8 @@ def test_rows_another_program_writes_are_found_then_keyed(
         assert_keys_complete(location, drained=False)
         for text in texts.values():
             assert index.query(text) == oracle(stored, text)
+        batch = list(texts.values())  # the rows due matched to the queries by their keys
+        assert index.query_many(batch) == [oracle(stored, t) for t in batch]
         index.add("another", "one more short text of words")  # simindex writes: keys made
         stored["another"] = fingerprint_and_signature(
             "one more short text of words", DEFAULT_CONFIG

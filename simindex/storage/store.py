@@ -93,7 +93,7 @@ class Store:
         # Short texts' set keys (revision 0007, short_sets.py): kept by every
         # write, looked up by short queries.
         self.set_keys = set_keys and signatures
-        self._set_sql: dict[int, Sql] = {}
+        self._set_sql: dict[tuple[int, bool], Sql] = {}
         self.checks = Checks(backend, layout, self.tables)
         self.snapshots = StoredSnapshot(backend, self.tables, stores=self.stores)
         self.copying = Copying(layout, self.caps, signed=signatures)
@@ -311,28 +311,38 @@ class Store:
 
     def set_rows(
         self, keys: Sequence[int], generation: int | None
-    ) -> tuple[dict[int, list[Row]], list[Row]]:
-        """The rows stored under these set keys (by key) and the rows whose
-        keys are still due (candidates of every short query), read under
-        ``generation`` (else Changed)."""
+    ) -> tuple[dict[int, list[Row]], list[Row], int]:
+        """The rows stored under these set keys (by key), the rows whose keys
+        are still due (short_sets.py), and the changes counted when the first
+        statement read them (what a held query confirms it against), read
+        under ``generation`` (else Changed). A statement a chunk of keys; the
+        due rows with the first."""
         by_key: dict[int, list[Row]] = {}
         due: list[Row] = []
+        changes = -1
         unique = list(dict.fromkeys(keys))
         for start in range(0, len(unique), _CHUNK):
             chunk = unique[start : start + _CHUNK]
-            sql = self._set_sql.get(len(chunk))
+            first = start == 0
+            sql = self._set_sql.get((len(chunk), first))
             if sql is None:
-                sql = self._set_sql[len(chunk)] = self._compile_set_rows(len(chunk))
-            rows = with_version(self._read(sql.text, sql.params(chunk)), generation, at=1)
+                sql = self._set_sql[(len(chunk), first)] = self._compile_set_rows(len(chunk), first)
+            rows = self._read(sql.text, sql.params(chunk))
+            marker = next(r for r in rows if r[0] == -1)
+            expect(int(marker[1]), generation)
+            if first:
+                changes = int(marker[4])
             for kind, set_key, row_id, key, fp, signature in rows:
+                if kind == -1:
+                    continue
                 row = (int(row_id), key, int(fp), signature)
                 if kind:
                     by_key.setdefault(int(set_key), []).append(row)
-                elif start == 0:  # (the same rows with every chunk)
+                else:
                     due.append(row)
-        return by_key, due
+        return by_key, due, changes
 
-    def _compile_set_rows(self, n: int) -> Sql:
+    def _compile_set_rows(self, n: int, due: bool) -> Sql:
         t, k, d = self.tables.fingerprints, self.tables.set_keys, self.tables.set_keys_due
         names = [f"s{i}" for i in range(n)]
         columns = (t.c.id, t.c.key, t.c.fingerprint, self._signature)
@@ -341,11 +351,11 @@ class Store:
             .select_from(k.join(t, t.c.id == k.c.id))
             .where(k.c.set_key.in_([bindparam(name) for name in names]))
         )
-        due = select(literal_column("0"), literal_column("0"), *columns).select_from(
+        marked = select(literal_column("0"), literal_column("0"), *columns).select_from(
             d.join(t, t.c.id == d.c.id)
         )
-        sql = Sql(union_all(keyed, due), self.engine.dialect, names)
-        sql.text += f" UNION ALL SELECT -1, ({self._generation}), NULL, NULL, NULL, NULL"
+        sql = Sql(union_all(keyed, marked) if due else keyed, self.engine.dialect, names)
+        sql.text += f" UNION ALL SELECT -1, ({self._generation}), NULL, NULL, ({CHANGES}), NULL"
         return sql
 
     def short_signatures(self, conn: Connection) -> list[Row]:
