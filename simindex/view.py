@@ -97,7 +97,9 @@ class Views:
         with self._swap:
             current = self._view
             if settings == current.settings:  # the same layout: only the generation moved
-                self._view = View(settings, current.store, generation)
+                # (the settings as opened: what they found of the triggers
+                # is not stored, and not compared)
+                self._view = View(current.settings, current.store, generation)
             else:
                 # The old Store is not closed here: another thread may be
                 # reading through it this moment; it closes when it goes.

@@ -261,6 +261,17 @@ def test_dropped_triggers_are_made_again_with_every_key(
     with SimIndex(db_path, readonly=True) as index:  # read as it is: no set keys
         for text in texts.values():
             assert index.query(text) == oracle(stored, text, sets=False)
+    with raw(str(db_path)) as cur:  # the same at revision 0007 (older than the newest)
+        cur.execute("SELECT version_num FROM simindex_alembic_version")
+        (newest,) = cur.fetchone()
+        cur.execute("UPDATE simindex_alembic_version SET version_num = '0007'")
+    with SimIndex(db_path, readonly=True) as index:
+        assert index.stats()["schema_revision"] == "0007"
+        for text in texts.values():
+            assert index.query(text) == oracle(stored, text, sets=False)
+        assert all(p.distance <= 8 for p in index.duplicates())  # no set keys: within k
+    with raw(str(db_path)) as cur:
+        cur.execute(f"UPDATE simindex_alembic_version SET version_num = '{newest}'")
     with SimIndex(db_path) as index:  # to write: the triggers and every key made again
         assert_keys_complete(str(db_path), drained=True)
         for text in texts.values():

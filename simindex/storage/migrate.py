@@ -94,6 +94,9 @@ class Settings:
     # Whether the triggers of revision 0005 are there (not stored; False
     # only for an index opened read-only whose triggers were dropped).
     counting: bool = field(default=True, compare=False)
+    # Whether the triggers of revision 0007 that mark short sets are there
+    # (not stored; False only for an index opened read-only without them).
+    marking: bool = field(default=True, compare=False)
     # The kind of signature its rows hold (simindex.signature.NAME; an
     # index of revision 0005 or before opened read-only: SKETCH_ONLY).
     signature: str = field(default=NAME, compare=False)
@@ -124,7 +127,7 @@ class Settings:
         """Whether short texts are found by their set keys (revision 0007,
         its triggers there): what makes a short query match the rows one
         unit apart at any distance (matching.Verify.keys)."""
-        return self.revision >= SET_KEYS_FROM and self.counting
+        return self.revision >= SET_KEYS_FROM and self.marking
 
     @property
     def stores_snapshots(self) -> bool:
@@ -271,6 +274,13 @@ def _counting(backend: Backend, conn: Connection) -> bool:
     return backend.dialect.counting(conn) and short_sets.marking(conn)
 
 
+def _triggers(backend: Backend, conn: Connection, revision: str) -> tuple[bool, bool]:
+    """(counting, marking): whether the triggers an index of this revision
+    has are there (those it predates count as there: nothing relies on them)."""
+    counting = revision < COUNTED_FROM or backend.dialect.counting(conn)
+    return counting, revision < SET_KEYS_FROM or short_sets.marking(conn)
+
+
 def open_settings(
     backend: Backend,
     new: Settings,
@@ -292,8 +302,9 @@ def open_settings(
     backend.ensure_schema(create=may_create)
     with backend.reading() as conn:
         found = read_settings(conn, where)
-        counting = found is None or found[1] != HEAD or _counting(backend, conn)
-    if found is None or (not backend.readonly and (found[1] != HEAD or not counting)):
+        counting, marking = (True, True) if found is None else _triggers(backend, conn, found[1])
+    whole = counting and marking
+    if found is None or (not backend.readonly and (found[1] != HEAD or not whole)):
         with backend.writing(alone=True) as conn:
             found = read_settings(conn, where)  # again, under the lock
             if found is None:
@@ -307,8 +318,8 @@ def open_settings(
                 assert found is not None
             if not _counting(backend, conn):
                 count_again(conn)
-        counting = True
-    settings = found[0] if counting else replace(found[0], counting=False)
+        counting = marking = True
+    settings = replace(found[0], counting=counting, marking=marking)
     if k is not None and k != settings.k:
         raise ConfigMismatchError(
             f"{where} was built for k={settings.k}, not k={k}: open it without k "
