@@ -71,7 +71,8 @@ def enospc(folder: str, corpus: str) -> None:
     out: dict[str, Any] = {}
     with SimIndex(path) as ix:
         ix.add_many(docs[:1000])
-    # Fill the file system with a real file, then give ~400 KB of it back.
+    # Fill the file system with a real file, then give ~3 MB of it back (room
+    # for a few batches of 1,000 short texts: rows, indexes and set keys).
     filler = here / "filler"
     fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
     size = 0
@@ -80,7 +81,7 @@ def enospc(folder: str, corpus: str) -> None:
             size += os.write(fd, b"\0" * 65536)
     except OSError:
         pass
-    os.ftruncate(fd, max(0, size - 400 * 1024))
+    os.ftruncate(fd, max(0, size - 3 * 1024 * 1024))
     os.close(fd)
     out["filler_bytes"] = size
 

@@ -374,6 +374,16 @@ def page_count(path: Path) -> int:
         con.close()
 
 
+def room_for_batches(folder: Path, corpus: Corpus, batches: int) -> int:
+    """The pages `batches` batches of the corpus take in a new index (measured
+    on a scratch one: rows, their lookup indexes and short texts' set keys)."""
+    scratch = folder / "scratch.db"
+    with SimIndex(scratch) as ix:
+        empty = page_count(scratch)
+        ix.add_many(docs_of(corpus, 0, BATCH))
+    return batches * (page_count(scratch) - empty)
+
+
 @contextlib.contextmanager
 def full_past(pages: int) -> Iterator[None]:
     """While it lasts, the SQLite databases this process uses are "full" past
@@ -433,7 +443,7 @@ def test_disk_full_in_batches_keeps_whole_batches_and_resumes(
     SimIndex(path).close()
     with (
         SimIndex(path) as ix,
-        full_past(page_count(path) + 150),  # room for a few batches
+        full_past(page_count(path) + room_for_batches(tmp_path, corpus, 3)),
         pytest.raises(StorageError, match="full"),
     ):
         ix.add_many(docs_of(corpus, 0, N_DOCS), batch_size=BATCH)
@@ -448,7 +458,7 @@ def test_disk_full_in_batches_keeps_whole_batches_and_resumes(
 def test_disk_full_cli_reports_it(tmp_path: Path, corpus: Corpus) -> None:
     path = tmp_path / "index.db"
     SimIndex(path).close()
-    pages = page_count(path) + 150
+    pages = page_count(path) + room_for_batches(tmp_path, corpus, 3)
     args = ["add", str(path), str(corpus.path), "--batch-size", str(BATCH), "--workers", "1"]
     done = subprocess.run(
         [sys.executable, str(HELPER), "page-limit", str(pages), *args],
@@ -475,14 +485,15 @@ def can_mount_tmpfs(folder: Path) -> bool:
 
 
 def test_real_disk_full_on_a_small_tmpfs(tmp_path: Path, corpus: Corpus) -> None:
-    """A real ENOSPC: a 16 MB tmpfs in a private mount namespace (gone with
-    the process), filled by a file until ~400 KB are left."""
+    """A real ENOSPC: a 64 MB tmpfs in a private mount namespace (gone with
+    the process: room for the whole corpus once freed), filled by a file
+    until ~3 MB are left."""
     folder = tmp_path / "mnt"
     folder.mkdir()
     if not can_mount_tmpfs(folder):
         pytest.skip("cannot mount a tmpfs in a private mount namespace here")
     script = (
-        f"mount -t tmpfs -o size=16m tmpfs '{folder}' && "
+        f"mount -t tmpfs -o size=64m tmpfs '{folder}' && "
         f"exec '{sys.executable}' '{HELPER}' enospc '{folder}' '{corpus.path}'"
     )
     done = subprocess.run(
