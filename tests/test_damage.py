@@ -161,8 +161,10 @@ def try_offsets(
 # 120,000 and 267,196 (the lookup index read whole) a KeyError from
 # duplicates() and a traceback from dedup; 49,850 and 119,640 (fingerprint
 # table pages) a batch from the stored snapshot that lacked matches, and
-# 227,316 one with a similarity from a signature overwritten in place.
-SAMPLE = [3988, 49_850, 119_640, 120_000, 227_316, 267_196, 400_000, 700_000]
+# 227,316 one with a similarity from a signature overwritten in place;
+# 304,085 (a record's length made huge) SQLite's "string or blob too big",
+# a StorageError that did not say the file is damaged.
+SAMPLE = [3988, 49_850, 119_640, 120_000, 227_316, 267_196, 304_085, 400_000, 700_000]
 
 
 def test_a_few_damaged_offsets_answer_right_or_raise(

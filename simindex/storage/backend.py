@@ -39,6 +39,10 @@ from simindex.storage.location import Location
 # is read-only, the file is damaged or is no database.
 _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY = 5, 6, 8
 _SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
+# A value larger than SQLite returns: simindex writes none (its largest is a
+# key or a stored snapshot's part of at most 32 MB), so in a file it is a
+# damaged record's length.
+_SQLITE_TOOBIG = 18
 _PG_LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL's lock_timeout (SQLSTATE)
 
 
@@ -74,11 +78,12 @@ def _is_damage(exc: BaseException) -> bool:
     orig = getattr(exc, "orig", None) or exc
     code = getattr(orig, "sqlite_errorcode", None)  # Python 3.11+
     if code is not None:
-        return code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
+        return code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB, _SQLITE_TOOBIG)
     # No code: Python 3.10, or sqlite3's own error for a text value that is
     # not UTF-8 (simindex writes none: the bytes were damaged).
     text = str(orig).lower()
-    return any(s in text for s in ("malformed", "not a database", "could not decode to utf-8"))
+    damage = ("malformed", "not a database", "could not decode to utf-8", "string or blob too big")
+    return any(s in text for s in damage)
 
 
 def describe_db_error(where: Location, exc: BaseException) -> str:
