@@ -163,8 +163,10 @@ def try_offsets(
 # table pages) a batch from the stored snapshot that lacked matches, and
 # 227,316 one with a similarity from a signature overwritten in place;
 # 304,085 (a record's length made huge) SQLite's "string or blob too big",
-# a StorageError that did not say the file is damaged.
+# a StorageError that did not say the file is damaged; 1,277,157 (the stored
+# snapshot's file: a part's value made an integer) a TypeError from a batch.
 SAMPLE = [3988, 49_850, 119_640, 120_000, 227_316, 267_196, 304_085, 400_000, 700_000]
+SAMPLE += [1_277_157]
 
 
 def test_a_few_damaged_offsets_answer_right_or_raise(

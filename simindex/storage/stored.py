@@ -186,6 +186,8 @@ class StoredSnapshot:
                 for name, data in rows:
                     if name not in buffers:
                         continue
+                    if not isinstance(data, (bytes, bytearray, memoryview)):
+                        return None  # (a part that is not bytes: damaged)
                     at, size = filled[name], len(data)
                     if at + size > len(buffers[name]):
                         return None  # (more than the header says: damaged)
