@@ -29,7 +29,7 @@ import pytest
 from simindex import SimIndex
 from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig, simhash, to_signed, to_unsigned
 from simindex.pairs import leader_clusters
-from simindex.signature import NBYTES, fingerprint_and_signature, similarity
+from simindex.signature import DEFAULT_THRESHOLD, NBYTES, fingerprint_and_signature, similarity
 
 pytestmark = pytest.mark.slow
 
@@ -195,7 +195,7 @@ def test_pairs_equal_the_index_and_brute_force(
     assert want, "the planted copies make pairs at every k"
     got = got_pairs(near_duplicates(random_df, k=k))
     assert got == want
-    assert set(got) == brute(random_rows, k, 0.8)
+    assert set(got) == brute(random_rows, k, DEFAULT_THRESHOLD)
 
 
 @pytest.mark.parametrize(
@@ -276,7 +276,7 @@ def test_skewed_buckets_are_split(
     got = got_pairs(near_duplicates(df, k=k, bucket_limit=limit, blocks=blocks))
     assert len(got) > 1000
     assert got == want
-    assert set(got) == brute(rows, k, 0.8)
+    assert set(got) == brute(rows, k, DEFAULT_THRESHOLD)
 
 
 def test_rows_without_a_fingerprint_or_position(spark: Any) -> None:
