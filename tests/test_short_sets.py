@@ -248,6 +248,59 @@ def test_every_write_leaves_every_key_made(location: str, how: str) -> None:
         assert_keys_complete(location, drained=True)
 
 
+def test_a_large_load_marks_what_the_triggers_set_aside_would(
+    location: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On SQLite a load of MARK_ASIDE_MIN rows or more writes without the
+    triggers that mark inserts and updates (each costs a row about as much
+    again) and marks the rows itself: new short texts, and rows there before
+    it whose texts it replaces (short by short, by long, by a bare
+    fingerprint; long by short), in its first chunk and in later ones."""
+    from simindex.storage import short_sets
+    from simindex.storage.store import MARK_ASIDE_MIN, Store
+
+    texts = short_texts(11, MARK_ASIDE_MIN // 4 + 150)
+    keys = list(texts)
+    long_text = " ".join(_VOCAB[:40])
+    aside: list[bool] = []
+    put = Store.put
+
+    def spying(self: Store, conn: object, *args: object, **kwargs: object) -> int:
+        aside.append(not short_sets.marking(conn))  # type: ignore[arg-type]
+        return put(self, conn, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Store, "put", spying)
+    with SimIndex(location) as index:
+        index.add_many([(key, texts[key]) for key in keys[:200]])  # small: triggers on
+        index.add_many([("long-0", long_text), ("long-1", long_text + " extra")])
+        assert not any(aside)
+        aside.clear()
+        replaced = {keys[i]: texts[keys[(i + 7) % 200]] for i in range(0, 60)}
+        replaced.update({keys[i]: long_text + f" w{i}" for i in range(60, 80)})
+        replaced["long-0"] = texts[keys[5]]
+        load = [*replaced.items(), *((key, texts[key]) for key in keys[200:])]
+        load += [(f"again-{i}", texts[keys[i]]) for i in range(300)]
+        load += [(keys[i], texts[keys[i + 1]]) for i in range(200, 260)]  # rows of this load
+        index.add_many(load)
+        index.add_fingerprints([(keys[i], 12345 + i) for i in range(80, 1200)])
+        assert aside and all(aside) == location.endswith(".db")
+        assert_keys_complete(location, drained=True)
+        final = {key: texts[key] for key in keys[:200]}
+        final.update({"long-0": long_text, "long-1": long_text + " extra"})
+        final.update(load)
+        stored = stored_of(final)
+        stored.update({keys[i]: (12345 + i, None) for i in range(80, 1200)})
+        for text in list(texts.values())[::40]:
+            assert index.query(text) == oracle(stored, text)
+    with raw(location) as cur:  # the triggers are back: a row written by hand is due
+        cur.execute(
+            "UPDATE simindex_fingerprints SET signature = "
+            "(SELECT signature FROM simindex_fingerprints WHERE key = 't0') WHERE key = 't3'"
+        )
+    keys_now, due, rows = tables(location)
+    assert len(due) == 1
+
+
 def test_dropped_triggers_are_made_again_with_every_key(
     db_path: Path, texts: dict[str, str]
 ) -> None:

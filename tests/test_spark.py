@@ -258,6 +258,29 @@ def test_short_texts_one_unit_apart_equal_the_index(spark: Any) -> None:
                 assert any(p[2] > 8 for p in want)  # (the case is there)
 
 
+def test_short_texts_a_popular_set_key_is_joined_as_groups(spark: Any) -> None:
+    """Hundreds of equal short texts share their set keys: the keys' join is
+    of groups (set key, fingerprint), not of rows (before, 400 texts of two
+    sets made some 80,000 joined rows), and the pairs still equal the index's."""
+    from simindex.spark import near_duplicates
+    from simindex.spark._pairs import _numbered, _set_candidates
+
+    text = "your parcel has shipped today thanks for ordering"
+    docs = [(f"a{i}", text) for i in range(200)]
+    docs += [(f"b{i}", text.replace("today", "monday")) for i in range(200)]
+    docs += [("c", "parcel parcel parcel " + text), ("d", text + " ordering ordering")]
+    rows = [(key, *fingerprint_and_signature(t, DEFAULT_CONFIG)) for key, t in docs]
+    assert len({fp for _, fp, _ in rows}) == 4
+    df = frame(spark, rows)
+    candidates = _set_candidates(_numbered(df), 8).collect()
+    assert 0 < len(candidates) <= 6 * 8  # pairs of the 4 fingerprints, a few keys each
+    with SimIndex(":memory:") as index:
+        index.add_many(docs)
+        want = want_pairs(index, 8)
+    assert any(p[2] > 8 for p in want)  # (the case is there)
+    assert got_pairs(near_duplicates(df, k=8)) == want
+
+
 @pytest.mark.parametrize(("limit", "blocks", "k"), [(None, None, 8), (300, None, 8), (50, 3, 8)])
 def test_skewed_buckets_are_split(
     spark: Any, monkeypatch: pytest.MonkeyPatch, limit: int | None, blocks: int | None, k: int

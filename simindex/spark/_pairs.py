@@ -443,22 +443,45 @@ def _close_sets(a: bytes | None, b: bytes | None) -> bool:
 def _set_pairs(rows: DataFrame, k: int) -> DataFrame:
     """(row_a, row_b, distance, beyond) of the rows farther apart than k
     that share a set key (signature.set_keys): the candidates of short texts
-    one unit apart, which _similar judges by matching's rule."""
+    one unit apart, which _similar judges by matching's rule. The rows are
+    joined as groups of one set key and fingerprint (_set_candidates), so
+    a key thousands of equal texts share costs one group, not the square of
+    its rows."""
+    from pyspark.sql import functions as F
+
+    pairs = (
+        _set_candidates(rows, k)
+        .select(F.explode("rows_a").alias("x"), "rows_b", "distance")
+        .select("x", F.explode("rows_b").alias("y"), "distance")
+    )
+    return (
+        pairs.select(
+            F.least("x", "y").alias("row_a"), F.greatest("x", "y").alias("row_b"), "distance"
+        )
+        .distinct()
+        .select("row_a", "row_b", "distance", F.lit(True).alias("beyond"))
+    )
+
+
+def _set_candidates(rows: DataFrame, k: int) -> DataFrame:
+    """(rows_a, rows_b, distance): the groups of rows sharing a set key whose
+    fingerprints are farther apart than k. A group is the rows of one set key
+    and one fingerprint (rows of one fingerprint are never beyond k of each
+    other), so the join grows with the distinct fingerprints of a key."""
     from pyspark.sql import functions as F
 
     least = NBYTES + 4 * ONE_UNIT_SHARED
     short = rows.where(F.length("signature") >= least).select("row", "fp", "signature")
     keyed = short.mapInArrow(_explode_keys, "set_key long, row long, fp long")
-    a = keyed.select("set_key", F.col("row").alias("row_a"), F.col("fp").alias("fp_a"))
-    b = keyed.select("set_key", F.col("row").alias("row_b"), F.col("fp").alias("fp_b"))
+    groups = keyed.groupBy("set_key", "fp").agg(F.collect_list("row").alias("rows"))
+    a = groups.select("set_key", F.col("fp").alias("fp_a"), F.col("rows").alias("rows_a"))
+    b = groups.select("set_key", F.col("fp").alias("fp_b"), F.col("rows").alias("rows_b"))
     distance = F.bit_count(F.col("fp_a").bitwiseXOR(F.col("fp_b"))).cast("int")
     return (
         a.join(b, "set_key")
-        .where(F.col("row_a") < F.col("row_b"))
-        .select("row_a", "row_b", distance.alias("distance"))
+        .where(F.col("fp_a") < F.col("fp_b"))
+        .select("rows_a", "rows_b", distance.alias("distance"))
         .where(F.col("distance") > k)
-        .distinct()
-        .select("row_a", "row_b", "distance", F.lit(True).alias("beyond"))
     )
 
 

@@ -23,6 +23,7 @@ signature that another transaction is replacing.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, text
@@ -125,6 +126,66 @@ def marking(conn: Connection) -> bool:
         f"AND tgname IN ({names}) AND tgenabled <> 'D'"
     ).scalar_one()
     return int(found) == len(_PG_TRIGGERS)
+
+
+# SQLite runs a row trigger's program for every row an insert or update
+# writes, its WHEN clause false or not: an insert costs about twice as much
+# with one. A large load sets these two aside (marking_aside) and marks what
+# they would have (mark_updated, mark_loaded); the delete trigger costs an
+# insert nothing and stays.
+_ASIDE = ("simindex_set_keys_inserted", "simindex_set_keys_updated")
+_ASIDE_MAX_ID = 1 << 62  # past it, SQLite may give a new row an id below the largest
+
+
+def marking_aside(conn: Connection) -> int | None:
+    """Inside a large SQLite load (the write lock held, so nobody else writes
+    until it commits, and readers never see the table without the
+    triggers): set the triggers that mark inserted and updated rows aside.
+    Returns the largest id before the load, for mark_updated and
+    mark_loaded, or None when nothing was set aside (PostgreSQL, whose
+    statement triggers cost a load little; an index without the triggers)."""
+    if conn.dialect.name != "sqlite" or not marking(conn):
+        return None
+    before = int(conn.exec_driver_sql(f"SELECT COALESCE(MAX(id), 0) FROM {_FP}").scalar_one())
+    if before >= _ASIDE_MAX_ID:
+        return None
+    for name in _ASIDE:
+        conn.exec_driver_sql(f"DROP TRIGGER {name}")
+    return before
+
+
+def mark_updated(conn: Connection, keys: Sequence[str], before: int) -> None:
+    """After a chunk of the load is written: the rows of these keys that were
+    there before the load (ids up to ``before``, marking_aside's) are due,
+    as the update trigger would have marked them (their keys are made again
+    from what they hold now). Nothing to do after an empty table."""
+    if before <= 0:
+        return
+    for start in range(0, len(keys), _IN_KEYS):
+        some = list(keys[start : start + _IN_KEYS])
+        marks = ", ".join("?" * len(some))
+        conn.exec_driver_sql(
+            f"INSERT INTO {DUE} (id) SELECT id FROM {_FP} f "
+            f'WHERE "key" IN ({marks}) AND id <= ? '
+            f"AND NOT EXISTS (SELECT 1 FROM {DUE} d WHERE d.id = f.id)",
+            (*some, before),
+        )
+
+
+_IN_KEYS = 900  # keys a statement of mark_updated names (SQLite before 3.32 takes 999 values)
+
+
+def mark_loaded(conn: Connection, before: int) -> None:
+    """At the end of the load: the rows it inserted (ids above ``before``)
+    with a short set are due, as the insert trigger would have marked them,
+    and the triggers are made again."""
+    conn.exec_driver_sql(
+        f"INSERT INTO {DUE} (id) SELECT id FROM {_FP} f WHERE id > ? "
+        f"AND length(signature) > {NBYTES} "
+        f"AND NOT EXISTS (SELECT 1 FROM {DUE} d WHERE d.id = f.id)",
+        (before,),
+    )
+    mark_changes(conn)
 
 
 def mark_all(conn: Connection) -> None:

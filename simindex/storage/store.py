@@ -51,6 +51,9 @@ COUNT_ASIDE_MIN = 5_000
 # A chunk this large into an empty PostgreSQL table starts a load COPYed straight in
 # (copying.Copying.begin_fresh_load): 3x the rows a second of the usual path at a million.
 FRESH_LOAD_MIN = 1_000
+# A first chunk of at least this many rows sets the triggers that mark short
+# sets aside on SQLite (short_sets.marking_aside), and the load marks them.
+MARK_ASIDE_MIN = 1_000
 
 
 class Store:
@@ -602,7 +605,10 @@ class Store:
         A load of more than COUNT_ASIDE_MIN rows sets the triggers that count
         changes aside while it writes where they run for each row (SQLite:
         they cost about as much again as the row; Dialect.counting_aside), and
-        makes them again before it ends: the write counts itself.
+        makes them again before it ends: the write counts itself. On SQLite
+        a first chunk of MARK_ASIDE_MIN rows or more sets the triggers that
+        mark rows with short sets aside as well, and the load marks the rows
+        it wrote itself (short_sets.marking_aside).
         A load larger than FAST_LOAD_MIN rows and than the table itself sets
         the lookup indexes aside while it writes and rebuilds them at the end
         (all inside the transaction: readers keep seeing the old index). On
@@ -617,6 +623,7 @@ class Store:
         conn = write.conn
         existing: int | None = None
         set_aside = counting_aside = False
+        marked: int | None = None  # the largest id before the set keys' triggers were set aside
         fresh: str | None = None  # the unique key set aside (see Copying.begin_fresh_load)
         read = written = 0
         chunks = iter(chunks)
@@ -629,6 +636,8 @@ class Store:
                 fresh = self.copying.begin_fresh_load(conn)
                 read = written = self.copying.copy_rows(conn, chain([(keys, fps, sigs)], chunks))
                 break
+            if not read and len(keys) >= MARK_ASIDE_MIN:
+                marked = short_sets.marking_aside(conn)
             if not counting_aside and read + len(keys) > COUNT_ASIDE_MIN:
                 counting_aside = self.backend.dialect.counting_aside(conn)
             if not set_aside and read + len(keys) > FAST_LOAD_MIN:
@@ -639,6 +648,8 @@ class Store:
                         index.drop(conn)
                     set_aside = True
             written += self.put(conn, keys, fps, keep=keep, written=returned, signatures=sigs)
+            if marked is not None and not keep:
+                short_sets.mark_updated(conn, keys, marked)
             read += len(keys)
         if fresh is not None:
             removed = self.copying.end_fresh_load(conn, fresh, keep=keep)
@@ -649,6 +660,8 @@ class Store:
             self.backend.dialect.analyze(conn)  # fresh statistics, or the planner scans
         if counting_aside:
             self.backend.dialect.count_changes(conn)
+        if marked is not None:
+            short_sets.mark_loaded(conn, marked)
         return read, written
 
     def _empty(self, conn: Connection) -> bool:
