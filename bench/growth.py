@@ -19,6 +19,11 @@ stays within k). Plans (pairs.pairs_plan), each timed on the same array:
                 keeps one block a table until the crossover is measured):
                 the cheapest of any number of blocks a table for N (not run
                 again when it is the one-block plan)
+  compiled      the one-block plan paired by simindex.compiled's loops (numba;
+                the row is there where numba is installed: pip install
+                'simindex[fast]'); every other row pairs with numpy
+                (compiled=False). Its peak memory is not shown: numba's
+                arrays are not traced by tracemalloc
   2 of 5        ten tables of two of five 13/13/13/13/12-bit blocks, probed
                 within 2 bits (wider keys, five times the probes), forced,
                 for N up to --wide-max
@@ -48,7 +53,7 @@ sys.path.insert(0, str(HERE.parent))
 from common import fmt, log, median, output_options, save_output  # noqa: E402
 from data import make_data  # noqa: E402
 
-from simindex import pairs  # noqa: E402
+from simindex import compiled, pairs  # noqa: E402
 from simindex.tables import Plan  # noqa: E402
 
 K = 8
@@ -63,12 +68,12 @@ def describe(plan: Plan) -> str:
     )
 
 
-def one(fps: np.ndarray, plan: Plan) -> tuple[float, int, set[tuple[int, int]], int]:
+def one(fps: np.ndarray, plan: Plan, fast: bool) -> tuple[float, int, set[tuple[int, int]], int]:
     """Seconds, pairs compared, pairs found and peak bytes allocated of one call."""
     counts: dict[str, int] = {}
     tracemalloc.start()
     start = time.perf_counter()
-    a, b, _ = pairs.pairs_within(fps, K, plan=plan, counts=counts)
+    a, b, _ = pairs.pairs_within(fps, K, plan=plan, counts=counts, compiled=fast)
     seconds = time.perf_counter() - start
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
@@ -94,6 +99,8 @@ def measure(args: argparse.Namespace) -> int:
         old = pairs.pairs_plan(n, K)
         chosen = pairs.pairs_plan(n, K, per_table=None)
         plans = {"one block": old}
+        if compiled.kernels() is not None:
+            plans["compiled"] = old
         if chosen != old:
             plans["by N"] = chosen
         if n <= args.wide_max:
@@ -105,7 +112,7 @@ def measure(args: argparse.Namespace) -> int:
             for run in range(runs):
                 for name, plan in plans.items():
                     log(f"  {data}, {name}, run {run + 1} of {runs}")
-                    seconds, compared, got, peak = one(fps, plan)
+                    seconds, compared, got, peak = one(fps, plan, name == "compiled")
                     times[name].append(seconds)
                     found[name] = (compared, got, peak)
             want = found["one block"][1]
@@ -116,9 +123,10 @@ def measure(args: argparse.Namespace) -> int:
                     ok = False
                 t = median(times[name])
                 runs_s = ", ".join(f"{s:.1f}" for s in times[name])
+                held = "-" if name == "compiled" else f"{peak / n:.1f}"
                 print(
                     f"{data:7} {name:9} {n:11,} {t:9.2f} {compared / n:12.1f} "
-                    f"{len(got):9,} {peak / n:10.1f}  {runs_s}"
+                    f"{len(got):9,} {held:>10}  {runs_s}"
                 )
                 rows.setdefault((data, name), []).append((n, t, compared / n, len(got), peak))
             if "by N" not in plans:

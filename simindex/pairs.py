@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from simindex.blocks import BlockLayout, even_widths, probe_radius
+from simindex.compiled import MAX_WIDTH, MIN_ROWS, kernels
 from simindex.costs import pairs_by_offsets, pairs_lookup, pairs_table_ns
 from simindex.fingerprint import BITS
 from simindex.tables import Plan, earlier, keyed_by, layout_plan, packed_key, stable_order
@@ -168,7 +169,12 @@ def _rest_of_runs(
 
 
 def pairs_within(
-    fps: np.ndarray, k: int, *, plan: Plan | None = None, counts: dict[str, int] | None = None
+    fps: np.ndarray,
+    k: int,
+    *,
+    plan: Plan | None = None,
+    counts: dict[str, int] | None = None,
+    compiled: bool | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair (a, b, distance), a < b as positions in fps, within distance k.
 
@@ -184,6 +190,9 @@ def pairs_within(
     (numpy lets go of the GIL for the gathers and comparisons): the same
     pairs, in another order. ``counts``, if given, gets "compared" added:
     the pairs of fingerprints whose distance was computed (benchmarks).
+    ``compiled``: pair each table with simindex.compiled's loops (numba) -
+    None: where numba is installed and from compiled.MIN_ROWS fingerprints;
+    True: wherever numba is installed (tests); False: never. The same pairs.
     """
     fps = fps.astype(np.uint64, copy=False)
     n = len(fps)
@@ -194,12 +203,18 @@ def pairs_within(
         # at k = 3) is not measured yet (docs/scaling.md).
         plan = pairs_plan(n, k)
     masks = [np.uint64(m) for m in plan.masks]
-    cpus = _cpus() if n >= _THREADED_MIN else 1
+    fast = _compiled_kernels(n, plan, compiled)
+    cpus = _cpus() if n >= _THREADED_MIN or fast is not None else 1
     pool = ThreadPoolExecutor(cpus) if cpus > 1 else None
     found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     compared = 0
     try:
         for t, mask in enumerate(plan.masks):  # one table's sorted copies at a time
+            if fast is not None:
+                pieces, count = _compiled_table(fast, fps, plan, t, k, pool, cpus)
+                found += pieces
+                compared += count
+                continue
             keyed = packed_key(fps, mask)
             flips = packed_key(np.array(plan.flips[t], dtype=np.uint64), mask).tolist()
             order = stable_order(keyed)
@@ -232,6 +247,53 @@ def pairs_within(
 
 
 _Found = tuple[list[tuple[np.ndarray, np.ndarray, np.ndarray]], int]  # pieces, pairs compared
+
+
+def _compiled_kernels(n: int, plan: Plan, compiled: bool | None) -> tuple[Any, Any] | None:
+    """simindex.compiled's loops, if pairs_within is to use them (see there)."""
+    if compiled is False or (compiled is None and n < MIN_ROWS):
+        return None
+    if max((m.bit_count() for m in plan.masks), default=0) > MAX_WIDTH:
+        return None
+    return kernels()
+
+
+def _compiled_table(
+    fast: tuple[Any, Any],
+    fps: np.ndarray,
+    plan: Plan,
+    t: int,
+    k: int,
+    pool: ThreadPoolExecutor | None,
+    cpus: int,
+) -> _Found:
+    """Table t's pairs by the compiled loops, its flips split over the threads."""
+    counting_sort, table_pairs = fast
+    mask = plan.masks[t]
+    keyed = packed_key(fps, mask).astype(np.int64)
+    order, starts = counting_sort(keyed, mask.bit_count())
+    keys, sorted_fps = keyed[order], fps[order]
+    sizes8 = np.minimum(np.diff(starts), 0xFF).astype(np.uint8)  # 0: an empty run
+    packed = packed_key(np.array(plan.flips[t], dtype=np.uint64), mask).tolist()
+    flips = np.array([f for f in packed if f], dtype=np.int64)
+    tops = np.array([int(f).bit_length() - 1 for f in flips.tolist()], dtype=np.int64)
+    earlier = np.array(plan.masks[:t], dtype=np.uint64)
+    per = max(1, -(-len(flips) // cpus))
+    slices = [slice(c, c + per) for c in range(0, len(flips), per)] or [slice(0, 0)]
+
+    def job(i: int) -> tuple[np.ndarray, int]:
+        part = slices[i]
+        args = (keys, sorted_fps, order, starts, sizes8, flips[part], tops[part], earlier)
+        out, count = table_pairs(*args, plan.radius, k, i == 0)
+        return out, int(count)
+
+    done = pool.map(job, range(len(slices))) if pool is not None else map(job, range(len(slices)))
+    pieces, compared = [], 0
+    for out, count in done:
+        if len(out):
+            pieces.append((out[:, 0], out[:, 1], out[:, 2]))
+        compared += count
+    return pieces, compared
 
 
 _THREADED_MIN = 1 << 16  # fingerprints from which pairs_within pairs in threads

@@ -450,3 +450,76 @@ def test_packed_key_keeps_the_bits_in_order() -> None:
         bits = [b for b in range(64) if mask >> b & 1]
         want = [sum((x >> b & 1) << i for i, b in enumerate(bits)) for x in values.tolist()]
         assert got.tolist() == want, hex(mask)
+
+
+def _numba_or_skip() -> None:
+    """numba installed (the [fast] extra, in [dev]): else skip, or fail under
+    SIMINDEX_REQUIRE_NUMBA=1 (CI), so the compiled path is never untested there."""
+    import importlib.util
+    import os
+
+    if importlib.util.find_spec("numba") is None:
+        if os.environ.get("SIMINDEX_REQUIRE_NUMBA") == "1":
+            pytest.fail("SIMINDEX_REQUIRE_NUMBA=1 but numba is not installed")
+        pytest.skip("numba is not installed (pip install '.[fast]')")
+
+
+@pytest.mark.parametrize(("k", "blocks"), [(8, None), (3, None), (11, None), (8, 9), (8, 2)])
+def test_compiled_pairs_equal_brute_force(k: int, blocks: int | None) -> None:
+    """simindex.compiled's loops (pairs_within(compiled=True)) find exactly
+    what brute force and the numpy passes find: random fingerprints with the
+    top bit set half the time, planted neighbours, a run of 300 equal ones
+    and runs a few bits from it, every shape of plan (probed or not, one
+    block a table or several)."""
+    from simindex import compiled
+
+    _numba_or_skip()
+    assert compiled.kernels() is not None  # numba compiles here: no silent numpy
+    rng = np.random.default_rng(k * 10 + (blocks or 0))
+    base = rng.integers(0, 2**64, 5_000, dtype=np.uint64)
+    bits = np.uint64(1) << rng.integers(0, 64, (800, k + 1)).astype(np.uint64)
+    near = base[:800] ^ np.bitwise_or.reduce(bits[:, : rng.integers(0, k + 2)], axis=1)
+    x = np.uint64(2**63 + 12345)
+    runs = [x] * 300 + [x ^ np.uint64(1 << 5 | 1 << 30 | 1 << 50)] * 40
+    fps = np.concatenate([base, near, np.array(runs, np.uint64), [2**63, 2**64 - 1]])
+    fps = fps.astype(np.uint64)
+    plan = None if blocks is None else pairs.pairs_plan(len(fps), k, blocks=blocks)
+    want = []
+    for i in range(len(fps)):
+        distance = np.bitwise_count(fps[i] ^ fps[i + 1 :])
+        (j,) = np.nonzero(distance <= k)
+        want += zip([i] * len(j), (j + i + 1).tolist(), distance[j].tolist(), strict=True)
+    a, b, d = pairs.pairs_within(fps, k, plan=plan, compiled=True)
+    got = list(zip(a.tolist(), b.tolist(), d.tolist(), strict=True))
+    assert len(got) == len(set(got))  # each pair once
+    assert sorted(got) == sorted(want)
+    a, b, d = pairs.pairs_within(fps, k, plan=plan, compiled=False)
+    assert sorted(zip(a.tolist(), b.tolist(), d.tolist(), strict=True)) == sorted(want)
+
+
+def test_compiled_pairs_are_used_from_min_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """By default the compiled loops pair from compiled.MIN_ROWS fingerprints
+    (where numba is installed), numpy below, and never a table wider than
+    compiled.MAX_WIDTH bits."""
+    from simindex import compiled
+
+    _numba_or_skip()
+    used: list[int] = []
+    table = pairs._compiled_table
+
+    def spying(*args: object, **kwargs: object) -> object:
+        used.append(len(args[1]))  # type: ignore[arg-type]
+        return table(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pairs, "_compiled_table", spying)
+    monkeypatch.setattr(pairs, "MIN_ROWS", 3_000)
+    fps = np.random.default_rng(1).integers(0, 2**64, 3_000, dtype=np.uint64)
+    pairs.pairs_within(fps[:2_999], 8)
+    assert not used
+    pairs.pairs_within(fps, 8)
+    assert used and set(used) == {3_000}  # every table
+    used.clear()
+    wide = pairs.pairs_plan(3_000, 8, per_table=2, blocks=5)  # 26-bit keys
+    assert max(m.bit_count() for m in wide.masks) > compiled.MAX_WIDTH
+    pairs.pairs_within(fps, 8, plan=wide)
+    assert not used

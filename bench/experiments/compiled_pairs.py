@@ -13,7 +13,8 @@ make all pairs grow with N rather than N squared? pairs.pairs_within pairs
 with numpy, a few array passes per probe and per comparison; here the same
 plan (pairs_plan(n, 8): three 22/21/21-bit tables probed within 2 bits, each
 pair reported by the first table it agrees on within the radius) runs as
-numba-compiled loops, one table at a time, its flips split over two threads
+numba-compiled loops (simindex/_loops.py, the ones pairs_within runs where
+numba is installed), one table at a time, its flips split over two threads
 (numba releases the GIL), the table sorted by a compiled counting sort.
 
 For each N (bench/data.py's make_data: random fingerprints, 1% planted within
@@ -27,8 +28,7 @@ For each N (bench/data.py's make_data: random fingerprints, 1% planted within
   they find (ns a comparison, the lookups' time taken off);
 - the pairs compared a document (the rows the lookups find grow with N).
 
-The compiled code is here only: the point is the figures, written into
-docs/scaling.md's account of what bounds the growth.
+The figures are in docs/scaling.md's account of what bounds the growth.
 """
 
 from __future__ import annotations
@@ -53,34 +53,13 @@ K = 8
 
 
 def kernels() -> Any:
-    """The compiled loops (numba imported here: a clear line when missing)."""
+    """The compiled loops: simindex's own (simindex/_loops.py, which pairs_within
+    runs with numba installed) and a loop of lookups alone, to time apart."""
     try:
         from numba import njit
     except ImportError:
         sys.exit("this experiment needs numba: pip install numba")
-
-    @njit(nogil=True, cache=False)
-    def popcount(x: Any) -> Any:
-        x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
-        x = (x & np.uint64(0x3333333333333333)) + (
-            (x >> np.uint64(2)) & np.uint64(0x3333333333333333)
-        )
-        x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-        return (x * np.uint64(0x0101010101010101)) >> np.uint64(56)
-
-    @njit(nogil=True, cache=False)
-    def counting_sort(keys: Any, width: int) -> Any:
-        sizes = np.zeros((1 << width) + 1, np.int64)
-        for v in keys:
-            sizes[v + 1] += 1
-        starts = np.cumsum(sizes)  # starts[v]: the first position of key v
-        order = np.empty(len(keys), np.int64)
-        at = starts.copy()
-        for i in range(len(keys)):
-            v = keys[i]
-            order[at[v]] = i
-            at[v] += 1
-        return order, starts
+    from simindex import _loops
 
     @njit(nogil=True, cache=False)
     def lookups(keys: Any, sizes8: Any, flips: Any, tops: Any) -> Any:
@@ -93,56 +72,7 @@ def kernels() -> Any:
                     found += sizes8[v ^ f]
         return found
 
-    @njit(nogil=True, cache=False)
-    def table_pairs(
-        keys: Any,
-        fps: Any,
-        order: Any,
-        starts: Any,
-        sizes8: Any,
-        flips: Any,
-        tops: Any,
-        earlier: Any,
-        radius: int,
-        same: bool,
-    ) -> Any:
-        cap = 1024
-        out = np.empty((cap, 3), np.int64)
-        m = 0
-        compared = 0
-        n = len(keys)
-        for fi in range(-1 if same else 0, len(flips)):
-            f = 0 if fi < 0 else flips[fi]
-            top = 63 if fi < 0 else tops[fi]
-            for a in range(n):
-                v = keys[a]
-                if fi >= 0 and ((v >> top) & 1 or sizes8[v ^ f] == 0):
-                    continue
-                w = v ^ f
-                lo = a + 1 if fi < 0 else starts[w]
-                hi = starts[w + 1]
-                fa = fps[a]
-                for b in range(lo, hi):
-                    x = fa ^ fps[b]
-                    d = np.int64(popcount(x))
-                    compared += 1
-                    if d <= K:
-                        seen = False
-                        for e in earlier:
-                            if popcount(x & e) <= radius:
-                                seen = True
-                        if not seen:
-                            if m == len(out):
-                                grown = np.empty((2 * len(out), 3), np.int64)
-                                grown[:m] = out
-                                out = grown
-                            out[m, 0] = min(order[a], order[b])
-                            out[m, 1] = max(order[a], order[b])
-                            out[m, 2] = d
-                            m += 1
-        return out[:m], compared
-
-    return counting_sort, lookups, table_pairs
+    return _loops.counting_sort, lookups, _loops.table_pairs
 
 
 class Compiled:
@@ -185,6 +115,7 @@ class Compiled:
                         tops[c : c + per],
                         earlier,
                         plan.radius,
+                        K,
                         c == 0,
                     )
                     for c in range(0, len(flips), per)
@@ -215,6 +146,7 @@ class Compiled:
             tops,
             np.zeros(0, np.uint64),
             plan.radius,
+            K,
             False,
         )
         both = time.perf_counter() - start

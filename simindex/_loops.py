@@ -1,0 +1,90 @@
+"""The loops simindex.compiled runs (numba): imported only by it, and only
+where numba is installed. Module-level functions, so numba keeps their
+machine code in __pycache__ (or its user cache) and a later process loads it
+instead of compiling again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+
+@njit(nogil=True, cache=True)
+def popcount(x: Any) -> Any:
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    m2 = np.uint64(0x3333333333333333)
+    x = (x & m2) + ((x >> np.uint64(2)) & m2)
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@njit(nogil=True, cache=True)
+def counting_sort(keys: Any, width: int) -> Any:
+    """(order, starts): the stable order of keys below 2**width, and where
+    each key value's run begins in it (starts[v] .. starts[v + 1])."""
+    sizes = np.zeros((1 << width) + 1, np.int64)
+    for v in keys:
+        sizes[v + 1] += 1
+    starts = np.cumsum(sizes)
+    order = np.empty(len(keys), np.int64)
+    at = starts.copy()
+    for i in range(len(keys)):
+        v = keys[i]
+        order[at[v]] = i
+        at[v] += 1
+    return order, starts
+
+
+@njit(nogil=True, cache=True)
+def table_pairs(
+    keys: Any,
+    fps: Any,
+    order: Any,
+    starts: Any,
+    sizes8: Any,
+    flips: Any,
+    tops: Any,
+    earlier: Any,
+    radius: int,
+    k: int,
+    same: bool,
+) -> Any:
+    """(rows of (a, b, distance), pairs compared): see simindex.compiled."""
+    out = np.empty((1024, 3), np.int64)
+    m = 0
+    compared = 0
+    n = len(keys)
+    for fi in range(-1 if same else 0, len(flips)):
+        f = 0 if fi < 0 else flips[fi]
+        top = 63 if fi < 0 else tops[fi]
+        for a in range(n):
+            v = keys[a]
+            if fi >= 0 and ((v >> top) & 1 or sizes8[v ^ f] == 0):
+                continue
+            w = v ^ f
+            lo = a + 1 if fi < 0 else starts[w]
+            fa = fps[a]
+            for b in range(lo, starts[w + 1]):
+                x = fa ^ fps[b]
+                d = popcount(x)
+                compared += 1
+                if d > k:
+                    continue
+                seen = False
+                for e in earlier:
+                    if popcount(x & e) <= radius:
+                        seen = True
+                        break
+                if seen:
+                    continue
+                if m == len(out):
+                    grown = np.empty((2 * len(out), 3), np.int64)
+                    grown[:m] = out
+                    out = grown
+                out[m, 0] = min(order[a], order[b])
+                out[m, 1] = max(order[a], order[b])
+                out[m, 2] = d
+                m += 1
+    return out[:m], compared

@@ -1,0 +1,67 @@
+"""All pairs of one sorted table as compiled loops, where numba is installed.
+
+An optional accelerator of pairs.pairs_within (``pip install
+'simindex[fast]'``): the same plan, the same pairs, found by loops numba
+compiles instead of numpy's array passes
+(bench/results/experiments/compiled_pairs.txt: 1.2x at a million, 2.9x at
+ten million), from MIN_ROWS fingerprints, where it pays for numba's import.
+The loops are in simindex/_loops.py, which imports numba; without numba, or
+where it cannot compile them, ``kernels()`` is None and pairs_within pairs
+with numpy.
+
+A table is sorted by a counting sort of its packed keys (tables.packed_key);
+``starts[v]`` is where the run of key v begins. For each flip of the plan
+(its bits XORed into the key: a probe), every row whose key has the flip's
+highest bit clear looks up the run of key ^ flip (first in a byte a key, in
+cache, that says whether the run is empty), and compares itself with each
+row of it; with ``same``, each row is also compared with the rows after it
+in its own run. A pair within k is kept unless an earlier table's bits
+differ in at most the radius (that table reports it): pairs.py's rule.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+MAX_WIDTH = 24  # widest table key paired compiled (its starts take 8 bytes a key value)
+# Fewer fingerprints pair with numpy: numba's import costs a process about a
+# second (compiling, once a machine, a few more), which the loops win back
+# from about two million (1.2x faster at one million, 2.9x at ten).
+MIN_ROWS = 1 << 21
+
+_lock = threading.Lock()
+_kernels: dict[str, Any] = {}
+
+
+def kernels() -> tuple[Any, Any] | None:
+    """(counting_sort, table_pairs), compiled on first use; None without numba
+    or when numba cannot compile them here."""
+    with _lock:
+        if "table_pairs" not in _kernels:
+            _kernels["table_pairs"] = None
+            try:
+                _kernels.update(_compile())
+            except ImportError:
+                pass
+            except Exception:  # numba present but unusable here: numpy pairs instead
+                _kernels.clear()
+                _kernels["table_pairs"] = None
+        table_pairs = _kernels["table_pairs"]
+        return None if table_pairs is None else (_kernels["counting_sort"], table_pairs)
+
+
+def _compile() -> dict[str, Any]:
+    from simindex import _loops
+
+    # Run once on a table of two rows: a failure to compile shows now.
+    keys = np.array([0, 1], np.int64)
+    order, starts = _loops.counting_sort(keys, 1)
+    sizes8 = np.diff(starts).astype(np.uint8)
+    fps = np.array([0, 1], np.uint64)
+    flips = np.array([1], np.int64)
+    earlier = flips.astype(np.uint64)
+    _loops.table_pairs(keys, fps, order, starts, sizes8, flips, flips * 0, earlier, 0, 1, True)
+    return {"counting_sort": _loops.counting_sort, "table_pairs": _loops.table_pairs}
