@@ -99,6 +99,7 @@ def measure(args: argparse.Namespace) -> int:
         old = pairs.pairs_plan(n, K)
         chosen = pairs.pairs_plan(n, K, per_table=None)
         plans = {"one block": old}
+        # (kernels() compiles, or loads numba's cache, here: not in a timed call)
         if compiled.kernels() is not None:
             plans["compiled"] = old
         if chosen != old:
