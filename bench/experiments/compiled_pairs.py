@@ -179,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
         fps = make_data(n, 0, 0)[0]
         log(f"N={n:,}: pairs_within")
         start = time.perf_counter()
-        a, b, d = pairs_within(fps, K)
+        a, b, d = pairs_within(fps, K, compiled=False)  # numpy, at every N
         numpy_s = time.perf_counter() - start
         log(f"N={n:,}: compiled")
         start = time.perf_counter()
