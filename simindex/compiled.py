@@ -2,9 +2,9 @@
 
 An optional accelerator of pairs.pairs_within (``pip install
 'simindex[fast]'``): the same plan, the same pairs, found by loops numba
-compiles instead of numpy's array passes
-(bench/results/experiments/compiled_pairs.txt: 1.2x at a million, 2.9x at
-ten million), from MIN_ROWS fingerprints, where it pays for numba's import.
+compiles instead of numpy's array passes (bench/results/growth.txt: 1.3x as
+fast at a million, 7x at ten million), from MIN_ROWS fingerprints, where it
+pays for numba's import.
 The loops are in simindex/_loops.py, which imports numba; without numba, or
 where it cannot compile them, ``kernels()`` is None and pairs_within pairs
 with numpy.
@@ -29,7 +29,7 @@ import numpy as np
 MAX_WIDTH = 24  # widest table key paired compiled (its starts take 8 bytes a key value)
 # Fewer fingerprints pair with numpy: numba's import costs a process about a
 # second (compiling, once a machine, a few more), which the loops win back
-# from about two million (1.2x faster at one million, 2.9x at ten).
+# from about two million (1.3x as fast at one million, 7x at ten).
 MIN_ROWS = 1 << 21
 
 _lock = threading.Lock()
