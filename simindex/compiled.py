@@ -22,9 +22,11 @@ differ in at most the radius (that table reports it): pairs.py's rule.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
+
+from simindex.tables import Plan, packed_key
 
 MAX_WIDTH = 24  # widest table key paired compiled (its starts take 8 bytes a key value)
 # Fewer fingerprints pair with numpy: numba's import costs a process about a
@@ -33,27 +35,57 @@ MAX_WIDTH = 24  # widest table key paired compiled (its starts take 8 bytes a ke
 MIN_ROWS = 1 << 21
 
 _lock = threading.Lock()
-_kernels: dict[str, Any] = {}
+_loaded: list[tuple[Any, Any] | None] = []  # [(counting_sort, table_pairs) or None] once tried
 
 
 def kernels() -> tuple[Any, Any] | None:
     """(counting_sort, table_pairs), compiled on first use; None without numba
     or when numba cannot compile them here."""
     with _lock:
-        if "table_pairs" not in _kernels:
-            _kernels["table_pairs"] = None
+        if not _loaded:
             try:
-                _kernels.update(_compile())
+                _loaded.append(_compile())
             except ImportError:
-                pass
+                _loaded.append(None)
             except Exception:  # numba present but unusable here: numpy pairs instead
-                _kernels.clear()
-                _kernels["table_pairs"] = None
-        table_pairs = _kernels["table_pairs"]
-        return None if table_pairs is None else (_kernels["counting_sort"], table_pairs)
+                _loaded.append(None)
+        return _loaded[0]
 
 
-def _compile() -> dict[str, Any]:
+class Table(NamedTuple):
+    """Table t of a plan, sorted for table_pairs (its arguments before the flips')."""
+
+    keys: np.ndarray  # the packed keys, sorted
+    fps: np.ndarray  # the fingerprints in that order
+    order: np.ndarray  # sorted position -> position in the fingerprints given
+    starts: np.ndarray  # starts[v]: where the run of key v begins
+    sizes8: np.ndarray  # a byte a key value: 0 for an empty run
+    flips: np.ndarray  # the plan's flips of this table but 0, packed like the keys
+    tops: np.ndarray  # each flip's highest bit
+    earlier: np.ndarray  # the masks of the tables before it
+
+
+def prepared(counting_sort: Any, fps: np.ndarray, plan: Plan, t: int) -> Table:
+    """Table t of ``plan`` over ``fps`` (unsigned), sorted by counting_sort."""
+    mask = plan.masks[t]
+    keyed = packed_key(fps, mask).astype(np.int64)
+    order, starts = counting_sort(keyed, mask.bit_count())
+    sizes8 = np.minimum(np.diff(starts), 0xFF).astype(np.uint8)
+    packed = packed_key(np.array(plan.flips[t], dtype=np.uint64), mask).tolist()
+    flips = [f for f in packed if f]
+    return Table(
+        keyed[order],
+        fps[order],
+        order,
+        starts,
+        sizes8,
+        np.array(flips, dtype=np.int64),
+        np.array([int(f).bit_length() - 1 for f in flips], dtype=np.int64),
+        np.array(plan.masks[:t], dtype=np.uint64),
+    )
+
+
+def _compile() -> tuple[Any, Any]:
     from simindex import _loops
 
     # Run once on a table of two rows: a failure to compile shows now.
@@ -64,4 +96,4 @@ def _compile() -> dict[str, Any]:
     flips = np.array([1], np.int64)
     earlier = flips.astype(np.uint64)
     _loops.table_pairs(keys, fps, order, starts, sizes8, flips, flips * 0, earlier, 0, 1, True)
-    return {"counting_sort": _loops.counting_sort, "table_pairs": _loops.table_pairs}
+    return _loops.counting_sort, _loops.table_pairs

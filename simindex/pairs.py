@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from simindex.blocks import BlockLayout, even_widths, probe_radius
-from simindex.compiled import MAX_WIDTH, MIN_ROWS, kernels
+from simindex.compiled import MAX_WIDTH, MIN_ROWS, kernels, prepared
 from simindex.costs import pairs_by_offsets, pairs_lookup, pairs_table_ns
 from simindex.fingerprint import BITS
 from simindex.tables import Plan, earlier, keyed_by, layout_plan, packed_key, stable_order
@@ -269,21 +269,14 @@ def _compiled_table(
 ) -> _Found:
     """Table t's pairs by the compiled loops, its flips split over the threads."""
     counting_sort, table_pairs = fast
-    mask = plan.masks[t]
-    keyed = packed_key(fps, mask).astype(np.int64)
-    order, starts = counting_sort(keyed, mask.bit_count())
-    keys, sorted_fps = keyed[order], fps[order]
-    sizes8 = np.minimum(np.diff(starts), 0xFF).astype(np.uint8)  # 0: an empty run
-    packed = packed_key(np.array(plan.flips[t], dtype=np.uint64), mask).tolist()
-    flips = np.array([f for f in packed if f], dtype=np.int64)
-    tops = np.array([int(f).bit_length() - 1 for f in flips.tolist()], dtype=np.int64)
-    earlier = np.array(plan.masks[:t], dtype=np.uint64)
+    table = prepared(counting_sort, fps, plan, t)
+    flips, tops = table.flips, table.tops
     per = max(1, -(-len(flips) // cpus))
     slices = [slice(c, c + per) for c in range(0, len(flips), per)] or [slice(0, 0)]
 
     def job(i: int) -> tuple[np.ndarray, int]:
         part = slices[i]
-        args = (keys, sorted_fps, order, starts, sizes8, flips[part], tops[part], earlier)
+        args = (*table[:5], flips[part], tops[part], table.earlier)
         out, count = table_pairs(*args, plan.radius, k, i == 0)
         return out, int(count)
 

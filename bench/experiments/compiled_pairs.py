@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +45,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from common import log, output_options, save_output  # noqa: E402
 from data import make_data  # noqa: E402
 
+from simindex.compiled import prepared  # noqa: E402
 from simindex.pairs import pairs_plan, pairs_within  # noqa: E402
-from simindex.tables import packed_key  # noqa: E402
 
 K = 8
 
@@ -78,79 +77,28 @@ def kernels() -> Any:
 class Compiled:
     """The one-block plan's pairs, compiled; its parts timed apart."""
 
-    def __init__(self, threads: int = 2) -> None:
+    def __init__(self) -> None:
         self.counting_sort, self.lookups, self.table_pairs = kernels()
-        self.threads = threads
-
-    def prepared(self, fps: np.ndarray, mask: int) -> tuple[Any, ...]:
-        keyed = packed_key(fps, mask).astype(np.int64)
-        order, starts = self.counting_sort(keyed, mask.bit_count())
-        sizes = np.diff(starts)
-        return keyed[order], fps[order], order, starts, np.minimum(sizes, 255).astype(np.uint8)
-
-    def flips(self, plan: Any, t: int) -> tuple[np.ndarray, np.ndarray]:
-        packed = packed_key(np.array(plan.flips[t], dtype=np.uint64), plan.masks[t]).tolist()
-        flips = [f for f in packed if f]
-        tops = [int(f).bit_length() - 1 for f in flips]
-        return np.array(flips, np.int64), np.array(tops, np.int64)
 
     def pairs(self, fps: np.ndarray) -> tuple[np.ndarray, int]:
-        plan = pairs_plan(len(fps), K)
-        found, compared = [], 0
-        with ThreadPoolExecutor(self.threads) as pool:
-            for t, mask in enumerate(plan.masks):
-                keys, sfps, order, starts, sizes8 = self.prepared(fps, mask)
-                flips, tops = self.flips(plan, t)
-                earlier = np.array(plan.masks[:t], dtype=np.uint64)
-                per = -(-len(flips) // self.threads)
-                jobs = [
-                    pool.submit(
-                        self.table_pairs,
-                        keys,
-                        sfps,
-                        order,
-                        starts,
-                        sizes8,
-                        flips[c : c + per],
-                        tops[c : c + per],
-                        earlier,
-                        plan.radius,
-                        K,
-                        c == 0,
-                    )
-                    for c in range(0, len(flips), per)
-                ]
-                for job in jobs:
-                    out, count = job.result()
-                    found.append(out)
-                    compared += count
-        return np.concatenate(found), compared
+        """pairs_within's compiled pairing (two threads), as rows (a, b, d)."""
+        counts: dict[str, int] = {}
+        a, b, d = pairs_within(fps, K, counts=counts, compiled=True)
+        return np.stack([a, b, d], axis=1), counts["compared"]
 
     def parts(self, fps: np.ndarray) -> tuple[float, float, int, int]:
         """One table, one thread: (s of the lookups alone, s of lookups and
         comparisons, lookups, comparisons)."""
         plan = pairs_plan(len(fps), K)
-        keys, sfps, order, starts, sizes8 = self.prepared(fps, plan.masks[0])
-        flips, tops = self.flips(plan, 0)
+        table = prepared(self.counting_sort, fps, plan, 0)
         start = time.perf_counter()
-        self.lookups(keys, sizes8, flips, tops)
+        self.lookups(table.keys, table.sizes8, table.flips, table.tops)
         alone = time.perf_counter() - start
         start = time.perf_counter()
-        _, compared = self.table_pairs(
-            keys,
-            sfps,
-            order,
-            starts,
-            sizes8,
-            flips,
-            tops,
-            np.zeros(0, np.uint64),
-            plan.radius,
-            K,
-            False,
-        )
+        _, compared = self.table_pairs(*table[:7], np.zeros(0, np.uint64), plan.radius, K, False)
         both = time.perf_counter() - start
-        looked = int(sum(np.count_nonzero((keys >> top) & 1 == 0) for top in tops.tolist()))
+        tops = table.tops.tolist()
+        looked = int(sum(np.count_nonzero((table.keys >> top) & 1 == 0) for top in tops))
         return alone, both, looked, compared
 
 
