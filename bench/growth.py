@@ -2,8 +2,9 @@
 """How all pairs in memory grows with N: pairs.pairs_within at k = 8, one
 plan beside another, in one run.
 
-    python bench/growth.py                          # N = 1M and 3M, 1 run each (about 15 minutes)
-    python bench/growth.py --n 1000000,10000000 --runs 3
+    python bench/growth.py                          # N = 1M and 3M, 1 run each (about 10 minutes)
+    python bench/growth.py --n 1000000,10000000,30000000,100000000 --wide-max 30000000 \\
+        --skewed-max 30000000       # (about an hour)
     python bench/growth.py --quick                  # N = 50,000: a smoke run (no results file)
 
 Data, for each N: bench/data.py's make_data (random fingerprints, about half
@@ -13,27 +14,25 @@ within 8 bits), and the same with the highest --skew-bits bits cleared
 stays within k). Plans (pairs.pairs_plan), each timed on the same array:
 
   one block     one block a table (per_table=1): three 22/21/21-bit blocks
-                probed within 2 bits, the plan before plans were priced by N
-                (and simindex.spark's)
-  by N          pairs_plan(n, k, per_table=None), the plan priced by N (pairs_within
-                keeps one block a table until the crossover is measured):
-                the cheapest of any number of blocks a table for N (not run
-                again when it is the one-block plan)
-  compiled      the one-block plan paired by simindex.compiled's loops (numba;
-                the row is there where numba is installed: pip install
-                'simindex[fast]'); every other row pairs with numpy
-                (compiled=False). Its peak memory is not shown: numba's
-                arrays are not traced by tracemalloc
+                probed within 2 bits, paired with numpy (compiled=False),
+                for N up to --numpy-max
+  compiled      the same plan paired by simindex.compiled's loops (numba:
+                pip install 'simindex[fast]'); the rows below need it too
+  by N          what pairs_within does by default: compiled, the plan
+                pairs_plan(n, k, per_table=None, compiled=True) prices
+                cheapest for N (not run again when it is the one-block plan)
   2 of 5        ten tables of two of five 13/13/13/13/12-bit blocks, probed
                 within 2 bits (wider keys, five times the probes), forced,
-                for N up to --wide-max
+                compiled, for N up to --wide-max
 
 Columns: the median seconds of R runs (each run's in brackets), the pairs of
 fingerprints compared (their distance computed) a document, the pairs found
 (every plan must find the same: exit 1 if not), the peak of memory numpy
 allocated during the call (tracemalloc), in bytes a document, beside the 8
-bytes of the fingerprint itself, and per N the ratio of time and of time a
-document to the first N's, for each plan.
+bytes of the fingerprint itself (compiled rows: plus the 8 bytes a row of
+the sort's order, which numba allocates and tracemalloc does not see), and
+per N the ratio of time and of time a document to the first N's, for each
+plan.
 """
 
 from __future__ import annotations
@@ -68,7 +67,9 @@ def describe(plan: Plan) -> str:
     )
 
 
-def one(fps: np.ndarray, plan: Plan, fast: bool) -> tuple[float, int, set[tuple[int, int]], int]:
+def one(
+    fps: np.ndarray, plan: Plan | None, fast: bool
+) -> tuple[float, int, set[tuple[int, int]], int]:
     """Seconds, pairs compared, pairs found and peak bytes allocated of one call."""
     counts: dict[str, int] = {}
     tracemalloc.start()
@@ -83,6 +84,8 @@ def one(fps: np.ndarray, plan: Plan, fast: bool) -> tuple[float, int, set[tuple[
 def measure(args: argparse.Namespace) -> int:
     sizes = [50_000] if args.quick else args.n
     runs = 1 if args.quick else args.runs
+    if compiled.kernels() is None:  # (compiles, or loads numba's cache, here: untimed)
+        log("numba is not installed (pip install 'simindex[fast]'): numpy rows only")
     ok = True
     rows: dict[tuple[str, str], list[tuple[int, float, float, int, int]]] = {}
     print(
@@ -97,45 +100,50 @@ def measure(args: argparse.Namespace) -> int:
         random_fps, _ = make_data(n, 2, seed=5)
         skewed = random_fps & np.uint64((1 << (64 - args.skew_bits)) - 1)
         old = pairs.pairs_plan(n, K)
-        chosen = pairs.pairs_plan(n, K, per_table=None)
-        plans = {"one block": old}
-        # (kernels() compiles, or loads numba's cache, here: not in a timed call)
+        plans: dict[str, tuple[Plan | None, bool]] = {}  # name: (plan, compiled)
+        if n <= args.numpy_max:
+            plans["one block"] = (old, False)
         if compiled.kernels() is not None:
-            plans["compiled"] = old
-        if chosen != old:
-            plans["by N"] = chosen
-        if n <= args.wide_max:
-            plans["2 of 5"] = pairs.pairs_plan(n, K, blocks=5, per_table=2)
-        log(f"N = {n:,}: by N: {describe(chosen)}")
-        for data, fps in (("random", random_fps), ("skewed", skewed)):
+            chosen = pairs.pairs_plan(n, K, per_table=None, compiled=True)
+            plans["compiled"] = (old, True)
+            if chosen != old:
+                plans["by N"] = (None, True)
+            if n <= args.wide_max:
+                plans["2 of 5"] = (pairs.pairs_plan(n, K, blocks=5, per_table=2), True)
+            log(f"N = {n:,}: by N: {describe(chosen)}")
+        datas = [("random", random_fps)]
+        if n <= args.skewed_max:
+            datas.append(("skewed", skewed))
+        for data, fps in datas:
             times: dict[str, list[float]] = {name: [] for name in plans}
             found: dict[str, tuple[int, set[tuple[int, int]], int]] = {}
             for run in range(runs):
-                for name, plan in plans.items():
+                for name, (plan, fast) in plans.items():
                     log(f"  {data}, {name}, run {run + 1} of {runs}")
-                    seconds, compared, got, peak = one(fps, plan, name == "compiled")
+                    seconds, compared, got, peak = one(fps, plan, fast)
                     times[name].append(seconds)
-                    found[name] = (compared, got, peak)
-            want = found["one block"][1]
+                    found[name] = (compared, got, peak + (8 * n if fast else 0))
+            first = next(iter(plans))
+            want = found[first][1]
             for name in plans:
                 compared, got, peak = found[name]
                 if got != want:
-                    log(f"{data}, N = {n:,}: {name} found other pairs than one block")
+                    log(f"{data}, N = {n:,}: {name} found other pairs than {first}")
                     ok = False
                 t = median(times[name])
                 runs_s = ", ".join(f"{s:.1f}" for s in times[name])
-                held = "-" if name == "compiled" else f"{peak / n:.1f}"
                 print(
                     f"{data:7} {name:9} {n:11,} {t:9.2f} {compared / n:12.1f} "
-                    f"{len(got):9,} {held:>10}  {runs_s}"
+                    f"{len(got):9,} {peak / n:10.1f}  {runs_s}",
+                    flush=True,
                 )
                 rows.setdefault((data, name), []).append((n, t, compared / n, len(got), peak))
-            if "by N" not in plans:
-                print(f"{data:7} {'by N':9} {n:11,} {'(the one-block plan)':>32}")
-                rows.setdefault((data, "by N"), []).append(rows[(data, "one block")][-1])
-    print("\nplans picked by N (pairs_plan(n, 8, per_table=None)):")
-    for n in sorted({*sizes, 1_000_000, 10_000_000, 30_000_000, 100_000_000}):
-        print(f"  {n:>11,}: {describe(pairs.pairs_plan(n, K, per_table=None))}")
+            if "compiled" in plans and "by N" not in plans:
+                print(f"{data:7} {'by N':9} {n:11,} {'(the compiled row)':>32}")
+                rows.setdefault((data, "by N"), []).append(rows[(data, "compiled")][-1])
+    print("\nplans pairs_within picks by N, compiled:")
+    for n in sorted({*sizes, 1_000_000, 10_000_000, 100_000_000, 300_000_000, 1_000_000_000}):
+        print(f"  {n:>13,}: {describe(pairs.pairs_plan(n, K, per_table=None, compiled=True))}")
     print(f"\ngrowth: each N against the first ({sizes[0]:,}), time and time a document")
     for (data, name), got in rows.items():
         n0, t0 = got[0][0], got[0][1]
@@ -163,6 +171,18 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=3_000_000,
         help="the largest N the forced 2-of-5 plan runs at (default 3,000,000)",
+    )
+    ap.add_argument(
+        "--numpy-max",
+        type=int,
+        default=10_000_000,
+        help="the largest N the numpy row runs at (default 10,000,000)",
+    )
+    ap.add_argument(
+        "--skewed-max",
+        type=int,
+        default=100_000_000,
+        help="the largest N the skewed data runs at (default 100,000,000)",
     )
     ap.add_argument("--skew-bits", type=int, default=4, help="high bits cleared (default 4)")
     output_options(ap)

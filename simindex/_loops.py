@@ -21,20 +21,27 @@ def popcount(x: Any) -> Any:
 
 
 @njit(nogil=True, cache=True)
-def counting_sort(keys: Any, width: int) -> Any:
-    """(order, starts): the stable order of keys below 2**width, and where
-    each key value's run begins in it (starts[v] .. starts[v + 1])."""
-    sizes = np.zeros((1 << width) + 1, np.int64)
+def counting_sort(keys: Any, starts: Any, sizes8: Any) -> Any:
+    """The stable order of keys below len(sizes8); fills ``starts`` (zeros,
+    one longer than sizes8) with where each key value's run begins in it
+    (starts[v] .. starts[v + 1]) and sizes8 with each run's length, at most
+    255. No array of the keys' range but those two."""
+    n = len(keys)
     for v in keys:
-        sizes[v + 1] += 1
-    starts = np.cumsum(sizes)
-    order = np.empty(len(keys), np.int64)
-    at = starts.copy()
-    for i in range(len(keys)):
+        starts[v] += 1
+    total = 0
+    for v in range(len(sizes8)):
+        size = starts[v]
+        sizes8[v] = min(size, 255)
+        total += size
+        starts[v] = total  # for now: where the run of v ends
+    starts[len(sizes8)] = n
+    order = np.empty(n, np.int64)
+    for i in range(n - 1, -1, -1):  # backwards, so each run keeps the keys' order
         v = keys[i]
-        order[at[v]] = i
-        at[v] += 1
-    return order, starts
+        starts[v] -= 1
+        order[starts[v]] = i
+    return order
 
 
 @njit(nogil=True, cache=True)
@@ -64,9 +71,9 @@ def table_pairs(
             if fi >= 0 and ((v >> top) & 1 or sizes8[v ^ f] == 0):
                 continue
             w = v ^ f
-            lo = a + 1 if fi < 0 else starts[w]
+            lo = a + 1 if fi < 0 else np.int64(starts[w])
             fa = fps[a]
-            for b in range(lo, starts[w + 1]):
+            for b in range(lo, np.int64(starts[w + 1])):
                 x = fa ^ fps[b]
                 d = popcount(x)
                 compared += 1

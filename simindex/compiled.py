@@ -28,7 +28,7 @@ import numpy as np
 
 from simindex.tables import Plan, packed_key
 
-MAX_WIDTH = 24  # widest table key paired compiled (its starts take 8 bytes a key value)
+MAX_WIDTH = 28  # widest table key paired compiled (its starts and sizes take 5 bytes a key value)
 # Fewer fingerprints pair with numpy: numba's import costs a process about a
 # second (compiling, once a machine, a few more), which the loops win back
 # from about two million (1.3x as fast at one million, 7x at ten).
@@ -69,8 +69,12 @@ def prepared(counting_sort: Any, fps: np.ndarray, plan: Plan, t: int) -> Table:
     """Table t of ``plan`` over ``fps`` (unsigned), sorted by counting_sort."""
     mask = plan.masks[t]
     keyed = packed_key(fps, mask).astype(np.int64)
-    order, starts = counting_sort(keyed, mask.bit_count())
-    sizes8 = np.minimum(np.diff(starts), 0xFF).astype(np.uint8)
+    width = mask.bit_count()
+    # Where each key value's run begins: 4 bytes a key value while the rows'
+    # positions fit (2**24 values: 64 MB), 8 past that.
+    starts = np.zeros((1 << width) + 1, np.uint32 if len(fps) < 1 << 32 else np.int64)
+    sizes8 = np.zeros(1 << width, np.uint8)
+    order = counting_sort(keyed, starts, sizes8)
     packed = packed_key(np.array(plan.flips[t], dtype=np.uint64), mask).tolist()
     flips = [f for f in packed if f]
     return Table(
@@ -90,8 +94,9 @@ def _compile() -> tuple[Any, Any]:
 
     # Run once on a table of two rows: a failure to compile shows now.
     keys = np.array([0, 1], np.int64)
-    order, starts = _loops.counting_sort(keys, 1)
-    sizes8 = np.diff(starts).astype(np.uint8)
+    starts = np.zeros(3, np.uint32)
+    sizes8 = np.zeros(2, np.uint8)
+    order = _loops.counting_sort(keys, starts, sizes8)
     fps = np.array([0, 1], np.uint64)
     flips = np.array([1], np.int64)
     earlier = flips.astype(np.uint64)

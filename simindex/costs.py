@@ -243,3 +243,32 @@ def pairs_table_ns(n: int, width: int, radius: int) -> float:
         cost += probe_count * (n / 2 * lookup + pairs * _PAIR_NS)
         cost += width * _GROUP_NS
     return cost
+
+
+# All pairs by simindex.compiled's loops, in nanoseconds of one core (one
+# table on one thread at 1M, 4M and 16M, keys of 22 and 26 bits; see
+# bench/experiments/compiled_pairs.py): a lookup costs about 11 ns whatever
+# it finds (reading its run's length, and the branch on it), a row it finds
+# about 1 more; preparing a table about 200 a row and 16 a possible key
+# (the keys packed, the counting sort, its arrays of 5 bytes a key value).
+COMPILED_LOOKUP_NS = 11.0
+COMPILED_ROW_NS = 1.0
+COMPILED_SORT_NS = 200.0
+COMPILED_KEY_NS = 16.0
+
+
+def compiled_table_ns(n: int, width: int, radius: int) -> float:
+    """The estimated core nanoseconds of one table of `width` bits in all
+    pairs by the compiled loops (uniform fingerprints): prepare it, walk
+    its equal runs, and for each probe look up the rows of half the table
+    and compare the rows found."""
+    per_key = n / 2.0**width  # rows of a key
+    probe_count = sum(comb(width, i) for i in range(1, radius + 1))
+    lookups = probe_count * n / 2
+    rows = n * per_key / 2 + lookups * per_key
+    return (
+        n * COMPILED_SORT_NS
+        + 2.0**width * COMPILED_KEY_NS
+        + lookups * COMPILED_LOOKUP_NS
+        + rows * COMPILED_ROW_NS
+    )

@@ -23,7 +23,7 @@ import numpy as np
 
 from simindex.blocks import BlockLayout, even_widths, probe_radius
 from simindex.compiled import MAX_WIDTH, MIN_ROWS, kernels, prepared
-from simindex.costs import pairs_by_offsets, pairs_lookup, pairs_table_ns
+from simindex.costs import compiled_table_ns, pairs_by_offsets, pairs_lookup, pairs_table_ns
 from simindex.fingerprint import BITS
 from simindex.tables import Plan, earlier, keyed_by, layout_plan, packed_key, stable_order
 
@@ -31,15 +31,24 @@ _CHUNK = 1 << 18  # lookups made at once (bounds memory)
 _MAX_FLIPS = 1 << 16  # probes of a plan pairs_plan considers
 
 
-def pairs_plan(n: int, k: int, *, blocks: int | None = None, per_table: int | None = 1) -> Plan:
+def pairs_plan(
+    n: int,
+    k: int,
+    *,
+    blocks: int | None = None,
+    per_table: int | None = 1,
+    compiled: bool = False,
+) -> Plan:
     """The cheapest plan to pair n fingerprints within k (uniform estimate,
-    see costs.pairs_table_ns): unlike a query's, each probe is a pass over the whole
-    table. Its tables are every combination of ``per_table`` blocks of an
-    even layout (1: one block a table, the plan simindex.spark pairs by), or
-    with None the cheapest of any number (pairs_within: one block a table
-    while they are few; more blocks a table, wider keys and more tables, as
-    n grows, so the rows a probe finds stay few). ``blocks`` forces the
-    number of blocks (tests), with per_table=None one block a table."""
+    see costs.pairs_table_ns, or with ``compiled`` costs.compiled_table_ns
+    and keys of at most compiled.MAX_WIDTH bits): unlike a query's, each
+    probe is a pass over the whole table. Its tables are every combination
+    of ``per_table`` blocks of an even layout (1: one block a table, the
+    plan simindex.spark pairs by), or with None the cheapest of any number
+    (one block a table while they are few; more blocks a table, wider keys
+    and more tables, as n grows, so the rows a probe finds stay few).
+    ``blocks`` forces the number of blocks (tests), with per_table=None one
+    block a table."""
     if blocks is not None:
         return layout_plan(_layout(blocks, per_table or 1), k)
     best: tuple[float, int, int] | None = None
@@ -56,7 +65,10 @@ def pairs_plan(n: int, k: int, *, blocks: int | None = None, per_table: int | No
             widths = [mask.bit_count() for mask in layout.table_masks()]
             if sum(comb(w, i) for w in widths for i in range(radius + 1)) > _MAX_FLIPS:
                 continue
-            cost = sum(pairs_table_ns(n, w, radius) for w in widths)
+            if compiled and max(widths) > MAX_WIDTH:
+                continue
+            price = compiled_table_ns if compiled else pairs_table_ns
+            cost = sum(price(n, w, radius) for w in widths)
             if best is None or cost < best[0]:
                 best = (cost, m, t)
     m, t = (k + 1, 1) if best is None else best[1:]
@@ -196,11 +208,16 @@ def pairs_within(
     """
     fps = fps.astype(np.uint64, copy=False)
     n = len(fps)
-    if plan is None:
-        # One block a table, as before: the plans of several blocks a table
+    if plan is None and _compiled_kernels(n, None, compiled) is not None:
+        # Compiled, the plan priced by the compiled loops' costs, of any
+        # number of blocks a table (one block a table up to about 100M at
+        # k = 8: bench/results/growth.txt).
+        plan = pairs_plan(n, k, per_table=None, compiled=True)
+    elif plan is None:
+        # numpy: one block a table. The plans of several blocks a table
         # (pairs_plan(n, k, per_table=None)) are exact and tested, but the N
-        # from which the price model says they pay (about 60M at k = 8, 15M
-        # at k = 3) is not measured yet (docs/scaling.md).
+        # from which numpy's price model says they pay (about 60M at k = 8,
+        # 15M at k = 3) is not measured (docs/scaling.md).
         plan = pairs_plan(n, k)
     masks = [np.uint64(m) for m in plan.masks]
     fast = _compiled_kernels(n, plan, compiled)
@@ -249,11 +266,12 @@ def pairs_within(
 _Found = tuple[list[tuple[np.ndarray, np.ndarray, np.ndarray]], int]  # pieces, pairs compared
 
 
-def _compiled_kernels(n: int, plan: Plan, compiled: bool | None) -> tuple[Any, Any] | None:
-    """simindex.compiled's loops, if pairs_within is to use them (see there)."""
+def _compiled_kernels(n: int, plan: Plan | None, compiled: bool | None) -> tuple[Any, Any] | None:
+    """simindex.compiled's loops, if pairs_within is to use them for ``plan``
+    (None: for the plan it will choose; see there)."""
     if compiled is False or (compiled is None and n < MIN_ROWS):
         return None
-    if max((m.bit_count() for m in plan.masks), default=0) > MAX_WIDTH:
+    if plan is not None and max((m.bit_count() for m in plan.masks), default=0) > MAX_WIDTH:
         return None
     return kernels()
 

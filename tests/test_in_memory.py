@@ -429,6 +429,44 @@ def test_pairs_plan_widens_its_tables_as_n_grows() -> None:
     assert exact.radius == 0 and len(exact.masks) > 4
 
 
+def test_compiled_pairs_plan_is_priced_by_the_compiled_costs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Priced by the compiled loops' costs (a lookup costs more than a row
+    found there), pairs_plan keeps one block a table longer, to 100M at k =
+    8, widens past it, and never gives a table wider than compiled.MAX_WIDTH;
+    pairs_within pairs by that plan when it pairs compiled."""
+    from simindex import compiled
+
+    for n in (1_000_000, 10_000_000, 100_000_000):
+        assert pairs.pairs_plan(n, 8, per_table=None, compiled=True) == pairs.pairs_plan(n, 8)
+    for n in (300_000_000, 1_000_000_000):
+        for k in (3, 8, 11):
+            plan = pairs.pairs_plan(n, k, per_table=None, compiled=True)
+            assert max(m.bit_count() for m in plan.masks) <= compiled.MAX_WIDTH
+    wide = pairs.pairs_plan(1_000_000_000, 8, per_table=None, compiled=True)
+    assert len(wide.masks) == 10 and wide.radius == 2
+    # numpy's costs (a lookup about as dear as a row) widen sooner
+    numpy_plan = pairs.pairs_plan(100_000_000, 8, per_table=None)
+    assert len(numpy_plan.masks) == 10
+
+    chosen: list[tuple[int, bool]] = []
+    real = pairs.pairs_plan
+
+    def spying(n: int, k: int, **kwargs: object) -> object:
+        chosen.append((n, bool(kwargs.get("compiled"))))
+        return real(n, k, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pairs, "pairs_plan", spying)
+    fps = np.arange(100, dtype=np.uint64)
+    want = pairs.pairs_within(fps, 8, compiled=False)
+    assert chosen == [(100, False)]
+    _numba_or_skip()
+    got = pairs.pairs_within(fps, 8, compiled=True)
+    assert chosen == [(100, False), (100, True)]
+    assert sorted(zip(*got, strict=True)) == sorted(zip(*want, strict=True))
+
+
 def test_packed_key_keeps_the_bits_in_order() -> None:
     """packed_key: the masked bits side by side, lowest first, for masks of
     one run of bits or several, and the narrowest type that holds them."""
@@ -464,13 +502,16 @@ def _numba_or_skip() -> None:
         pytest.skip("numba is not installed (pip install '.[fast]')")
 
 
-@pytest.mark.parametrize(("k", "blocks"), [(8, None), (3, None), (11, None), (8, 9), (8, 2)])
-def test_compiled_pairs_equal_brute_force(k: int, blocks: int | None) -> None:
+@pytest.mark.parametrize(
+    ("k", "blocks", "per_table"),
+    [(8, None, 1), (3, None, 1), (11, None, 1), (8, 9, 1), (8, 2, 1), (8, 5, 2), (3, 8, 3)],
+)
+def test_compiled_pairs_equal_brute_force(k: int, blocks: int | None, per_table: int) -> None:
     """simindex.compiled's loops (pairs_within(compiled=True)) find exactly
     what brute force and the numpy passes find: random fingerprints with the
     top bit set half the time, planted neighbours, a run of 300 equal ones
     and runs a few bits from it, every shape of plan (probed or not, one
-    block a table or several)."""
+    block a table or several, keys of up to 26 bits)."""
     from simindex import compiled
 
     _numba_or_skip()
@@ -483,7 +524,14 @@ def test_compiled_pairs_equal_brute_force(k: int, blocks: int | None) -> None:
     runs = [x] * 300 + [x ^ np.uint64(1 << 5 | 1 << 30 | 1 << 50)] * 40
     fps = np.concatenate([base, near, np.array(runs, np.uint64), [2**63, 2**64 - 1]])
     fps = fps.astype(np.uint64)
-    plan = None if blocks is None else pairs.pairs_plan(len(fps), k, blocks=blocks)
+    plan = None
+    if blocks is not None:
+        plan = pairs.pairs_plan(len(fps), k, blocks=blocks, per_table=per_table)
+    full = plan or pairs.pairs_plan(len(fps), k)
+    widest = max(m.bit_count() for m in full.masks)
+    assert (pairs._compiled_kernels(len(fps), full, True) is not None) == (
+        widest <= compiled.MAX_WIDTH
+    )
     want = []
     for i in range(len(fps)):
         distance = np.bitwise_count(fps[i] ^ fps[i + 1 :])
@@ -519,7 +567,7 @@ def test_compiled_pairs_are_used_from_min_rows(monkeypatch: pytest.MonkeyPatch) 
     pairs.pairs_within(fps, 8)
     assert used and set(used) == {3_000}  # every table
     used.clear()
-    wide = pairs.pairs_plan(3_000, 8, per_table=2, blocks=5)  # 26-bit keys
+    wide = pairs.pairs_plan(3_000, 8, per_table=2, blocks=4)  # 32-bit keys
     assert max(m.bit_count() for m in wide.masks) > compiled.MAX_WIDTH
     pairs.pairs_within(fps, 8, plan=wide)
     assert not used
