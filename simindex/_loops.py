@@ -95,3 +95,55 @@ def table_pairs(
                 out[m, 2] = d
                 m += 1
     return out[:m], compared
+
+
+@njit(nogil=True, cache=True)
+def visitor_pairs(
+    vkeys: Any,
+    vfps: Any,
+    fps: Any,
+    order: Any,
+    starts: Any,
+    sizes8: Any,
+    flips: Any,
+    earlier: Any,
+    radius: int,
+    k: int,
+) -> Any:
+    """(rows of (i, b, distance), pairs compared): each visitor i (its key
+    vkeys[i] and fingerprint vfps[i]) with every row of a sorted table
+    (order[b]: its position before sorting) whose key is one of the flips
+    (0 among them) from its own, within k and not within the radius on an
+    earlier table's bits."""
+    out = np.empty((1024, 3), np.int64)
+    m = 0
+    compared = 0
+    for fi in range(len(flips)):
+        f = flips[fi]
+        for i in range(len(vkeys)):
+            w = vkeys[i] ^ f
+            if sizes8[w] == 0:
+                continue
+            fa = vfps[i]
+            for b in range(np.int64(starts[w]), np.int64(starts[w + 1])):
+                x = fa ^ fps[b]
+                d = popcount(x)
+                compared += 1
+                if d > k:
+                    continue
+                seen = False
+                for e in earlier:
+                    if popcount(x & e) <= radius:
+                        seen = True
+                        break
+                if seen:
+                    continue
+                if m == len(out):
+                    grown = np.empty((2 * len(out), 3), np.int64)
+                    grown[:m] = out
+                    out = grown
+                out[m, 0] = i
+                out[m, 1] = order[b]
+                out[m, 2] = d
+                m += 1
+    return out[:m], compared

@@ -34,13 +34,22 @@ MAX_WIDTH = 28  # widest table key paired compiled (its starts and sizes take 5 
 # from about two million (1.3x as fast at one million, 7x at ten).
 MIN_ROWS = 1 << 21
 
+
+class Loops(NamedTuple):
+    """The compiled loops (simindex/_loops.py)."""
+
+    counting_sort: Any
+    table_pairs: Any  # the pairs of one sorted table
+    visitor_pairs: Any  # rows from outside it with the rows of a sorted table
+
+
 _lock = threading.Lock()
-_loaded: list[tuple[Any, Any] | None] = []  # [(counting_sort, table_pairs) or None] once tried
+_loaded: list[Loops | None] = []  # [the loops, or None] once tried
 
 
-def kernels() -> tuple[Any, Any] | None:
-    """(counting_sort, table_pairs), compiled on first use; None without numba
-    or when numba cannot compile them here."""
+def kernels() -> Loops | None:
+    """The loops, compiled on first use; None without numba or when numba
+    cannot compile them here."""
     with _lock:
         if not _loaded:
             try:
@@ -67,7 +76,14 @@ class Table(NamedTuple):
 
 def prepared(counting_sort: Any, fps: np.ndarray, plan: Plan, t: int) -> Table:
     """Table t of ``plan`` over ``fps`` (unsigned), sorted by counting_sort."""
-    mask = plan.masks[t]
+    return sorted_table(counting_sort, fps, plan.masks[t], plan.flips[t], plan.masks[:t])
+
+
+def sorted_table(
+    counting_sort: Any, fps: np.ndarray, mask: int, flips: list[int], earlier: list[int]
+) -> Table:
+    """``fps`` (unsigned) sorted by their bits under ``mask`` (packed), with
+    the flips (within mask) a row looks up and the earlier tables' masks."""
     keyed = packed_key(fps, mask).astype(np.int64)
     width = mask.bit_count()
     # Where each key value's run begins: 4 bytes a key value while the rows'
@@ -75,21 +91,21 @@ def prepared(counting_sort: Any, fps: np.ndarray, plan: Plan, t: int) -> Table:
     starts = np.zeros((1 << width) + 1, np.uint32 if len(fps) < 1 << 32 else np.int64)
     sizes8 = np.zeros(1 << width, np.uint8)
     order = counting_sort(keyed, starts, sizes8)
-    packed = packed_key(np.array(plan.flips[t], dtype=np.uint64), mask).tolist()
-    flips = [f for f in packed if f]
+    packed = packed_key(np.array(flips, dtype=np.uint64), mask).tolist()
+    nonzero = [f for f in packed if f]
     return Table(
         keyed[order],
         fps[order],
         order,
         starts,
         sizes8,
-        np.array(flips, dtype=np.int64),
-        np.array([int(f).bit_length() - 1 for f in flips], dtype=np.int64),
-        np.array(plan.masks[:t], dtype=np.uint64),
+        np.array(nonzero, dtype=np.int64),
+        np.array([int(f).bit_length() - 1 for f in nonzero], dtype=np.int64),
+        np.array(earlier, dtype=np.uint64),
     )
 
 
-def _compile() -> tuple[Any, Any]:
+def _compile() -> Loops:
     from simindex import _loops
 
     # Run once on a table of two rows: a failure to compile shows now.
@@ -101,4 +117,5 @@ def _compile() -> tuple[Any, Any]:
     flips = np.array([1], np.int64)
     earlier = flips.astype(np.uint64)
     _loops.table_pairs(keys, fps, order, starts, sizes8, flips, flips * 0, earlier, 0, 1, True)
-    return _loops.counting_sort, _loops.table_pairs
+    _loops.visitor_pairs(keys, fps, fps, order, starts, sizes8, flips, earlier, 0, 1)
+    return Loops(_loops.counting_sort, _loops.table_pairs, _loops.visitor_pairs)

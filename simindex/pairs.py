@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from simindex.blocks import BlockLayout, even_widths, probe_radius
-from simindex.compiled import MAX_WIDTH, MIN_ROWS, kernels, prepared
+from simindex.compiled import MAX_WIDTH, MIN_ROWS, Loops, kernels, prepared, sorted_table
 from simindex.costs import compiled_table_ns, pairs_by_offsets, pairs_lookup, pairs_table_ns
 from simindex.fingerprint import BITS
 from simindex.tables import Plan, earlier, keyed_by, layout_plan, packed_key, stable_order
@@ -266,7 +266,7 @@ def pairs_within(
 _Found = tuple[list[tuple[np.ndarray, np.ndarray, np.ndarray]], int]  # pieces, pairs compared
 
 
-def _compiled_kernels(n: int, plan: Plan | None, compiled: bool | None) -> tuple[Any, Any] | None:
+def _compiled_kernels(n: int, plan: Plan | None, compiled: bool | None) -> Loops | None:
     """simindex.compiled's loops, if pairs_within is to use them for ``plan``
     (None: for the plan it will choose; see there)."""
     if compiled is False or (compiled is None and n < MIN_ROWS):
@@ -277,7 +277,7 @@ def _compiled_kernels(n: int, plan: Plan | None, compiled: bool | None) -> tuple
 
 
 def _compiled_table(
-    fast: tuple[Any, Any],
+    fast: Loops,
     fps: np.ndarray,
     plan: Plan,
     t: int,
@@ -286,8 +286,7 @@ def _compiled_table(
     cpus: int,
 ) -> _Found:
     """Table t's pairs by the compiled loops, its flips split over the threads."""
-    counting_sort, table_pairs = fast
-    table = prepared(counting_sort, fps, plan, t)
+    table = prepared(fast.counting_sort, fps, plan, t)
     flips, tops = table.flips, table.tops
     per = max(1, -(-len(flips) // cpus))
     slices = [slice(c, c + per) for c in range(0, len(flips), per)] or [slice(0, 0)]
@@ -295,7 +294,7 @@ def _compiled_table(
     def job(i: int) -> tuple[np.ndarray, int]:
         part = slices[i]
         args = (*table[:5], flips[part], tops[part], table.earlier)
-        out, count = table_pairs(*args, plan.radius, k, i == 0)
+        out, count = fast.table_pairs(*args, plan.radius, k, i == 0)
         return out, int(count)
 
     done = pool.map(job, range(len(slices))) if pool is not None else map(job, range(len(slices)))
@@ -427,7 +426,14 @@ def visit_flips(plan: Plan, t: int, prefix: int) -> list[int]:
 
 
 def group_pairs(
-    fps: np.ndarray, k: int, plan: Plan, t: int, prefix: int, group: int
+    fps: np.ndarray,
+    k: int,
+    plan: Plan,
+    t: int,
+    prefix: int,
+    group: int,
+    *,
+    compiled: bool | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The pairs (a, b, distance) of positions in fps within k that table t
     finds in one group, each once, and only those no earlier table finds.
@@ -439,6 +445,8 @@ def group_pairs(
     a visitor pairs with a home row when they are within radius - h: so a
     pair the table finds, found in the group of whichever side's prefix has
     the differing bits' highest bit set, is found once over all groups.
+    ``compiled``: pair by simindex.compiled's loops (None: where numba is
+    installed; True as well; False: never). The same pairs.
     """
     fps = fps.astype(np.uint64, copy=False)
     mask, radius = plan.masks[t], plan.radius
@@ -446,6 +454,9 @@ def group_pairs(
     away = np.bitwise_count((fps & np.uint64(prefix)) ^ np.uint64(group))
     home = np.flatnonzero(away == 0)
     flips = [f for f in plan.flips[t] if not f & prefix]  # within the rest, 0 first
+    fast = kernels() if compiled is not False and rest.bit_count() <= MAX_WIDTH else None
+    if fast is not None:
+        return _compiled_group(fast, fps, k, plan, t, rest, flips, away, home)
     if rest:
         keys, key_flips = keyed_by(fps, rest, flips)
     else:
@@ -465,6 +476,39 @@ def group_pairs(
         empty = np.zeros(0, np.int64)
         return empty, empty.copy(), empty.copy()
     return np.concatenate(out_a), np.concatenate(out_b), np.concatenate(out_d)
+
+
+def _compiled_group(
+    fast: Loops,
+    fps: np.ndarray,
+    k: int,
+    plan: Plan,
+    t: int,
+    rest: int,
+    flips: list[int],
+    away: np.ndarray,
+    home: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """group_pairs by the compiled loops: the home rows as one sorted table
+    (its pairs as pairs_within's), then each visitor h bits away looked up
+    in it with the flips of at most radius - h bits."""
+    radius = plan.radius
+    table = sorted_table(fast.counting_sort, fps[home], rest, flips, plan.masks[:t])
+    out, _ = fast.table_pairs(*table[:5], table.flips, table.tops, table.earlier, radius, k, True)
+    found = [(home[out[:, 0]], home[out[:, 1]], out[:, 2])]
+    for h in range(1, radius + 1):
+        visitors = np.flatnonzero(away == h)
+        if not visitors.size or not home.size:
+            continue
+        mine = [f for f in flips if f.bit_count() <= radius - h]  # 0 among them
+        keyed = packed_key(np.array(mine, dtype=np.uint64), rest).astype(np.int64)
+        visitor_keys = packed_key(fps[visitors], rest).astype(np.int64)
+        out, _ = fast.visitor_pairs(
+            visitor_keys, fps[visitors], *table[1:5], keyed, table.earlier, radius, k
+        )
+        found.append((visitors[out[:, 0]], home[out[:, 1]], out[:, 2]))
+    a, b, d = zip(*found, strict=True)
+    return np.concatenate(a), np.concatenate(b), np.concatenate(d)
 
 
 def _group_candidates(

@@ -239,13 +239,19 @@ def _sent(fps: np.ndarray, plan: pairs.Plan, t: int, prefix: int) -> dict[int, l
     return groups
 
 
+@pytest.mark.parametrize("compiled", [False, True])
 @pytest.mark.parametrize(("k", "blocks"), [(8, 3), (8, None), (6, 4), (3, 2), (3, None), (0, None)])
-def test_group_pairs_over_every_group_equal_brute_force(k: int, blocks: int | None) -> None:
+def test_group_pairs_over_every_group_equal_brute_force(
+    k: int, blocks: int | None, compiled: bool
+) -> None:
     """The Spark path's task (pairs.group_pairs): over the groups of every
     table, for groups of 0 bits (one group a table) to a whole block (no
     rest), every pair within k is found once, as brute force finds it, on
     random fingerprints with planted neighbours, 100 identical copies and
-    the top bit set; probed plans (radius 1 and 2) and plain pigeonhole."""
+    the top bit set; probed plans (radius 1 and 2) and plain pigeonhole;
+    paired by numpy and by the compiled loops."""
+    if compiled:
+        _numba_or_skip()
 
     rng = np.random.default_rng(k * 10 + (blocks or 0))
     base = rng.integers(0, 2**64, 1_200, dtype=np.uint64)
@@ -270,7 +276,7 @@ def test_group_pairs_over_every_group_equal_brute_force(k: int, blocks: int | No
             )
             for group, members in _sent(fps, plan, t, prefix).items():
                 at = np.array(members)
-                a, b, d = pairs.group_pairs(fps[at], k, plan, t, prefix, group)
+                a, b, d = pairs.group_pairs(fps[at], k, plan, t, prefix, group, compiled=compiled)
                 got += zip(
                     np.minimum(at[a], at[b]).tolist(),
                     np.maximum(at[a], at[b]).tolist(),
