@@ -47,7 +47,7 @@ if str(HERE.parent) not in sys.path:
 
 from common import log, output_options, save_output  # noqa: E402
 
-from simindex import SimIndex  # noqa: E402
+from simindex import SimIndex, compiled  # noqa: E402
 from simindex.fingerprint import to_signed  # noqa: E402
 from simindex.pairs import pairs_plan, prefix_mask, visit_flips  # noqa: E402
 
@@ -118,6 +118,17 @@ def measure(args: argparse.Namespace) -> int:
     spark = None
     session = 0.0
     medians: list[tuple[int, float, float]] = []
+    fast = compiled.kernels() is not None
+    print(
+        "compiled loops (numba): "
+        + (
+            f"installed: duplicates() pairs with them from {compiled.MIN_ROWS:,} fingerprints, "
+            "near_duplicates' groups always"
+            if fast
+            else "not installed: both pair with numpy"
+        )
+        + "\n"
+    )
     for n in sizes:
         plan = pairs_plan(n, k)
         print(

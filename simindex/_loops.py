@@ -147,3 +147,75 @@ def visitor_pairs(
                 out[m, 2] = d
                 m += 1
     return out[:m], compared
+
+
+@njit(nogil=True, cache=True)
+def key_pairs(
+    a_fps: Any,
+    a_order: Any,
+    a_starts: Any,
+    a_sizes8: Any,
+    b_fps: Any,
+    b_order: Any,
+    b_starts: Any,
+    b_sizes8: Any,
+    flips: Any,
+    tops: Any,
+    earlier: Any,
+    radius: int,
+    k: int,
+    within: bool,
+    same: bool,
+) -> Any:
+    """(rows of (a, b, distance), pairs compared) of two sorted tables A and
+    B (of keys of the same bits) by key value, not by row: for each flip f,
+    every key value v whose run in A is there and whose run v ^ f in B is
+    there, each row of the one with each row of the other. ``within``: A is
+    B, and v goes over the values with f's highest bit (tops) clear, so each
+    pair once (rows as min, max of their order); ``same``: the pairs inside
+    each run too. A pair within k is kept unless an earlier table's bits
+    differ in at most the radius. Cheaper than looking up row by row when
+    the table is dense: a scan of a byte a key value, in order, finds the
+    runs, and the rows of a run are compared with each other's in cache."""
+    out = np.empty((1024, 3), np.int64)
+    m = 0
+    compared = 0
+    width = len(a_sizes8)
+    for fi in range(-1 if same else 0, len(flips)):
+        f = 0 if fi < 0 else flips[fi]
+        step = width
+        if within and fi >= 0:
+            step = 1 << tops[fi]
+        for base in range(0, width, 2 * step if within and fi >= 0 else width):
+            for v in range(base, base + step):
+                w = v ^ f
+                if a_sizes8[v] == 0 or b_sizes8[w] == 0:
+                    continue
+                b_end = np.int64(b_starts[w + 1])
+                for i in range(np.int64(a_starts[v]), np.int64(a_starts[v + 1])):
+                    fa = a_fps[i]
+                    for j in range(i + 1 if fi < 0 else np.int64(b_starts[w]), b_end):
+                        x = fa ^ b_fps[j]
+                        d = popcount(x)
+                        compared += 1
+                        if d > k:
+                            continue
+                        seen = False
+                        for e in earlier:
+                            if popcount(x & e) <= radius:
+                                seen = True
+                                break
+                        if seen:
+                            continue
+                        if m == len(out):
+                            grown = np.empty((2 * len(out), 3), np.int64)
+                            grown[:m] = out
+                            out = grown
+                        p, q = a_order[i], b_order[j]
+                        if within and q < p:
+                            p, q = q, p
+                        out[m, 0] = p
+                        out[m, 1] = q
+                        out[m, 2] = d
+                        m += 1
+    return out[:m], compared

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -44,6 +45,7 @@ KEPT = {  # one script a question a user asks
     "startup",
     "defaults",
     "overlaps",
+    "fingerprinting",
 }
 EXPERIMENT_LIBRARIES = {"sketches"}  # bench/experiments/: modules, not scripts
 
@@ -366,3 +368,14 @@ def test_changes_experiment_runs() -> None:
     )
     for label in ("single add", "5,000 at once", "50,000 at once", "bulk load"):
         assert label in printed
+
+
+@slow
+def test_fingerprinting_benchmark_quick_run() -> None:
+    """Both steps, both languages, over the quality benchmark's texts."""
+    _quality_cache_or_skip()
+    printed = run_script("bench/fingerprinting.py", "--quick")
+    for lang in ("en", "zh"):
+        for step in ("simhash", "fingerprint_and_signature"):
+            assert re.search(rf"^{lang} +{step} +200 ", printed, re.M), printed
+
