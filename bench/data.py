@@ -105,14 +105,8 @@ def make_queries(fps: list[int], q: int, seed: int, k: int = 3) -> list[tuple[st
 
 def english_docs() -> tuple[list[str], str]:
     """Every file in /usr/share/common-licenses (symlinked names read once)."""
-    names = sorted(glob.glob(str(LICENSES / "*")))
-    seen, docs = set(), []
-    for name in names:
-        real = os.path.realpath(name)
-        if real in seen or not os.path.isfile(real):
-            continue
-        seen.add(real)
-        docs.append(Path(real).read_text(encoding="utf-8", errors="replace"))
+    names = sorted(LICENSES.glob("*"))
+    docs = [text for _path, text in read_once(names)]
     if not docs:
         raise SystemExit(f"no English text: {LICENSES} is missing or empty (not a Debian machine?)")
     return docs, f"{LICENSES}: {len(docs)} files ({len(names)} names, symlinks read once)"
@@ -130,12 +124,10 @@ MAN_PER_PACKAGE = 40  # pages rendered per package (the first in name order)
 MAN_MAX_PAGES = 1500  # pages rendered in all (English)
 
 
-def copyright_files(distinct: bool = True) -> list[tuple[str, str]]:
-    """(path, text) of every /usr/share/doc/*/copyright and /usr/share/common-licenses
-    file: each file once (symlinks resolved, so a link to another package's file or to
-    a licence is read once), empty ones left out; with ``distinct``, files with the same
-    text (whitespace collapsed) once. In path order."""
-    paths = sorted(DOC.glob("*/copyright")) + sorted(LICENSES.glob("*"))
+def read_once(paths: Iterable[Path], *, distinct: bool = False) -> list[tuple[str, str]]:
+    """(path, text) of each file once (symlinks resolved, so a link to another
+    file is read once), empty and unreadable ones left out; with ``distinct``,
+    files with the same text (whitespace collapsed) once. In the paths' order."""
     seen: set[Path] = set()
     texts: set[str] = set()
     out = []
@@ -156,6 +148,14 @@ def copyright_files(distinct: bool = True) -> list[tuple[str, str]]:
             texts.add(key)
             out.append((str(p), text))
     return out
+
+
+def copyright_files(distinct: bool = True) -> list[tuple[str, str]]:
+    """(path, text) of every /usr/share/doc/*/copyright and /usr/share/common-licenses
+    file, read_once (with ``distinct``, files with the same text once). In path order."""
+    return read_once(
+        sorted(DOC.glob("*/copyright")) + sorted(LICENSES.glob("*")), distinct=distinct
+    )
 
 
 def _package_pages(roots: Iterable[Path]) -> dict[str, list[Path]]:

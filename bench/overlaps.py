@@ -77,23 +77,6 @@ EDITED = 0.03  # the share of an excerpt's words replaced
 ROUNDS = 5  # each licence asked this many times
 
 
-def read_once(paths: list[Path]) -> list[tuple[str, str]]:
-    seen: set[Path] = set()
-    out = []
-    for p in paths:
-        try:
-            real = p.resolve(strict=True)
-        except OSError:
-            continue
-        if real in seen or not real.is_file():
-            continue
-        seen.add(real)
-        text = real.read_text(encoding="utf-8", errors="replace")
-        if text.split():
-            out.append((str(p), text))
-    return out
-
-
 def exact_shingles(text: str) -> set[int]:
     words = units(prepare(text, DEFAULT_CONFIG))
     if len(words) < 5:
@@ -147,10 +130,10 @@ def db_bytes(path: Path) -> dict[str, int]:
 
 
 def measure(args: argparse.Namespace) -> int:
-    files = read_once(sorted(data.DOC.glob("*/copyright")))
+    files = data.read_once(sorted(data.DOC.glob("*/copyright")))
     if args.quick:
         files = files[:120]
-    licences = read_once(sorted(data.LICENSES.glob("*")))
+    licences = data.read_once(sorted(data.LICENSES.glob("*")))
     if not files or not licences:
         log("no copyright files or licences here (not a Debian machine?)")
         return 1

@@ -1,22 +1,26 @@
-"""All pairs of one sorted table as compiled loops, where numba is installed.
+"""All pairs of sorted tables as compiled loops, where numba is installed.
 
-An optional accelerator of pairs.pairs_within (``pip install
-'simindex[fast]'``): the same plan, the same pairs, found by loops numba
-compiles instead of numpy's array passes (bench/results/growth.txt: 1.3x as
-fast at a million, 7x at ten million), from MIN_ROWS fingerprints, where it
-pays for numba's import.
-The loops are in simindex/_loops.py, which imports numba; without numba, or
-where it cannot compile them, ``kernels()`` is None and pairs_within pairs
-with numpy.
+An optional accelerator (``pip install 'simindex[fast]'``) of
+pairs.pairs_within, from MIN_ROWS fingerprints, where it pays for numba's
+import, and of pairs.group_pairs (simindex.spark's task): the same pairs,
+found by loops numba compiles instead of numpy's array passes
+(bench/results/growth.txt). A plan for them is priced by their own costs
+(costs.compiled_table_ns: a lookup costs about ten times a row found,
+where numpy's cost about the same), so pairs_within keeps one block a table
+longer when it pairs compiled. The loops are in simindex/_loops.py, which
+imports numba; without numba, or where it cannot compile them,
+``kernels()`` is None and the callers pair with numpy.
 
 A table is sorted by a counting sort of its packed keys (tables.packed_key);
 ``starts[v]`` is where the run of key v begins. For each flip of the plan
 (its bits XORed into the key: a probe), every row whose key has the flip's
-highest bit clear looks up the run of key ^ flip (first in a byte a key, in
-cache, that says whether the run is empty), and compares itself with each
-row of it; with ``same``, each row is also compared with the rows after it
-in its own run. A pair within k is kept unless an earlier table's bits
-differ in at most the radius (that table reports it): pairs.py's rule.
+highest bit clear looks up the run of key ^ flip (first in a byte a key
+that says whether the run is empty), and compares itself with each row of
+it; with ``same``, each row is also compared with the rows after it in its
+own run. Rows from outside the table (a group's visitors) look it up with
+every flip, 0 included (visitor_pairs). A pair within k is kept unless an
+earlier table's bits differ in at most the radius (that table reports
+it): pairs.py's rule.
 """
 
 from __future__ import annotations
