@@ -147,4 +147,3 @@ def visitor_pairs(
                 out[m, 2] = d
                 m += 1
     return out[:m], compared
-

@@ -101,6 +101,27 @@ def _fingerprinted(
             )
 
 
+def _made(
+    index: str,
+    k: int | None,
+    blocks: int | None,
+    config: FingerprintConfig | None,
+    threshold: float | None,
+    overlaps: bool,
+) -> SimIndex:
+    """The index, made with these settings if it is not there (init and add;
+    an existing one must have them: open_index checks)."""
+    return open_index(
+        index,
+        create=True,
+        k=k,
+        blocks=blocks,
+        config=config,
+        threshold=threshold,
+        overlaps=overlaps or None,
+    )
+
+
 # --- the commands -------------------------------------------------------------------
 
 
@@ -119,15 +140,7 @@ def init(
 ) -> None:
     """Create an index (or check that an existing one has these settings)."""
     config = config_from(ngram, weighting, keep_stopwords, cjk)
-    with open_index(
-        index,
-        create=True,
-        k=k,
-        blocks=blocks,
-        config=config,
-        threshold=threshold,
-        overlaps=overlaps or None,
-    ) as ix:
+    with _made(index, k, blocks, config, threshold, overlaps) as ix:
         if as_json:
             emit_json(
                 {
@@ -245,15 +258,7 @@ def add(
     skipped: list[str] = []
     new_file = _new_index_file(index)
     try:
-        with open_index(
-            index,
-            create=True,
-            k=k,
-            blocks=blocks,
-            config=config,
-            threshold=threshold,
-            overlaps=overlaps or None,
-        ) as ix:
+        with _made(index, k, blocks, config, threshold, overlaps) as ix:
             with progress(total, quiet) as bar:
                 task = bar.add_task("adding", total=total, docs=0)
 
