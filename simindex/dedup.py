@@ -35,10 +35,10 @@ from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig
 from simindex.ingest import Doc
 from simindex.signature import (
     DEFAULT_THRESHOLD,
-    ONE_UNIT,
     check_threshold,
     exact_set,
     one_unit_apart,
+    one_unit_reaches,
     set_keys,
     similarity,
 )
@@ -184,9 +184,8 @@ class DedupStream:
         assert mine is not None  # (it has keys)
         best = None if nearest is None else (nearest[1], nearest[0])
         n = len(mine)
-        if self.threshold > ONE_UNIT and n / (n + 1) < self.threshold:
-            # Then only the same set can reach the threshold (one unit apart,
-            # the best Jaccard is n / (n + 1)): its own key alone.
+        if not one_unit_reaches(n + 1, self.threshold):
+            # Then only the same set can reach the threshold: its own key alone.
             keys = keys[:1]
         positions = {p for key in keys for p in self._by_set_key.get(key, ())}
         for position in positions:

@@ -37,12 +37,12 @@ from simindex.planner import Way, plan_batch, plan_query
 from simindex.results import FullScanWarning, Match
 from simindex.signature import (
     NBYTES,
-    ONE_UNIT,
     exact_set,
     fingerprint_and_signature,
     is_signature,
     keys_of_sets,
     one_unit_apart,
+    one_unit_reaches,
     set_keys,
     similarity,
 )
@@ -115,7 +115,7 @@ def _short_pairs(
             continue
         near = sorted(set(owner[start:end].tolist()))
         largest = max(len(sets[g] or ()) for g in near)
-        if threshold > ONE_UNIT and (largest - 1) / largest < threshold:
+        if not one_unit_reaches(largest, threshold):
             continue  # one unit apart, no two of these reach the threshold
         for x, a in enumerate(near):
             for b in near[x + 1 :]:

@@ -241,6 +241,15 @@ def one_unit_apart(a: frozenset[int], b: frozenset[int]) -> bool:
     return shared >= ONE_UNIT_SHARED and max(len(a), len(b)) - shared <= 1
 
 
+def one_unit_reaches(largest: int, threshold: float) -> bool:
+    """Whether two different exact sets one unit apart, the larger of
+    ``largest`` units, can be similar enough for ``threshold``: they count
+    as at least ONE_UNIT similar, and their Jaccard is at most
+    (largest - 1) / largest (one unit added; one replaced gives less). The
+    readers skip the pairs of sets that cannot."""
+    return threshold <= ONE_UNIT or (largest - 1) / largest >= threshold
+
+
 # --- the keys of short sets ------------------------------------------------------------------
 #
 # A one-word edit of a six-word text moves its 64-bit fingerprint by about a

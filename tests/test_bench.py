@@ -378,4 +378,3 @@ def test_fingerprinting_benchmark_quick_run() -> None:
     for lang in ("en", "zh"):
         for step in ("simhash", "fingerprint_and_signature"):
             assert re.search(rf"^{lang} +{step} +200 ", printed, re.M), printed
-
