@@ -1,12 +1,14 @@
 """All pairs within k in memory (SimIndex.duplicates and clusters), and the leader rule.
 
 pairs_within sorts one table per combination of blocks of an even layout
-(pairs_plan, the cheapest by costs.pairs_table_ns for the number of
-fingerprints: one block a table while they are few, Manku's tables of
-several blocks, wider keys, as they grow) and pairs the fingerprints of
-equal runs, and with probes the runs a probe's flips apart; each pair is
-reported once, by the first table whose bits it agrees on within the plan's
-radius. leader_clusters turns pairs into clusters without chaining.
+(pairs_plan: one block a table, or, paired by simindex.compiled's loops,
+the cheapest by their costs for the number of fingerprints: one block a
+table while they are few, Manku's tables of several blocks, wider keys, as
+they grow) and pairs the fingerprints of equal runs, and with probes the
+runs a probe's flips apart; each pair is reported once, by the first table
+whose bits it agrees on within the plan's radius. group_pairs is the same
+for one group of a table (simindex.spark's task). leader_clusters turns
+pairs into clusters without chaining.
 """
 
 from __future__ import annotations
@@ -190,8 +192,9 @@ def pairs_within(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair (a, b, distance), a < b as positions in fps, within distance k.
 
-    For each table (``plan``, by default pairs_plan's cheapest for len(fps)
-    of any number of blocks a table): sort by its bits (packed side by side,
+    For each table (``plan``; by default, paired compiled, pairs_plan's
+    cheapest for len(fps) by the compiled costs, of any number of blocks a
+    table, else one block a table): sort by its bits (packed side by side,
     tables.packed_key), then compare each
     fingerprint with the ones 1, 2, 3... places further on while they still
     share those bits (the positions still inside a run shrink at every step);
