@@ -43,7 +43,10 @@ def normalize(text: str) -> str:
     """NFKC-normalise and case-fold a text (full-width forms become half-width).
 
     The typographic apostrophe becomes a plain one, so "don’t" and "don't" agree.
+    ASCII text is its own NFKC form, and case-folds as it lowers.
     """
+    if text.isascii():
+        return text.lower()
     return unicodedata.normalize("NFKC", text).casefold().replace("\u2019", "'")
 
 
@@ -103,7 +106,7 @@ def words(text: str, cjk: str = "words") -> list[str]:
     split on anything that is not a letter, digit or combining mark.
     """
     text = normalize(text)
-    if not _HAS_CJK.search(text):  # the common case, all in C
+    if text.isascii() or not _HAS_CJK.search(text):  # the common case, all in C
         return _OTHER.findall(text)
     # Chinese and Japanese are written without spaces: whitespace between two
     # of their characters is layout (a line wrapped at a fixed width), so it

@@ -295,3 +295,21 @@ def test_whitespace_inside_chinese_text_is_layout() -> None:
     assert words(wrapped) == words(text)
     assert simhash(wrapped) == simhash(text)
     assert words("北京 and 上海") == ["北京", "and", "上海"]
+
+
+def test_ascii_text_takes_a_short_way_to_the_same_words() -> None:
+    """normalize and words take a short way for ASCII text (its own NFKC
+    form; casefold is lower; no CJK to look for): the same strings as the
+    general way, on random ASCII of every character class."""
+    import unicodedata
+
+    from simindex import tokenize
+
+    rng = random.Random(3)
+    alphabet = [chr(c) for c in range(128)]
+    for _ in range(2_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60)))
+        general = unicodedata.normalize("NFKC", text).casefold().replace("\u2019", "'")
+        assert tokenize.normalize(text) == general
+        assert tokenize.words(text) == tokenize._OTHER.findall(general)
+        assert tokenize.words(text, "chars") == tokenize._OTHER.findall(general)
