@@ -111,6 +111,9 @@ def measure(args: argparse.Namespace) -> int:
             if n <= args.wide_max:
                 plans["2 of 5"] = (pairs.pairs_plan(n, K, blocks=5, per_table=2), True)
             log(f"N = {n:,}: by N: {describe(chosen)}")
+        if not plans:
+            log(f"N = {n:,}: no plan to run (numpy only up to --numpy-max, and no numba)")
+            continue
         datas = [("random", random_fps)]
         if n <= args.skewed_max:
             datas.append(("skewed", skewed))

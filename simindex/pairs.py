@@ -80,6 +80,31 @@ def pairs_plan(
 _MAX_TABLES = 35  # tables a plan of pairs_plan may have (blocks.MAX_TABLES)
 
 
+def _default_plan(n: int, k: int, compiled: bool | None) -> tuple[Plan, bool]:
+    """pairs_within's plan for n fingerprints, and whether to pair it with
+    numpy even where the compiled loops are there."""
+    # numpy: one block a table. The plans of several blocks a table
+    # (pairs_plan(n, k, per_table=None)) are exact and tested, but the N
+    # from which numpy's price model says they pay (about 60M at k = 8, 15M
+    # at k = 3) is not measured (docs/scaling.md).
+    plan = pairs_plan(n, k)
+    if _compiled_kernels(n, None, compiled) is None:
+        return plan, compiled is False
+    # Compiled, the plan priced by the compiled loops' costs, of any number
+    # of blocks a table (one block a table up to about 150M at k = 8:
+    # bench/results/growth.txt), unless numpy's own plan is cheaper (k <= 1:
+    # one or two keys wider than the loops take; small n).
+    wide = pairs_plan(n, k, per_table=None, compiled=True)
+    if _price(wide, n, compiled_table_ns) <= _price(plan, n, pairs_table_ns):
+        return wide, False
+    return plan, True
+
+
+def _price(plan: Plan, n: int, table_ns: Callable[[int, int, int], float]) -> float:
+    """A plan's estimated nanoseconds by one of costs' table prices."""
+    return sum(table_ns(n, mask.bit_count(), plan.radius) for mask in plan.masks)
+
+
 def _layout(m: int, t: int) -> BlockLayout:
     """m even blocks, a table for every combination of t of them."""
     return BlockLayout(even_widths(m), tuple(combinations(range(m), t)))
@@ -211,19 +236,11 @@ def pairs_within(
     """
     fps = fps.astype(np.uint64, copy=False)
     n = len(fps)
-    if plan is None and _compiled_kernels(n, None, compiled) is not None:
-        # Compiled, the plan priced by the compiled loops' costs, of any
-        # number of blocks a table (one block a table up to about 100M at
-        # k = 8: bench/results/growth.txt).
-        plan = pairs_plan(n, k, per_table=None, compiled=True)
-    elif plan is None:
-        # numpy: one block a table. The plans of several blocks a table
-        # (pairs_plan(n, k, per_table=None)) are exact and tested, but the N
-        # from which numpy's price model says they pay (about 60M at k = 8,
-        # 15M at k = 3) is not measured (docs/scaling.md).
-        plan = pairs_plan(n, k)
+    numpy_only = compiled is False
+    if plan is None:
+        plan, numpy_only = _default_plan(n, k, compiled)
     masks = [np.uint64(m) for m in plan.masks]
-    fast = _compiled_kernels(n, plan, compiled)
+    fast = None if numpy_only else _compiled_kernels(n, plan, compiled)
     cpus = _cpus() if n >= _THREADED_MIN or fast is not None else 1
     pool = ThreadPoolExecutor(cpus) if cpus > 1 else None
     found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
@@ -457,7 +474,10 @@ def group_pairs(
     away = np.bitwise_count((fps & np.uint64(prefix)) ^ np.uint64(group))
     home = np.flatnonzero(away == 0)
     flips = [f for f in plan.flips[t] if not f & prefix]  # within the rest, 0 first
-    fast = kernels() if compiled is not False and rest.bit_count() <= MAX_WIDTH else None
+    # Compiled, the home rows' table holds 5 bytes a possible key: not for
+    # keys far wider than the group's rows (numpy then).
+    fits = rest.bit_count() <= MAX_WIDTH and 1 << rest.bit_count() <= _KEYS_A_ROW * max(len(fps), 1)
+    fast = kernels() if compiled is not False and fits else None
     if fast is not None:
         return _compiled_group(fast, fps, k, plan, t, rest, flips, away, home)
     if rest:
@@ -479,6 +499,9 @@ def group_pairs(
         empty = np.zeros(0, np.int64)
         return empty, empty.copy(), empty.copy()
     return np.concatenate(out_a), np.concatenate(out_b), np.concatenate(out_d)
+
+
+_KEYS_A_ROW = 64  # possible keys a row of a group may cost compiled (see group_pairs)
 
 
 def _compiled_group(
@@ -504,10 +527,10 @@ def _compiled_group(
         if not visitors.size or not home.size:
             continue
         mine = [f for f in flips if f.bit_count() <= radius - h]  # 0 among them
-        keyed = packed_key(np.array(mine, dtype=np.uint64), rest).astype(np.int64)
+        packed_flips = packed_key(np.array(mine, dtype=np.uint64), rest).astype(np.int64)
         visitor_keys = packed_key(fps[visitors], rest).astype(np.int64)
         out, _ = fast.visitor_pairs(
-            visitor_keys, fps[visitors], *table[1:5], keyed, table.earlier, radius, k
+            visitor_keys, fps[visitors], *table[1:5], packed_flips, table.earlier, radius, k
         )
         found.append((visitors[out[:, 0]], home[out[:, 1]], out[:, 2]))
     a, b, d = zip(*found, strict=True)

@@ -242,16 +242,25 @@ def _sent(fps: np.ndarray, plan: pairs.Plan, t: int, prefix: int) -> dict[int, l
 @pytest.mark.parametrize("compiled", [False, True])
 @pytest.mark.parametrize(("k", "blocks"), [(8, 3), (8, None), (6, 4), (3, 2), (3, None), (0, None)])
 def test_group_pairs_over_every_group_equal_brute_force(
-    k: int, blocks: int | None, compiled: bool
+    k: int, blocks: int | None, compiled: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The Spark path's task (pairs.group_pairs): over the groups of every
     table, for groups of 0 bits (one group a table) to a whole block (no
     rest), every pair within k is found once, as brute force finds it, on
     random fingerprints with planted neighbours, 100 identical copies and
     the top bit set; probed plans (radius 1 and 2) and plain pigeonhole;
-    paired by numpy and by the compiled loops."""
+    paired by numpy and by the compiled loops (where a group's keys are
+    narrow enough for them: checked that some are)."""
+    ran: list[int] = []
     if compiled:
         _numba_or_skip()
+        real = pairs._compiled_group
+
+        def spying(*args: object) -> object:
+            ran.append(1)
+            return real(*args)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(pairs, "_compiled_group", spying)
 
     rng = np.random.default_rng(k * 10 + (blocks or 0))
     base = rng.integers(0, 2**64, 1_200, dtype=np.uint64)
@@ -286,6 +295,7 @@ def test_group_pairs_over_every_group_equal_brute_force(
         assert len(got) == len(set(got)), "a pair found twice"
         assert set(got) == want
     assert len(want) > 5_000
+    assert bool(ran) == compiled
 
 
 @pytest.mark.parametrize("cpus", [2, 3])
@@ -435,6 +445,25 @@ def test_pairs_plan_widens_its_tables_as_n_grows() -> None:
     assert exact.radius == 0 and len(exact.masks) > 4
 
 
+def test_pairs_within_pairs_with_numpy_where_its_plan_is_cheaper() -> None:
+    """Where numba is there, pairs_within still pairs k <= 1 with numpy's
+    plan (one or two keys of 32 bits and more, which the compiled loops do
+    not take, are cheaper than their narrower tables), and k = 8 compiled,
+    by the compiled costs' plan."""
+    from simindex import compiled
+
+    _numba_or_skip()
+    n = 3_000_000
+    for k in (0, 1):
+        plan, numpy_only = pairs._default_plan(n, k, None)
+        assert numpy_only and plan == pairs.pairs_plan(n, k)
+        assert max(m.bit_count() for m in plan.masks) > compiled.MAX_WIDTH
+    plan, numpy_only = pairs._default_plan(n, 8, None)
+    assert not numpy_only and plan == pairs.pairs_plan(n, 8, per_table=None, compiled=True)
+    plan, numpy_only = pairs._default_plan(n, 8, False)
+    assert numpy_only and plan == pairs.pairs_plan(n, 8)
+
+
 def test_compiled_pairs_plan_is_priced_by_the_compiled_costs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -469,7 +498,7 @@ def test_compiled_pairs_plan_is_priced_by_the_compiled_costs(
     assert chosen == [(100, False)]
     _numba_or_skip()
     got = pairs.pairs_within(fps, 8, compiled=True)
-    assert chosen == [(100, False), (100, True)]
+    assert chosen[1:] == [(100, False), (100, True)]  # numpy's plan, then the compiled one
     assert sorted(zip(*got, strict=True)) == sorted(zip(*want, strict=True))
 
 
@@ -567,6 +596,8 @@ def test_compiled_pairs_are_used_from_min_rows(monkeypatch: pytest.MonkeyPatch) 
 
     monkeypatch.setattr(pairs, "_compiled_table", spying)
     monkeypatch.setattr(pairs, "MIN_ROWS", 3_000)
+    # (at 3,000 rows numpy's plan is priced cheaper: price numpy out here)
+    monkeypatch.setattr(pairs, "pairs_table_ns", lambda *args: float("inf"))
     fps = np.random.default_rng(1).integers(0, 2**64, 3_000, dtype=np.uint64)
     pairs.pairs_within(fps[:2_999], 8)
     assert not used
