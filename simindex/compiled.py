@@ -34,8 +34,9 @@ from simindex.tables import Plan, packed_key
 
 MAX_WIDTH = 28  # widest table key paired compiled (its starts and sizes take 5 bytes a key value)
 # Fewer fingerprints pair with numpy: numba's import costs a process about a
-# second (compiling, once a machine, a few more), which the loops win back
-# from about two million (1.3x as fast at one million, 7x at ten).
+# second (compiling, once a machine, a few more). The loops were 1.3x to 2x
+# as fast at one million, about 7x at ten (growth.txt's runs, numba already
+# imported): from two million they win the import back whatever the noise.
 MIN_ROWS = 1 << 21
 
 
@@ -91,7 +92,7 @@ def sorted_table(
     keyed = packed_key(fps, mask).astype(np.int64)
     width = mask.bit_count()
     # Where each key value's run begins: 4 bytes a key value while the rows'
-    # positions fit (2**24 values: 64 MB), 8 past that.
+    # positions fit (2**28 values, MAX_WIDTH: 1 GiB), 8 past that.
     starts = np.zeros((1 << width) + 1, np.uint32 if len(fps) < 1 << 32 else np.int64)
     sizes8 = np.zeros(1 << width, np.uint8)
     order = counting_sort(keyed, starts, sizes8)

@@ -246,8 +246,9 @@ def pairs_table_ns(n: int, width: int, radius: int) -> float:
 
 
 # All pairs by simindex.compiled's loops, in nanoseconds of one core (one
-# table on one thread at 1M, 4M and 16M, keys of 22 and 26 bits; see
-# bench/experiments/compiled_pairs.py): a lookup costs about 11 ns whatever
+# table on one thread at 1M, 4M and 16M, keys of 21 and 26 bits, as
+# bench/experiments/run_order.py's "by row" column times it; checked against
+# bench/results/growth.txt in docs/scaling.md): a lookup costs about 11 ns whatever
 # it finds (reading its run's length, and the branch on it), a row it finds
 # about 1 more; preparing a table about 200 a row and 16 a possible key
 # (the keys packed, the counting sort, its arrays of 5 bytes a key value).

@@ -261,6 +261,9 @@ def test_group_pairs_over_every_group_equal_brute_force(
             return real(*args)  # type: ignore[arg-type]
 
         monkeypatch.setattr(pairs, "_compiled_group", spying)
+        # every group whose keys the loops take, however sparse (here, at
+        # 1,600 rows, most would pair with numpy)
+        monkeypatch.setattr(pairs, "_KEYS_A_ROW", 1 << 40)
 
     rng = np.random.default_rng(k * 10 + (blocks or 0))
     base = rng.integers(0, 2**64, 1_200, dtype=np.uint64)
@@ -295,7 +298,7 @@ def test_group_pairs_over_every_group_equal_brute_force(
         assert len(got) == len(set(got)), "a pair found twice"
         assert set(got) == want
     assert len(want) > 5_000
-    assert bool(ran) == compiled
+    assert len(ran) > (30 if compiled else -1) and bool(ran) == compiled
 
 
 @pytest.mark.parametrize("cpus", [2, 3])
