@@ -21,6 +21,30 @@ def popcount(x: Any) -> Any:
 
 
 @njit(nogil=True, cache=True)
+def found_earlier(x: Any, earlier: Any, radius: int) -> bool:
+    """Whether an earlier table finds the pair whose XOR is x: its bits
+    under one of the earlier masks differ in at most the radius."""
+    for e in earlier:  # noqa: SIM110 (a loop numba compiles; any() of a generator it may not)
+        if popcount(x & e) <= radius:
+            return True
+    return False
+
+
+@njit(nogil=True, cache=True)
+def appended(out: Any, m: int, a: Any, b: Any, d: Any) -> Any:
+    """``out`` (rows of (a, b, distance), m of them filled) with (a, b, d)
+    as row m, grown twice as long first when full."""
+    if m == len(out):
+        grown = np.empty((2 * len(out), 3), np.int64)
+        grown[:m] = out
+        out = grown
+    out[m, 0] = a
+    out[m, 1] = b
+    out[m, 2] = d
+    return out
+
+
+@njit(nogil=True, cache=True)
 def counting_sort(keys: Any, starts: Any, sizes8: Any) -> Any:
     """The stable order of keys below len(sizes8); fills ``starts`` (zeros,
     one longer than sizes8) with where each key value's run begins in it
@@ -77,22 +101,9 @@ def table_pairs(
                 x = fa ^ fps[b]
                 d = popcount(x)
                 compared += 1
-                if d > k:
+                if d > k or found_earlier(x, earlier, radius):
                     continue
-                seen = False
-                for e in earlier:
-                    if popcount(x & e) <= radius:
-                        seen = True
-                        break
-                if seen:
-                    continue
-                if m == len(out):
-                    grown = np.empty((2 * len(out), 3), np.int64)
-                    grown[:m] = out
-                    out = grown
-                out[m, 0] = min(order[a], order[b])
-                out[m, 1] = max(order[a], order[b])
-                out[m, 2] = d
+                out = appended(out, m, min(order[a], order[b]), max(order[a], order[b]), d)
                 m += 1
     return out[:m], compared
 
@@ -129,21 +140,8 @@ def visitor_pairs(
                 x = fa ^ fps[b]
                 d = popcount(x)
                 compared += 1
-                if d > k:
+                if d > k or found_earlier(x, earlier, radius):
                     continue
-                seen = False
-                for e in earlier:
-                    if popcount(x & e) <= radius:
-                        seen = True
-                        break
-                if seen:
-                    continue
-                if m == len(out):
-                    grown = np.empty((2 * len(out), 3), np.int64)
-                    grown[:m] = out
-                    out = grown
-                out[m, 0] = i
-                out[m, 1] = order[b]
-                out[m, 2] = d
+                out = appended(out, m, i, order[b], d)
                 m += 1
     return out[:m], compared

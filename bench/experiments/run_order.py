@@ -44,7 +44,7 @@ FLIPS = 200
 try:
     from numba import njit
 
-    from simindex._loops import popcount
+    from simindex._loops import appended, found_earlier, popcount
 except ImportError:
     sys.exit("this experiment needs numba: pip install numba")
 
@@ -98,25 +98,12 @@ def key_pairs(
                         x = fa ^ b_fps[j]
                         d = popcount(x)
                         compared += 1
-                        if d > k:
+                        if d > k or found_earlier(x, earlier, radius):
                             continue
-                        seen = False
-                        for e in earlier:
-                            if popcount(x & e) <= radius:
-                                seen = True
-                                break
-                        if seen:
-                            continue
-                        if m == len(out):
-                            grown = np.empty((2 * len(out), 3), np.int64)
-                            grown[:m] = out
-                            out = grown
                         p, q = a_order[i], b_order[j]
                         if within and q < p:
                             p, q = q, p
-                        out[m, 0] = p
-                        out[m, 1] = q
-                        out[m, 2] = d
+                        out = appended(out, m, p, q, d)
                         m += 1
     return out[:m], compared
 
