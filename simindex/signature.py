@@ -40,6 +40,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import xxhash
 
+from simindex import fastmarks
 from simindex.errors import EmptyTextError, InvalidArgumentError
 from simindex.fingerprint import (
     FingerprintConfig,
@@ -131,6 +132,14 @@ def unit_hashes(keys: Sequence[str]) -> np.ndarray:
 _PROBES = 32  # densification: bins tried for an empty bin before the nearest one to its right
 _TABLES: dict[int, np.ndarray] = {}
 _EMPTY = np.uint32(0xFFFFFFFF)
+
+
+def _probes() -> np.ndarray:
+    """The probe table of the sketch's BINS bins."""
+    probes = _TABLES.get(BINS)
+    if probes is None:
+        probes = _TABLES[BINS] = _probe_table(BINS)
+    return probes
 
 
 def _probe_table(bins: int) -> np.ndarray:
@@ -430,11 +439,24 @@ def fingerprint_and_signature(text: str, config: FingerprintConfig) -> tuple[int
     configuration allows (see _one_pass): the text prepared and tokenised once,
     each distinct token hashed once for both; the fingerprint's features
     chosen by fingerprint.features_of_tokens, as simhash() chooses them.
-    Raises EmptyTextError for a text with no word."""
+    Compiled where numba is installed and a process has done enough of this
+    to pay for it (simindex.fastmarks: the same bits). Raises EmptyTextError
+    for a text with no word."""
     if not isinstance(text, str):
         raise InvalidArgumentError(f"text must be a str, not {type(text).__name__}")
     if len(text) > PIECE_CHARS or not _one_pass(config):
         return simhash(text, config), signature(text, config)
+    made = fastmarks.marks(text, config, _probes())
+    if made is None:
+        return one_pass(text, config)
+    if not made[1]:
+        raise EmptyTextError("the text has no word features (it is empty or only punctuation)")
+    return made
+
+
+def one_pass(text: str, config: FingerprintConfig) -> tuple[int, bytes]:
+    """fingerprint_and_signature's Python path (a configuration of _one_pass,
+    a text of at most PIECE_CHARS characters)."""
     prepared = prepare(text, config)
     tokens = words(prepared, "chars")
     if not tokens:

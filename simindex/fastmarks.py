@@ -1,0 +1,156 @@
+"""A text's fingerprint and signature in one compiled pass, where numba is installed.
+
+An optional accelerator (``pip install 'simindex[fast]'``) of
+signature.fingerprint_and_signature, the step every document of a corpus
+job, an ``add`` and a ``dedup`` goes through: the same fingerprint and
+signature, bit for bit, about ten times as fast on English text
+(bench/results/fingerprinting.txt). What is left in Python is what runs in
+C already: ``prepare`` (NFKC, the CJK gaps folded, Traditional made
+Simplified) and ``tokenize.normalize`` (NFKC and case folding, or ``lower``
+for ASCII). The rest, tokenising, counting the distinct tokens, hashing
+them (xxh64), dropping stop words, the Simhash vote, the MinHash sketch and
+the exact set of a short text, is the loop in simindex/_marks.py.
+
+It serves the configurations whose signature and fingerprint read the same
+tokens (signature._one_pass: word unigrams, CJK as characters and bigrams;
+the default's), with ``tf`` or ``binary`` weights, and texts of at most
+tokenize.PIECE_CHARS characters; ``marks`` returns None for the others,
+and the caller takes the Python path.
+
+When: numba's import costs a process about half a second (compiling the
+loop, once a machine, several seconds more), so a process turns it on only
+once it has fingerprinted SWITCH_CHARS characters the Python way (about a
+second of work): a query or a small ``add`` never pays for it, a corpus
+job pays it once a process. ``use("always" | "never" | "auto")`` overrides
+that (the benchmarks and tests do).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from simindex.fingerprint import FingerprintConfig, prepare
+from simindex.tokenize import _CJK, has_cjk, normalize, stopwords
+
+SWITCH_CHARS = 4 << 20  # characters fingerprinted the Python way before the switch
+MODES = ("auto", "always", "never")
+_OUT_BYTES = 64 + 4 * 15  # the sketch and the largest exact set
+
+_lock = threading.Lock()
+_state: dict[str, Any] = {"mode": "auto", "seen": 0, "loaded": None, "tried": False}
+
+
+def use(mode: str) -> None:
+    """``"auto"`` (the default: on after SWITCH_CHARS characters), ``"always"``
+    (on now, where numba is installed) or ``"never"``."""
+    if mode not in MODES:
+        raise ValueError(f"mode is one of {', '.join(MODES)}, not {mode!r}")
+    _state["mode"] = mode
+
+
+def available() -> bool:
+    """Whether the compiled pass can run here (numba installed and the loop compiled)."""
+    return _loaded() is not None
+
+
+def marks(text: str, config: FingerprintConfig, probes: np.ndarray) -> tuple[int, bytes] | None:
+    """(fingerprint, signature) of a text, as fingerprint_and_signature gives
+    them, or None where this pass does not serve (see the module's text):
+    the caller computes them the Python way. ``probes``: the sketch's probe
+    table (signature._probe_table). Raises nothing of its own: a text with no
+    word gives (0, b"") and the caller raises EmptyTextError."""
+    mode = _state["mode"]
+    if mode == "never" or config.weighting == "sublinear":
+        return None
+    if mode == "auto" and _state["loaded"] is None:
+        _state["seen"] += len(text)
+        if _state["seen"] < SWITCH_CHARS:
+            return None
+    run = _loaded()
+    if run is None:
+        return None
+    prepared = prepare(text, config)
+    normal = normalize(prepared)
+    buf = np.frombuffer(normal.encode("utf-8", "surrogatepass"), np.uint8)
+    cjk_units = not prepared.isascii() and has_cjk(prepared)
+    slots, words, starts = _stop_table()
+    out = np.empty(_OUT_BYTES, np.uint8)
+    fingerprint, size = run(
+        buf, classes(), slots, words, starts, probes, config.stopwords,
+        config.weighting == "binary", cjk_units, out,
+    )  # fmt: skip
+    if size < 0:
+        return 0, b""
+    return int(fingerprint), out[:size].tobytes()
+
+
+def _loaded() -> Any:
+    with _lock:
+        if not _state["tried"]:
+            _state["tried"] = True
+            try:
+                _state["loaded"] = _compile()
+            except ImportError:
+                pass
+            except Exception:  # numba present but unusable here: the Python path
+                pass
+        return _state["loaded"]
+
+
+def _compile() -> Any:
+    if "numba" not in sys.modules:
+        import numba  # noqa: F401 (ImportError here: not installed)
+    from simindex import _marks
+
+    # Run once: a failure to compile shows now.
+    slots, words, starts = _stop_table()
+    probes = np.zeros((128, 32), np.int64)
+    out = np.empty(_OUT_BYTES, np.uint8)
+    _marks.marks(
+        np.frombuffer(b"a b", np.uint8), classes(), slots, words, starts, probes, True, False,
+        False, out,
+    )  # fmt: skip
+    return _marks.marks
+
+
+@cache
+def classes() -> np.ndarray:
+    """A byte a code point: its classes (_marks.WORD, CJK, SPACE) as Python's
+    re module reads [^\\W_], tokenize._CJK and \\s; built from those patterns."""
+    from simindex import _marks
+
+    every = "".join(map(chr, range(0x110000)))
+    table = np.zeros(0x110000, np.uint8)
+    patterns = (("[^\\W_]", _marks.WORD), (f"[{_CJK}]", _marks.CJK), ("\\s", _marks.SPACE))
+    for pattern, bit in patterns:
+        found = "".join(re.findall(pattern, every))
+        points = np.frombuffer(found.encode("utf-32-le", "surrogatepass"), np.uint32)
+        table[points] |= bit
+    return table
+
+
+@cache
+def _stop_table() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The stop words for _marks.is_stop: slots by xxh64 (linear probing),
+    their UTF-8 bytes end to end, and where each begins."""
+    import xxhash
+
+    encoded = [w.encode("utf-8", "surrogatepass") for w in sorted(stopwords())]
+    size = 16
+    while size < 2 * len(encoded):
+        size <<= 1
+    slots = np.full(size, -1, np.int64)
+    for index, word in enumerate(encoded):
+        j = xxhash.xxh64_intdigest(word) & (size - 1)
+        while slots[j] >= 0:
+            j = (j + 1) & (size - 1)
+        slots[j] = index
+    starts = np.zeros(len(encoded) + 1, np.int64)
+    starts[1:] = np.cumsum([len(w) for w in encoded])
+    return slots, np.frombuffer(b"".join(encoded), np.uint8), starts

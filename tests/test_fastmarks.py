@@ -1,0 +1,139 @@
+"""The compiled fingerprint and signature (simindex.fastmarks) give the Python
+path's bits: on random texts of every script the tokeniser treats apart,
+under each configuration the compiled pass serves."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+import xxhash
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simindex import fastmarks
+from simindex.errors import EmptyTextError
+from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig
+from simindex.signature import _probes, fingerprint_and_signature, one_pass
+
+pytest.importorskip("numba")
+
+CONFIGS = [
+    DEFAULT_CONFIG,
+    FingerprintConfig(cjk="chars"),  # CJK gaps kept, script as-is
+    FingerprintConfig(cjk="chars", weighting="binary", cjk_gaps="folded"),
+    FingerprintConfig(cjk="chars", stopwords=False, script="simplified"),
+]
+
+# What the tokeniser treats apart: word characters, the apostrophe (ASCII and
+# typographic) and underscore, CJK (Han, kana, the katakana middle dot, which
+# is CJK but not a word character, extension B), compatibility forms NFKC
+# changes (full-width letters, Kangxi radicals, half-width katakana, the fi
+# ligature), characters whose case folding is longer (sharp s, dotted I),
+# combining marks, whitespace of every kind, stop words, digits, emoji and
+# lone surrogates.
+PIECES = [
+    "a", "B", "z", "0", "7", "é", "É", "ß", "İ", "ﬁ", "Ａ", "ｂ", "K", "ǅ", "σ", "Σ",
+    "'", "\u2019", "_", "-", ".", ",", "，", "。", "！", "、", "・", "ー", "「", "」",
+    " ", "  ", "\n", "\t", "\u3000", "\u00a0", "\u2028", "\x1c",
+    "中", "文", "字", "們", "我", "的", "是", "國", "这", "一", "⼀", "あ", "ア", "ｱ", "𠀀", "丽",
+    "\u0301", "\u3099", "٣", "Ⅻ", "²", "😀", "\ud800", "\udfff",
+    "the", "and", "of", "我们", "don't", "naïve", "Straße", "ΟΔΥΣΣΕΥΣ", "Привет", "日本語",
+    "hello", "world", "zebra", "quux", "data", "copyright", "license",
+]  # fmt: skip
+
+
+def random_texts(seed: int, count: int) -> Iterator[str]:
+    rng = random.Random(seed)
+    for _ in range(count):
+        size = rng.choice([1, 2, 3, 5, 8, 15, 40, 200, 2000])
+        pool = rng.sample(PIECES, rng.randint(2, len(PIECES)))
+        yield "".join(rng.choice(pool) for _ in range(size))
+
+
+@pytest.fixture(autouse=True)
+def compiled_always() -> Iterator[None]:
+    fastmarks.use("always")
+    if not fastmarks.available():
+        pytest.fail("numba is installed, but the compiled pass did not compile")
+    yield
+    fastmarks.use("auto")
+
+
+def both(text: str, config: FingerprintConfig) -> tuple[object, object]:
+    def python() -> object:
+        try:
+            return one_pass(text, config)
+        except EmptyTextError:
+            return "empty"
+
+    compiled = fastmarks.marks(text, config, _probes())
+    assert compiled is not None
+    return python(), (compiled if compiled[1] else "empty")
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=["default", "kept", "binary", "all-words"])
+def test_compiled_marks_equal_the_python_paths_on_random_texts(config: FingerprintConfig) -> None:
+    checked = 0
+    for text in random_texts(hash(config.to_json()) % 1000, 400):
+        python, compiled = both(text, config)
+        assert compiled == python, repr(text)
+        checked += python != "empty"
+    assert checked > 300  # most texts have words
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(codec=None), max_size=60))
+def test_compiled_marks_equal_the_python_paths_on_any_code_points(text: str) -> None:
+    python, compiled = both(text, DEFAULT_CONFIG)
+    assert compiled == python
+
+
+def test_fingerprint_and_signature_takes_the_compiled_pass_and_raises_alike() -> None:
+    text = "The licence grants you the right to copy, don't it? 中文字 我们的"
+    fastmarks.use("never")
+    expected = fingerprint_and_signature(text, DEFAULT_CONFIG)
+    assert fastmarks.marks(text, DEFAULT_CONFIG, _probes()) is None
+    fastmarks.use("always")
+    assert fastmarks.marks(text, DEFAULT_CONFIG, _probes()) == expected
+    assert fingerprint_and_signature(text, DEFAULT_CONFIG) == expected
+    with pytest.raises(EmptyTextError):
+        fingerprint_and_signature(" ,.!? _", DEFAULT_CONFIG)
+
+
+def test_texts_of_stop_words_only_and_short_sets_alike() -> None:
+    texts = ["the of and", "the the the", "我们 的", "a", "zebra " * 20, "one two three four five"]
+    for text in texts:
+        python, compiled = both(text, DEFAULT_CONFIG)
+        assert compiled == python, text
+
+
+def test_sublinear_weights_take_the_python_path() -> None:
+    config = FingerprintConfig(cjk="chars", weighting="sublinear")
+    assert fastmarks.marks("some words here", config, _probes()) is None
+
+
+def test_auto_turns_on_after_the_characters_it_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(fastmarks._state, "loaded", None)
+    monkeypatch.setitem(fastmarks._state, "tried", False)
+    monkeypatch.setitem(fastmarks._state, "seen", 0)
+    monkeypatch.setattr(fastmarks, "SWITCH_CHARS", 100)
+    fastmarks.use("auto")
+    text = "forty characters of text, or about that."
+    assert fastmarks.marks(text, DEFAULT_CONFIG, _probes()) is None  # 41 seen
+    assert fastmarks.marks(text, DEFAULT_CONFIG, _probes()) is None  # 82
+    made = fastmarks.marks(text, DEFAULT_CONFIG, _probes())  # 123: compiled from here
+    assert made == one_pass(text, DEFAULT_CONFIG)
+
+
+def test_xxh64_equals_xxhash_at_every_length() -> None:
+    from simindex import _marks
+
+    rng = np.random.default_rng(5)
+    data = rng.integers(0, 256, 300, dtype=np.uint8)
+    for start in (0, 3):
+        for length in range(0, 100):
+            chunk = data[start : start + length]
+            assert int(_marks.xxh64(data, start, length)) == xxhash.xxh64_intdigest(chunk.tobytes())
