@@ -217,6 +217,63 @@ def _add(
 
 
 @njit(nogil=True, cache=True)
+def _grown(slots: Any, hs: Any, nd: int) -> Any:
+    """Slots twice as many, the nd distinct tokens placed again by their hashes."""
+    size = 2 * len(slots)
+    mask = size - 1
+    grown = np.full(size, -1, np.int32)
+    for d in range(nd):
+        k = np.int64(hs[d] & np.uint64(mask))
+        while grown[k] >= 0:
+            k = (k + 1) & mask
+        grown[k] = d
+    return grown
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _put(out: Any, n: int, cp: int) -> int:
+    """Write code point cp as UTF-8 at out[n:]; returns where it ends."""
+    if cp < 0x80:
+        out[n] = cp
+        return n + 1
+    if cp < 0x800:
+        out[n] = 0xC0 | (cp >> 6)
+        out[n + 1] = 0x80 | (cp & 0x3F)
+        return n + 2
+    if cp < 0x10000:
+        out[n] = 0xE0 | (cp >> 12)
+        out[n + 1] = 0x80 | ((cp >> 6) & 0x3F)
+        out[n + 2] = 0x80 | (cp & 0x3F)
+        return n + 3
+    out[n] = 0xF0 | (cp >> 18)
+    out[n + 1] = 0x80 | ((cp >> 12) & 0x3F)
+    out[n + 2] = 0x80 | ((cp >> 6) & 0x3F)
+    out[n + 3] = 0x80 | (cp & 0x3F)
+    return n + 4
+
+
+@njit(nogil=True, cache=True)
+def casefold(buf: Any, classes: Any, fold_index: Any, fold_starts: Any, fold_points: Any) -> Any:
+    """tokenize.normalize's str.casefold() and typographic apostrophe made
+    plain, over UTF-8 bytes: code point c becomes fold_points[fold_starts[i]:
+    fold_starts[i + 1]] where i = fold_index[c] >= 0 (up to three code
+    points), else itself."""
+    cps, at, _ = _decode(buf, classes)
+    out = np.empty(3 * len(buf) + 4, np.uint8)  # a fold is at most 3 code points of 4 bytes
+    n = 0
+    limit = len(fold_index)
+    for cp in cps:
+        i = fold_index[cp] if cp < limit else -1
+        if i < 0:
+            n = _put(out, n, 39 if cp == 0x2019 else cp)
+        else:
+            for q in range(fold_starts[i], fold_starts[i + 1]):
+                folded = fold_points[q]
+                n = _put(out, n, 39 if folded == 0x2019 else folded)
+    return out[:n]
+
+
+@njit(nogil=True, cache=True)
 def marks(
     buf: Any,
     classes: Any,
@@ -227,6 +284,10 @@ def marks(
     drop_stopwords: bool,
     binary: bool,
     cjk_units: bool,
+    fold: bool,
+    fold_index: Any,
+    fold_starts: Any,
+    fold_points: Any,
     out: Any,
 ) -> Any:
     """The fingerprint of a normalised text's UTF-8 bytes ``buf`` and its
@@ -239,7 +300,50 @@ def marks(
     two of them. Distinct tokens are counted by their bytes (xxh64 finds
     them; equal hashes are compared byte by byte). ``cjk_units``: the CJK
     bigrams are not units (signature._single; fingerprint_and_signature's
-    test on the prepared text)."""
+    test on the prepared text). ``fold``: the bytes are NFKC but not yet
+    case-folded (see casefold)."""
+    if fold:
+        folded = casefold(buf, classes, fold_index, fold_starts, fold_points)
+        return _marks_of(
+            folded,
+            classes,
+            stop_slots,
+            stop_words,
+            stop_starts,
+            probes,
+            drop_stopwords,
+            binary,
+            cjk_units,
+            out,
+        )
+    return _marks_of(
+        buf,
+        classes,
+        stop_slots,
+        stop_words,
+        stop_starts,
+        probes,
+        drop_stopwords,
+        binary,
+        cjk_units,
+        out,
+    )
+
+
+@njit(nogil=True, cache=True)
+def _marks_of(
+    buf: Any,
+    classes: Any,
+    stop_slots: Any,
+    stop_words: Any,
+    stop_starts: Any,
+    probes: Any,
+    drop_stopwords: bool,
+    binary: bool,
+    cjk_units: bool,
+    out: Any,
+) -> Any:
+    """marks, of bytes already normalised."""
     cps, at, cjk = _decode(buf, classes)
     b = buf
     if cjk:
@@ -250,10 +354,9 @@ def marks(
     for i in range(m):
         if classes[cps[i]] & CJK:
             bound += 2
-    size = 16
-    while size < 2 * bound:
-        size <<= 1
-    slots = np.full(size, -1, np.int32)
+    # Slots for distinct tokens, kept at most half full: grown as they come,
+    # so that a long text's table is the size of its vocabulary.
+    slots = np.full(1024, -1, np.int32)
     hs = np.empty(bound, np.uint64)
     starts = np.empty(bound, np.int64)
     lens = np.empty(bound, np.int64)
@@ -268,6 +371,8 @@ def marks(
             while j < m and classes[cps[j]] & CJK:
                 j += 1
             for t in range(i, j):
+                if 2 * nd + 4 > len(slots):
+                    slots = _grown(slots, hs, nd)
                 nd = _add(b, at[t], at[t + 1], True, slots, hs, starts, lens, counts, unit, nd)
                 if t + 1 < j:
                     nd = _add(
@@ -293,6 +398,8 @@ def marks(
                     j += 2
                 else:
                     break
+            if 2 * nd + 4 > len(slots):
+                slots = _grown(slots, hs, nd)
             nd = _add(b, at[i], at[j], True, slots, hs, starts, lens, counts, unit, nd)
             i = j
         else:

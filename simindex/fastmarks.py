@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 import sys
 import threading
+import unicodedata
 from functools import cache
 from typing import Any
 
@@ -75,15 +76,30 @@ def marks(text: str, config: FingerprintConfig, probes: np.ndarray) -> tuple[int
     run = _loaded()
     if run is None:
         return None
-    prepared = prepare(text, config)
-    normal = normalize(prepared)
-    buf = np.frombuffer(normal.encode("utf-8", "surrogatepass"), np.uint8)
-    cjk_units = not prepared.isascii() and has_cjk(prepared)
+    fold = False
+    if text.isascii():  # prepared as it is, normalised by lower()
+        buf = np.frombuffer(text.lower().encode("ascii"), np.uint8)
+        cjk_units = False
+    else:
+        buf = np.frombuffer(text.encode("utf-8", "surrogatepass"), np.uint8)
+        if buf.max() < 0xE3 or not has_cjk(text):
+            # No CJK (no code point from U+3000, or none found): prepare()
+            # gives the text as it is, and normalize()'s NFKC is done here
+            # (the same object when the text is NFKC already), its case
+            # folding in the loop.
+            normal = unicodedata.normalize("NFKC", text)
+            if normal is not text:
+                buf = np.frombuffer(normal.encode("utf-8", "surrogatepass"), np.uint8)
+            fold, cjk_units = True, False
+        else:
+            prepared = prepare(text, config)
+            buf = np.frombuffer(normalize(prepared).encode("utf-8", "surrogatepass"), np.uint8)
+            cjk_units = not prepared.isascii() and has_cjk(prepared)
     slots, words, starts = _stop_table()
     out = np.empty(_OUT_BYTES, np.uint8)
     fingerprint, size = run(
         buf, classes(), slots, words, starts, probes, config.stopwords,
-        config.weighting == "binary", cjk_units, out,
+        config.weighting == "binary", cjk_units, fold, *_fold_table(), out,
     )  # fmt: skip
     if size < 0:
         return 0, b""
@@ -112,10 +128,11 @@ def _compile() -> Any:
     slots, words, starts = _stop_table()
     probes = np.zeros((128, 32), np.int64)
     out = np.empty(_OUT_BYTES, np.uint8)
-    _marks.marks(
-        np.frombuffer(b"a b", np.uint8), classes(), slots, words, starts, probes, True, False,
-        False, out,
-    )  # fmt: skip
+    for fold in (False, True):
+        _marks.marks(
+            np.frombuffer(b"a b", np.uint8), classes(), slots, words, starts, probes, True,
+            False, False, fold, *_fold_table(), out,
+        )  # fmt: skip
     return _marks.marks
 
 
@@ -133,6 +150,27 @@ def classes() -> np.ndarray:
         points = np.frombuffer(found.encode("utf-32-le", "surrogatepass"), np.uint32)
         table[points] |= bit
     return table
+
+
+@cache
+def _fold_table() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """str.casefold as _marks.casefold reads it: for each code point up to the
+    last that folds, the index of its fold (-1: none), where each fold's code
+    points begin, and the code points end to end. Built a block of 256 code
+    points at a time, each folded by str.casefold (most fold to themselves)."""
+    changed: list[tuple[int, str]] = []
+    for block in range(0, 0x110000, 256):
+        chars = "".join(map(chr, range(block, block + 256)))
+        if chars.casefold() != chars:
+            changed.extend((ord(c), f) for c in chars if (f := c.casefold()) != c)
+    index = np.full(changed[-1][0] + 1, -1, np.int32)
+    starts = np.zeros(len(changed) + 1, np.int64)
+    points: list[int] = []
+    for i, (code, folded) in enumerate(changed):
+        index[code] = i
+        points.extend(map(ord, folded))
+        starts[i + 1] = len(points)
+    return index, starts, np.array(points, np.int32)
 
 
 @cache
