@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from simindex.fingerprint import FingerprintConfig, prepare
-from simindex.tokenize import _CJK, has_cjk, normalize, stopwords
+from simindex.tokenize import _CJK, PIECE_CHARS, has_cjk, normalize, stopwords
 
 SWITCH_CHARS = 4 << 20  # characters fingerprinted the Python way before the switch
 MODES = ("auto", "always", "never")
@@ -67,13 +67,19 @@ def marks(text: str, config: FingerprintConfig, probes: np.ndarray) -> tuple[int
     table (signature._probe_table). Raises nothing of its own: a text with no
     word gives (0, b"") and the caller raises EmptyTextError."""
     mode = _state["mode"]
-    if mode == "never" or config.weighting == "sublinear":
+    if (
+        mode == "never"
+        or config.ngram != 1
+        or config.cjk != "chars"
+        or config.weighting == "sublinear"
+        or len(text) > PIECE_CHARS
+    ):
         return None
-    if mode == "auto" and _state["loaded"] is None:
+    if mode == "auto" and not _state["tried"]:
         _state["seen"] += len(text)
         if _state["seen"] < SWITCH_CHARS:
             return None
-    run = _loaded()
+    run = _state["loaded"] if _state["tried"] else _loaded()
     if run is None:
         return None
     fold = False

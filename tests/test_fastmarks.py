@@ -17,6 +17,7 @@ from simindex import fastmarks
 from simindex.errors import EmptyTextError
 from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig
 from simindex.signature import _probes, fingerprint_and_signature, one_pass
+from simindex.tokenize import PIECE_CHARS
 
 pytest.importorskip("numba")
 
@@ -124,9 +125,14 @@ def test_texts_of_stop_words_only_and_short_sets_alike() -> None:
         assert compiled == python, text
 
 
-def test_sublinear_weights_take_the_python_path() -> None:
-    config = FingerprintConfig(cjk="chars", weighting="sublinear")
-    assert fastmarks.marks("some words here", config, _probes()) is None
+def test_what_the_pass_does_not_serve_takes_the_python_path() -> None:
+    for config in [
+        FingerprintConfig(cjk="chars", weighting="sublinear"),
+        FingerprintConfig(cjk="chars", ngram=2),
+        FingerprintConfig(cjk="words"),
+    ]:
+        assert fastmarks.marks("some words here", config, _probes()) is None
+    assert fastmarks.marks("word " * (PIECE_CHARS // 5 + 1), DEFAULT_CONFIG, _probes()) is None
 
 
 def test_auto_turns_on_after_the_characters_it_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
