@@ -184,22 +184,30 @@ def random_df(spark: Any, random_rows: list[Row]) -> Any:
     return frame(spark, random_rows)
 
 
+@pytest.mark.parametrize("pair_on", ["executors", "driver"])
 @pytest.mark.parametrize("k", range(9))
 def test_pairs_equal_the_index_and_brute_force(
-    spark: Any, random_rows: list[Row], random_df: Any, k: int
+    spark: Any, random_rows: list[Row], random_df: Any, k: int, pair_on: str
 ) -> None:
     from simindex.spark import near_duplicates
 
     with indexed(random_rows) as index:
         want = want_pairs(index, k)
     assert want, "the planted copies make pairs at every k"
-    got = got_pairs(near_duplicates(random_df, k=k))
+    got = got_pairs(near_duplicates(random_df, k=k, pair_on=pair_on))
     assert got == want
     assert set(got) == brute(random_rows, k, DEFAULT_THRESHOLD)
 
 
 @pytest.mark.parametrize(
-    ("k", "blocks", "group_rows"), [(8, 3, None), (6, 4, None), (3, 2, None), (8, 3, 40)]
+    ("k", "blocks", "group_rows", "pair_on"),
+    [
+        (8, 3, None, "executors"),
+        (6, 4, None, "executors"),
+        (3, 2, None, "executors"),
+        (8, 3, 40, "executors"),
+        (8, 3, None, "driver"),
+    ],
 )
 def test_probed_plans_equal_the_index(
     spark: Any,
@@ -209,6 +217,7 @@ def test_probed_plans_equal_the_index(
     k: int,
     blocks: int,
     group_rows: int | None,
+    pair_on: str,
 ) -> None:
     """Plans with probes (radius > 0), as pairs_plan picks at larger n; with
     groups of at most 40 expected rows, most rows visit other groups."""
@@ -220,7 +229,35 @@ def test_probed_plans_equal_the_index(
         assert _pairs.group_bits(len(random_rows), plan, 0, 2) >= 6
     with indexed(random_rows) as index:
         want = want_pairs(index, k, 0.0)
-    assert got_pairs(near_duplicates(random_df, k=k, threshold=0, blocks=blocks)) == want
+    got = near_duplicates(random_df, k=k, threshold=0, blocks=blocks, pair_on=pair_on)
+    assert got_pairs(got) == want
+
+
+def test_auto_pairs_on_the_driver_up_to_driver_rows(
+    spark: Any, monkeypatch: pytest.MonkeyPatch, random_rows: list[Row], random_df: Any
+) -> None:
+    from simindex.errors import InvalidArgumentError
+    from simindex.spark import _pairs, near_duplicates
+
+    collected: list[int] = []
+    driver_pairs = _pairs._driver_pairs
+
+    def counted(slim: Any, k: int, plan: Any) -> Any:
+        collected.append(k)
+        return driver_pairs(slim, k, plan)
+
+    monkeypatch.setattr(_pairs, "_driver_pairs", counted)
+    with indexed(random_rows) as index:
+        want = want_pairs(index, 8)
+    assert got_pairs(near_duplicates(random_df)) == want
+    assert collected == [8]
+    monkeypatch.setattr(_pairs, "DRIVER_ROWS", len(random_rows) - 1)
+    assert got_pairs(near_duplicates(random_df)) == want
+    assert collected == [8]  # past DRIVER_ROWS: the shuffle
+    with pytest.raises(InvalidArgumentError, match="pair_on"):
+        near_duplicates(random_df, pair_on="gpu")
+    empty = random_df.limit(0)
+    assert got_pairs(near_duplicates(empty, pair_on="driver")) == []
 
 
 def test_threshold_and_defaults(spark: Any, random_rows: list[Row], random_df: Any) -> None:
@@ -281,9 +318,18 @@ def test_short_texts_a_popular_set_key_is_joined_as_groups(spark: Any) -> None:
     assert got_pairs(near_duplicates(df, k=8)) == want
 
 
-@pytest.mark.parametrize(("limit", "blocks", "k"), [(None, None, 8), (300, None, 8), (50, 3, 8)])
+@pytest.mark.parametrize(
+    ("limit", "blocks", "k", "pair_on"),
+    [(None, None, 8, "executors"), (300, None, 8, "executors"), (50, 3, 8, "executors"),
+     (None, None, 8, "driver")],
+)  # fmt: skip
 def test_skewed_buckets_are_split(
-    spark: Any, monkeypatch: pytest.MonkeyPatch, limit: int | None, blocks: int | None, k: int
+    spark: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    limit: int | None,
+    blocks: int | None,
+    k: int,
+    pair_on: str,
 ) -> None:
     """2,500 rows share their top 32 bits: split into sub-buckets (the
     default limit, a small one, and a probed plan with many big buckets,
@@ -296,7 +342,7 @@ def test_skewed_buckets_are_split(
     df = frame(spark, rows)
     with indexed(rows) as index:
         want = want_pairs(index, k)
-    got = got_pairs(near_duplicates(df, k=k, bucket_limit=limit, blocks=blocks))
+    got = got_pairs(near_duplicates(df, k=k, bucket_limit=limit, blocks=blocks, pair_on=pair_on))
     assert len(got) > 1000
     assert got == want
     assert set(got) == brute(rows, k, DEFAULT_THRESHOLD)
@@ -558,6 +604,8 @@ def test_command_parquet_in_jsonl_out(spark: Any, tmp_path: Path) -> None:
         "0",
         "--order-col",
         "n",
+        "--pair-on",
+        "executors",
     )
     assert result.exit_code == 0, result.output
     assert "3 documents: 1 kept, 1 near-duplicates of a kept one, 1 with no words" in result.output
@@ -607,10 +655,11 @@ def test_command_refusals(spark: Any, tmp_path: Path) -> None:
             "ts",
         ],
         "--conf takes KEY=VALUE": [str(news), "--out", str(tmp_path / "o9"), "--conf", "x"],
+        "--pair-on is one of": [str(news), "--out", str(tmp_path / "o10"), "--pair-on", "gpu"],
     }
     for message, args in cases.items():
         assert message in _error(run_command(*args)), args
-    assert not any((tmp_path / f"o{i}").exists() for i in range(1, 10))
+    assert not any((tmp_path / f"o{i}").exists() for i in range(1, 11))
     assert news.read_bytes().count(b"\n") == 36  # the input untouched
 
 

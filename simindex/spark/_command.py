@@ -35,6 +35,7 @@ from simindex.cli.errors import EXIT_INTERRUPTED, UserError, fail
 from simindex.errors import InvalidArgumentError, SimIndexError
 from simindex.signature import check_threshold
 from simindex.spark import _session
+from simindex.spark._pairs import DRIVER_ROWS, PAIR_ON
 
 HOW = "pip install 'simindex[spark]'"
 JAVA = (
@@ -164,6 +165,14 @@ def dedup(
             help="A Spark setting, e.g. spark.driver.memory=8g (repeatable).",
         ),
     ] = None,
+    pair_on: Annotated[
+        str,
+        typer.Option(
+            "--pair-on",
+            help="Where fingerprints are paired: driver (in its memory), executors (a shuffle), "
+            f"or auto (the driver up to {DRIVER_ROWS:,} documents).",
+        ),
+    ] = "auto",
     verbose: Annotated[
         bool,
         typer.Option("--verbose", help="Show Spark's own log as it runs, and a failure in full."),
@@ -178,6 +187,8 @@ def dedup(
             check_threshold(threshold)
         if output_format not in ("parquet", "jsonl"):
             raise UserError(f"--format is parquet or jsonl, not {output_format!r}")
+        if pair_on not in PAIR_ON:
+            raise UserError(f"--pair-on is one of {', '.join(PAIR_ON)}, not {pair_on!r}")
         settings = parse_conf(conf or [])
         check_paths(source, out)
         fmt = input_format(source, named_format)
@@ -188,7 +199,13 @@ def dedup(
     try:
         session = _session.start(master, settings, log=log.file if log else None)
         summary = _run(
-            session, source, fmt, out, k, threshold, (key_col, text_col, order_col), output_format
+            session,
+            source,
+            fmt,
+            out,
+            (k, threshold, pair_on),
+            (key_col, text_col, order_col),
+            output_format,
         )
     except (UserError, SimIndexError) as exc:
         fail(str(exc))
@@ -238,8 +255,7 @@ def _run(
     source: Path,
     fmt: str,
     out: Path,
-    k: int | None,
-    threshold: float | None,
+    pairing: tuple[int | None, float | None, str],
     columns: tuple[str, str, str | None],
     output_format: str,
 ) -> str:
@@ -254,7 +270,8 @@ def _run(
         StorageLevel.MEMORY_AND_DISK
     )
     try:
-        pairs = near_duplicates(fps, k=k, threshold=threshold)
+        k, threshold, pair_on = pairing
+        pairs = near_duplicates(fps, k=k, threshold=threshold, pair_on=pair_on)
         groups = clusters(pairs, fps)
         dropped = groups.where(F.col("key") != F.col("canonical")).select("key")
         kept = (

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 from simindex.blocks import DEFAULT_K, MAX_INDEX_K, check_k
 from simindex.errors import InvalidArgumentError
 from simindex.fingerprint import to_signed, to_unsigned
-from simindex.pairs import group_pairs, pairs_plan, prefix_mask, visit_flips
+from simindex.pairs import group_pairs, pairs_plan, pairs_within, prefix_mask, visit_flips
 from simindex.signature import (
     DEFAULT_THRESHOLD,
     NBYTES,
@@ -66,6 +66,11 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import Column, DataFrame
 
+PAIR_ON = ("auto", "driver", "executors")
+# "auto" pairs on the driver up to this many rows: about 70 bytes a row
+# there (the rows and fingerprints collected, 16 bytes, and the compiled
+# pairing's 41 beside them: bench/results/growth.txt), 2.3 GB at 2**25.
+DRIVER_ROWS = 1 << 25
 BUCKET_LIMIT = 2048  # rows a bucket may have before it is split (see the module's docstring)
 _MAX_BIG = 1000  # big buckets at most (their list is built on the driver)
 GROUP_ROWS = 1 << 22  # rows a group is expected to hold at most (see group_bits)
@@ -80,6 +85,7 @@ def near_duplicates(
     threshold: float | None = None,
     bucket_limit: int | None = None,
     blocks: int | None = None,
+    pair_on: str = "auto",
 ) -> DataFrame:
     """Every pair of rows within Hamming distance k (default DEFAULT_K, up to
     15) whose signatures, where both rows have one, are at least
@@ -94,7 +100,12 @@ def near_duplicates(
     they are numbered here. ``bucket_limit`` (default BUCKET_LIMIT): rows a
     block bucket may have before it is split across tasks (see the module's
     docstring). ``blocks`` forces the plan's number of blocks, as
-    ``pairs_plan``'s does (tests: a probed plan at a small n). Runs its jobs
+    ``pairs_plan``'s does (tests: a probed plan at a small n). ``pair_on``:
+    where the fingerprints are paired (see the module's text, "On the
+    driver"): ``"driver"``, collected there and paired in memory
+    (pairs.pairs_within, compiled where numba is installed); ``"executors"``,
+    by the shuffle; ``"auto"`` (the default), the driver up to DRIVER_ROWS
+    rows. The same pairs either way. Runs its jobs
     when called (a count, the big buckets, the pairs) and returns the pairs
     checkpointed; ``fps`` is read several times, so cache it if it is
     costly to compute.
@@ -108,6 +119,8 @@ def near_duplicates(
         isinstance(blocks, bool) or not isinstance(blocks, int) or not 1 <= blocks <= 16
     ):
         raise InvalidArgumentError(f"blocks is a whole number from 1 to 16, not {blocks!r}")
+    if pair_on not in PAIR_ON:
+        raise InvalidArgumentError(f"pair_on is one of {', '.join(PAIR_ON)}, not {pair_on!r}")
     check_columns(fps, "key", "fingerprint")
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
@@ -118,13 +131,57 @@ def near_duplicates(
     try:
         n = rows.count()
         plan = pairs_plan(max(n, 1), distance, blocks=blocks)
-        found = _pair_rows(rows.select("row", "fp"), plan, distance, limit, n)
+        if pair_on == "driver" or (pair_on == "auto" and n <= DRIVER_ROWS):
+            found = _driver_pairs(rows.select("row", "fp"), distance, plan if blocks else None)
+        else:
+            found = _pair_rows(rows.select("row", "fp"), plan, distance, limit, n)
         found = found.select("row_a", "row_b", "distance", F.lit(False).alias("beyond"))
         if at > 0 and "signature" in fps.columns:  # short texts one unit apart, at any distance
             found = found.unionByName(_set_pairs(rows, distance))
         return _verified(found, rows, at).localCheckpoint(eager=True)
     finally:
         rows.unpersist()
+
+
+def _driver_pairs(slim: DataFrame, k: int, plan: Plan | None) -> DataFrame:
+    """(row_a, row_b, distance) of every pair within k, each once: the rows
+    and fingerprints collected on the driver (each Arrow batch of a task as
+    two byte strings, so a row costs no Python object) and paired in memory
+    by pairs.pairs_within (its own plan for the count, unless ``plan``)."""
+    import numpy as np
+    import pyarrow as pa
+
+    parts: list[tuple[bytes, bytes]] = [
+        (r["rows"], r["fps"])
+        for r in slim.mapInArrow(_as_bytes, "rows binary, fps binary").toLocalIterator()
+    ]
+    empty = [(b"", b"")]
+    rows = np.concatenate([np.frombuffer(r, np.int64) for r, _ in parts or empty])
+    fps = np.concatenate([np.frombuffer(f, np.uint64) for _, f in parts or empty])
+    del parts
+    a, b, d = pairs_within(fps, k, plan=plan)
+    found = pa.table(
+        {
+            "row_a": pa.array(rows[a], pa.int64()),
+            "row_b": pa.array(rows[b], pa.int64()),
+            "distance": pa.array(d.astype(np.int32), pa.int32()),
+        }
+    )
+    return slim.sparkSession.createDataFrame(found)
+
+
+def _as_bytes(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """(rows, fps): an Arrow batch of (row, fp) as two byte strings of int64s."""
+    import numpy as np
+    import pyarrow as pa
+
+    for batch in batches:
+        rows = batch.column("row").to_numpy(zero_copy_only=False).astype(np.int64)
+        fps = batch.column("fp").to_numpy(zero_copy_only=False).astype(np.int64)
+        yield pa.RecordBatch.from_arrays(
+            [pa.array([rows.tobytes()], pa.binary()), pa.array([fps.tobytes()], pa.binary())],
+            names=["rows", "fps"],
+        )
 
 
 def _numbered(fps: DataFrame) -> DataFrame:
