@@ -18,12 +18,14 @@ distance alone, so both sides do the same work), k = 8 (the default).
 - `near_duplicates`: the same rows, written to a Parquet file (pyarrow, not
   timed) and read back as a cached DataFrame in local[M] (default local[2];
   shuffle partitions: N / 100,000, at least 8; driver memory 4g),
-  near_duplicates(k=8) and a count
-  of its pairs, medians of R runs; the SparkSession's start is reported
-  apart (once a run, not in the medians), and the shuffle written by one run
-  (Spark's own stage metrics, read from its status API) per fingerprint.
+  near_duplicates(k=8, pair_on=...) and a count of its pairs, each way
+  (pair_on="executors": the shuffle; "driver": collected and paired in the
+  driver's memory), medians of R runs; the SparkSession's start is reported
+  apart (once a run, not in the medians), and the shuffle written by one
+  executors run (Spark's own stage metrics, read from its status API) per
+  fingerprint.
 
-Both must find the same pairs (checked: the run fails otherwise).
+Every way must find the same pairs (checked: the run fails otherwise).
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ from common import log, output_options, save_output  # noqa: E402
 from simindex import SimIndex, compiled  # noqa: E402
 from simindex.fingerprint import to_signed  # noqa: E402
 from simindex.pairs import pairs_plan, prefix_mask, visit_flips  # noqa: E402
+
+WAYS = ("executors", "driver")  # near_duplicates' pair_on, timed each
 
 
 def rows(n: int, seed: int = 1) -> list[tuple[str, int]]:
@@ -117,7 +121,7 @@ def measure(args: argparse.Namespace) -> int:
     scratch = tempfile.TemporaryDirectory(prefix="bench-spark-")
     spark = None
     session = 0.0
-    medians: list[tuple[int, float, float]] = []
+    medians: list[tuple[int, float, dict[str, float]]] = []
     fast = compiled.kernels() is not None
     print(
         "compiled loops (numba): "
@@ -168,40 +172,52 @@ def measure(args: argparse.Namespace) -> int:
         print(f"shuffle partitions: {partitions}; rows sent a fingerprint (expected): {sent:.1f}")
         df = spark.read.parquet(str(table)).cache()
         df.count()
-        distributed = []
+        timings: dict[str, list[float]] = {}
         shuffled = 0
-        for run in range(runs):
-            before = last_stage(spark)
-            start = time.perf_counter()
-            pairs = near_duplicates(df, k=k)
-            got = pairs.count()
-            distributed.append(time.perf_counter() - start)
-            if run == 0:
-                time.sleep(2)  # the status API hears of finished stages a moment later
-                shuffled = shuffle_bytes(spark, before)
-                found = sorted((r.key_a, r.key_b, r.distance) for r in pairs.collect())
-                if found != expected:
-                    log("near_duplicates and SimIndex.duplicates() differ")
+        for where in WAYS:
+            timings[where] = []
+            for run in range(runs):
+                before = last_stage(spark)
+                start = time.perf_counter()
+                pairs = near_duplicates(df, k=k, pair_on=where)
+                got = pairs.count()
+                timings[where].append(time.perf_counter() - start)
+                if run == 0:
+                    if where == "executors":
+                        time.sleep(2)  # the status API hears of finished stages a moment later
+                        shuffled = shuffle_bytes(spark, before)
+                    found = sorted((r.key_a, r.key_b, r.distance) for r in pairs.collect())
+                    if found != expected:
+                        log(f"near_duplicates (pair_on={where}) and SimIndex.duplicates() differ")
+                        return 1
+                if got != len(expected):
+                    log(f"near_duplicates found {got} pairs, not {len(expected)}")
                     return 1
-            if got != len(expected):
-                log(f"near_duplicates found {got} pairs, not {len(expected)}")
-                return 1
         df.unpersist()
         table.unlink()
-        d, s = statistics.median(distributed), statistics.median(local)
+        s = statistics.median(local)
+        d = {where: statistics.median(times) for where, times in timings.items()}
         medians.append((n, s, d))
-        print(f"same pairs: yes ({len(expected):,})\n")
-        print(f"{'':34} {'median s':>9} {'runs':>5} {'fps/s':>10}")
-        print(f"{'SimIndex.duplicates() in memory':34} {s:9.2f} {runs:5d} {n / s:10,.0f}")
-        print(f"{'near_duplicates, ' + args.master:34} {d:9.2f} {runs:5d} {n / d:10,.0f}")
-        print(f"\nratio: near_duplicates takes {d / s:.1f}x SimIndex.duplicates() on this machine")
+        print(f"same pairs: yes ({len(expected):,}), both ways\n")
+        print(f"{'':44} {'median s':>9} {'runs':>5} {'fps/s':>10}")
+        print(f"{'SimIndex.duplicates() in memory':44} {s:9.2f} {runs:5d} {n / s:10,.0f}")
+        for where in WAYS:
+            name = f"near_duplicates, {args.master}, pair_on={where}"
+            print(f"{name:44} {d[where]:9.2f} {runs:5d} {n / d[where]:10,.0f}")
+        print()
+        for where in WAYS:
+            print(
+                f"ratio: near_duplicates(pair_on={where}) takes {d[where] / s:.1f}x "
+                "SimIndex.duplicates() on this machine"
+            )
         print(
-            f"shuffle written by one near_duplicates run: {shuffled / 1e6:,.0f} MB, "
-            f"{shuffled / n:,.0f} bytes a fingerprint"
+            f"shuffle written by one near_duplicates(pair_on=executors) run: "
+            f"{shuffled / 1e6:,.0f} MB, {shuffled / n:,.0f} bytes a fingerprint"
         )
         print(
-            f"runs (s): SimIndex {[round(x, 2) for x in local]}, spark "
-            f"{[round(x, 2) for x in distributed]}\n"
+            f"runs (s): SimIndex {[round(x, 2) for x in local]}, "
+            + ", ".join(f"{w} {[round(x, 2) for x in timings[w]]}" for w in WAYS)
+            + "\n"
         )
     if spark is not None:
         spark.stop()
@@ -210,7 +226,8 @@ def measure(args: argparse.Namespace) -> int:
     for (n0, s0, d0), (n1, s1, d1) in zip(medians, medians[1:], strict=False):
         print(
             f"from {n0:,} to {n1:,} ({n1 / n0:.0f}x the rows): SimIndex.duplicates() "
-            f"{s1 / s0:.1f}x the time, near_duplicates {d1 / d0:.1f}x"
+            f"{s1 / s0:.1f}x the time, "
+            + ", ".join(f"pair_on={w} {d1[w] / d0[w]:.1f}x" for w in WAYS)
         )
     return 0
 
