@@ -22,6 +22,16 @@ row is sent 7.5 times (2 group bits a table, on two cores; 34.5 at ten
 million) where one row a probe sent about 360 (bench/results/spark.txt),
 and the candidates, tens of millions, never leave the task that finds them.
 
+On the driver: a corpus whose fingerprints fit in the driver's memory
+(about 70 bytes a row there; "auto" up to DRIVER_ROWS rows) is paired
+there instead: its (row, fingerprint) columns are collected, each Arrow
+batch as two byte strings, paired by pairs.pairs_within as SimIndex's
+duplicates() pairs them (compiled where numba is installed), and the
+candidates go back as a DataFrame to the same verification. It sends 16
+bytes a row once where the shuffle sends tens of rows a fingerprint, and
+its cost a comparison is the in-memory one (bench/results/spark.txt). The
+shuffle remains for corpora past one machine's memory.
+
 Skew: many rows with one block value (boilerplate, templates, copies) make
 one bucket, and a bucket's pairs would all land on one task. A bucket of more
 than ``bucket_limit`` rows is *big*: its rows leave the groups and go to
