@@ -354,8 +354,11 @@ def _marks_of(
     for i in range(m):
         if classes[cps[i]] & CJK:
             bound += 2
-    # Slots for distinct tokens, kept at most half full: grown as they come,
-    # so that a long text's table is the size of its vocabulary.
+    # Slots for distinct tokens, kept at most half full, grown as they come
+    # (the size of the vocabulary, in the cache); the tokens' arrays are
+    # sized by the text (about 50 bytes a character with the code points,
+    # as much as the Python path's token lists: texts are at most
+    # PIECE_CHARS characters here).
     slots = np.full(1024, -1, np.int32)
     hs = np.empty(bound, np.uint64)
     starts = np.empty(bound, np.int64)

@@ -2,14 +2,16 @@
 
 An optional accelerator (``pip install 'simindex[fast]'``) of
 signature.fingerprint_and_signature, the step every document of a corpus
-job, an ``add`` and a ``dedup`` goes through: the same fingerprint and
-signature, bit for bit, about ten times as fast on English text
-(bench/results/fingerprinting.txt). What is left in Python is what runs in
-C already: ``prepare`` (NFKC, the CJK gaps folded, Traditional made
-Simplified) and ``tokenize.normalize`` (NFKC and case folding, or ``lower``
-for ASCII). The rest, tokenising, counting the distinct tokens, hashing
-them (xxh64), dropping stop words, the Simhash vote, the MinHash sketch and
-the exact set of a short text, is the loop in simindex/_marks.py.
+job, an ``add``, a ``dedup`` and a query goes through: the same fingerprint
+and signature, bit for bit, several times as fast (5.7x on English text,
+3.9x on Chinese: bench/results/fingerprinting.txt). What is left in Python
+is what runs in C already: ``prepare`` (NFKC, the CJK gaps folded,
+Traditional made Simplified) for a text with CJK characters, and NFKC
+(``lower`` for ASCII). The rest, case folding (for a text without CJK;
+``str.casefold`` with one) and tokenising, counting the distinct tokens,
+hashing them (xxh64), dropping stop words, the Simhash vote, the MinHash
+sketch and the exact set of a short text, is the loop in
+simindex/_marks.py.
 
 It serves the configurations whose signature and fingerprint read the same
 tokens (signature._one_pass: word unigrams, CJK as characters and bigrams;
@@ -17,12 +19,14 @@ the default's), with ``tf`` or ``binary`` weights, and texts of at most
 tokenize.PIECE_CHARS characters; ``marks`` returns None for the others,
 and the caller takes the Python path.
 
-When: numba's import costs a process about half a second (compiling the
-loop, once a machine, several seconds more), so a process turns it on only
-once it has fingerprinted SWITCH_CHARS characters the Python way (about a
-second of work): a query or a small ``add`` never pays for it, a corpus
-job pays it once a process. ``use("always" | "never" | "auto")`` overrides
-that (the benchmarks and tests do).
+When: numba's import and the tables here cost a process about a second
+(compiling the loop, once a machine, about 15 s more), so a process turns
+it on only once it has fingerprinted SWITCH_CHARS characters the Python
+way (about a second of English, several of Chinese): a short-lived process
+or a small ``add`` never pays for it, a corpus job pays it once a process,
+and in a long-lived one the call that crosses the line waits for it.
+``use("always" | "never" | "auto")`` overrides that (the benchmarks and
+tests do).
 """
 
 from __future__ import annotations

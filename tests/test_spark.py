@@ -251,9 +251,26 @@ def test_auto_pairs_on_the_driver_up_to_driver_rows(
         want = want_pairs(index, 8)
     assert got_pairs(near_duplicates(random_df)) == want
     assert collected == [8]
+    # (every row of random_rows has a fingerprint: n is len(random_rows))
     monkeypatch.setattr(_pairs, "DRIVER_ROWS", len(random_rows) - 1)
     assert got_pairs(near_duplicates(random_df)) == want
     assert collected == [8]  # past DRIVER_ROWS: the shuffle
+    monkeypatch.setattr(_pairs, "DRIVER_ROWS", 1 << 25)
+    # A skewed corpus: a sample of about 500 of its 4,500 rows prices the
+    # pairs of the 2,500 sharing their top 32 bits at about ten thousand,
+    # past 1,000, so auto takes the shuffle; past 2**30, the driver
+    rows = skewed(3)
+    df = frame(spark, rows)
+    monkeypatch.setattr(_pairs, "SAMPLE_ROWS", 500)
+    monkeypatch.setattr(_pairs, "DRIVER_PAIRS", 1000)
+    with indexed(rows) as index:
+        want = want_pairs(index, 8)
+    assert len(want) > 5000
+    assert got_pairs(near_duplicates(df)) == want
+    assert collected == [8]
+    monkeypatch.setattr(_pairs, "DRIVER_PAIRS", 1 << 30)
+    assert got_pairs(near_duplicates(df)) == want
+    assert collected == [8, 8]
     with pytest.raises(InvalidArgumentError, match="pair_on"):
         near_duplicates(random_df, pair_on="gpu")
     empty = random_df.limit(0)

@@ -13,7 +13,8 @@ pyspark 4 and pyarrow (``pip install 'simindex[spark]'``) and a Java 17
 runtime; every executor needs simindex installed. Nothing here imports
 pyspark until it is called, so ``python -m simindex.spark`` can say what is
 missing. ``python -m simindex.spark dedup`` is the command
-(docs/scaling.md). How pairs are shuffled and skewed buckets split:
+(docs/scaling.md). How pairs are found (on the driver while they fit
+there, else by a shuffle that splits skewed buckets):
 simindex/spark/_pairs.py; how clusters are decided in rounds:
 simindex/spark/_clusters.py and docs/decisions/spark-clusters.md.
 """

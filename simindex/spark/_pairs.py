@@ -1,4 +1,6 @@
-"""Every near-duplicate pair of a DataFrame of fingerprints, by a block-keyed shuffle.
+"""Every near-duplicate pair of a DataFrame of fingerprints: in the driver's
+memory while they fit there (see "On the driver" below), else by a
+block-keyed shuffle.
 
 The plan is the library's own (``pairs.pairs_plan``, as ``SimIndex.duplicates``
 pairs in memory): tables of one block each, every table looked up with each
@@ -22,15 +24,17 @@ row is sent 7.5 times (2 group bits a table, on two cores; 34.5 at ten
 million) where one row a probe sent about 360 (bench/results/spark.txt),
 and the candidates, tens of millions, never leave the task that finds them.
 
-On the driver: a corpus whose fingerprints fit in the driver's memory
-(about 70 bytes a row there; "auto" up to DRIVER_ROWS rows) is paired
-there instead: its (row, fingerprint) columns are collected, each Arrow
+On the driver: a corpus whose fingerprints and pairs fit in the driver's
+memory (about 70 bytes a row there, 40 a pair; "auto": up to DRIVER_ROWS
+rows while a sample prices the pairs at most DRIVER_PAIRS) is paired there
+instead: its (row, fingerprint) columns are collected, each Arrow
 batch as two byte strings, paired by pairs.pairs_within as SimIndex's
 duplicates() pairs them (compiled where numba is installed), and the
 candidates go back as a DataFrame to the same verification. It sends 16
-bytes a row once where the shuffle sends tens of rows a fingerprint, and
-its cost a comparison is the in-memory one (bench/results/spark.txt). The
-shuffle remains for corpora past one machine's memory.
+bytes a row once where the shuffle sends 7.5 rows a fingerprint at a
+million and 34.5 at ten million (bench/results/spark.txt has both ways).
+The shuffle remains for corpora past one machine's memory, and for those
+whose copies make more pairs than the driver should hold.
 
 Skew: many rows with one block value (boilerplate, templates, copies) make
 one bucket, and a bucket's pairs would all land on one task. A bucket of more
@@ -79,8 +83,16 @@ if TYPE_CHECKING:
 PAIR_ON = ("auto", "driver", "executors")
 # "auto" pairs on the driver up to this many rows: about 70 bytes a row
 # there (the rows and fingerprints collected, 16 bytes, and the compiled
-# pairing's 41 beside them: bench/results/growth.txt), 2.3 GB at 2**25.
+# pairing's 41 beside them: bench/results/growth.txt), 2.3 GB at 2**25;
+# without numba on the driver a quarter of it (numpy's pairing holds
+# 130-180 bytes a row).
 DRIVER_ROWS = 1 << 25
+# ... and while a sample says the pairs within k, which the driver holds
+# (20 bytes each, twice), are at most this many: a corpus of many copies of
+# a few texts has pairs in the square of its copies, and goes to the
+# shuffle, which splits big buckets across tasks.
+DRIVER_PAIRS = 1 << 25
+SAMPLE_ROWS = 1 << 17  # rows of the sample that estimates the pairs
 BUCKET_LIMIT = 2048  # rows a bucket may have before it is split (see the module's docstring)
 _MAX_BIG = 1000  # big buckets at most (their list is built on the driver)
 GROUP_ROWS = 1 << 22  # rows a group is expected to hold at most (see group_bits)
@@ -115,7 +127,9 @@ def near_duplicates(
     driver"): ``"driver"``, collected there and paired in memory
     (pairs.pairs_within, compiled where numba is installed); ``"executors"``,
     by the shuffle; ``"auto"`` (the default), the driver up to DRIVER_ROWS
-    rows. The same pairs either way. Runs its jobs
+    rows (a quarter of it without numba there) while a sample of
+    SAMPLE_ROWS rows prices the pairs within k at most DRIVER_PAIRS. The
+    same pairs either way. Runs its jobs
     when called (a count, the big buckets, the pairs) and returns the pairs
     checkpointed; ``fps`` is read several times, so cache it if it is
     costly to compute.
@@ -141,7 +155,9 @@ def near_duplicates(
     try:
         n = rows.count()
         plan = pairs_plan(max(n, 1), distance, blocks=blocks)
-        if pair_on == "driver" or (pair_on == "auto" and n <= DRIVER_ROWS):
+        if pair_on == "driver" or (
+            pair_on == "auto" and _fits_driver(rows.select("row", "fp"), n, distance)
+        ):
             found = _driver_pairs(rows.select("row", "fp"), distance, plan if blocks else None)
         else:
             found = _pair_rows(rows.select("row", "fp"), plan, distance, limit, n)
@@ -153,13 +169,28 @@ def near_duplicates(
         rows.unpersist()
 
 
-def _driver_pairs(slim: DataFrame, k: int, plan: Plan | None) -> DataFrame:
-    """(row_a, row_b, distance) of every pair within k, each once: the rows
-    and fingerprints collected on the driver (each Arrow batch of a task as
-    two byte strings, so a row costs no Python object) and paired in memory
-    by pairs.pairs_within (its own plan for the count, unless ``plan``)."""
+def _fits_driver(slim: DataFrame, n: int, k: int) -> bool:
+    """Whether "auto" pairs on the driver (see DRIVER_ROWS, DRIVER_PAIRS): a
+    uniform sample of about SAMPLE_ROWS rows is collected and paired, and
+    its pairs scaled by the square of n over its rows (a pair is in the
+    sample when both its rows are)."""
+    from simindex import compiled
+
+    if n > (DRIVER_ROWS if compiled.kernels() is not None else DRIVER_ROWS >> 2):
+        return False
+    if n <= SAMPLE_ROWS:
+        return True
+    _, fps = _collected(slim.sample(fraction=SAMPLE_ROWS / n, seed=n))
+    if len(fps) < 2:
+        return True
+    sampled = len(pairs_within(fps, k)[0])
+    return sampled * (n / len(fps)) ** 2 <= DRIVER_PAIRS
+
+
+def _collected(slim: DataFrame) -> tuple[Any, Any]:
+    """(rows int64, fps uint64) of (row, fp) collected on the driver (each
+    Arrow batch of a task as two byte strings, so a row costs no Python object)."""
     import numpy as np
-    import pyarrow as pa
 
     parts: list[tuple[bytes, bytes]] = [
         (r["rows"], r["fps"])
@@ -168,7 +199,17 @@ def _driver_pairs(slim: DataFrame, k: int, plan: Plan | None) -> DataFrame:
     empty = [(b"", b"")]
     rows = np.concatenate([np.frombuffer(r, np.int64) for r, _ in parts or empty])
     fps = np.concatenate([np.frombuffer(f, np.uint64) for _, f in parts or empty])
-    del parts
+    return rows, fps
+
+
+def _driver_pairs(slim: DataFrame, k: int, plan: Plan | None) -> DataFrame:
+    """(row_a, row_b, distance) of every pair within k, each once: the rows
+    and fingerprints collected on the driver (_collected) and paired in
+    memory by pairs.pairs_within (its own plan for the count, unless ``plan``)."""
+    import numpy as np
+    import pyarrow as pa
+
+    rows, fps = _collected(slim)
     a, b, d = pairs_within(fps, k, plan=plan)
     found = pa.table(
         {
