@@ -152,7 +152,7 @@ def classes() -> np.ndarray:
     re module reads [^\\W_], tokenize._CJK and \\s; built from those patterns."""
     from simindex import _marks
 
-    every = "".join(map(chr, range(0x110000)))
+    every = np.arange(0x110000, dtype="<u4").tobytes().decode("utf-32-le", "surrogatepass")
     table = np.zeros(0x110000, np.uint8)
     patterns = (("[^\\W_]", _marks.WORD), (f"[{_CJK}]", _marks.CJK), ("\\s", _marks.SPACE))
     for pattern, bit in patterns:
