@@ -372,9 +372,12 @@ def test_changes_experiment_runs() -> None:
 
 @slow
 def test_fingerprinting_benchmark_quick_run() -> None:
-    """Both steps, both languages, over the quality benchmark's texts."""
+    """Every step, both languages, over the quality benchmark's texts (up
+    to 200 a language, the few over PIECE_CHARS left out), the compiled
+    pass checked against the Python one first."""
     _quality_cache_or_skip()
     printed = run_script("bench/fingerprinting.py", "--quick")
     for lang in ("en", "zh"):
-        for step in ("simhash", "fingerprint_and_signature"):
-            assert re.search(rf"^{lang} +{step} +200 ", printed, re.M), printed
+        for step in ("simhash", "fingerprint_and_signature", " +compiled"):
+            assert re.search(rf"^{lang} +{step} +(19\d|200) ", printed, re.M), printed
+        assert re.search(rf"^{lang} +the compiled pass gives the Python one's bits", printed, re.M)
