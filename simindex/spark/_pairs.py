@@ -93,6 +93,10 @@ DRIVER_ROWS = 1 << 25
 # shuffle, which splits big buckets across tasks.
 DRIVER_PAIRS = 1 << 25
 SAMPLE_ROWS = 1 << 17  # rows of the sample that estimates the pairs
+# Candidate pairs found on the driver up to this many are broadcast to the
+# rows for their keys and signatures (_verified), so the rows are not
+# shuffled: about 25 bytes a pair in the broadcast.
+BROADCAST_PAIRS = 1 << 22
 BUCKET_LIMIT = 2048  # rows a bucket may have before it is split (see the module's docstring)
 _MAX_BIG = 1000  # big buckets at most (their list is built on the driver)
 GROUP_ROWS = 1 << 22  # rows a group is expected to hold at most (see group_bits)
@@ -155,16 +159,21 @@ def near_duplicates(
     try:
         n = rows.count()
         plan = pairs_plan(max(n, 1), distance, blocks=blocks)
-        if pair_on == "driver" or (
+        driver = pair_on == "driver" or (
             pair_on == "auto" and _fits_driver(rows.select("row", "fp"), n, distance)
-        ):
+        )
+        if driver:
             found = _driver_pairs(rows.select("row", "fp"), distance, plan if blocks else None)
         else:
             found = _pair_rows(rows.select("row", "fp"), plan, distance, limit, n)
         found = found.select("row_a", "row_b", "distance", F.lit(False).alias("beyond"))
         if at > 0 and "signature" in fps.columns:  # short texts one unit apart, at any distance
             found = found.unionByName(_set_pairs(rows, distance))
-        return _verified(found, rows, at).localCheckpoint(eager=True)
+        few = False
+        if driver:  # the candidates counted: few are broadcast to the rows (_verified)
+            found = found.localCheckpoint(eager=True)
+            few = found.count() <= BROADCAST_PAIRS
+        return _verified(found, rows, at, broadcast=few).localCheckpoint(eager=True)
     finally:
         rows.unpersist()
 
@@ -518,8 +527,14 @@ def _first_table(plan: Plan) -> Column:
     return F.lit(True) if rule is None else rule.otherwise(F.lit(True))
 
 
-def _verified(found: DataFrame, rows: DataFrame, threshold: float) -> DataFrame:
-    """The pairs with their keys, similarity and threshold applied (see near_duplicates)."""
+def _verified(
+    found: DataFrame, rows: DataFrame, threshold: float, *, broadcast: bool = False
+) -> DataFrame:
+    """The pairs with their keys, similarity and threshold applied (see
+    near_duplicates). The pairs meet their rows' keys and signatures by
+    sort-merge joins (every row shuffled, twice), or with ``broadcast`` (at
+    most BROADCAST_PAIRS pairs) by broadcasting the pairs to the rows, which
+    are scanned where they are and not shuffled."""
     from pyspark.sql import functions as F
 
     side_a = rows.select(
@@ -528,7 +543,10 @@ def _verified(found: DataFrame, rows: DataFrame, threshold: float) -> DataFrame:
     side_b = rows.select(
         F.col("row").alias("row_b"), F.col("key").alias("kb"), F.col("signature").alias("sig_b")
     )
-    keyed = found.join(side_a.hint("merge"), "row_a").join(side_b.hint("merge"), "row_b")
+    if broadcast:
+        keyed = side_b.join(F.broadcast(side_a.join(F.broadcast(found), "row_a")), "row_b")
+    else:
+        keyed = found.join(side_a.hint("merge"), "row_a").join(side_b.hint("merge"), "row_b")
     ordered = keyed.select(
         F.least("ka", "kb").alias("key_a"),
         F.greatest("ka", "kb").alias("key_b"),
