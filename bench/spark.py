@@ -7,10 +7,14 @@ on the same fingerprints, in the same run.
     python bench/spark.py --n 1000000  # another size
     python bench/spark.py --n 1000000,10000000 --runs 1   # how the time grows (about 40 minutes)
     python bench/spark.py --no-save    # print only (else bench/results/spark.txt)
+    python bench/spark.py --signatures # rows with signatures, verified on both sides
 
 Rows: N random 64-bit fingerprints with the top bit set, 1% of them planted
 near-duplicates of another row (0-8 bits flipped), no signatures (pairs by
-distance alone, so both sides do the same work), k = 8 (the default).
+distance alone, so both sides do the same work), k = 8 (the default). With
+--signatures (results in bench/results/spark-signatures.txt), each row has
+a 64-byte signature (random; a planted copy's its source's with 4 bytes
+changed), and both sides verify the pairs at the default threshold.
 
 - `SimIndex.duplicates()`: an in-memory index (":memory:") holding the rows
   (add_fingerprints, not timed), then duplicates(8): read and paired in
@@ -56,15 +60,30 @@ from simindex.pairs import pairs_plan, prefix_mask, visit_flips  # noqa: E402
 WAYS = ("executors", "driver")  # near_duplicates' pair_on, timed each
 
 
-def rows(n: int, seed: int = 1) -> list[tuple[str, int]]:
+def rows(n: int, seed: int = 1, signatures: bool = False) -> list[tuple]:
+    """(key, fingerprint) rows, or (key, fingerprint, signature) with
+    ``signatures``: 64 random bytes a row, a planted copy's its source's
+    with 4 bytes (at most 8 of 128 bins) changed, so it verifies at the
+    default threshold (the fingerprints are the same either way)."""
     rng = random.Random(seed)
+    sig_rng = random.Random(seed + 1)
     planted = n // 100
     fps = [rng.getrandbits(63) | 1 << 63 for _ in range(n - planted)]
+    sigs = [sig_rng.randbytes(64) for _ in fps] if signatures else []
     for _ in range(planted):
-        fp = rng.choice(fps)
+        source = rng.randrange(len(fps))  # (as rng.choice draws it)
+        fp = fps[source]
         for bit in rng.sample(range(64), rng.randrange(9)):
             fp ^= 1 << bit
         fps.append(fp)
+        if signatures:
+            sig = bytearray(sigs[source])
+            for at in sig_rng.sample(range(64), 4):
+                sig[at] ^= 1 + sig_rng.randrange(255)
+            sigs.append(bytes(sig))
+    if signatures:
+        paired = zip(fps, sigs, strict=True)
+        return [(f"doc-{i:08d}", fp, sig) for i, (fp, sig) in enumerate(paired)]
     return [(f"doc-{i:08d}", fp) for i, fp in enumerate(fps)]
 
 
@@ -85,23 +104,23 @@ def last_stage(spark: object) -> int:
     return max((s["stageId"] for s in stages), default=-1)
 
 
-def local_run(n: int, runs: int, k: int, folder: Path) -> tuple[list[float], list, Path]:
+def local_run(
+    n: int, runs: int, k: int, folder: Path, signatures: bool = False
+) -> tuple[list[float], list, Path]:
     """SimIndex.duplicates() times and pairs on n rows; the rows as Parquet in folder."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    data = rows(n)
+    data = rows(n, signatures=signatures)
     table = folder / f"rows-{n}.parquet"
-    pq.write_table(
-        pa.table(
-            {
-                "key": [key for key, _ in data],
-                "fingerprint": pa.array([to_signed(fp) for _, fp in data], pa.int64()),
-                "position": pa.array(range(n), pa.int64()),
-            }
-        ),
-        table,
-    )
+    columns = {
+        "key": [row[0] for row in data],
+        "fingerprint": pa.array([to_signed(row[1]) for row in data], pa.int64()),
+        "position": pa.array(range(n), pa.int64()),
+    }
+    if signatures:
+        columns["signature"] = pa.array([row[2] for row in data], pa.binary())
+    pq.write_table(pa.table(columns), table)
     with SimIndex(":memory:") as index:
         index.add_fingerprints(data)
         del data
@@ -137,10 +156,15 @@ def measure(args: argparse.Namespace) -> int:
         plan = pairs_plan(n, k)
         print(
             f"{n:,} random fingerprints ({n // 100:,} planted near-duplicates), k = {k}, "
-            f"no signatures; plan: {len(plan.masks)} tables, radius {plan.radius}, "
+            + (
+                "signatures (64 random bytes; a copy's 4 bytes from its source's); "
+                if args.signatures
+                else "no signatures; "
+            )
+            + f"plan: {len(plan.masks)} tables, radius {plan.radius}, "
             f"{sum(len(f) - 1 for f in plan.flips)} probes a row"
         )
-        local, expected, table = local_run(n, runs, k, Path(scratch.name))
+        local, expected, table = local_run(n, runs, k, Path(scratch.name), args.signatures)
         print(f"SimIndex.duplicates(): {len(expected):,} pairs")
         partitions = max(8, n // 100_000)
         if spark is None:
@@ -255,9 +279,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--runs", type=int, default=3, help="runs of each (default 3)")
     ap.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    ap.add_argument(
+        "--signatures",
+        action="store_true",
+        help="rows with signatures, verified on both sides (results: spark-signatures.txt)",
+    )
     output_options(ap)
     args = ap.parse_args(argv)
-    return save_output("spark", args, lambda: measure(args))
+    name = "spark-signatures" if args.signatures else "spark"
+    return save_output(name, args, lambda: measure(args))
 
 
 if __name__ == "__main__":
