@@ -330,6 +330,38 @@ def test_an_open_index_comes_back_after_the_server_drops_its_connections(
         assert index.query(q) == brute_force(stored, q, 8)
 
 
+@pytest.mark.parametrize("hold", [False, True])
+def test_a_pre_ping_that_fails_oddly_connects_again(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch, hold: bool
+) -> None:
+    """A pooled connection the server cut can fail its pre-ping with
+    psycopg's ProgrammingError ("can't change 'autocommit' now": SQLAlchemy
+    restores autocommit on the broken connection), not an error SQLAlchemy
+    counts as a disconnect: the pool connects again instead of raising it
+    (seen once in test_an_open_index_comes_back_after_the_server_drops_its_
+    connections, under load)."""
+    import psycopg
+    from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
+
+    with SimIndex(pg_url, hold=hold) as index:
+        index.add_fingerprint("a", 1)
+        failed: list[int] = []
+        ping = PGDialect_psycopg.do_ping
+
+        def odd_once(self: Any, dbapi_connection: Any) -> bool:
+            if not failed:
+                failed.append(1)
+                raise psycopg.ProgrammingError(
+                    "can't change 'autocommit' now: connection in transaction status ACTIVE"
+                )
+            return bool(ping(self, dbapi_connection))
+
+        monkeypatch.setattr(PGDialect_psycopg, "do_ping", odd_once)
+        index.add_fingerprint("b", 3)  # a write's checkout pings first
+        assert failed == [1]
+        assert index.query(1, k=1) == brute_force({"a": 1, "b": 3}, 1, 1)
+
+
 def test_a_write_that_loses_its_connection_says_so_and_the_next_one_works(pg_url: str) -> None:
     """A connection cut inside a write: one StorageError that says the write
     may not have been saved; the next write connects again."""

@@ -375,6 +375,7 @@ class _Postgres(Dialect):
             where.url, connect_args=args, pool_size=5, max_overflow=20, pool_pre_ping=True
         )
         event.listen(engine, "connect", _on_postgres_connect(timeout))
+        event.listen(engine, "handle_error", _failed_ping_is_a_disconnect)
         return engine
 
     def capabilities(self, engine: Engine) -> Capabilities:
@@ -491,3 +492,15 @@ def dialect_for(where: Location) -> Dialect:
 def dialect_of(conn: Connection) -> Dialect:
     """The dialect of an open connection."""
     return _BY_NAME[conn.dialect.name]
+
+
+def _failed_ping_is_a_disconnect(context: Any) -> None:
+    """A pooled connection whose pre-ping fails in any way is a lost one: the
+    pool drops it and connects again (a server that cannot be reached then
+    fails that connect, as it should). psycopg's ping of a connection the
+    server cut can fail as a ProgrammingError ("can't change 'autocommit'
+    now": SQLAlchemy restores autocommit on the broken connection after the
+    failed SELECT 1), which SQLAlchemy does not count as a disconnect, so
+    the checkout raised it instead of connecting again."""
+    if context.is_pre_ping:
+        context.is_disconnect = True
