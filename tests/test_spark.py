@@ -248,17 +248,18 @@ def test_auto_pairs_on_the_driver_up_to_driver_rows(
 
     monkeypatch.setattr(_pairs, "_driver_pairs", counted)
     with indexed(random_rows) as index:
-        want = want_pairs(index, 8)
-    assert got_pairs(near_duplicates(random_df)) == want
+        random_want = want_pairs(index, 8)
+    assert got_pairs(near_duplicates(random_df)) == random_want
     assert collected == [8]
     # (every row of random_rows has a fingerprint: n is len(random_rows))
     monkeypatch.setattr(_pairs, "DRIVER_ROWS", len(random_rows) - 1)
-    assert got_pairs(near_duplicates(random_df)) == want
+    assert got_pairs(near_duplicates(random_df)) == random_want
     assert collected == [8]  # past DRIVER_ROWS: the shuffle
     monkeypatch.setattr(_pairs, "DRIVER_ROWS", 1 << 25)
-    # A skewed corpus: a sample of about 500 of its 4,500 rows prices the
-    # pairs of the 2,500 sharing their top 32 bits at about ten thousand,
-    # past 1,000, so auto takes the shuffle; past 2**30, the driver
+    # A skewed corpus: in a sample of about 500 of its 4,500 rows, the 2,500
+    # sharing their top 32 bits share a block, priced at millions of pairs,
+    # past 1,000 / 8, so auto takes the shuffle; with DRIVER_PAIRS at 2**30,
+    # the sample's pairs (about ten thousand, scaled) fit: the driver
     rows = skewed(3)
     df = frame(spark, rows)
     monkeypatch.setattr(_pairs, "SAMPLE_ROWS", 500)
@@ -271,6 +272,9 @@ def test_auto_pairs_on_the_driver_up_to_driver_rows(
     monkeypatch.setattr(_pairs, "DRIVER_PAIRS", 1 << 30)
     assert got_pairs(near_duplicates(df)) == want
     assert collected == [8, 8]
+    # More candidates than BROADCAST_PAIRS: verified by sort-merge joins
+    monkeypatch.setattr(_pairs, "BROADCAST_PAIRS", 0)
+    assert got_pairs(near_duplicates(random_df, pair_on="driver")) == random_want
     with pytest.raises(InvalidArgumentError, match="pair_on"):
         near_duplicates(random_df, pair_on="gpu")
     empty = random_df.limit(0)

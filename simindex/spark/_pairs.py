@@ -95,7 +95,7 @@ DRIVER_PAIRS = 1 << 25
 SAMPLE_ROWS = 1 << 17  # rows of the sample that estimates the pairs
 # Candidate pairs found on the driver up to this many are broadcast to the
 # rows for their keys and signatures (_verified), so the rows are not
-# shuffled: about 25 bytes a pair in the broadcast.
+# shuffled: about 25 bytes a pair in the broadcast (100 MB at 2**22).
 BROADCAST_PAIRS = 1 << 22
 BUCKET_LIMIT = 2048  # rows a bucket may have before it is split (see the module's docstring)
 _MAX_BIG = 1000  # big buckets at most (their list is built on the driver)
@@ -180,20 +180,32 @@ def near_duplicates(
 
 def _fits_driver(slim: DataFrame, n: int, k: int) -> bool:
     """Whether "auto" pairs on the driver (see DRIVER_ROWS, DRIVER_PAIRS): a
-    uniform sample of about SAMPLE_ROWS rows is collected and paired, and
-    its pairs scaled by the square of n over its rows (a pair is in the
-    sample when both its rows are)."""
-    from simindex import compiled
+    uniform sample of about SAMPLE_ROWS rows (all of them, up to that) is
+    collected and its pairs within k counted, scaled by the square of n over
+    its rows (a pair is in the sample when both its rows are). The pairs
+    are listed only once the rows sharing a table's block exactly (copies,
+    templates) are priced within an eighth of DRIVER_PAIRS, so a sample of
+    copies is not paired to find out that it has too many pairs."""
+    if n > DRIVER_ROWS >> 2:  # numba's import is paid only where it decides
+        from simindex import compiled
 
-    if n > (DRIVER_ROWS if compiled.kernels() is not None else DRIVER_ROWS >> 2):
-        return False
-    if n <= SAMPLE_ROWS:
+        if compiled.kernels() is None or n > DRIVER_ROWS:
+            return False
+    if n <= 1:
         return True
-    _, fps = _collected(slim.sample(fraction=SAMPLE_ROWS / n, seed=n))
+    sample = slim if n <= SAMPLE_ROWS else slim.sample(fraction=SAMPLE_ROWS / n, seed=n)
+    _, fps = _collected(sample)
     if len(fps) < 2:
         return True
-    sampled = len(pairs_within(fps, k)[0])
-    return sampled * (n / len(fps)) ** 2 <= DRIVER_PAIRS
+    import numpy as np
+
+    scale = (n / len(fps)) ** 2
+    for mask in pairs_plan(len(fps), k).masks:
+        _, counts = np.unique(fps & np.uint64(mask), return_counts=True)
+        shared = int((counts * (counts - 1) // 2).sum())
+        if shared * scale > DRIVER_PAIRS / 8:
+            return False
+    return len(pairs_within(fps, k)[0]) * scale <= DRIVER_PAIRS
 
 
 def _collected(slim: DataFrame) -> tuple[Any, Any]:
@@ -534,7 +546,8 @@ def _verified(
     near_duplicates). The pairs meet their rows' keys and signatures by
     sort-merge joins (every row shuffled, twice), or with ``broadcast`` (at
     most BROADCAST_PAIRS pairs) by broadcasting the pairs to the rows, which
-    are scanned where they are and not shuffled."""
+    are scanned where they are and not shuffled: each side's keys and
+    signatures join the pairs, and the two halves, a row a pair, are joined."""
     from pyspark.sql import functions as F
 
     side_a = rows.select(
@@ -543,8 +556,10 @@ def _verified(
     side_b = rows.select(
         F.col("row").alias("row_b"), F.col("key").alias("kb"), F.col("signature").alias("sig_b")
     )
-    if broadcast:
-        keyed = side_b.join(F.broadcast(side_a.join(F.broadcast(found), "row_a")), "row_b")
+    if broadcast:  # each side's rows meet the pairs where they are; the two halves, pair-sized
+        half_a = side_a.join(F.broadcast(found), "row_a")
+        half_b = side_b.join(F.broadcast(found.select("row_a", "row_b")), "row_b")
+        keyed = half_a.join(half_b, ["row_a", "row_b"])
     else:
         keyed = found.join(side_a.hint("merge"), "row_a").join(side_b.hint("merge"), "row_b")
     ordered = keyed.select(

@@ -502,5 +502,5 @@ def _failed_ping_is_a_disconnect(context: Any) -> None:
     now": SQLAlchemy restores autocommit on the broken connection after the
     failed SELECT 1), which SQLAlchemy does not count as a disconnect, so
     the checkout raised it instead of connecting again."""
-    if context.is_pre_ping:
+    if getattr(context, "is_pre_ping", False):  # (SQLAlchemy 2.0.5 and later say)
         context.is_disconnect = True
