@@ -159,7 +159,8 @@ def minhash_values(h32: np.ndarray, bins: int = BINS, bits: int = BITS) -> np.nd
     hashes: bin = the top log2(K) bits, the bin's value = the low b bits of its
     smallest hash; an empty bin takes the value of the first non-empty bin on
     its probe sequence (optimal densification), else of the nearest non-empty
-    bin to its right. (A hash of all ones counts as no hash: a 2**-32 chance.)"""
+    bin to its right. (A hash of all ones counts as no hash: a 2**-32 chance;
+    no hash at all gives every value 0.)"""
     if bins != BINS or bits != BITS:
         check_sketch(bins, bits)
     shift = np.uint32(32 - bins.bit_length() + 1)
@@ -168,8 +169,10 @@ def minhash_values(h32: np.ndarray, bins: int = BINS, bits: int = BITS) -> np.nd
     np.minimum.at(mins, h32 >> shift, h32)
     filled = mins != _EMPTY
     values = mins & np.uint32((1 << bits) - 1)
-    if not len(h32) or filled.all():
-        return values if len(h32) else np.zeros(bins, dtype=np.uint32)
+    if filled.all():
+        return values
+    if not filled.any():  # no hash, or only hashes of all ones (as the compiled pass)
+        return np.zeros(bins, dtype=np.uint32)
     probes = _TABLES.get(bins)
     if probes is None:
         probes = _TABLES[bins] = _probe_table(bins)

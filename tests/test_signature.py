@@ -260,3 +260,12 @@ def test_one_unit_reaches_is_the_best_a_pair_one_unit_apart_can_do() -> None:
         best = max(_exact(a, b) for a, b in shapes)
         for threshold in (0.5, ONE_UNIT, 0.9, 0.95, 0.97, 0.99, 1.0):
             assert one_unit_reaches(largest, threshold) == (best >= threshold), (largest, threshold)
+
+
+def test_minhash_of_only_all_ones_hashes_is_the_empty_sketch() -> None:
+    # A hash of all ones counts as no hash (a bin's empty mark), so hashes
+    # that are all ones give the empty text's values, as the compiled pass
+    # does, instead of failing to densify from no filled bin.
+    ones = np.full(2, 0xFFFFFFFF, dtype=np.uint32)
+    empty = sig.minhash_values(np.array([], dtype=np.uint32))
+    assert sig.minhash_values(ones).tolist() == empty.tolist() == [0] * sig.BINS
