@@ -34,14 +34,13 @@ from __future__ import annotations
 import re
 import sys
 import threading
-import unicodedata
 from functools import cache
 from typing import Any
 
 import numpy as np
 
 from simindex.fingerprint import FingerprintConfig, prepare
-from simindex.tokenize import _CJK, PIECE_CHARS, has_cjk, normalize, stopwords
+from simindex.tokenize import _CJK, PIECE_CHARS, has_cjk, nfkc, normalize, stopwords
 
 SWITCH_CHARS = 4 << 20  # characters fingerprinted the Python way before the switch
 MODES = ("auto", "always", "never")
@@ -97,7 +96,7 @@ def marks(text: str, config: FingerprintConfig, probes: np.ndarray) -> tuple[int
             # gives the text as it is, and normalize()'s NFKC is done here
             # (the same object when the text is NFKC already), its case
             # folding in the loop.
-            normal = unicodedata.normalize("NFKC", text)
+            normal = nfkc(text)
             if normal is not text:
                 buf = np.frombuffer(normal.encode("utf-8", "surrogatepass"), np.uint8)
             fold, cjk_units = True, False

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
@@ -31,6 +30,7 @@ from simindex.tokenize import (
     PIECE_CHARS,
     fold_cjk_gaps,
     has_cjk,
+    nfkc,
     shingle_counts,
     stopwords,
     words,
@@ -221,7 +221,7 @@ def prepare(text: str, config: FingerprintConfig) -> str:
         return text
     if text.isascii() or not has_cjk(text):
         return text
-    text = unicodedata.normalize("NFKC", text)
+    text = nfkc(text)
     if config.cjk_gaps == "folded":
         text = fold_cjk_gaps(text)
     if config.script == "simplified":

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import unicodedata
 
 import pytest
 from hypothesis import given
@@ -21,7 +22,7 @@ from simindex import (
     simhash,
 )
 from simindex.fingerprint import prepare, to_simplified
-from simindex.tokenize import fold_cjk_gaps
+from simindex.tokenize import fold_cjk_gaps, nfkc
 
 from .conftest import ROOT
 
@@ -209,3 +210,30 @@ def test_cli_fingerprint_options_keep_the_default_normalisation() -> None:
     assert changed is not None
     assert (changed.cjk_gaps, changed.script) == (DEFAULT_CONFIG.cjk_gaps, DEFAULT_CONFIG.script)
     assert (changed.ngram, changed.stopwords) == (2, False)
+
+
+# Characters NFKC treats in every way: the common compatibility forms
+# nfkc() replaces itself, other compatibility forms (half-width katakana and
+# its voicing marks, ligatures, circled and Kangxi forms), combining marks
+# that compose with or reorder after a replaced form, Hangul jamo, and plain
+# text, in runs so that neighbours interact.
+_NFKC_ALPHABET = (
+    "，（）：；！？％１２３ＡＢａｚ～　\u00a0…²³¹"
+    "ｶﾞｷﾟﾊﾟ\uff9e\uff9f\u3099\u309a"
+    "ﬁ①⼀⺟㍿"
+    "\u0301\u0308\u0323\u0327\u0345"
+    "\u1100\u1161\u11a8가"
+    "aAeE中文,. 一\ud800"
+)
+
+
+@given(st.lists(st.text(alphabet=_NFKC_ALPHABET, min_size=1, max_size=6), max_size=12))
+def test_nfkc_is_unicodedata_nfkc(runs: list[str]) -> None:
+    text = "".join(runs)
+    assert nfkc(text) == unicodedata.normalize("NFKC", text)
+
+
+def test_nfkc_gives_the_text_itself_when_it_is_nfkc_already() -> None:
+    text = "中文，已经是".replace("，", ",") + "\u00e9"
+    assert nfkc(text) is text
+    assert nfkc(SPACED) == unicodedata.normalize("NFKC", SPACED)
