@@ -378,6 +378,6 @@ def test_fingerprinting_benchmark_quick_run() -> None:
     _quality_cache_or_skip()
     printed = run_script("bench/fingerprinting.py", "--quick")
     for lang in ("en", "zh"):
-        for step in ("simhash", "fingerprint_and_signature", " +compiled"):
+        for step in ("simhash", "fingerprint_and_signature", " +compiled", " +prepare"):
             assert re.search(rf"^{lang} +{step} +(19\d|200) ", printed, re.M), printed
         assert re.search(rf"^{lang} +the compiled pass gives the Python one's bits", printed, re.M)
