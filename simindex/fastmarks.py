@@ -3,8 +3,8 @@
 An optional accelerator (``pip install 'simindex[fast]'``) of
 signature.fingerprint_and_signature, the step every document of a corpus
 job, an ``add``, a ``dedup`` and a query goes through: the same fingerprint
-and signature, bit for bit, several times as fast (5.7x on English text,
-3.9x on Chinese: bench/results/fingerprinting.txt). What is left in Python
+and signature, bit for bit, several times as fast (about 6x on English text,
+4x on Chinese: bench/results/fingerprinting.txt). What is left in Python
 is what runs in C already: ``prepare`` (NFKC, the CJK gaps folded,
 Traditional made Simplified) for a text with CJK characters, and NFKC
 (``lower`` for ASCII). The rest, case folding (for a text without CJK;
