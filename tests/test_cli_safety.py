@@ -522,7 +522,11 @@ def _interrupted_run(index: Path, delay: float) -> subprocess.CompletedProcess[s
             assert child.stderr is not None and child.stderr.readline() == b"ready\n"
             time.sleep(delay)
             child.send_signal(signal.SIGINT)
-            out, err = child.communicate(timeout=60)
+            # stdin stays open until the child ends: the command waits on it,
+            # so the interrupt is what ends it (closing stdin now would race
+            # it with the end of the input).
+            child.wait(timeout=60)
+            out, err = child.communicate()
         finally:
             child.kill()
         if child.returncode != 99:
@@ -543,6 +547,37 @@ def test_ctrl_c_at_any_moment_is_one_line_and_exit_130(tmp_path: Path, delay: fl
     assert done.stderr.startswith("Interrupted"), done.stderr
     assert done.stdout == b""
     assert not index.exists()  # the new index the add had created is gone too
+
+
+def test_an_interrupt_lost_in_a_finaliser_wakes_a_blocked_read() -> None:
+    """A Ctrl-C raised where Python cannot raise it (here a __del__) is
+    delivered again as a signal, which wakes the main thread from a read of
+    a pipe nobody writes (a simulated interrupt would wait for the read)."""
+    code = """
+import sys
+from simindex import __main__ as entry
+sys.unraisablehook = entry._raise_again
+class Finalised:
+    def __del__(self):
+        raise KeyboardInterrupt
+Finalised()
+try:
+    sys.stdin.read()
+except KeyboardInterrupt:
+    sys.exit(42)
+"""
+    child = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_child_env(),
+    )
+    try:
+        assert child.wait(timeout=30) == 42
+    finally:
+        child.kill()
+        child.communicate()
 
 
 def _one_line_and_130(code: str) -> None:
