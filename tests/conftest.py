@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import signal
 import types
 import uuid
 from collections.abc import Iterator
@@ -36,6 +37,14 @@ def postgres_or_skip() -> str:
         pytest.skip(HOW)
     return POSTGRES_URL
 
+
+# Ctrl-C as a terminal gives it, whatever started the suite: a shell without
+# job control starts a background command (`pytest &`, `setsid pytest &` in a
+# script) with SIGINT ignored, Python then leaves it ignored, and every child
+# a test starts inherits that, so the tests of what Ctrl-C does fail as if
+# the interrupt were lost.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # No example may fail for taking long: Hypothesis's 200 ms deadline made a
 # test's outcome depend on the machine (a first example that loads OpenCC or
