@@ -101,8 +101,9 @@ def measure(args: argparse.Namespace) -> int:
     else:
         print("(numba is not installed: no compiled row)\n")
     # What every path runs before tokenising (NFKC, the CJK gaps folded,
-    # Traditional made Simplified; the text itself for English): the part of
-    # the compiled row that is not compiled.
+    # Traditional made Simplified): for Chinese, most of the compiled row's
+    # Python. (For English it is only the scan for CJK; the NFKC such a text
+    # needs runs in fastmarks.marks itself.)
     steps["  prepare"] = ("never", lambda text: prepare(text, DEFAULT_CONFIG))
     print(f"one thread; medians of {runs} run(s); a document: a source's unit, passages joined\n")
     print(

@@ -34,31 +34,11 @@ def _raise_again(unraisable: sys.UnraisableHookArgs) -> None:
 
         signum = signals.signal_number(unraisable.exc_value)
         main_thread = threading.main_thread().ident
-        again = threading.Timer(0.005, _deliver, (signum, main_thread))
+        again = threading.Timer(0.005, signals.deliver_again, (signum, main_thread))
         again.daemon = True  # a command that has finished meanwhile just exits
         again.start()
     else:
         sys.__unraisablehook__(unraisable)
-
-
-def _deliver(signum: int, thread: int | None) -> None:
-    """The signal again, to the main thread, as a signal: one that waits in
-    a system call (reading a pipe nobody writes yet) is woken by it, where
-    _thread.interrupt_main only marks the interrupt for the next line of
-    Python the thread runs, which a blocked read never reaches. Only while
-    the command still handles that signal in Python (not once it stops at
-    once: see signals.stop_at_once)."""
-    import signal
-
-    handler = signal.getsignal(signum)
-    if not callable(handler):
-        return
-    if hasattr(signal, "pthread_kill") and thread is not None:
-        signal.pthread_kill(thread, signum)
-    else:  # (Windows)
-        import _thread
-
-        _thread.interrupt_main(signal.Signals(signum))
 
 
 _ending: dict[str, object] = {"code": None}  # the exit code main is ending with

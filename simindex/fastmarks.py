@@ -3,7 +3,7 @@
 An optional accelerator (``pip install 'simindex[fast]'``) of
 signature.fingerprint_and_signature, the step every document of a corpus
 job, an ``add``, a ``dedup`` and a query goes through: the same fingerprint
-and signature, bit for bit, several times as fast (about 6x on English text,
+and signature, bit for bit, several times as fast (6-7x on English text,
 4x on Chinese: bench/results/fingerprinting.txt). What is left in Python
 is what runs in C already: ``prepare`` (NFKC, the CJK gaps folded,
 Traditional made Simplified) for a text with CJK characters, and NFKC

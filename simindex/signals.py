@@ -87,14 +87,43 @@ def stop_on_signals() -> None:
             signal.signal(signum, _stop)
 
 
+# Held while a signal is sent again (deliver_again) and while stop_at_once
+# hands the signals back to the system, so one is never sent again to a
+# process that now dies of it.
+_handing_over = threading.Lock()
+
+
 def stop_at_once() -> None:
     """Once the command is stopping: another Ctrl-C, SIGTERM or SIGHUP ends
     the process at once (main thread only; ignored signals stay ignored)."""
     if threading.current_thread() is not threading.main_thread():
         return
-    for signum in HELD:
-        if signal.getsignal(signum) not in (signal.SIG_IGN, None):
-            signal.signal(signum, signal.SIG_DFL)
+    with _handing_over:
+        for signum in HELD:
+            if signal.getsignal(signum) not in (signal.SIG_IGN, None):
+                signal.signal(signum, signal.SIG_DFL)
+
+
+def deliver_again(signum: int, thread: int | None) -> None:
+    """Send a signal Python lost (see simindex.__main__._raise_again) again,
+    to the main thread ``thread``, as a signal: one that waits in a system
+    call (reading a pipe nobody writes yet) is woken by it, where
+    _thread.interrupt_main only marks the interrupt for the next line of
+    Python the thread runs, which a blocked read never reaches. Only while
+    the command still handles that signal in Python: not once it stops at
+    once (a signal the system then handles would kill it) or ignores it."""
+    with _handing_over:
+        if not callable(signal.getsignal(signum)):
+            return
+        if hasattr(signal, "pthread_kill") and thread is not None:
+            # Sent with the lock held: the kernel delivers it before the main
+            # thread runs another instruction, so before stop_at_once can
+            # hand the signal to the system.
+            signal.pthread_kill(thread, signum)
+        else:  # (Windows)
+            import _thread
+
+            _thread.interrupt_main(signal.Signals(signum))
 
 
 @contextlib.contextmanager

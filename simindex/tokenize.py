@@ -52,24 +52,27 @@ _COMMON_COMPAT_FORMS = {
 def nfkc(text: str) -> str:
     """unicodedata.normalize("NFKC", text), the same string (the text itself
     when it is NFKC already), faster on text whose only compatibility forms
-    are the common ones (_COMMON_COMPAT): CPython's NFKC of a text that is
-    not NFKC already decomposes and recomposes every character, about 125 ns
-    a character, and one full-width comma makes a Chinese text so.
+    are the common ones (_COMMON_COMPAT): CPython's NFKC of a text its quick
+    check does not pass decomposes and recomposes every character, about
+    125 ns a character, and one full-width comma makes a Chinese text so.
 
-    Each common form is replaced by its own NFKC form, in one regex pass, and
-    the result checked; only a text with other forms is normalised in full.
-    Exact: NFKC is the canonical composition of the full compatibility
-    decomposition (NFKD), which maps each character on its own, and
-    NFKD(NFKC(c)) == NFKD(c) for every character c (Unicode's stability), so
-    replacing any character by its NFKC form leaves the text's NFKD, and so
-    its NFKC, as they were."""
+    A text the check passes is given as it is (most non-ASCII text: a regex
+    pass over it would cost more than the check; on a text of combining
+    marks not in NFKC the check is itself a full normalisation, so such a
+    text costs about 1.5 times unicodedata's). Otherwise the common forms
+    are replaced by their own NFKC forms, in one regex pass, so that
+    normalize()'s own quick check passes where they were all that stopped
+    it. Exact: NFKC(t) is the canonical composition of NFKD(t), the
+    characters' full compatibility decompositions put in canonical order,
+    and a character's NFKC form has the same full decomposition as the
+    character (NFKC(c) is canonically equivalent to NFKD(c)), so the
+    replaced text has the same NFKD, and so the same NFKC."""
     if unicodedata.is_normalized("NFKC", text):
         return text
     forms = _COMMON_COMPAT_FORMS
-    replaced = _COMMON_COMPAT.sub(lambda m: m.group().translate(forms), text)
-    if unicodedata.is_normalized("NFKC", replaced):
-        return replaced
-    return unicodedata.normalize("NFKC", replaced)
+    return unicodedata.normalize(
+        "NFKC", _COMMON_COMPAT.sub(lambda m: m.group().translate(forms), text)
+    )
 
 
 def normalize(text: str) -> str:

@@ -511,23 +511,32 @@ SLOW_DELAYS = [0.0, 0.002, 0.01, 0.02, 0.03, 0.07, 0.1, 0.12, 0.2, 0.25, 0.3, 0.
 
 def _interrupted_run(index: Path, delay: float) -> subprocess.CompletedProcess[str]:
     for _ in range(5):
-        child = subprocess.Popen(
-            [sys.executable, "-c", _CHILD, "add", str(index), "-", "--key", "k"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=_child_env(),
-        )
+        # The child's stdin is a pipe this test holds open until the child
+        # ends: the command waits on it, so the interrupt is what ends it
+        # (closing stdin at once would race it with the end of the input).
+        reading, writing = os.pipe()
+        try:
+            child = subprocess.Popen(
+                [sys.executable, "-c", _CHILD, "add", str(index), "-", "--key", "k"],
+                stdin=reading,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=_child_env(),
+            )
+        finally:
+            os.close(reading)
         try:
             assert child.stderr is not None and child.stderr.readline() == b"ready\n"
             time.sleep(delay)
             child.send_signal(signal.SIGINT)
-            # stdin stays open until the child ends: the command waits on it,
-            # so the interrupt is what ends it (closing stdin now would race
-            # it with the end of the input).
-            child.wait(timeout=60)
-            out, err = child.communicate()
+            try:
+                out, err = child.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                out, err = child.communicate()
+                pytest.fail(f"the interrupt did not end the command: {err.decode()!r}")
         finally:
+            os.close(writing)
             child.kill()
         if child.returncode != 99:
             shown = err.decode("utf-8", "replace")
