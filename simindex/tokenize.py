@@ -42,11 +42,11 @@ _segment: Callable[[str], list[str]] | None = None
 # The compatibility forms common in real text (full-width ASCII, as in
 # Chinese "，", "１", "（"; the ideographic and no-break spaces; "…"; the
 # Latin-1 superscript digits): each mapped to its own NFKC form (see nfkc).
-_COMMON_COMPAT = re.compile("[\uff01-\uff5e\u3000\u00a0\u2026\u00b2\u00b3\u00b9]+")
 _COMMON_COMPAT_FORMS = {
     cp: unicodedata.normalize("NFKC", chr(cp))
     for cp in (*range(0xFF01, 0xFF5F), 0x3000, 0x00A0, 0x2026, 0x00B2, 0x00B3, 0x00B9)
 }
+_COMMON_COMPAT = re.compile(f"[{re.escape(''.join(map(chr, _COMMON_COMPAT_FORMS)))}]+")
 
 
 def nfkc(text: str) -> str:
