@@ -107,7 +107,7 @@ class SimIndex:
         if threshold is not None:
             threshold = check_threshold(threshold)
         self._where = storage.locate(location)
-        storage.check_file(self._where, create=create and not readonly)
+        storage.check_file(self._where, create=create and not readonly, timeout=self._timeout)
         # A file or folder this process may not write: read-only, by itself.
         access = storage.file_access(self._where)
         self.readonly = readonly = self.readonly or access.readonly

@@ -7,7 +7,9 @@ child process as an ordinary user would (tests.helpers.unprivileged)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -192,38 +194,49 @@ def test_a_location_is_a_value() -> None:
 
 def test_memory_and_servers_are_never_files() -> None:
     for where in (locate(":memory:"), locate("postgresql://user@host/db")):
-        check_file(where, create=False)
-        check_file(where, create=True)
+        check_file(where, create=False, timeout=1)
+        check_file(where, create=True, timeout=1)
         assert file_access(where) == FileAccess(False, False)
 
 
 def test_a_missing_file_is_no_index_unless_one_is_made(tmp_path: Path) -> None:
     where = locate(tmp_path / "ix.db")
     with pytest.raises(NoIndexError) as caught:
-        check_file(where, create=False)
+        check_file(where, create=False, timeout=1)
     assert str(caught.value) == f"no index at {tmp_path / 'ix.db'}"
     assert isinstance(caught.value, NotAnIndexError)
-    check_file(where, create=True)
+    check_file(where, create=True, timeout=1)
     assert not (tmp_path / "ix.db").exists()  # nothing is made or opened
 
 
-@pytest.mark.parametrize("header", [b"", SQLITE_HEADER, SQLITE_HEADER + b"\x10\x00" + bytes(98)])
-def test_an_empty_file_or_a_sqlite_file_may_hold_an_index(tmp_path: Path, header: bytes) -> None:
+@pytest.mark.parametrize("empty", [True, False])
+def test_an_empty_file_or_a_sqlite_file_may_hold_an_index(tmp_path: Path, empty: bool) -> None:
     path = tmp_path / "ix.db"
-    path.write_bytes(header)
-    check_file(locate(path), create=False)
-    check_file(locate(path), create=True)
+    path.write_bytes(b"")
+    if not empty:
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            conn.execute("CREATE TABLE t (x)")
+    check_file(locate(path), create=False, timeout=1)
+    check_file(locate(path), create=True, timeout=1)
 
 
 @pytest.mark.parametrize(
-    "content", [b"hello, this is text\n", b"SQLite format 2\x00" + bytes(100), b"\x00" * 200, b"S"]
+    "content",
+    [
+        b"hello, this is text\n",
+        b"SQLite format 2\x00" + bytes(100),
+        b"\x00" * 200,
+        b"S",
+        SQLITE_HEADER,  # SQLite's name alone, or with a header it cannot read
+        SQLITE_HEADER + b"\x10\x00" + bytes(98),
+    ],
 )
 def test_another_file_is_not_an_index_and_is_left_untouched(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "notes.txt"
     path.write_bytes(content)
     for create in (False, True):
         with pytest.raises(NotAnIndexError) as caught:
-            check_file(locate(path), create=create)
+            check_file(locate(path), create=create, timeout=1)
         assert not isinstance(caught.value, NoIndexError)
         assert str(caught.value) == (
             f"{path} is not a simindex index (not a SQLite database); left untouched"
@@ -234,24 +247,24 @@ def test_another_file_is_not_an_index_and_is_left_untouched(tmp_path: Path, cont
 def test_a_folder_is_refused(tmp_path: Path) -> None:
     for create in (False, True):
         with pytest.raises(InvalidArgumentError) as caught:
-            check_file(locate(tmp_path), create=create)
+            check_file(locate(tmp_path), create=create, timeout=1)
         assert str(caught.value) == f"{tmp_path} is a folder, not an index file"
 
 
 def test_a_file_in_a_missing_folder_cannot_be_made(tmp_path: Path) -> None:
     path = tmp_path / "nowhere" / "ix.db"
     with pytest.raises(InvalidArgumentError) as caught:
-        check_file(locate(path), create=True)
+        check_file(locate(path), create=True, timeout=1)
     assert str(caught.value) == f"cannot create {path}: folder {path.parent} does not exist"
     with pytest.raises(NoIndexError):
-        check_file(locate(path), create=False)
+        check_file(locate(path), create=False, timeout=1)
 
 
 def test_a_file_under_a_file_cannot_be_made(tmp_path: Path) -> None:
     (tmp_path / "plain").write_text("x")
     path = tmp_path / "plain" / "ix.db"
     with pytest.raises(InvalidArgumentError) as caught:
-        check_file(locate(path), create=True)
+        check_file(locate(path), create=True, timeout=1)
     assert str(caught.value) == f"cannot create {path}: folder {path.parent} is not a folder"
 
 
@@ -260,16 +273,16 @@ def test_a_symbolic_link_loop_is_refused(tmp_path: Path) -> None:
     (tmp_path / "b").symlink_to(tmp_path / "a")
     for create in (False, True):
         with pytest.raises(InvalidArgumentError) as caught:
-            check_file(locate(tmp_path / "a"), create=create)
+            check_file(locate(tmp_path / "a"), create=create, timeout=1)
         assert str(caught.value) == f"{tmp_path / 'a'} is a symbolic link loop"
 
 
 def test_a_link_to_a_file_to_be_made_may_be_made(tmp_path: Path) -> None:
     link = tmp_path / "link.db"
     link.symlink_to(tmp_path / "target.db")
-    check_file(locate(link), create=True)
+    check_file(locate(link), create=True, timeout=1)
     with pytest.raises(NoIndexError):
-        check_file(locate(link), create=False)
+        check_file(locate(link), create=False, timeout=1)
 
 
 def test_a_link_to_another_file_is_not_an_index(tmp_path: Path) -> None:
@@ -277,7 +290,7 @@ def test_a_link_to_another_file_is_not_an_index(tmp_path: Path) -> None:
     link = tmp_path / "link.db"
     link.symlink_to(tmp_path / "notes.txt")
     with pytest.raises(NotAnIndexError):
-        check_file(locate(link), create=True)
+        check_file(locate(link), create=True, timeout=1)
 
 
 # --- file_access, and what permissions refuse (as an ordinary user) ------------------------------
@@ -301,7 +314,7 @@ CHILD = textwrap.dedent(
     for name in sys.argv[1:]:
         path = Path(name)
         try:
-            check_file(locate(path), create=True)
+            check_file(locate(path), create=True, timeout=1)
             got = list(file_access(locate(path)))
         except Exception as exc:
             got = [type(exc).__name__, str(exc)]
@@ -341,13 +354,17 @@ def test_what_an_ordinary_user_may_do_with_a_file_decides_how_it_opens(tmp_path:
             f"folder {tmp_path}/no_file_folder_ro is not writable",
         ],
     }
+    made = tmp_path / "made.db"
+    with contextlib.closing(sqlite3.connect(made)) as conn:
+        conn.execute("CREATE TABLE t (x)")
+    database = made.read_bytes()
     paths = []
     for name, (folder_mode, file_mode, beside) in cases.items():
         folder = tmp_path / name
         folder.mkdir()
         path = folder / "ix.db"
         if file_mode is not None:
-            path.write_bytes(SQLITE_HEADER + bytes(84))
+            path.write_bytes(database)
             path.chmod(file_mode)
         for suffix in beside:
             folder.joinpath("ix.db" + suffix).write_bytes(b"")

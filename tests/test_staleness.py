@@ -329,3 +329,54 @@ def test_triggers_dropped_by_hand_are_made_again_when_the_index_is_opened(
                 "AND tgrelid = 'simindex_fingerprints'::regclass AND tgenabled <> 'D'"
             )
             assert cur.fetchone()[0] == 1  # there, and not disabled
+
+
+# --- a second handle in the same process --------------------------------------------
+
+COUNT_ROWS = (
+    "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+    "print(c.execute('SELECT count(*) FROM simindex_fingerprints').fetchone()[0]); c.close()"
+)
+
+
+def other_process_count(path: Path) -> int:
+    """The rows another process sees; as the last to close the file, it
+    checkpoints the -wal and removes it (unless this process still holds
+    its locks, as it must)."""
+    done = subprocess.run(
+        [sys.executable, "-c", COUNT_ROWS, str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return int(done.stdout)
+
+
+def test_a_second_handle_in_this_process_keeps_the_first_ones_locks(db_path: Path) -> None:
+    """Opening and closing another SimIndex on the same file (each way it
+    can be opened) must not drop the locks this process holds through the
+    first: on POSIX, closing any descriptor of a file drops them all. Lost
+    locks let another process take the first one's -wal for abandoned, so
+    its acknowledged writes vanish and the file fails integrity_check."""
+    first = SimIndex(db_path)
+    try:
+        first.add_fingerprints([(f"a{i}", i * 7919 | (i % 2) << 63) for i in range(1000)])
+        written = 1000
+        for round_ in range(6):
+            if round_ % 3 == 0:
+                SimIndex(db_path).close()
+            elif round_ % 3 == 1:
+                SimIndex(db_path, readonly=True).close()
+            else:
+                with SimIndex(db_path, hold=True) as other:
+                    other.query(0, k=3)
+            assert other_process_count(db_path) == written
+            first.add_fingerprint(f"after{round_}", 123456789 + round_)  # acknowledged
+            written += 1
+            assert other_process_count(db_path) == written
+            assert len(first) == written
+    finally:
+        first.close()
+    with raw(str(db_path)) as cur:
+        cur.execute("PRAGMA integrity_check")
+        assert cur.fetchall() == [("ok",)]
+    with SimIndex(db_path, readonly=True) as index:
+        assert len(index) == written and index.get("after5") == 123456789 + 5

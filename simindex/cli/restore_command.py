@@ -64,7 +64,7 @@ def restore(
             f"backup {backup} is not sound (simindex check {backup} lists the problems); "
             f"nothing was restored"
         )
-    storage.check_file(where, create=True)  # a file SQLite's, a folder there
+    storage.check_file(where, create=True, timeout=storage.BUSY_TIMEOUT_S)  # SQLite's file
     if target.exists() and not storage.holds_an_index(target):
         raise UserError(
             f"{index} is a SQLite database but not a simindex index: restore replaces an "

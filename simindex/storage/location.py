@@ -1,8 +1,9 @@
 """Where an index is: a SQLite file, ``:memory:``, or a PostgreSQL URL.
 
 ``locate`` resolves what a user gives (a path, ":memory:", an SQLAlchemy URL)
-without opening anything; ``check_file`` refuses, before SQLite touches it, a
-file that cannot be or hold an index, or cannot be made (its folder does not
+without opening anything; ``check_file`` refuses, before anything is written
+to it, a file that cannot be or hold an index (SQLite reads its header), or
+cannot be made (its folder does not
 exist or cannot be written, a symbolic link loop), saying why;
 ``file_access`` says whether a file must be opened read-only, from what its
 file and folder allow.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -23,7 +25,9 @@ from sqlalchemy.exc import ArgumentError
 from simindex.errors import InvalidArgumentError, NoIndexError, NotAnIndexError, StorageError
 
 KINDS = ("sqlite", "postgresql", "postgres")  # the databases simindex stores an index in
-_SQLITE_HEADER = b"SQLite format 3\x00"
+_HEADER_BYTES = 100  # SQLite's file header: a database is empty or longer
+_SQLITE_NOTADB = 26  # SQLite's result code for a file that is not a database
+_SQLITE_DAMAGED = (11, 18)  # SQLITE_CORRUPT, SQLITE_TOOBIG: a database, damaged
 
 # A PostgreSQL schema name simindex accepts for ?schema= (no quoting needed).
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
@@ -102,8 +106,9 @@ def locate(location: str | os.PathLike[str] | URL) -> Location:
     return Location(url, None, schema_name)
 
 
-def check_file(where: Location, *, create: bool) -> None:
-    """Refuse, before SQLite touches it, a file that cannot be or hold an index."""
+def check_file(where: Location, *, create: bool, timeout: float) -> None:
+    """Refuse a file that cannot be or hold an index, before anything is
+    written to it (``timeout``: seconds to wait for a writer's lock)."""
     path = where.path
     if path is None:
         return
@@ -123,15 +128,51 @@ def check_file(where: Location, *, create: bool) -> None:
         if not os.access(folder, os.W_OK | os.X_OK):  # (SQLite: "unable to open database file")
             raise StorageError(f"cannot create {path}: folder {folder} is not writable")
         return
+    said = _sqlite_reads(path, timeout=timeout)
+    if said is not None:
+        raise NotAnIndexError(f"{path} is not a simindex index ({said}); left untouched")
+
+
+def _sqlite_reads(path: Path, *, timeout: float) -> str | None:
+    """None where SQLite reads ``path`` as a database (an empty file is
+    one), else why not. SQLite itself reads the header, never Python's
+    ``open()``: on POSIX, closing any descriptor of a file drops every lock
+    the process holds on it, so a second SimIndex on a file this process
+    has open would cost the first its locks (and another process would
+    then take its -wal for abandoned). SQLite shares one lock table for
+    each file among its connections in a process and keeps a descriptor
+    open while another connection holds a lock. Nothing is written: a
+    read of page 1 fails on a header that is not SQLite's, and a WAL file
+    this connection opened is taken away again as it closes (it opens the
+    file read-write where it may, so that as the last user it can)."""
     try:
-        with path.open("rb") as f:
-            header = f.read(len(_SQLITE_HEADER))
+        size = path.stat().st_size
     except OSError as exc:
         raise StorageError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    if header and header != _SQLITE_HEADER:
-        raise NotAnIndexError(
-            f"{path} is not a simindex index (not a SQLite database); left untouched"
-        )
+    if not os.access(path, os.R_OK):
+        raise StorageError(f"cannot read {path}: {os.strerror(errno.EACCES)}")
+    if 0 < size < _HEADER_BYTES:  # (SQLite reads a file of one byte as an empty database)
+        return "not a SQLite database"
+    access = file_access(Location(URL.create("sqlite", database=str(path)), path))
+    mode = "ro&immutable=1" if access.immutable else "ro" if access.readonly else "rw"
+    try:
+        conn = sqlite3.connect(f"{path.as_uri()}?mode={mode}", uri=True, timeout=timeout)
+    except sqlite3.Error as exc:
+        raise StorageError(f"cannot read {path}: {exc}") from exc
+    try:
+        conn.execute("PRAGMA schema_version").fetchone()  # reads page 1's header
+    except sqlite3.DatabaseError as exc:
+        code = getattr(exc, "sqlite_errorcode", None)
+        if (code is not None and code & 0xFF == _SQLITE_NOTADB) or (
+            code is None and "not a database" in str(exc)
+        ):
+            return "not a SQLite database"
+        if code is not None and code & 0xFF in _SQLITE_DAMAGED:
+            return None  # SQLite's file, damaged: opening it says so (DamagedIndexError)
+        raise StorageError(f"cannot read {path}: {exc}") from exc
+    finally:
+        conn.close()
+    return None
 
 
 def _loops(path: Path) -> bool:
