@@ -38,8 +38,7 @@ LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 
 def commands() -> dict[str, Any]:
     """The CLI's click commands by name (typer builds them; it may vendor click)."""
-    group: Any = typer.main.get_command(cli.app)
-    return dict(group.commands)
+    return cli.commands()
 
 
 def prose(path: Path) -> list[tuple[int, str]]:

@@ -61,7 +61,10 @@ def dedup(
     k: Annotated[
         int | None,
         typer.Option(
-            "--k", "-k", help=f"Largest distance, 0-15 (default: the index's k, or {DEFAULT_K})."
+            "--k",
+            "-k",
+            metavar="K",
+            help=f"Largest distance, 0-15 (default: the index's k, or {DEFAULT_K}).",
         ),
     ] = None,
     clusters: Annotated[
@@ -78,6 +81,7 @@ def dedup(
         typer.Option(
             "--out",
             "-o",
+            metavar="FILE",
             help="Corpus mode: write the documents that are not near-duplicates of an "
             "earlier one to this file ('-' for stdout); never one of the inputs or inside an "
             "input folder. Its format is its name's (.jsonl, .csv, .parquet; .gz, .zst, .bz2, "
@@ -89,6 +93,7 @@ def dedup(
         str | None,
         typer.Option(
             "--report",
+            metavar="FILE",
             help="Corpus mode: write what was dropped, and why, as JSON Lines (.gz, .zst, "
             ".bz2, .xz after its name compress it).",
         ),
@@ -106,6 +111,7 @@ def dedup(
         float | None,
         typer.Option(
             "--threshold",
+            metavar="SIMILARITY",
             help="Similarity (0-1) a pair within k needs, by the verification signatures "
             f"(default: the index's, or {DEFAULT_THRESHOLD} for a corpus; 0: distance alone).",
         ),
@@ -113,7 +119,7 @@ def dedup(
     quiet: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Find near-duplicates: every pair in an index, or drop them from a corpus.
+    """Find near-duplicates in an index, or drop them from a corpus.
 
     `simindex dedup INDEX` prints each near-duplicate pair: distance, key, key;
     with --clusters, one group a line: the canonical (first added) key, then

@@ -138,7 +138,7 @@ def init(
     overlaps: OverlapsOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Create an index (or check that an existing one has these settings)."""
+    """Create an index, or check an existing one's settings."""
     config = config_from(ngram, weighting, keep_stopwords, cjk)
     with _made(index, k, blocks, config, threshold, overlaps) as ix:
         if as_json:
@@ -176,10 +176,12 @@ def add(
         ),
     ] = None,
     text: Annotated[
-        str | None, typer.Option("--text", "-t", help="Add this text (needs --key).")
+        str | None,
+        typer.Option("--text", "-t", metavar="TEXT", help="Add this text (needs --key)."),
     ] = None,
     key: Annotated[
-        str | None, typer.Option("--key", help="Key for --text or for a document on stdin.")
+        str | None,
+        typer.Option("--key", metavar="KEY", help="Key for --text or for a document on stdin."),
     ] = None,
     fmt: FormatOpt = "auto",
     key_field: KeyFieldOpt = "id",
@@ -191,6 +193,7 @@ def add(
         int | None,
         typer.Option(
             "--batch-size",
+            metavar="N",
             help="Commit every N documents: an import that stops keeps the batches "
             "before it (resume it with --skip-existing). Default: one transaction.",
         ),
@@ -328,35 +331,56 @@ def query(
     index: IndexArg,
     text: Annotated[str | None, typer.Argument(help="The text to look for.")] = None,
     file: Annotated[
-        str | None, typer.Option("--file", "-f", help="Read the text from a file ('-' for stdin).")
+        str | None,
+        typer.Option(
+            "--file", "-f", metavar="FILE", help="Read the text from a file ('-' for stdin)."
+        ),
     ] = None,
     fingerprint: Annotated[
         str | None,
-        typer.Option("--fingerprint", help="Look for a fingerprint (decimal or 0x-hex)."),
+        typer.Option(
+            "--fingerprint", metavar="FP", help="Look for a fingerprint (decimal or 0x-hex)."
+        ),
     ] = None,
     k: Annotated[
-        int | None, typer.Option("--k", "-k", help="Largest distance (default: the index's k).")
+        int | None,
+        typer.Option(
+            "--k", "-k", metavar="K", help="Largest distance, 0-64 (default: the index's k)."
+        ),
     ] = None,
     limit: Annotated[
-        int | None, typer.Option("--limit", "-n", help="At most this many matches.")
+        int | None, typer.Option("--limit", "-n", metavar="N", help="At most this many matches.")
     ] = None,
     batch: Annotated[
         str | None,
         typer.Option(
             "--batch",
+            metavar="FILE",
             help="Answer many queries: a JSON Lines file ('-' for stdin) of "
             '{"id": ..., "text": ...} or {"id": ..., "fingerprint": N}; prints one JSON '
             'line per query: {"id": ..., "matches": [...]}.',
         ),
     ] = None,
     key_field: Annotated[
-        str, typer.Option("--key-field", help="--batch: field echoed back as id.")
+        str,
+        typer.Option(
+            "--key-field",
+            metavar="FIELD",
+            help="--batch: the field echoed back as id (default id).",
+        ),
     ] = "id",
-    text_field: Annotated[str, typer.Option("--text-field", help="--batch: text field.")] = "text",
+    text_field: Annotated[
+        str,
+        typer.Option(
+            "--text-field", metavar="FIELD", help="--batch: the field of the text (default text)."
+        ),
+    ] = "text",
     threshold: ThresholdOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Print the stored near-duplicates of a text: distance and key, nearest first.
+    """Print the stored near-duplicates of a text.
+
+    One line each: its distance and key, nearest first.
 
     A near-duplicate is within k and, where it and the query have signatures
     (a query by text, a document added by text), at least --threshold similar
@@ -482,7 +506,9 @@ def remove(
 
 @reported
 def stats(index: IndexArg, as_json: JsonOpt = False) -> None:
-    """Describe an index: size, k, layout, fingerprint configuration, buckets.
+    """Describe an index: size, k, layout, buckets.
+
+    With its fingerprint configuration and verification threshold.
 
     The largest block bucket of each lookup index is listed, with a warning
     when one holds a large share of the fingerprints.
@@ -512,11 +538,15 @@ def rebuild(
             "without them, the stored fingerprints are laid out anew. " + KEYS_HELP
         ),
     ] = None,
-    k: Annotated[int | None, typer.Option("--k", "-k", help="A new k (0-15).")] = None,
+    k: Annotated[int | None, typer.Option("--k", "-k", metavar="K", help="A new k (0-15).")] = None,
     blocks: BlocksOpt = None,
     threshold: Annotated[
         float | None,
-        typer.Option("--threshold", help="A new verification threshold (0-1; 0: distance alone)."),
+        typer.Option(
+            "--threshold",
+            metavar="SIMILARITY",
+            help="A new verification threshold (0-1; 0: distance alone).",
+        ),
     ] = None,
     overlaps: Annotated[
         bool | None,
@@ -541,7 +571,10 @@ def rebuild(
     quiet: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Lay an index out anew (--k, --blocks, --threshold), or rebuild it from its texts.
+    """Lay an index out anew, or rebuild it from its texts.
+
+    Without SOURCES, the stored fingerprints are laid out anew (--k, --blocks,
+    --threshold).
 
     With SOURCES the index becomes exactly those documents, fingerprinted (and
     given verification signatures) with the fingerprint options given
@@ -631,7 +664,7 @@ def check(
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Check an index for damage; --repair fixes what is safe to fix.
+    """Check an index for damage; --repair fixes what it safely can.
 
     Runs SQLite's integrity check, compares the schema with the index's
     settings, and every block column with its fingerprint. Exits 0 when all
@@ -658,7 +691,10 @@ def check(
 
 @reported
 def compact(index: IndexArg, as_json: JsonOpt = False) -> None:
-    """Reclaim free space (VACUUM) and fold the write-ahead log into the file."""
+    """Reclaim free space and fold the write-ahead log into the file.
+
+    SQLite's VACUUM, then a checkpoint.
+    """
     with open_index(index) as ix:
         sizes = ix.compact()
     if as_json:

@@ -11,18 +11,26 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from simindex import ingest, storage
-from simindex.blocks import DEFAULT_K
 from simindex.cli.errors import UserError
-from simindex.errors import NoIndexError
-from simindex.fingerprint import DEFAULT_CONFIG, WEIGHTINGS, FingerprintConfig, prepare
-from simindex.index import SimIndex
-from simindex.signature import DEFAULT_THRESHOLD
-from simindex.tokenize import CJK_MODES, words
+
+if TYPE_CHECKING:
+    from simindex.fingerprint import FingerprintConfig
+    from simindex.index import SimIndex
+
+# The options' help states the library's defaults in words, so that showing
+# a command's help (building its options) imports none of the library: a
+# test holds the words to the constants (blocks.DEFAULT_K, fingerprint's
+# WEIGHTINGS and DEFAULT_CONFIG, signature.DEFAULT_THRESHOLD, tokenize.CJK_MODES).
+DEFAULT_K = 8
+WEIGHTINGS = ("tf", "sublinear", "binary")
+DEFAULT_WEIGHTING = "tf"
+DEFAULT_THRESHOLD = 0.82
+CJK_MODES = ("words", "chars")
+DEFAULT_CJK = "chars"
 
 # --- shared options -------------------------------------------------------------
 
@@ -33,6 +41,7 @@ KOpt = Annotated[
     typer.Option(
         "--k",
         "-k",
+        metavar="K",
         help="Largest Hamming distance the new index answers from its "
         f"blocks (0-15; default {DEFAULT_K}). An existing index keeps its own.",
     ),
@@ -41,6 +50,7 @@ BlocksOpt = Annotated[
     int | None,
     typer.Option(
         "--blocks",
+        metavar="N",
         help="Blocks for a new index (default: k + 1 up to k = 3, then the cheapest probed "
         "layout); more blocks, more database indexes, fewer candidates per query; k or "
         "fewer blocks are probed: see simindex advise.",
@@ -48,13 +58,16 @@ BlocksOpt = Annotated[
 ]
 NgramOpt = Annotated[
     int | None,
-    typer.Option("--ngram", help="Features: 1 = word unigrams (default), n = word n-grams."),
+    typer.Option(
+        "--ngram", metavar="N", help="Features: 1 = word unigrams (default), n = word n-grams."
+    ),
 ]
 WeightingOpt = Annotated[
     str | None,
     typer.Option(
         "--weighting",
-        help=f"Feature weights: {', '.join(WEIGHTINGS)} (default {DEFAULT_CONFIG.weighting}).",
+        metavar="NAME",
+        help=f"Feature weights: {', '.join(WEIGHTINGS)} (default {DEFAULT_WEIGHTING}).",
     ),
 ]
 StopOpt = Annotated[bool, typer.Option("--keep-stopwords", help="Keep stop words as features.")]
@@ -62,6 +75,7 @@ NewThresholdOpt = Annotated[
     float | None,
     typer.Option(
         "--threshold",
+        metavar="SIMILARITY",
         help="Similarity (0-1) a candidate within k needs, by the documents' verification "
         f"signatures, to be a near-duplicate, for the new index (default {DEFAULT_THRESHOLD}; "
         "0: distance alone). An existing index keeps its own.",
@@ -71,6 +85,7 @@ ThresholdOpt = Annotated[
     float | None,
     typer.Option(
         "--threshold",
+        metavar="SIMILARITY",
         help="Similarity (0-1) a candidate within k needs, by the verification signatures "
         "(default: the index's; 0: distance alone).",
     ),
@@ -79,8 +94,9 @@ CjkOpt = Annotated[
     str | None,
     typer.Option(
         "--cjk",
+        metavar="MODE",
         help=f"Chinese and Japanese features: {', '.join(CJK_MODES)} (default "
-        f"{DEFAULT_CONFIG.cjk}: characters and character bigrams; words: jieba words).",
+        f"{DEFAULT_CJK}: characters and character bigrams; words: jieba words).",
     ),
 ]
 # How a document read from a file is keyed, said once for add, rebuild and dedup.
@@ -95,17 +111,28 @@ FormatOpt = Annotated[
     str,
     typer.Option(
         "--format",
-        help="auto, text (a file is a document), lines (a line is a document, keyed "
+        metavar="FORMAT",
+        help="auto (the default), text (a file is a document), lines (a line is a document, keyed "
         "FILE:LINE, FILE the file's key as in text), jsonl, csv or parquet. auto: "
         ".jsonl/.ndjson, .csv, .parquet/.pq by name (a compression suffix left out), "
         "Parquet by content, else text.",
     ),
 ]
 KeyFieldOpt = Annotated[
-    str, typer.Option("--key-field", help="JSON Lines field (CSV, Parquet column) of the key.")
+    str,
+    typer.Option(
+        "--key-field",
+        metavar="FIELD",
+        help="JSON Lines field (CSV, Parquet column) of the key (default id).",
+    ),
 ]
 TextFieldOpt = Annotated[
-    str, typer.Option("--text-field", help="JSON Lines field (CSV, Parquet column) of the text.")
+    str,
+    typer.Option(
+        "--text-field",
+        metavar="FIELD",
+        help="JSON Lines field (CSV, Parquet column) of the text (default text).",
+    ),
 ]
 WORKERS_PER_CPU = 4  # --workers above this many a usable CPU is capped (with a warning)
 WorkersOpt = Annotated[
@@ -113,6 +140,7 @@ WorkersOpt = Annotated[
     typer.Option(
         "--workers",
         "-w",
+        metavar="N",
         help="Processes that fingerprint (default: the CPUs this process may use; at least "
         f"1, at most {WORKERS_PER_CPU} a CPU: more is capped, with a warning).",
     ),
@@ -145,6 +173,8 @@ def config_from(
 ) -> FingerprintConfig | None:
     """A configuration if any option was given, else None (use the index's own).
     The options not given are DEFAULT_CONFIG's."""
+    from simindex.fingerprint import DEFAULT_CONFIG
+
     if ngram is None and weighting is None and not keep_stopwords and cjk is None:
         return None
     return replace(
@@ -168,6 +198,10 @@ def open_index(
     overlaps: bool | None = None,
 ) -> SimIndex:
     """The index an INDEX argument names; "no index" says how to create one."""
+    from simindex import storage
+    from simindex.errors import NoIndexError
+    from simindex.index import SimIndex
+
     check_threshold_option(threshold)
     try:
         # Commands that only read open a SQLite file read-only: they never
@@ -190,6 +224,8 @@ def open_index(
 
 def read_text_file(path: str) -> str:
     """A whole file ('-' for stdin) as UTF-8 text."""
+    from simindex import ingest
+
     if path == "-":
         data = sys.stdin.buffer.read()
         name = "standard input"
@@ -214,6 +250,8 @@ def workers_option(workers: int | None) -> int | None:
         return None
     if workers < 1:
         raise UserError(f"--workers must be at least 1, not {workers}")
+    from simindex import ingest
+
     cpus = ingest.usable_cpus()
     cap = WORKERS_PER_CPU * cpus
     if workers > cap:
@@ -249,4 +287,7 @@ def check_threshold_option(threshold: float | None) -> float | None:
 
 def has_words(text: str, config: FingerprintConfig) -> bool:
     """Whether a text has a word to fingerprint (else queries of it raise EmptyTextError)."""
+    from simindex.fingerprint import prepare
+    from simindex.tokenize import words
+
     return bool(words(prepare(text, config), "chars"))

@@ -27,23 +27,28 @@ def overlaps(
     index: IndexArg,
     text: Annotated[str | None, typer.Argument(help="The text to look for.")] = None,
     file: Annotated[
-        str | None, typer.Option("--file", "-f", help="Read the text from a file ('-' for stdin).")
+        str | None,
+        typer.Option(
+            "--file", "-f", metavar="FILE", help="Read the text from a file ('-' for stdin)."
+        ),
     ] = None,
     threshold: Annotated[
         float,
         typer.Option(
             "--threshold",
+            metavar="SHARE",
             help="The share (0-1) of the text found in a document, or of the document "
             f"found in the text, that returns it (default {DEFAULT_THRESHOLD}).",
         ),
     ] = DEFAULT_THRESHOLD,
     limit: Annotated[
-        int | None, typer.Option("--limit", "-n", help="At most this many documents.")
+        int | None, typer.Option("--limit", "-n", metavar="N", help="At most this many documents.")
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Print the stored documents that share passages with a text: the text
-    inside them, or them inside the text.
+    """Print the documents that share passages with a text.
+
+    The text inside them, or them inside the text.
 
     One line each: the share of the text found in the document, the share of
     the document found in the text, and its key; the larger share first. The

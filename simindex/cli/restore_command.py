@@ -37,7 +37,7 @@ def restore(
     ],
     as_json: JsonOpt = False,
 ) -> None:
-    """Replace an index file with a backup, safely while processes use it.
+    """Replace an index file with a backup, safely while in use.
 
     The backup must pass simindex check. INDEX is replaced in one
     transaction (SQLite's backup API): processes that have it open read

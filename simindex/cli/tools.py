@@ -40,15 +40,23 @@ from simindex.signature import DEFAULT_THRESHOLD
 
 @reported
 def advise(
-    n: Annotated[int, typer.Option("--n", help="How many fingerprints the index will hold.")],
+    n: Annotated[
+        int, typer.Option("--n", metavar="N", help="How many fingerprints the index will hold.")
+    ],
     k: Annotated[
-        int, typer.Option("--k", "-k", help="The distance it must answer (0-15).")
+        int,
+        typer.Option(
+            "--k",
+            "-k",
+            metavar="K",
+            help=f"The distance it must answer, 0-15 (default {DEFAULT_K}).",
+        ),
     ] = DEFAULT_K,
     as_json: JsonOpt = False,
 ) -> None:
-    """Compare block layouts for an index of n fingerprints, and recommend one.
+    """Compare block layouts for an index of n fingerprints.
 
-    For each number of blocks: the database indexes it needs, the expected
+    It recommends one. For each number of blocks: the database indexes it needs, the expected
     candidate rows per query (for well-spread fingerprints), the index seeks
     per query (probes included, for k or fewer blocks), the estimated bytes
     per fingerprint and query time (microseconds, from costs measured at a
@@ -132,7 +140,9 @@ def fingerprint_cmd(
     as_file: Annotated[bool, _file_flag("TEXT is a file to read ('-' for stdin).")] = False,
     index: Annotated[
         str | None,
-        typer.Option("--index", "-i", help="Use this index's fingerprint configuration."),
+        typer.Option(
+            "--index", "-i", metavar="INDEX", help="Use this index's fingerprint configuration."
+        ),
     ] = None,
     ngram: NgramOpt = None,
     weighting: WeightingOpt = None,
@@ -140,7 +150,9 @@ def fingerprint_cmd(
     cjk: CjkOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Print a text's 64-bit fingerprint (decimal, and 0x-hex with --json).
+    """Print a text's 64-bit fingerprint.
+
+    Decimal, and 0x-hex too with --json.
 
     simindex fingerprint TEXT, or --text TEXT, or --file FILE ('-' for stdin).
     """
@@ -179,7 +191,10 @@ def distance(
     as_file: Annotated[bool, _file_flag("A and B are files (one may be '-', stdin).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Print the Hamming distance between two fingerprints, texts (--text) or files (--file)."""
+    """Print the Hamming distance between two fingerprints or texts.
+
+    Fingerprints by default; texts with --text, files with --file.
+    """
     kind = _inputs_kind(as_text, as_file, "fingerprint")
     if kind == "fingerprint":
         hint = " (or give --text or --file to compare texts or files)"
@@ -206,28 +221,38 @@ def explain_cmd(
     index: Annotated[
         str | None,
         typer.Option(
-            "--index", "-i", help="Use this index's fingerprint configuration, blocks and k."
+            "--index",
+            "-i",
+            metavar="INDEX",
+            help="Use this index's fingerprint configuration, blocks and k.",
         ),
     ] = None,
     k: Annotated[
         int | None,
         typer.Option(
-            "--k", "-k", help=f"Largest distance (default: the index's k, or {DEFAULT_K})."
+            "--k",
+            "-k",
+            metavar="K",
+            help=f"Largest distance (default: the index's k, or {DEFAULT_K}).",
         ),
     ] = None,
     blocks: Annotated[
         int | None,
         typer.Option(
-            "--blocks", help="Without --index: blocks of the layout (default: a new index's)."
+            "--blocks",
+            metavar="N",
+            help="Without --index: blocks of the layout (default: a new index's).",
         ),
     ] = None,
     top: Annotated[
-        int, typer.Option("--top", "-n", help="Features listed on each side (default 10).")
+        int,
+        typer.Option("--top", "-n", metavar="N", help="Features listed on each side (default 10)."),
     ] = 10,
     threshold: Annotated[
         float | None,
         typer.Option(
             "--threshold",
+            metavar="SIMILARITY",
             help="Similarity the verification signatures need (0-1; default: the index's, "
             f"or {DEFAULT_THRESHOLD}).",
         ),
@@ -238,7 +263,9 @@ def explain_cmd(
     cjk: CjkOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Explain why two files (or texts, with --text) are, or are not, near-duplicates.
+    """Explain why two texts are, or are not, near-duplicates.
+
+    The two are files by default, texts with --text.
 
     Prints the distance beside k, which blocks of the layout agree, which of
     its lookup indexes ("tables") would find one text from the other, the
