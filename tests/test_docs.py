@@ -123,6 +123,13 @@ def test_readme_is_short() -> None:
     assert lines < README_MAX_LINES, f"README.md has {lines} lines: move the detail to docs/"
 
 
+def test_readme_says_how_long_the_tests_take() -> None:
+    """A newcomer reads what they will wait for, in minutes, not "a few"."""
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    assert re.search(r"about \d+ minutes on \d+ cores with the install", text)
+    assert "a few minutes" not in text
+
+
 def test_readme_shows_the_commands_ci_runs() -> None:
     """.ci/run greps README.md for its DEMO and TESTS commands word for word."""
     run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
