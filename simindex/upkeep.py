@@ -27,7 +27,7 @@ from simindex.view import Views
 CROWDED_SHARE = 0.01
 CROWDED_MIN_ROWS = 10
 CROWDED_ROWS = 10_000
-REPAIRABLE = ("blocks", "missing index")  # what check(repair=True) mends
+REPAIRABLE = ("blocks", "missing index", "triggers")  # what check(repair=True) mends
 
 
 def crowded(rows: int, count: int, expected: float) -> bool:
@@ -126,6 +126,9 @@ def check(views: Views, *, repair: bool = False) -> CheckReport:
             for index in view.store.checks.missing_lookups(conn):
                 index.create(conn)
                 repaired.append(f"recreated index {index.name}")
+            if any(p.kind == "triggers" for p in problems):
+                storage.count_again(conn)
+                repaired.append("made the triggers that count and mark changes again")
         return check(views)._replace(repaired=repaired)
     return CheckReport(not problems, [p.text for p in problems], [])
 
@@ -137,11 +140,18 @@ def _problems(views: Views) -> list[Problem]:
         store = view.store
         with views.lock, views.backend.reading() as conn:
             problems += store.checks.integrity(conn)
-            found = storage.read_settings(conn, views.where)
+            found = storage.settings_now(views.backend, conn)
             # (settings carry the revision: an older one opened read-only is its own)
-            if found is None or found[0] != view.settings:
+            if found is None or found != view.settings:
                 text = "the stored settings or schema revision changed under this index"
                 problems.append(Problem("settings", text))
+            elif not (found.counting and found.marking):
+                text = (
+                    "triggers of the fingerprint table are missing or disabled: changes "
+                    "made meanwhile are not counted, so nothing read is held or stored "
+                    "(check --repair, or any open for writing, makes them again)"
+                )
+                problems.append(Problem("triggers", text))
             problems += store.checks.schema_problems(conn)
             if view.settings.passages and views.passages.current(conn)[0]:
                 for text in views.passages.problems(conn):  # (rebuild from the texts)

@@ -48,6 +48,14 @@ class View:
     generation: int | None  # None: not read yet (the first read takes the file's)
 
 
+def _same(a: storage.Settings, b: storage.Settings) -> bool:
+    """Whether a Store made for ``b`` serves ``a``: the same layout and
+    configuration, and the same triggers there (a Store trusts a held or
+    stored snapshot only while the database counts every change: the
+    moment they are dropped or disabled, its holder lets go)."""
+    return a == b and (a.counting, a.marking) == (b.counting, b.marking)
+
+
 class Views:
     """The current View of one index, shared by its SimIndex's threads."""
 
@@ -90,15 +98,12 @@ class Views:
         generation = self.backend.generation(conn)
         if generation == seen.generation and seen is self._view:
             return False
-        found = storage.read_settings(conn, self.where)
-        if found is None:
+        settings = storage.settings_now(self.backend, conn)
+        if settings is None:
             raise NotAnIndexError(f"{self.where} is no longer an index")
-        settings = found[0]
         with self._swap:
             current = self._view
-            if settings == current.settings:  # the same layout: only the generation moved
-                # (the settings as opened: what they found of the triggers
-                # is not stored, and not compared)
+            if _same(settings, current.settings):  # only the generation moved
                 self._view = View(current.settings, current.store, generation)
             else:
                 # The old Store is not closed here: another thread may be

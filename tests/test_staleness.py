@@ -380,3 +380,51 @@ def test_a_second_handle_in_this_process_keeps_the_first_ones_locks(db_path: Pat
         assert cur.fetchall() == [("ok",)]
     with SimIndex(db_path, readonly=True) as index:
         assert len(index) == written and index.get("after5") == 123456789 + 5
+
+
+# --- the triggers that count changes, dropped or disabled under an open holder -----------
+
+
+def stop_counting(location: str) -> None:
+    """What a user's SQL session may do: the triggers that count changes
+    dropped (SQLite) or every trigger of the table disabled (PostgreSQL)."""
+    with raw(location) as cur:
+        if locate(location).path is not None:
+            cur.execute("DROP TRIGGER simindex_count_inserts")
+        else:
+            cur.execute("ALTER TABLE simindex_fingerprints DISABLE TRIGGER ALL")
+
+
+def test_a_holder_lets_go_the_moment_the_triggers_stop_counting(location: str) -> None:
+    target = build(location)
+    q = target ^ 0b101
+    with SimIndex(location, hold=True) as holder:
+        assert [m.key for m in holder.query(q, k=K)] == ["target", "twin"]
+        assert holder.held
+        stop_counting(location)
+        assert [m.key for m in holder.query(q, k=K)] == ["target", "twin"]
+        sql_insert(location)  # uncounted: nothing the holder reads counts it
+        truth = Truth(rows_now(location))
+        for _ in range(3):
+            assert holder.query(q, k=K) == truth.near(q, K)
+        assert [(p.key_a, p.key_b, p.distance) for p in holder.duplicates(k=0)] == truth.same()
+        with SimIndex(location, readonly=True, hold=True) as reader:  # remakes nothing
+            assert reader.query(q, k=K) == truth.near(q, K)
+            assert not reader.held
+        check_every_reader(location, target, holder)  # (a writable open makes them again)
+
+
+def test_check_reports_triggers_that_stopped_counting_and_only_repair_remakes_them(
+    location: str,
+) -> None:
+    build(location)
+    stop_counting(location)
+    for _ in range(2):  # the report does not mend them
+        with SimIndex(location, readonly=True) as index:
+            report = index.check()
+        assert not report.ok
+        assert any("triggers of the fingerprint table" in p for p in report.problems)
+    with SimIndex(location, readonly=True) as index:
+        assert index.check().problems
+    with SimIndex(location) as index:  # an open for writing makes them again
+        assert index.check().ok

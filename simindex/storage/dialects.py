@@ -352,12 +352,18 @@ def _on_sqlite_begin(connection: Connection) -> None:
 
 class _Postgres(Dialect):
     name = "postgresql"
-    # The generation row, and the fingerprint table's own identity (its
-    # OID): a table made anew (pg_restore, a restore by hand) is another
-    # generation, whatever the rows restored in simindex_meta say.
+    # The generation row, the fingerprint table's own identity (its OID: a
+    # table made anew, by pg_restore or a restore by hand, is another
+    # generation, whatever the rows restored in simindex_meta say), and
+    # how many of its triggers are enabled: where a trigger that counts
+    # changes is dropped or disabled (ALTER TABLE ... DISABLE TRIGGER), the
+    # generation moves, as SQLite's schema cookie does, and a holder lets
+    # go of what it can no longer tell is current (view.py).
     generation = (
-        f"({GENERATION}) * 4294967296 + "
-        f"CAST(CAST(COALESCE(to_regclass('{schema.FINGERPRINT_TABLE}'), 0) AS oid) AS BIGINT)"
+        f"(({GENERATION}) * 4294967296 + "
+        f"CAST(CAST(COALESCE(to_regclass('{schema.FINGERPRINT_TABLE}'), 0) AS oid) AS BIGINT))"
+        f" * 16 + (SELECT LEAST(count(*), 15) FROM pg_trigger "
+        f"WHERE tgrelid = to_regclass('{schema.FINGERPRINT_TABLE}') AND tgenabled <> 'D')"
     )
 
     def make_engine(

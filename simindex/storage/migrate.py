@@ -281,6 +281,17 @@ def _triggers(backend: Backend, conn: Connection, revision: str) -> tuple[bool, 
     return counting, revision < SET_KEYS_FROM or short_sets.marking(conn)
 
 
+def settings_now(backend: Backend, conn: Connection) -> Settings | None:
+    """The index's settings as ``conn`` reads them now, with whether its
+    triggers are there and enabled (``counting``, ``marking``): what a
+    view is made of (None: an empty database)."""
+    found = read_settings(conn, backend.where)
+    if found is None:
+        return None
+    counting, marking = _triggers(backend, conn, found[1])
+    return replace(found[0], counting=counting, marking=marking)
+
+
 def open_settings(
     backend: Backend,
     new: Settings,
