@@ -62,7 +62,7 @@ def test_batch_query_from_stdin_and_nothing_found(news: Path) -> None:
     ("content", "words"),
     [
         ('{"id": 1, "text": "fine words"}\n{"id": 2, \n', "line 2"),
-        ('{"id": 1}\n', "neither"),
+        ('{"id": 1}\n', "no string field 'text' for the text, nor a 'fingerprint'"),
         ('{"id": 1, "fingerprint": -5}\n', "fingerprint"),
         ('{"id": 1, "text": "..."}\n', "no words"),
         ("[1, 2]\n", "not a JSON object"),

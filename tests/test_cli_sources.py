@@ -43,8 +43,8 @@ def folder_with_junk(top: Path) -> Path:
 
 
 SKIPPED = (
-    "Note: skipped 3 files found in the folders given that cannot be read as text: "
-    "{c}/b.png (binary), {c}/c.txt (not valid UTF-8 at line 1), {c}/sub/old.gz "
+    "Note: skipped 3 files found in the folders given that cannot be read as text or have "
+    "no words: {c}/b.png (binary), {c}/c.txt (not valid UTF-8 at line 1), {c}/sub/old.gz "
     "(not gzip data) (--strict makes them errors)"
 )
 KEPT = ["a.txt", "sub/NEWS.Debian.gz", "sub/z.txt", "sub/zz.txt"]
@@ -89,7 +89,7 @@ def test_many_files_that_are_not_text_are_counted_the_first_five_named(tmp_path:
     result = ok("add", tmp_path / "ix.db", corpus)
     [note] = result.stderr.splitlines()
     named = ", ".join(f"{corpus}/blob{i}.bin (binary)" for i in range(5))
-    assert note.endswith(f"as text: {named}, and 3 more (--strict makes them errors)"), note
+    assert note.endswith(f"have no words: {named}, and 3 more (--strict makes them errors)"), note
     assert note.startswith("Note: skipped 8 files")
 
 
@@ -193,3 +193,136 @@ def test_an_index_in_a_folder_that_cannot_be_written_says_why(tmp_path: Path) ->
         error("init", tmp_path / "a-file" / "new.db", contains=("is not a folder",))
     finally:
         folder.chmod(0o755)
+
+
+# --- issue 37: folders read as named files are, single files as add reads them ---------
+
+
+def news_folder(top: Path) -> Path:
+    """A folder holding a JSON Lines file of three records and a text file."""
+    folder = top / "sub"
+    folder.mkdir()
+    records = [json.dumps({"id": f"n{i}", "text": t}) for i, t in enumerate([T1, T2, T3])]
+    (folder / "news.jsonl").write_text("\n".join(records) + "\n", encoding="utf-8")
+    (folder / "note.txt").write_text(T4, encoding="utf-8")
+    return folder
+
+
+def test_a_records_file_in_a_folder_is_read_as_records(tmp_path: Path) -> None:
+    folder, index = news_folder(tmp_path), tmp_path / "ix.db"
+    result = ok("add", index, folder)
+    assert result.stdout.startswith("added 4 documents"), describe(result)
+    assert sorted(contents(index)) == sorted(["n0", "n1", "n2", f"{folder}/note.txt"])
+    out = tmp_path / "unique.jsonl"
+    result = ok("dedup", folder, "--out", out)
+    assert result.stderr.startswith("read 4, kept 4"), describe(result)
+    kept = [json.loads(line)["id"] for line in out.read_text(encoding="utf-8").splitlines()]
+    assert kept == ["n0", "n1", "n2", f"{folder}/note.txt"]
+
+
+def test_an_empty_file_in_a_folder_is_skipped_and_named(tmp_path: Path) -> None:
+    corpus, index = tmp_path / "corp", tmp_path / "ix.db"
+    (corpus / "sub").mkdir(parents=True)
+    (corpus / "a.txt").write_text(T1, encoding="utf-8")
+    (corpus / "b.json").write_text("{}\n", encoding="utf-8")  # no words
+    (corpus / "sub" / "__init__.py").write_text("", encoding="utf-8")
+    note = (
+        f"Note: skipped 2 files found in the folders given that cannot be read as text or have "
+        f"no words: {corpus}/b.json (no words), {corpus}/sub/__init__.py (empty) (--strict "
+        f"makes them errors)"
+    )
+    result = ok("add", index, corpus)
+    assert result.stderr.splitlines() == [note]
+    assert result.stdout.startswith("added 1 document to"), describe(result)
+    error("add", tmp_path / "strict.db", corpus, "--strict", contains=("b.json has no words",))
+    out = tmp_path / "u.jsonl"
+    result = ok("dedup", corpus, "--out", out, "--json")
+    assert result.stderr.splitlines() == [note]
+    summary = json.loads(result.stdout)
+    assert (summary["read"], summary["kept"], summary["no_words"]) == (1, 1, 0)
+    assert summary["skipped_files"]["count"] == 2
+    error("dedup", corpus, "--out", out, "--strict", contains=("b.json has no words",))
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".bz2", ".xz", ".zst"])
+def test_every_single_file_option_reads_compressed_files(tmp_path: Path, suffix: str) -> None:
+    from simindex.ingest import compression
+
+    kind = compression.SUFFIXES[suffix]
+    if kind == "zstd":
+        pytest.importorskip("zstandard")
+    packed = tmp_path / f"changelog{suffix}"
+    with open(packed, "wb") as raw, compression.writer(kind, raw) as stream:
+        stream.write(T1.encode())
+    plain = tmp_path / "plain.txt"
+    plain.write_text(T1, encoding="utf-8")
+    index = tmp_path / "ix.db"
+    ok("add", index, "--text", T1, "--key", "k", "--overlaps")
+    fp = ok("fingerprint", "--file", plain).stdout
+    assert ok("fingerprint", "--file", packed).stdout == fp
+    assert ok("query", index, "--file", packed).stdout == "0\tk\n"
+    assert ok("distance", "--file", packed, plain).stdout == "0\n"
+    assert ok("explain", packed, plain).stdout.startswith("near-duplicates: distance 0")
+    assert ok("overlaps", index, "--file", packed).stdout.endswith("\tk\n")
+    assert ok("fingerprint", "--file", "-", input=packed.read_bytes()).stdout == fp
+
+
+def test_a_single_file_option_never_reads_the_index(tmp_path: Path) -> None:
+    index = tmp_path / "ix.db"
+    ok("add", index, "--text", T1, "--key", "k")
+    said = f"{index} is the index (or one of its files); it cannot be a document"
+    error("query", index, "--file", index, contains=(said,))
+    error("query", index, "--batch", index, contains=(said,))
+    error("overlaps", index, "--file", index, contains=(said,))
+    error("fingerprint", "--index", index, "--file", index, contains=(said,))
+    error("explain", "--index", index, index, index, contains=(said,))
+
+
+def test_overlaps_on_an_index_without_passages_says_what_to_do(tmp_path: Path) -> None:
+    index, text = tmp_path / "ov.db", tmp_path / "bus.txt"
+    text.write_text(T2, encoding="utf-8")
+    ok("add", index, text)
+    line = error("add", index, text, "--overlaps")
+    assert line == (
+        f"Error: {index} does not keep passages: --overlaps is for a new index (leave it out "
+        f"to add to this one; rebuild it from its texts to keep them: simindex rebuild "
+        f"{index} SOURCES --overlaps)"
+    )
+    error("add", index, text, "--overlaps", "--k", "3", contains=("not k=3",))
+    ok("add", tmp_path / "new.db", text, "--overlaps")  # a new index keeps them
+    ok("add", tmp_path / "new.db", text, "--overlaps")  # and one that keeps them takes more
+
+
+def test_silent_successes_say_a_note(tmp_path: Path) -> None:
+    empty, binary = tmp_path / "empty", tmp_path / "bin"
+    empty.mkdir()
+    binary.mkdir()
+    (binary / "x.bin").write_bytes(b"\x00\x01\x02")
+    result = ok("add", tmp_path / "e.db", empty)
+    assert result.stderr.splitlines() == [
+        f"Note: found no file to read in the folder {empty} (hidden files are not read)",
+        f"Note: {tmp_path / 'e.db'} is empty: no document was found to add",
+    ]
+    result = ok("add", tmp_path / "b.db", binary)
+    assert result.stderr.splitlines()[-1] == (
+        f"Note: {tmp_path / 'b.db'} is empty: no document was found to add"
+    )
+    result = ok("dedup", empty, "--out", tmp_path / "u.jsonl")
+    assert result.stderr.splitlines()[0] == (
+        f"Note: found no file to read in the folder {empty} (hidden files are not read)"
+    )
+    lines = tmp_path / "l.txt"
+    lines.write_text(T1, encoding="utf-8")
+    for command in (["add", tmp_path / "l.db"], ["dedup", "--out", tmp_path / "l.jsonl"]):
+        for option in ("--key-field", "--text-field"):
+            error(*command, lines, "--format", "lines", option, "x", contains=(option,))
+    csv_file = tmp_path / "u.csv"
+    csv_file.write_text(f'id,text\n1,"{T1}\n2,{T2}\n', encoding="utf-8")
+    error("add", tmp_path / "c.db", csv_file, contains=(f"{csv_file} line 2 is not valid CSV",))
+
+
+def test_k_out_of_range_is_said_one_way(tmp_path: Path) -> None:
+    index = tmp_path / "ix.db"
+    for args in (["add", index, "--text", T1, "--key", "k"], ["init", index], ["dedup", index]):
+        error(*args, "--k", "16", contains=("--k must be from 0 to 15, not 16",))
+    error("query", index, T1, "--k", "65", contains=("--k must be from 0 to 64, not 65",))

@@ -34,6 +34,7 @@ from simindex.ingest import (
     check_paths,
     fingerprint_docs,
     read_docs,
+    read_text,
     source_size,
     usable_cpus,
 )
@@ -119,6 +120,21 @@ def test_broken_json_line_in_the_middle_is_named_after_the_lines_before_it() -> 
 
 
 @pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        ('{"id": 1, "text": "abc', "(Unterminated string starting at column 19)"),
+        ('{"id": 1, "text": }', "(Expecting value at column 19)"),
+        ('{"id": 1} x', "(Extra data at column 11)"),
+    ],
+)
+def test_broken_json_says_the_column(line: str, said: str) -> None:
+    write(Path("q.jsonl"), '{"id": 0, "text": "a"}\n' + line + "\n")
+    with pytest.raises(SourceError) as caught:
+        docs_of(["q.jsonl"])
+    assert str(caught.value) == f"q.jsonl line 2 is not valid JSON {said}"
+
+
+@pytest.mark.parametrize(
     ("line", "message"),
     [
         ("[1, 2]", "line 2 is not a JSON object"),
@@ -165,6 +181,20 @@ def test_csv_errors_name_the_column_or_line() -> None:
         docs_of(["f.csv"])
 
 
+def test_csv_with_a_quote_never_closed_is_an_error() -> None:
+    """csv, not strict, would take the rest of the file as one field's text."""
+    write(Path("u.csv"), 'id,text\n1,ok\n2,"opened\n3,never closed\n')
+    stream = read_docs(["u.csv"])
+    assert next(stream).key == "1"
+    with pytest.raises(SourceError) as caught:
+        next(stream)
+    assert str(caught.value) == (
+        "u.csv line 3 is not valid CSV (a quote opened in the record there is never closed)"
+    )
+    write(Path("v.csv"), 'id,text\n1,"closed\nlate"\n2,"last, no line end"')
+    assert [d.text for d in docs_of(["v.csv"])] == ["closed\nlate", "last, no line end"]
+
+
 def test_csv_field_longer_than_the_csv_module_default_limit() -> None:
     long_text = "word " * 40_000  # 200 KB, over csv's default 128 KiB
     write(Path("d.csv"), f'id,text\nk,"{long_text}"\n')
@@ -176,9 +206,9 @@ def test_auto_detection_by_extension_and_folder() -> None:
     write(Path("b.ndjson"), '{"id": "n", "text": "from ndjson"}\n')
     write(Path("c.csv"), "id,text\nc,from csv\n")
     write(Path("d.md"), "a whole file\n")
-    write(Path("e/f.jsonl"), '{"id": "x", "text": "in a folder: a whole file"}\n')
+    write(Path("e/f.jsonl"), '{"id": "x", "text": "in a folder: records, as named"}\n')
     keys = [d.key for d in docs_of(["a.JSONL", "b.ndjson", "c.csv", "d.md", "e"])]
-    assert keys == ["j", "n", "c", "d.md", "e/f.jsonl"]
+    assert keys == ["j", "n", "c", "d.md", "x"]
 
 
 # --- folders -------------------------------------------------------------------
@@ -246,7 +276,9 @@ def test_invalid_utf8_names_the_line_and_byte() -> None:
     with pytest.raises(SourceError, match=r"d\.csv line 3 is not valid UTF-8"):
         docs_of(["d.csv"])
     write(Path("t.txt"), b"one\ntwo \xe9t\xe9\n")
-    with pytest.raises(SourceError, match=r"^t\.txt is not valid UTF-8 \(line 2, byte 8 "):
+    with pytest.raises(
+        SourceError, match=r"^t\.txt line 2 is not valid UTF-8 \(byte 8 of the file\)"
+    ):
         docs_of(["t.txt"])
 
 
@@ -391,6 +423,25 @@ def test_stdin_text_lines_and_jsonl(monkeypatch: pytest.MonkeyPatch) -> None:
     fake_stdin(monkeypatch, b'{"id": 1, "text": "x"}\n{"id": 2}\n')
     with pytest.raises(SourceError, match="^stdin line 2 has no string field 'text'"):
         docs_of(["-"], fmt="jsonl")
+
+
+def test_text_that_is_not_utf8_is_said_one_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read whole or by lines, from a file, stdin or a compressed file: the
+    line, then the byte in the file, the input or the text it holds."""
+    said = "line 2 is not valid UTF-8 (byte 6 of {})"
+    for fmt in ("text", "lines"):
+        fake_stdin(monkeypatch, b"ok\nno \xff\n")
+        with pytest.raises(SourceError) as caught:
+            docs_of(["-"], fmt=fmt, stdin_key="k")
+        assert str(caught.value) == "stdin " + said.format("the input")
+        with pytest.raises(SourceError) as caught:
+            fake_stdin(monkeypatch, b"ok\nno \xff\n")
+            read_text("-")
+        assert str(caught.value) == "stdin " + said.format("the input")
+        write(Path("t.txt.gz"), gzip.compress(b"ok\nno \xff\n"))
+        with pytest.raises(SourceError) as caught:
+            docs_of(["t.txt.gz"], fmt=fmt)
+        assert str(caught.value) == "t.txt.gz " + said.format("its text")
 
 
 def test_stdin_between_files(monkeypatch: pytest.MonkeyPatch) -> None:

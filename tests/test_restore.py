@@ -238,3 +238,16 @@ def test_pg_dump_and_pg_restore(pg_url: str, tmp_path: Path, form: str) -> None:
         held.add_fingerprints([("after", fp(6 * 10**6))])  # ids go on from the restored ones
     with SimIndex(pg_url) as ix:
         assert ix.check().ok and len(ix) == 2001 and ix.get("n7") is None
+
+
+def test_restore_names_the_files_by_their_absolute_paths(
+    backed_up: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As every other command names an index: given relative paths, absolute."""
+    index, backup = backed_up
+    monkeypatch.chdir(index.parent)
+    result = invoke("restore", backup.name, "copy.db")
+    assert result.exit_code == 0, result.stderr
+    assert (
+        result.stdout == f"restored {index.parent / 'copy.db'} from {backup}: 2,000 fingerprints\n"
+    )

@@ -14,17 +14,24 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from simindex import ingest
+from simindex import ingest, signals
 from simindex.blocks import DEFAULT_K
 from simindex.cli import records
-from simindex.cli.errors import UserError, reported
-from simindex.cli.files import NotText, Skipped, check_outputs, is_sqlite, written_together
+from simindex.cli.errors import UserError, interrupted, reported
+from simindex.cli.files import (
+    EmptyFolders,
+    NotText,
+    Skipped,
+    check_outputs,
+    is_sqlite,
+    written_together,
+)
 from simindex.cli.options import (
     KEYS_HELP,
     CjkOpt,
@@ -38,6 +45,8 @@ from simindex.cli.options import (
     TextFieldOpt,
     WeightingOpt,
     WorkersOpt,
+    check_fields,
+    check_k,
     check_threshold_option,
     config_from,
     open_index,
@@ -134,13 +143,13 @@ def dedup(
     each dropped one: its key, the key it duplicates, the distance and the
     similarity). Documents with no words are dropped as "no words".
     """
-    if k is not None and not 0 <= k <= 15:
-        raise UserError(f"--k must be from 0 to 15, not {k}")
+    check_k(k, 15)
     check_threshold_option(threshold)
     workers = workers_option(workers)
     if out is not None and clusters:
         raise UserError("--clusters goes with an index (dedup INDEX --clusters), not with --out")
     if out is not None:
+        check_fields(fmt, key_field, text_field)
         _dedup_corpus(
             sources,
             out,
@@ -224,6 +233,7 @@ def _dedup_corpus(
     written = records.plan(out, sources, fmt)
     own_skipped = Skipped("this command's own output files")
     not_text = NotText()
+    empty_folders = EmptyFolders()
     docs = ingest.read_docs(
         sources,
         fmt=fmt,
@@ -233,40 +243,62 @@ def _dedup_corpus(
         skip=own,
         on_skip=own_skipped,
         on_unreadable=None if strict else not_text,
+        on_empty_folder=empty_folders,
         records=written.as_read,
     )
     total = ingest.source_size(sources, skip=own) or None
-    with written_together() as outputs:
-        unique = records.Sink(outputs, out, written, key_field, text_field)
-        dropped = None
-        if report is not None:
-            dropped = records.Sink(outputs, report, records.report_plan(report), "id", "text")
-        sinks = [s for s in (unique, dropped) if s is not None]
-        try:
-            with progress(total, quiet or out == "-") as bar:
-                task = bar.add_task("dedup", total=total, docs=0)
-                with dedup_stream(
-                    docs,
-                    k=DEFAULT_K if k is None else k,
-                    threshold=threshold,
-                    config=config or DEFAULT_CONFIG,
-                    workers=workers,
-                ) as run:
-                    for decision in run:
-                        doc = decision.doc
-                        bar.update(task, advance=doc.size, docs=run.counts.read)
-                        unique.take(doc, decision.kept)
-                        if dropped is not None and not decision.kept:
-                            dropped.write(json_line(_why_dropped(decision)))
-            for sink in sinks:
-                sink.finish()
-        except BaseException:
-            for sink in sinks:
-                sink.abandon()
-            raise
+    without_words = 0  # files found in folders with no words, skipped as not_text says
+    try:
+        with written_together() as outputs:
+            unique = records.Sink(outputs, out, written, key_field, text_field)
+            dropped = None
+            if report is not None:
+                dropped = records.Sink(outputs, report, records.report_plan(report), "id", "text")
+            sinks = [s for s in (unique, dropped) if s is not None]
+            try:
+                with progress(total, quiet or out == "-") as bar:
+                    task = bar.add_task("dedup", total=total, docs=0)
+                    with dedup_stream(
+                        docs,
+                        k=DEFAULT_K if k is None else k,
+                        threshold=threshold,
+                        config=config or DEFAULT_CONFIG,
+                        workers=workers,
+                    ) as run:
+                        for decision in run:
+                            doc = decision.doc
+                            bar.update(task, advance=doc.size, docs=run.counts.read)
+                            if decision.no_words and doc.in_folder:
+                                if strict:
+                                    raise UserError(
+                                        f"{doc.where} has no words to fingerprint (--strict); "
+                                        f"nothing was written"
+                                    )
+                                not_text.no_words(doc)
+                                without_words += 1
+                                continue
+                            unique.take(doc, decision.kept)
+                            if dropped is not None and not decision.kept:
+                                dropped.write(json_line(_why_dropped(decision)))
+                for sink in sinks:
+                    sink.finish()
+            except BaseException:
+                for sink in sinks:
+                    sink.abandon()
+                raise
+    except KeyboardInterrupt as exc:  # no transaction here: the outputs were not written
+        named = " or ".join(p for p in (out, report) if p is not None and p != "-")
+        interrupted(exc, f"nothing was written to {named}" if named else "")
+        raise typer.Exit(signals.exit_code(exc)) from None
     own_skipped.tell()
     not_text.tell()
-    counts = run.counts
+    empty_folders.tell()
+    # A folder's files with no words were skipped as files, not read as documents.
+    counts = replace(
+        run.counts,
+        read=run.counts.read - without_words,
+        no_words=run.counts.no_words - without_words,
+    )
     if as_json:
         summary = asdict(counts) | {
             "k": run.k,

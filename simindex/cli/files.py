@@ -26,6 +26,7 @@ import typer
 from simindex import ingest, storage
 from simindex.cli.errors import UserError
 from simindex.cli.output import escaped
+from simindex.errors import SimIndexError
 
 # --- what may be read, and what written ---------------------------------------------
 
@@ -166,11 +167,24 @@ def stream_kind(path: str) -> str | None:
 
 
 def is_sqlite(path: Path) -> bool:
+    """Whether an existing regular file is a SQLite database (an index?).
+
+    SQLite reads the header (storage.check_file), never Python's open():
+    closing any descriptor of a file drops every POSIX lock the process
+    holds on it, and this process may hold the file (a program that runs
+    the CLI in-process). A file shorter than SQLite's 100-byte header is
+    none (SQLite would read an empty file as an empty database); one that
+    cannot be read is left to the command to report."""
     try:
-        with path.open("rb") as f:
-            return f.read(16) == b"SQLite format 3\x00"
-    except OSError:
+        if path.stat().st_size < _SQLITE_HEADER:
+            return False
+        storage.check_file(storage.locate(path), create=False, timeout=0)
+    except (OSError, SimIndexError):
         return False
+    return True
+
+
+_SQLITE_HEADER = 100
 
 
 class Skipped:
@@ -190,9 +204,10 @@ class Skipped:
 
 
 class NotText:
-    """Files met in folders that cannot be read as text, skipped (read_docs'
-    on_unreadable): counted, the first few kept, told once on stderr at the
-    end and given in --json output."""
+    """Files met in folders that cannot be read as text (read_docs'
+    on_unreadable) or that have no words (``no_words``), skipped: counted,
+    the first few kept, told once on stderr at the end and given in --json
+    output."""
 
     FIRST = 5  # files named, with their reasons
 
@@ -213,15 +228,39 @@ class NotText:
         files = "file" if self.count == 1 else "files"
         typer.echo(
             f"Note: skipped {self.count} {files} found in the folders given that cannot be "
-            f"read as text: {shown}{more} (--strict makes them errors)",
+            f"read as text or have no words: {shown}{more} (--strict makes them errors)",
             err=True,
         )
+
+    def no_words(self, doc: ingest.Doc) -> None:
+        """A file found in a folder that has no words, skipped as the others are."""
+        self(doc.where, "no words" if doc.text.strip() else "empty")
 
     def as_json(self) -> dict[str, object]:
         return {
             "count": self.count,
             "first": [{"file": path, "reason": why} for path, why in self.first],
         }
+
+
+class EmptyFolders:
+    """Folders given in which no file was found to read (read_docs'
+    on_empty_folder), told once on stderr at the end."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+
+    def __call__(self, path: str) -> None:
+        self.paths.append(path)
+
+    def tell(self) -> None:
+        if self.paths:
+            shown = ", ".join(escaped(p, backslash=False) for p in self.paths)
+            folders = "folder" if len(self.paths) == 1 else "folders"
+            typer.echo(
+                f"Note: found no file to read in the {folders} {shown} (hidden files are not read)",
+                err=True,
+            )
 
 
 # --- writing ------------------------------------------------------------------------

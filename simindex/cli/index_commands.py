@@ -21,9 +21,9 @@ from typing import Annotated, Any
 import typer
 
 from simindex import ingest
-from simindex.blocks import probe_radius
+from simindex.blocks import MAX_INDEX_K, probe_radius
 from simindex.cli.errors import EXIT_NOT_FOUND, EXIT_OK, UserError, reported
-from simindex.cli.files import NotText, Skipped, check_sources
+from simindex.cli.files import EmptyFolders, NotText, Skipped, check_sources
 from simindex.cli.options import (
     KEYS_HELP,
     BlocksOpt,
@@ -43,6 +43,8 @@ from simindex.cli.options import (
     ThresholdOpt,
     WeightingOpt,
     WorkersOpt,
+    check_fields,
+    check_k,
     check_threshold_option,
     config_from,
     has_words,
@@ -52,7 +54,7 @@ from simindex.cli.options import (
     workers_option,
 )
 from simindex.cli.output import emit_json, escaped, progress
-from simindex.errors import DamagedIndexError
+from simindex.errors import ConfigMismatchError, DamagedIndexError
 from simindex.fingerprint import FingerprintConfig
 from simindex.index import SimIndex
 from simindex.results import CheckReport, FullScanWarning
@@ -80,17 +82,22 @@ def _fingerprinted(
     task: Any,
     skipped: list[str],
     skip_empty: bool,
+    not_text: NotText | None,
     texts: bool = False,
 ) -> Iterator[tuple[str, int, bytes] | tuple[str, int, bytes, str]]:
     """(key, fingerprint, signature) of each document, made by worker processes,
     advancing the progress bar; with ``texts``, its text too (for an index
     that keeps passages). A document with no words is an error, or, with
-    skip_empty, its key goes to `skipped`."""
+    skip_empty, its key goes to `skipped`; a file found in a folder with
+    none goes to `not_text`, as a folder's files that are not text do
+    (None: with --strict, it is an error too)."""
     stream = ingest.fingerprint_docs(docs, config, workers=workers)
     for n, (doc, fp, signature) in enumerate(stream, 1):
         bar.update(task, advance=doc.size, docs=n)
         if fp is not None and signature is not None:
             yield (doc.key, fp, signature, doc.text) if texts else (doc.key, fp, signature)
+        elif doc.in_folder and not_text is not None:
+            not_text.no_words(doc)
         elif skip_empty:
             skipped.append(doc.key)
         else:
@@ -110,15 +117,30 @@ def _made(
     overlaps: bool,
 ) -> SimIndex:
     """The index, made with these settings if it is not there (init and add;
-    an existing one must have them: open_index checks)."""
-    return open_index(
-        index,
-        create=True,
-        k=k,
-        blocks=blocks,
-        config=config,
-        threshold=threshold,
-        overlaps=overlaps or None,
+    an existing one must have them: open_index checks). An existing index
+    that does not keep passages, asked for them, says what to do."""
+    check_k(k, MAX_INDEX_K)
+    try:
+        return open_index(
+            index,
+            create=True,
+            k=k,
+            blocks=blocks,
+            config=config,
+            threshold=threshold,
+            overlaps=overlaps or None,
+        )
+    except ConfigMismatchError:
+        if not overlaps:
+            raise
+        # Which setting differs: opened without asking for passages, another
+        # one raises its own error here; else the passages are what differ.
+        with open_index(index, k=k, blocks=blocks, config=config, threshold=threshold) as ix:
+            shown = ix.location
+    raise UserError(
+        f"{shown} does not keep passages: --overlaps is for a new index (leave it out to add "
+        f"to this one; rebuild it from its texts to keep them: simindex rebuild {shown} "
+        f"SOURCES --overlaps)"
     )
 
 
@@ -232,12 +254,14 @@ def add(
         raise UserError("--text needs a --key")
     if "-" in paths and fmt in ("auto", "text") and text is None and not key:
         raise UserError("give the document read from standard input a key with --key")
+    check_fields(fmt, key_field, text_field)
     config = config_from(ngram, weighting, keep_stopwords, cjk)
     workers = workers_option(workers)
     # Check the sources before the index is created or locked.
     own = check_sources(index, paths)
     own_skipped = Skipped("the index's own files")
     not_text = NotText()
+    empty_folders = EmptyFolders()
     docs: list[Iterable[ingest.Doc]] = []
     if text is not None:
         assert key is not None
@@ -255,6 +279,7 @@ def add(
                 skip=own,
                 on_skip=own_skipped,
                 on_unreadable=None if strict else not_text,
+                on_empty_folder=empty_folders,
             )
         )
     total = ingest.source_size(paths, skip=own) or None
@@ -273,6 +298,7 @@ def add(
                     task,
                     skipped,
                     skip_empty,
+                    None if strict else not_text,
                     texts=ix.passages,
                 )
                 added = ix.add_fingerprints(
@@ -289,6 +315,9 @@ def add(
         raise
     own_skipped.tell()
     not_text.tell()
+    empty_folders.tell()
+    if count == 0 and not skipped and text is None:
+        typer.echo(f"Note: {location} is empty: no document was found to add", err=True)
     if as_json:
         emit_json(
             {
@@ -314,14 +343,16 @@ def _new_index_file(index: str) -> Path | None:
     return None if path.exists() else path
 
 
-def _query_input(text: str | None, file: str | None, fingerprint: str | None) -> str | int:
+def _query_input(
+    index: str, text: str | None, file: str | None, fingerprint: str | None
+) -> str | int:
     given = [x for x in (text, file, fingerprint) if x is not None]
     if len(given) != 1:
         raise UserError("give exactly one of: TEXT, --file FILE ('-' for stdin), --fingerprint FP")
     if fingerprint is not None:
         return parse_fingerprint(fingerprint)
     if file is not None:
-        return read_text_file(file)
+        return read_text_file(file, index)
     assert text is not None
     return text
 
@@ -388,8 +419,7 @@ def query(
 
     Exits 1 when there are none (with --batch: when no query found any), like grep.
     """
-    if k is not None and not 0 <= k <= 64:
-        raise UserError(f"--k must be from 0 to 64, not {k}")
+    check_k(k, 64)
     if limit is not None and limit < 1:
         raise UserError(f"--limit must be at least 1, not {limit}")
     if batch is not None:
@@ -400,7 +430,7 @@ def query(
         found = _query_batch(index, batch, k, limit, key_field, text_field, threshold)
         raise typer.Exit(EXIT_OK if found else EXIT_NOT_FOUND)
     check_threshold_option(threshold)
-    what = _query_input(text, file, fingerprint)
+    what = _query_input(index, text, file, fingerprint)
     if isinstance(what, int) and threshold is not None:
         typer.echo(
             "Note: a query by fingerprint has no signature: it is matched by distance "
@@ -447,6 +477,7 @@ def _query_batch(
 ) -> bool:
     """Stream JSON Lines of queries through query_many; True if any matched."""
     ingest.check_paths([source])
+    check_sources(index, [source])
     any_found = False
     with open_index(index) as ix:
 
@@ -478,7 +509,9 @@ def _query_batch(
                     raise UserError(f"{where} has no words to look for")
                 query = text
             else:
-                raise UserError(f"{where} has neither a {text_field!r} text nor a fingerprint")
+                raise UserError(
+                    f"{where} has no string field {text_field!r} for the text, nor a 'fingerprint'"
+                )
             ids.append(record.get(key_field, number))
             queries.append(query)
             if len(queries) >= _BATCH_QUERIES:
@@ -583,6 +616,8 @@ def rebuild(
     content in one step; writers wait (up to their timeout). If the rebuild
     fails, the old index is left as it was.
     """
+    check_k(k, MAX_INDEX_K)
+    check_fields(fmt, key_field, text_field)
     config = config_from(ngram, weighting, keep_stopwords, cjk)
     workers = workers_option(workers)
     check_threshold_option(threshold)
@@ -590,6 +625,7 @@ def rebuild(
     own = check_sources(index, paths)
     own_skipped = Skipped("the index's own files")
     not_text = NotText()
+    empty_folders = EmptyFolders()
     docs = (
         ingest.read_docs(
             paths,
@@ -600,6 +636,7 @@ def rebuild(
             skip=own,
             on_skip=own_skipped,
             on_unreadable=None if strict else not_text,
+            on_empty_folder=empty_folders,
         )
         if paths
         else None
@@ -620,7 +657,15 @@ def rebuild(
 
                 keeps = ix.passages if overlaps is None else overlaps
                 stream = _fingerprinted(
-                    docs, wanted, workers, bar, task, skipped, skip_empty, texts=keeps
+                    docs,
+                    wanted,
+                    workers,
+                    bar,
+                    task,
+                    skipped,
+                    skip_empty,
+                    None if strict else not_text,
+                    texts=keeps,
                 )
                 rows = ix.rebuild(
                     fingerprints=stream,
@@ -642,6 +687,7 @@ def rebuild(
         }
     own_skipped.tell()
     not_text.tell()
+    empty_folders.tell()
     if as_json:
         emit_json(summary)
     else:

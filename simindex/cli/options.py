@@ -8,9 +8,7 @@ SimIndex, a text, a fingerprint), raising UserError for a mistake.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -43,7 +41,8 @@ KOpt = Annotated[
         "-k",
         metavar="K",
         help="Largest Hamming distance the new index answers from its "
-        f"blocks (0-15; default {DEFAULT_K}). An existing index keeps its own.",
+        f"blocks (0-15; default {DEFAULT_K}). An existing index must have the same "
+        "(else an error).",
     ),
 ]
 BlocksOpt = Annotated[
@@ -78,7 +77,7 @@ NewThresholdOpt = Annotated[
         metavar="SIMILARITY",
         help="Similarity (0-1) a candidate within k needs, by the documents' verification "
         f"signatures, to be a near-duplicate, for the new index (default {DEFAULT_THRESHOLD}; "
-        "0: distance alone). An existing index keeps its own.",
+        "0: distance alone). An existing index must have the same (else an error).",
     ),
 ]
 ThresholdOpt = Annotated[
@@ -150,7 +149,8 @@ OverlapsOpt = Annotated[
     typer.Option(
         "--overlaps",
         help="A new index keeps its documents' passages, which simindex overlaps needs "
-        "(about 1.1 KB of database a KB of text). An existing index keeps its own.",
+        "(about 1.1 KB of database a KB of text). An existing index must keep them "
+        "already (else an error: simindex rebuild INDEX SOURCES --overlaps makes them).",
     ),
 ]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
@@ -159,8 +159,8 @@ StrictOpt = Annotated[
     typer.Option(
         "--strict",
         help="A file in a folder that cannot be read as text (unreadable, binary, not "
-        "UTF-8, a broken link) is an error. By default it is skipped, counted and the first "
-        "few named on stderr.",
+        "UTF-8, a broken link) or has no words (empty) is an error. By default it is "
+        "skipped, counted and the first few named on stderr.",
     ),
 ]
 
@@ -222,25 +222,17 @@ def open_index(
         raise UserError(f"{exc} (create one with: simindex init {shown})") from exc
 
 
-def read_text_file(path: str) -> str:
-    """A whole file ('-' for stdin) as UTF-8 text."""
+def read_text_file(path: str, index: str | None = None) -> str:
+    """A whole file ('-' for stdin) as UTF-8 text, read as ``add`` reads a
+    file given by name (compressed files too: simindex.ingest). ``index``:
+    the index the command opens; a file that is it (or its -wal, -shm),
+    known by identity and never opened, is refused."""
     from simindex import ingest
+    from simindex.cli.files import check_sources
 
-    if path == "-":
-        data = sys.stdin.buffer.read()
-        name = "standard input"
-    else:
-        p = Path(path)
-        if not p.exists():
-            raise UserError(ingest.missing(path)[0])
-        if p.is_dir():
-            raise UserError(f"{path} is a folder, not a file")
-        data = p.read_bytes()
-        name = path
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{name} is not valid UTF-8 (byte {exc.start})") from exc
+    if index is not None:
+        check_sources(index, [path])
+    return ingest.read_text(path)
 
 
 def workers_option(workers: int | None) -> int | None:
@@ -276,6 +268,28 @@ def parse_fingerprint(value: str, hint: str = "") -> int:
     if not 0 <= number < 1 << 64:
         raise UserError(f"a fingerprint is in [0, 2**64), not {value}")
     return number
+
+
+def check_k(k: int | None, most: int) -> int | None:
+    """--k: a whole number from 0 to ``most`` (a UserError otherwise), said
+    the same way by every command."""
+    if k is not None and not 0 <= k <= most:
+        raise UserError(f"--k must be from 0 to {most}, not {k}")
+    return k
+
+
+def check_fields(fmt: str, key_field: str, text_field: str) -> None:
+    """--key-field and --text-field name a record's fields: refused with
+    --format text or lines, which read no records (the defaults pass)."""
+    for option, given, default in (
+        ("--key-field", key_field, "id"),
+        ("--text-field", text_field, "text"),
+    ):
+        if fmt in ("text", "lines") and given != default:
+            raise UserError(
+                f"{option} names a field of records (--format jsonl, csv, parquet, or auto "
+                f"for such files); --format {fmt} reads no records"
+            )
 
 
 def check_threshold_option(threshold: float | None) -> float | None:

@@ -60,7 +60,7 @@ def overlaps(
     check_threshold_option(threshold)
     if limit is not None and limit < 1:
         raise UserError(f"--limit must be at least 1, not {limit}")
-    query = read_text_file(file) if file is not None else text
+    query = read_text_file(file, index) if file is not None else text
     assert query is not None
     with open_index(index, readonly=True) as ix:
         found = ix.overlaps(query, threshold=threshold, limit=limit)

@@ -71,7 +71,8 @@ def restore(
             f"index only; left untouched"
         )
     storage.copy_file(source, target, timeout=storage.BUSY_TIMEOUT_S)
+    shown = source.absolute()  # (as every command names an index file: absolute)
     if as_json:
-        emit_json({"index": index, "backup": backup, "fingerprints": rows})
+        emit_json({"index": str(target), "backup": str(shown), "fingerprints": rows})
     else:
-        typer.echo(f"restored {index} from {backup}: {rows:,} fingerprints")
+        typer.echo(f"restored {target} from {shown}: {rows:,} fingerprints")

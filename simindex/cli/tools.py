@@ -119,13 +119,13 @@ def _inputs_kind(as_text: bool, as_file: bool, default: str) -> str:
     return "text" if as_text else "file" if as_file else default
 
 
-def _read_input(value: str, kind: str, hint: str = "") -> str:
-    """An argument as a text: itself, or the file it names."""
+def _read_input(value: str, kind: str, hint: str = "", index: str | None = None) -> str:
+    """An argument as a text: itself, or the file it names (never ``index``'s own)."""
     if kind == "text":
         return value
     if value != "-" and not os.path.lexists(value):
         raise UserError(f"no such file: {value}{hint}")
-    return read_text_file(value)
+    return read_text_file(value, index)
 
 
 @reported
@@ -165,7 +165,7 @@ def fingerprint_cmd(
             "(give --file to read it)",
             err=True,
         )
-    what = _read_input(value, kind)
+    what = _read_input(value, kind, index=index)
     config = config_from(ngram, weighting, keep_stopwords, cjk)
     if index is not None:
         with open_index(index, config=config) as ix:
@@ -292,7 +292,7 @@ def explain_cmd(
     if kind == "file" and a == "-" and b == "-":
         raise UserError("only one of A and B can be '-' (standard input)")
     hint = " (give --text to explain two texts)"
-    texts = (_read_input(a, kind, hint), _read_input(b, kind, hint))
+    texts = (_read_input(a, kind, hint, index), _read_input(b, kind, hint, index))
     config = config_from(ngram, weighting, keep_stopwords, cjk)
     if index is not None:
         with open_index(index, readonly=True, config=config) as ix:

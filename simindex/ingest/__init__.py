@@ -29,6 +29,7 @@ from simindex.ingest.sources import (
     missing,
     read_docs,
     read_lines,
+    read_text,
     source_format,
     source_size,
 )
@@ -52,6 +53,7 @@ __all__ = [
     "missing",
     "read_docs",
     "read_lines",
+    "read_text",
     "source_format",
     "source_size",
     "usable_cpus",

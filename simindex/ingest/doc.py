@@ -38,6 +38,9 @@ class Doc(NamedTuple):
     # whole: a JSON line (str, without its line end), a CSV (header, row), a
     # Parquet (record batch, row). None otherwise.
     record: object = None
+    # A file found in a folder and read whole as one document: the CLI skips
+    # it when it has no words, as it skips a folder's files that are not text.
+    in_folder: bool = False
 
 
 def key_of(value: object, where: str, field: str) -> str:

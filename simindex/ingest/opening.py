@@ -18,6 +18,7 @@ from simindex.ingest import compression
 from simindex.ingest.doc import STDIN, SourceError, UnreadableFileError
 
 SNIFF = 8192  # bytes of a file in a folder looked at before any of it is read as lines
+STDIN_NAME = "stdin"  # standard input, as messages name it
 
 
 def missing(path: str) -> tuple[str, str]:
@@ -155,14 +156,14 @@ def open_source(path: str, name: str, sniff: bool = False) -> Iterator[Source]:
             if sniff:
                 with reading(name, packing):
                     head = source.data.peek(SNIFF)[:SNIFF]
-                check_text(head, name)
+                check_text(head, name, packing)
             yield source
         finally:
             if source.data is not f:
                 source.data.close()
 
 
-def check_text(head: bytes, name: str) -> None:
+def check_text(head: bytes, name: str, packing: str | None = None) -> None:
     """A file in a folder, about to be read as lines: is it text, as far as its head shows?"""
     if b"\0" in head:
         raise binary(name)
@@ -170,11 +171,19 @@ def check_text(head: bytes, name: str) -> None:
         codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
     except UnicodeDecodeError as exc:
         line = head.count(b"\n", 0, exc.start) + 1
-        raise UnreadableFileError(
-            f"{name} line {line} is not valid UTF-8 (byte {exc.start})",
-            name,
-            f"not valid UTF-8 at line {line}",
-        ) from None
+        raise not_utf8(name, line, exc.start, packing) from None
+
+
+def not_utf8(name: str, line: int, byte: int, packing: str | None) -> UnreadableFileError:
+    """The error for bytes that are not UTF-8, said one way wherever text is
+    read: the line, and the byte's offset in the file, in the text a
+    compressed file holds, or in standard input."""
+    whole = "its text" if packing else "the input" if name == STDIN_NAME else "the file"
+    return UnreadableFileError(
+        f"{name} line {line} is not valid UTF-8 (byte {byte} of {whole})",
+        name,
+        f"not valid UTF-8 at line {line}",
+    )
 
 
 def binary(name: str) -> UnreadableFileError:

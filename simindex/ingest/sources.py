@@ -21,10 +21,12 @@ from simindex.errors import InvalidArgumentError
 from simindex.ingest import compression
 from simindex.ingest.doc import STDIN, Doc, SourceError, UnreadableFileError, key_of
 from simindex.ingest.opening import (
+    STDIN_NAME,
     Source,
     binary,
     first_bytes,
     missing,
+    not_utf8,
     open_source,
     packing_of,
     reading,
@@ -45,6 +47,7 @@ __all__ = [  # (Doc, the errors and missing: defined beside, read from here too)
     "missing",
     "read_docs",
     "read_lines",
+    "read_text",
     "source_format",
     "source_size",
 ]
@@ -52,7 +55,6 @@ __all__ = [  # (Doc, the errors and missing: defined beside, read from here too)
 FORMATS = ("auto", "text", "lines", "jsonl", "csv", "parquet")
 RECORD_FORMATS = ("jsonl", "csv", "parquet")  # a document is a record, with fields
 FOLDER_KEYS = ("parent", "path")  # how read_docs keys a file found in a folder
-_STDIN_NAME = "stdin"
 _CSV_FIELD_LIMIT = 2**31 - 1  # csv's default (128 KiB) would refuse a long text
 
 
@@ -92,6 +94,7 @@ def read_docs(
     skip: Collection[str] = (),
     on_skip: Callable[[str], None] | None = None,
     on_unreadable: Callable[[str, str], None] | None = None,
+    on_empty_folder: Callable[[str], None] | None = None,
     records: bool = False,
 ) -> Iterator[Doc]:
     """The documents of files, folders and stdin ('-'), one at a time, in order.
@@ -106,8 +109,11 @@ def read_docs(
     .parquet/.pq files and files that begin as Parquet does Parquet, others
     text.
     A folder is read recursively, hidden files and folders skipped, names
-    sorted; each file is one document, or with an explicit line format, read
-    in it. ``folder_keys`` says how such a file is named (its key, and its
+    sorted; each of its files is read as a file given by name is (with
+    "auto", by its name, or as Parquet by its content; a text file is one
+    document, marked ``Doc.in_folder``), or with an explicit format, in
+    that format. ``on_empty_folder`` is called with each folder given in
+    which no file is found to read. ``folder_keys`` says how such a file is named (its key, and its
     name in "lines" keys and in messages): "path" (the default, the CLI's
     rule), the path that opens it: the folder as given joined with the path
     inside it ("data/corpus/a/b.txt"), as a file given directly is keyed by
@@ -156,7 +162,7 @@ def read_docs(
         raise InvalidArgumentError("Parquet cannot be read from standard input; give its file")
     walk = _Walk(folder_keys, _as_paths(skip), on_skip)
     fields = _Fields(key_field, text_field, records)
-    return _read_all(paths, fmt, fields, stdin_key or "", walk, on_unreadable)
+    return _read_all(paths, fmt, fields, stdin_key or "", walk, on_unreadable, on_empty_folder)
 
 
 def source_format(path: str, fmt: str = "auto") -> SourceFormat:
@@ -234,23 +240,30 @@ def _read_all(
     stdin_key: str,
     walk: _Walk,
     on_unreadable: Callable[[str, str], None] | None,
+    on_empty_folder: Callable[[str], None] | None,
 ) -> Iterator[Doc]:
     for path in paths:
         if path != STDIN and os.path.isdir(path):
-            kind = "text" if fmt == "auto" else fmt
+            found = False
             for file, name in walk(path):
+                found = True
+                # By the rule of a file given by name (its first bytes are read
+                # only here, after the walk has left out the command's own files).
+                kind = fmt if fmt != "auto" else _kind_of(file, first_bytes(file))
                 docs = _read_source(file, name, kind, fields, name, in_folder=True)
                 if on_unreadable is None:
                     yield from docs
                 else:
                     yield from _unless_unreadable(docs, on_unreadable)
+            if not found and on_empty_folder is not None:
+                on_empty_folder(path)
         else:
             kind = (
                 fmt
                 if fmt != "auto"
                 else _kind_of(path, b"" if path == STDIN else first_bytes(path))
             )
-            name = _STDIN_NAME if path == STDIN else path
+            name = STDIN_NAME if path == STDIN else path
             key = stdin_key if path == STDIN else path
             yield from _read_source(path, name, kind, fields, key)
 
@@ -389,13 +402,16 @@ def _text_doc(path: str, name: str, key: str, *, in_folder: bool = False) -> Doc
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        of = "of its text" if source.packing else "of the file"
-        raise UnreadableFileError(
-            f"{name} is not valid UTF-8 (line {line}, byte {exc.start} {of})",
-            name,
-            f"not valid UTF-8 at line {line}",
-        ) from None
-    return Doc(key, text.removeprefix("\ufeff"), name, size)
+        raise not_utf8(name, line, exc.start, source.packing) from None
+    return Doc(key, text.removeprefix("\ufeff"), name, size, in_folder=in_folder)
+
+
+def read_text(path: str) -> str:
+    """The whole text of a file or stdin ('-'), as ``add`` reads a file given
+    by name: through the decompressor its name or its first bytes say, a
+    byte-order mark dropped; errors as SourceError naming it."""
+    name = STDIN_NAME if path == STDIN else path
+    return _text_doc(path, name, name).text
 
 
 def _lines(source: Source, name: str) -> Iterator[tuple[int, str, int]]:
@@ -412,11 +428,7 @@ def _lines(source: Source, name: str) -> Iterator[tuple[int, str, int]]:
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise UnreadableFileError(
-                f"{name} line {number} is not valid UTF-8 (byte {offset + exc.start} of the file)",
-                name,
-                f"not valid UTF-8 at line {number}",
-            ) from None
+            raise not_utf8(name, number, offset + exc.start, source.packing) from None
         if number == 1:
             line = line.removeprefix("\ufeff")
         offset += len(raw)
@@ -431,7 +443,7 @@ def _lines(source: Source, name: str) -> Iterator[tuple[int, str, int]]:
 def read_lines(path: str) -> Iterator[tuple[int, str, int]]:
     """(line number, text without its line ending, bytes) of each line of a
     UTF-8 file or stdin ('-'), one at a time; errors as SourceError."""
-    name = _STDIN_NAME if path == STDIN else path
+    name = STDIN_NAME if path == STDIN else path
     with open_source(path, name) as source:
         for number, line, size in _lines(source, name):
             yield number, _strip_eol(line), size
@@ -458,7 +470,9 @@ def json_object(line: str, where: str) -> dict[str, object]:
     try:
         record = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise SourceError(f"{where} is not valid JSON ({exc.msg})") from None
+        # (exc.msg leaves the position out, and some end "... starting at")
+        at = "" if exc.msg.endswith(" at") else " at"
+        raise SourceError(f"{where} is not valid JSON ({exc.msg}{at} column {exc.colno})") from None
     except RecursionError:
         raise SourceError(f"{where} is nested too deeply to read") from None
     except ValueError as exc:  # e.g. a number with thousands of digits
@@ -477,7 +491,7 @@ def _jsonl_docs(path: str, name: str, fields: _Fields, in_folder: bool = False) 
                 skipped += size
                 continue
             where = f"{name} line {number}"
-            record = json_object(line, where)
+            record = json_object(_strip_eol(line), where)
             key = key_of(record.get(key_field), where, key_field)
             text = record.get(text_field)
             if not isinstance(text, str):
@@ -488,18 +502,21 @@ def _jsonl_docs(path: str, name: str, fields: _Fields, in_folder: bool = False) 
 
 
 class _Counted:
-    """The lines of a file for csv.reader, counting their bytes and numbers."""
+    """The lines of a file for csv.reader, counting their bytes and numbers,
+    and whether the reader has asked past the last one (``ended``)."""
 
     def __init__(self, lines: Iterator[tuple[int, str, int]]) -> None:
         self.lines = lines
         self.number = 0
         self.size = 0
+        self.ended = False
 
     def __iter__(self) -> Iterator[str]:
         for number, line, size in self.lines:
             self.number = number
             self.size += size
             yield line
+        self.ended = True
 
 
 def _csv_docs(path: str, name: str, fields: _Fields, in_folder: bool = False) -> Iterator[Doc]:
@@ -520,6 +537,15 @@ def _csv_docs(path: str, name: str, fields: _Fields, in_folder: bool = False) ->
                 return
             except csv.Error as exc:
                 raise SourceError(f"{name} line {lines.number} is not valid CSV ({exc})") from None
+            if lines.ended:
+                # csv.reader ends a record at its line's end, unless a quoted
+                # field is open: one it ended at the end of the file never closed
+                # its quote (csv, not strict, would keep the rest of the file as
+                # the field's text).
+                raise SourceError(
+                    f"{name} line {start} is not valid CSV (a quote opened in the record "
+                    f"there is never closed)"
+                )
             if not any(field.strip() for field in row):
                 continue
             if header is None:
