@@ -10,6 +10,7 @@ import threading
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -26,6 +27,7 @@ from simindex import (
     InvalidArgumentError,
     Match,
     SimIndex,
+    StorageError,
     accelerator,
     simhash,
     storage,
@@ -707,3 +709,42 @@ def test_own_writes_keep_the_snapshot_exact(
             ]
         # Never read again where every write was applied; else reread after the large ones.
         assert (len(loads) == 1) == (applied_max > 2)
+
+
+def test_a_connect_that_fails_is_a_storage_error_and_the_next_call_connects(
+    location: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server restarting refuses new connections ("the database system is
+    starting up", "Connection refused"): every call that must connect then
+    raises StorageError with the driver's reason, never the driver's own
+    exception (the pool's connect does not wrap it), and works once the
+    database takes connections again."""
+    index = SimIndex(location, hold=False)
+    try:
+        index.add_fingerprints([("a", 1), ("b", 3 | 1 << 63)])
+        engine = index._backend.engine
+        driver = engine.dialect.loaded_dbapi
+
+        def refused(*args: Any, **kwargs: Any) -> Any:
+            raise driver.OperationalError("connection failed: the database system is starting up")
+
+        calls = {
+            "query": lambda: index.query(1, k=1),
+            "get": lambda: index.get("a"),
+            "query_many": lambda: index.query_many([1, 3]),
+            "len": lambda: len(index),
+            "add": lambda: index.add_fingerprint("c", 5),
+            "add in batches": lambda: index.add_fingerprints([("d", 7), ("e", 9)], batch_size=1),
+            "duplicates": lambda: index.duplicates(k=1),
+        }
+        for call in calls.values():
+            index._views.current.store.close()  # the kept connections gone, as in a restart
+            engine.dispose()
+            monkeypatch.setattr(engine.dialect, "connect", refused)
+            with pytest.raises(StorageError, match="starting up"):
+                call()
+            monkeypatch.undo()
+            call()  # connects again
+        assert index.get("e") == 9 and index.get("a") == 1
+    finally:
+        index.close()

@@ -377,3 +377,48 @@ def test_a_write_that_loses_its_connection_says_so_and_the_next_one_works(pg_url
             index.add_fingerprints(cut_then_more(), batch_size=1)
         index.add_fingerprint("d", 4)
         assert index.get("d") == 4 and index.get("a") == 1
+
+
+def test_concurrent_first_opens_of_a_new_schema_all_succeed(pg_url: str) -> None:
+    """Many sessions creating the same new schema at once (CREATE SCHEMA IF
+    NOT EXISTS alone fails one of two racing on pg_namespace's unique key):
+    40 first opens, 8 at a time, each round a new schema, every one opens
+    the one index made and writes into it."""
+    import threading
+
+    from sqlalchemy import create_engine
+
+    url = make_url(pg_url)
+    base = url.difference_update_query(["schema"])
+    name = url.query["schema"]
+    errors: list[BaseException] = []
+    schemas = [f"{name}_r{r}" for r in range(5)]
+    try:
+        for schema in schemas:
+            where = base.update_query_dict({"schema": schema}).render_as_string(hide_password=False)
+            start = threading.Barrier(8)
+
+            def first_open(i: int, where: str = where, start: Any = start) -> None:
+                try:
+                    start.wait()
+                    with SimIndex(where) as index:
+                        index.add_fingerprint(f"k{i}", i)
+                except BaseException as exc:  # collected: the test says which
+                    errors.append(exc)
+
+            threads = [threading.Thread(target=first_open, args=(i,)) for i in range(8)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            with SimIndex(where) as index:
+                assert len(index) == 8
+        assert errors == []
+    finally:
+        engine = create_engine(base)
+        try:
+            with engine.begin() as conn:
+                for schema in schemas:
+                    conn.exec_driver_sql(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        finally:
+            engine.dispose()

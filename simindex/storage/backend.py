@@ -326,6 +326,14 @@ class Backend:
         if not create:
             raise NoIndexError(f"no index at {self.where} (the database has no schema {name})")
         with self.writing() as conn:
+            # CREATE SCHEMA IF NOT EXISTS is not safe against another session
+            # making the same schema at once (one fails on pg_namespace's
+            # unique key): the makers of one name take turns, and the later
+            # finds it there. (The tables are made under the index's own lock.)
+            conn.exec_driver_sql(
+                "SELECT pg_advisory_xact_lock(hashtext('simindex:schema:' || %(name)s))",
+                {"name": name},
+            )
             conn.exec_driver_sql(f"CREATE SCHEMA IF NOT EXISTS {name}")
 
     def compact(self) -> None:

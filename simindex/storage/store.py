@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import chain
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from sqlalchemy import (
@@ -54,6 +54,8 @@ FRESH_LOAD_MIN = 1_000
 # A first chunk of at least this many rows sets the triggers that mark short
 # sets aside on SQLite (short_sets.marking_aside), and the load marks them.
 MARK_ASIDE_MIN = 1_000
+
+T = TypeVar("T")
 
 
 class Store:
@@ -198,7 +200,7 @@ class Store:
                     self.engine.raw_connection(),
                     autocommit=self.caps.read_autocommit,
                 )
-            except SQLAlchemyError as exc:
+            except (SQLAlchemyError, self.backend.driver_error) as exc:  # (a server starting)
                 raise db_error(self.where, exc) from exc
             self._local.held = held
             with self._held_lock:
@@ -206,20 +208,29 @@ class Store:
         return held
 
     def _read(self, sql: str, params: Any) -> list[Any]:
-        """One statement on this thread's kept connection; asked once more on
-        a new one where the database has lost it (Held.lost): a read is safe
-        to repeat, and a server's restart costs the caller nothing else."""
+        """One statement on this thread's kept connection (see _kept)."""
+
+        def run(held: Held) -> list[Any]:
+            with self.backend.turns:  # (an in-memory database: one connection)
+                held.cursor.execute(sql, params)
+                rows: list[Any] = held.cursor.fetchall()
+            return rows
+
+        return self._kept(run)
+
+    def _kept(self, run: Callable[[Held], T]) -> T:
+        """``run(held)`` on this thread's kept connection, and once more on a
+        new one where the database has lost it (Held.lost): what runs there
+        is safe to repeat (a read, VACUUM), and a server's restart costs the
+        caller nothing else. Every driver error becomes a StorageError."""
         for attempt in (1, 2):
             held = self._connection()
             try:
-                with self.backend.turns:  # (an in-memory database: one connection)
-                    held.cursor.execute(sql, params)
-                    rows: list[Any] = held.cursor.fetchall()
+                return run(held)
             except self.backend.driver_error as exc:
                 if attempt == 1 and self._lost(held, exc):
                     continue
                 raise db_error(self.where, exc) from exc
-            return rows
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _lost(self, held: Held, exc: BaseException) -> bool:
@@ -672,15 +683,8 @@ class Store:
         PostgreSQL's VACUUM, on the kept autocommit connection)."""
         if not self.caps.vacuum_after_load:
             return
-        for attempt in (1, 2):
-            held = self._connection()  # autocommit: VACUUM cannot run in a transaction
-            try:
-                self.backend.dialect.tidy_after_load(held.cursor)
-                return
-            except self.backend.driver_error as exc:
-                if attempt == 1 and self._lost(held, exc):
-                    continue
-                raise db_error(self.where, exc) from exc
+        # On the kept autocommit connection: VACUUM cannot run in a transaction.
+        self._kept(lambda held: self.backend.dialect.tidy_after_load(held.cursor))
 
     def remove(self, conn: Connection, keys: Sequence[str]) -> int:
         removed = 0
