@@ -44,8 +44,8 @@ class SimIndex:
     ``SimIndex(location)`` opens the index at a file path, ``":memory:"`` or an
     SQLAlchemy URL, creating it when there is none (unless ``create=False``).
     ``k`` is the Hamming distance queries use by default (8: about 90% of
-    lightly edited copies found, see the README's Quality section for what
-    each k finds), ``blocks`` the number of
+    lightly edited copies found, see docs/quality.md for what each k
+    finds), ``blocks`` the number of
     blocks (default: k + 1 up to k = 3, above it the cheapest probed layout,
     see blocks.DEFAULT_BLOCKS; more blocks mean more database indexes and
     fewer false candidates per query, k or fewer are looked up with probes,
@@ -199,7 +199,8 @@ class SimIndex:
         return simhash(text, self._settings.config)
 
     def signature(self, text: str) -> bytes:
-        """The verification signature this index gives a text (64 bytes, see
+        """The verification signature this index gives a text (64 bytes, and
+        4 more a distinct unit for a text of at most 15: up to 124, see
         simindex.signature); with the fingerprint: fingerprint_and_signature."""
         return fingerprint_and_signature(text, self._settings.config)[1]
 
