@@ -10,7 +10,8 @@ while it is *current*: nobody but the owner has written since it was read.
 
 One Accelerator per SimIndex, shared by its threads: one copy of the
 fingerprints per index per process, read once. It decides and remembers;
-the SimIndex does the reading (the database, the clock) and tells it what
+the Reader (reader.py) does the reading (the database, the clock) and the
+write transactions (view.py) say what they committed; they tell it what
 happened:
 
 - ``current(versions)``: the snapshot, if the versions read now (the

@@ -2,8 +2,9 @@
 
 A pure decision from what is known (the layout, k, the batch's size, what
 the database can do, whether a snapshot is held, the index's size when a
-large batch needs it); no reading, no writing. SimIndex then carries the
-plan out, and every way gives the same answers (tested against brute force).
+large batch needs it); no reading, no writing. The Reader (reader.py) then
+carries the plan out, and every way gives the same answers (tested against
+brute force).
 
 The ways:
 

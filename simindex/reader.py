@@ -21,6 +21,8 @@ matching.py:
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 import warnings
 from collections.abc import Sequence
@@ -56,6 +58,20 @@ _ROWS_AT_ONCE = 500  # rows read by id in one statement
 
 # (id a, id b, distance, similarity) of a pair, a < b in id order; and the keys.
 Pairs = tuple[list[tuple[int, int, int, float | None]], dict[int, str]]
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep  # simindex/
+
+
+def _callers_level() -> int:
+    """The ``stacklevel`` that makes a warning raised by the function calling
+    this one point at the first line outside simindex: the user's, however
+    many of simindex's frames (a retry, a lambda) lie between."""
+    frame = sys._getframe(1)  # the caller's: level 1
+    level = 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1  # type: ignore[assignment]
+    return level
 
 
 def as_query(
@@ -198,7 +214,7 @@ class Reader:
                 f"k={distance} is past what the index's block lookups answer: every "
                 f"fingerprint was compared (exact, but a full scan)",
                 FullScanWarning,
-                stacklevel=4,
+                stacklevel=_callers_level(),
             )
             with self.backend.reading() as conn:
                 expect(self.backend.generation(conn), view.generation)

@@ -24,8 +24,8 @@ A text's units are the tokens of ``tokenize.words(prepare(text), "chars")``
 without the CJK bigrams: the words of spaced scripts (normalised,
 punctuation dropped, stop words kept) and single CJK characters. Why these
 and not shingles, and why this sketch, is measured in
-docs/decisions/verification-signatures.md (bench/sketches.py holds every
-variant tried). Each distinct unit is hashed with xxh64 (seed 0, UTF-8), the
+docs/decisions/verification-signatures.md (bench/experiments/sketches.py
+holds every variant tried). Each distinct unit is hashed with xxh64 (seed 0, UTF-8), the
 fingerprint's feature hash, so ``fingerprint_and_signature`` hashes a token
 once for both. Hashes and constants are fixed: a signature is the same in
 every process, run and machine, which a stored one needs.

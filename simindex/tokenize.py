@@ -1,8 +1,8 @@
 """Text to features: normalisation, segmentation, stop words, shingles.
 
 Pure functions, no database. jieba is imported (and its dictionary loaded)
-only the first time a text contains CJK characters, so English-only work never
-pays its start-up.
+only the first time a text with CJK characters is segmented into words
+(cjk="words"), so other work never pays its start-up.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from functools import cache
 from importlib.resources import files
 
 # Han ideographs (with extensions and compatibility forms) and Japanese kana:
-# scripts written without spaces, segmented with jieba.
+# scripts written without spaces, read as characters and character bigrams
+# (cjk="chars", new indexes' default) or segmented with jieba (cjk="words").
 _CJK = (
     "\u3040-\u30ff"  # hiragana, katakana
     "\u3400-\u4dbf"  # CJK extension A

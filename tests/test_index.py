@@ -301,6 +301,17 @@ def test_full_scan_warning_is_a_warning_not_an_error(index: SimIndex) -> None:
             index.query(0, k=20)
 
 
+def test_a_full_scan_warning_points_at_the_callers_line(index: SimIndex) -> None:
+    """Not at a line inside simindex: the warning names the file and line
+    that asked (where a warnings filter by module, or the "default" action's
+    once per line, applies)."""
+    index.add_fingerprint("a", 0)
+    with pytest.warns(FullScanWarning) as caught:
+        line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
+        index.query(0, k=20)
+    assert [(w.filename, w.lineno) for w in caught] == [(__file__, line)]
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=corpora(), k=st.integers(0, 12))
 def test_duplicates_equal_brute_force(data: tuple[dict[str, int], list[int]], k: int) -> None:
