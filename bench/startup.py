@@ -1,6 +1,10 @@
 #!/usr/bin/env python
-"""What a shell user waits for: `simindex query` on a small index, the whole
-process, beside what importing each dependency alone costs in the same run.
+"""What a shell user waits for: `simindex -h`, `simindex --version` and
+`simindex query` on a small index, each the whole process, beside what
+importing each dependency alone costs in the same run, and the ratios
+issue 37 sets as targets: -h and --version within 2x of `python -c "import
+typer"` (the interpreter and typer's own import), the query within 1.3x of
+`python -c "import sqlalchemy, numpy"`.
 
     python bench/startup.py            # 15 fresh processes a row (about a minute)
     python bench/startup.py --runs 5   # fewer
@@ -13,7 +17,8 @@ falls on all of them alike: `python -c pass` (the interpreter alone), one
 `import` of each dependency the query needs (alone, so each includes what it
 imports), all of them together, `import simindex.cli`, and the command
 itself (`simindex query INDEX TEXT`, through the installed entry point,
-TEXT the file's first document, which it finds). A row's "beyond python" is its median less the
+TEXT the file's first document, which it finds), `simindex -h` and
+`simindex --version`. A row's "beyond python" is its median less the
 interpreter's: what the import or the command adds.
 """
 
@@ -37,6 +42,7 @@ EXAMPLE = HERE.parent / "examples" / "news.jsonl"
 PY = sys.executable
 IMPORTS = {
     "numpy": "import numpy",
+    "sqlalchemy, numpy": "import sqlalchemy, numpy",
     "sqlalchemy": "import sqlalchemy",
     "sqlalchemy + SQLite dialect": "import sqlalchemy.dialects.sqlite",
     "typer": "import typer",
@@ -44,6 +50,14 @@ IMPORTS = {
     "all of the above": "import numpy, sqlalchemy.dialects.sqlite, typer, typer._adapters",
     "simindex.cli": "import simindex.cli",
 }
+
+
+# (row, the row it is measured against, the largest ratio the target allows)
+RATIOS = (
+    ("simindex -h (whole process)", "import typer", 2.0),
+    ("simindex --version (whole process)", "import typer", 2.0),
+    ("simindex query INDEX TEXT (whole process)", "import sqlalchemy, numpy", 1.3),
+)
 
 
 def timed(cmd: list[str]) -> float:
@@ -72,6 +86,8 @@ def measure(args: argparse.Namespace) -> int:
             return 1
         rows: dict[str, list[str]] = {"python -c pass": [PY, "-c", "pass"]}
         rows |= {f"import {name}": [PY, "-c", code] for name, code in IMPORTS.items()}
+        rows["simindex -h (whole process)"] = [exe, "-h"]
+        rows["simindex --version (whole process)"] = [exe, "--version"]
         rows["simindex query INDEX TEXT (whole process)"] = [exe, "query", db, text]
         times: dict[str, list[float]] = {name: [] for name in rows}
         for cmd in rows.values():  # a warm-up round, not kept
@@ -81,6 +97,10 @@ def measure(args: argparse.Namespace) -> int:
             for name, cmd in rows.items():
                 times[name].append(timed(cmd))
     base = statistics.median(times["python -c pass"])
+    where = subprocess.run(
+        [PY, "-c", "import simindex; print(simindex.__file__)"], capture_output=True, text=True
+    ).stdout.strip()
+    print(f"simindex loaded from {Path(where).parent} (PYTHONPATH may point it at an export)")
     print(
         f"`simindex query` on a small index (examples/news.jsonl, SQLite), whole process, "
         f"beside imports alone; medians of {args.runs} fresh processes a row, interleaved\n"
@@ -89,7 +109,12 @@ def measure(args: argparse.Namespace) -> int:
     for name, values in times.items():
         median = statistics.median(values)
         print(f"{name:52} {median * 1000:10.0f} {(median - base) * 1000:14.0f}")
-    print("\ntarget: the command's whole process <= 250 ms")
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    print("\nratios (issue 37's targets)")
+    for name, against, target in RATIOS:
+        ratio = medians[name] / medians[against]
+        verdict = "holds" if ratio <= target else "misses"
+        print(f"  {name} / {against}: {ratio:.2f}x (target <= {target}x: {verdict})")
     return 0
 
 
