@@ -15,8 +15,8 @@ write transactions (view.py) say what they committed; they tell it what
 happened:
 
 - ``current(versions)``: the snapshot, if the versions read now (the
-  generation and the changes the database has counted: storage.Versions)
-  are the ones it was read at, or its owner's writes since, applied;
+  generation and the changes the database has counted: a ``Stamp``, as
+  storage reads them) are the ones it was read at, or its owner's writes since, applied;
   else None, and a stale one is let go (doubling the next rent when it did
   not pay for itself, halving it when it did: writes that come often push
   the next read back, up to 16 times). The database counts every change,
@@ -40,11 +40,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from simindex.costs import HOLD_S_PER_ROW, STORED_S_PER_ROW
 from simindex.fingerprint import to_unsigned
 from simindex.snapshot import Snapshot
-from simindex.storage.backend import Versions
 
 HOLD_FIRST_S = 0.05  # database time before the index's size is first asked
 HOLD_MAX_ROWS = (
@@ -58,6 +58,16 @@ HOLD_MAX_FACTOR = 16.0  # how far writes that come often push the next read back
 # (0.44 s at a million, one-off timing). A 64th is about where the costs balance.
 APPLIED_MAX = 1 << 16
 ADDED_MAX = 4096
+
+
+class Stamp(NamedTuple):
+    """What a held snapshot is current at: the index's generation and the
+    changes its database has counted, read together. Any pair of the two
+    will do (storage's Versions is one, read from the database): stamps
+    compare as the tuples they are."""
+
+    generation: int
+    changes: int
 
 
 @dataclass
@@ -80,7 +90,7 @@ class Accelerator:
 
     hold: bool | None = None
     snapshot: Snapshot | None = None
-    stamp: Versions | None = None  # what the snapshot is current at
+    stamp: Stamp | None = None  # what the snapshot is current at
     account: Rent = field(default_factory=Rent)
     reading: bool = False  # one thread is reading the index in (the others ask the database)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
@@ -91,7 +101,7 @@ class Accelerator:
         snapshot = self.snapshot
         return 0 if snapshot is None else snapshot.nbytes
 
-    def current(self, versions: Versions | None) -> Snapshot | None:
+    def current(self, versions: tuple[int, int] | None) -> Snapshot | None:
         """The held snapshot if it is still what the index holds: the
         versions read now (one statement) are its stamp, so no change has
         been counted since but the owner's, applied. Else None, and a stale
@@ -165,7 +175,9 @@ class Accelerator:
             self.account.rent = float("inf")
             self.reading = False
 
-    def install(self, snapshot: Snapshot, stamp: Versions | None, load_seconds: float) -> None:
+    def install(
+        self, snapshot: Snapshot, stamp: tuple[int, int] | None, load_seconds: float
+    ) -> None:
         """Hold a snapshot just read (under `stamp`; None: it cannot be kept)."""
         with self._lock:
             self.reading = False
@@ -175,7 +187,7 @@ class Accelerator:
             account.per_query = account.spent / max(1, account.queries)
             account.load_seconds = load_seconds
             account.spent, account.queries, account.served = 0.0, 0, 0
-            self.snapshot, self.stamp = snapshot, stamp
+            self.snapshot, self.stamp = snapshot, Stamp(*stamp)
 
     def replace(self, old: Snapshot, new: Snapshot) -> None:
         """The held snapshot `old` with its added rows merged in (`new`)."""

@@ -121,6 +121,35 @@ def test_every_dependency_points_one_way() -> None:
     assert not any(m.startswith("simindex.index") for m in graph["simindex.storage.store"])
 
 
+# The rooms that work in memory: what they know of the database comes in as
+# values (the accelerator's Stamp is a pair of ints, storage's Versions one).
+IN_MEMORY = (
+    "simindex.accelerator",
+    "simindex.snapshot",
+    "simindex.tables",
+    "simindex.pairs",
+    "simindex.planner",
+    "simindex.matching",
+    "simindex.dedup",
+    "simindex.signature",
+    "simindex.fingerprint",
+)
+
+
+def test_the_in_memory_rooms_need_nothing_of_storage() -> None:
+    """Not even a type: storage depends on them, never they on storage
+    (looked at through every module they import, and those import)."""
+    known = modules()
+    graph = {name: imports(name, path, known) for name, path in known.items()}
+    for room in IN_MEMORY:
+        reached, todo = set(), [room]
+        while todo:
+            for other in graph[todo.pop()] - reached:
+                reached.add(other)
+                todo.append(other)
+        assert not {m for m in reached if m.startswith("simindex.storage")}, room
+
+
 def test_no_database_kind_is_asked_outside_storage() -> None:
     """As `grep -rn "dialect\\|postgres" simindex --include=*.py` outside
     simindex/storage/ (the words code would use; a sentence to a user may
