@@ -251,3 +251,28 @@ def test_restore_names_the_files_by_their_absolute_paths(
     assert (
         result.stdout == f"restored {index.parent / 'copy.db'} from {backup}: 2,000 fingerprints\n"
     )
+
+
+def test_reading_commands_leave_the_folder_as_they_found_it(tmp_path: Path) -> None:
+    """A command that only reads (stats, check, overlaps, query, dedup, and
+    restore's read of the backup) leaves no -wal or -shm behind: a later
+    `simindex add` of the folder would meet them."""
+    folder = tmp_path / "demo"
+    folder.mkdir()
+    index = folder / "x.db"
+    assert invoke("add", index, ROOT / "examples" / "news.jsonl", "--overlaps").exit_code == 0
+    before = sorted(os.listdir(folder))
+    assert before == ["x.db"]
+    for args in (
+        ["stats", index],
+        ["check", index],
+        ["overlaps", index, "the library opens at nine on saturdays"],
+        ["query", index, "the library opens at nine on saturdays"],
+        ["dedup", index],
+    ):
+        assert invoke(*args).exit_code in (0, 1), args
+        assert sorted(os.listdir(folder)) == before, args
+    backup = folder / "backup.db"
+    shutil.copyfile(index, backup)
+    assert invoke("restore", backup, index).exit_code == 0
+    assert sorted(os.listdir(folder)) == ["backup.db", "x.db"]

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from simindex.errors import StorageError
 from simindex.storage.backend import _is_damage
+from simindex.storage.location import path_access
 from simindex.storage.schema import META_TABLE
 
 _SLEEP_S = 0.05  # between tries while the target's writer holds the lock
@@ -72,5 +73,13 @@ def holds_an_index(path: Path) -> bool:
 
 
 def _connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
-    mode = "ro" if readonly else "rw"
-    return sqlite3.connect(f"{Path(os.path.abspath(path)).as_uri()}?mode={mode}", uri=True)
+    """A connection to an existing file; ``readonly``: one that refuses
+    writes, opened read-write where the file and its folder may be written
+    (query_only), so that as the last to close it still removes the -wal
+    and -shm its read made: the folder is left as it was."""
+    path = Path(os.path.abspath(path))
+    ro = readonly and path_access(path).readonly
+    conn = sqlite3.connect(f"{path.as_uri()}?mode={'ro' if ro else 'rw'}", uri=True)
+    if readonly and not ro:
+        conn.execute("PRAGMA query_only = ON")
+    return conn

@@ -6,8 +6,10 @@ and gives the few statements that differ: how a rebuild elsewhere is noticed
 (SQLite's schema cookie, PostgreSQL's generation row), how every change of
 the fingerprint table is counted by the database itself (triggers: per row
 on SQLite, per statement on PostgreSQL), how writers keep out of a
-rebuild's way (PostgreSQL's advisory locks), the integrity check and
-compaction (SQLite). Everything else is portable SQLAlchemy Core, in store.py.
+rebuild's way (PostgreSQL's advisory locks), the triggers that mark the
+rows whose short texts' set keys are due (short_sets.py holds the rule, the
+triggers here), the integrity check and compaction (SQLite). Everything
+else is portable SQLAlchemy Core, in store.py and short_sets.py.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from typing import Any
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.pool import StaticPool
 
+from simindex.signature import NBYTES
 from simindex.storage import schema
-from simindex.storage.location import Location
+from simindex.storage.location import Location, file_access
 
 BUSY_TIMEOUT_S = 30.0
 MMAP_BYTES = 1 << 40  # address space, not memory (SQLite caps it at its build limit, ~2 GB)
@@ -78,6 +81,75 @@ $$"""
 # schema), shared; creating, upgrading or rebuilding an index holds it alone.
 # So a write never runs against a layout a rebuild is replacing meanwhile.
 _ADVISORY_KEY = "hashtext('simindex:' || COALESCE(current_schema(), ''))"
+
+# Short texts' set keys (short_sets.py): triggers on the fingerprint table
+# put the id of every row written with a short set (a signature longer than
+# NBYTES), or whose signature or id changed, in the due table, and drop the
+# keys and mark of a row deleted.
+_KEYS, _DUE, _FP = schema.SET_KEYS_TABLE, schema.SET_KEYS_DUE_TABLE, schema.FINGERPRINT_TABLE
+# SQLite: a trigger per kind of change, per row. Its statements must not
+# conflict: the conflict policy of the statement that fires a trigger
+# overrides theirs (an upsert's would make INSERT OR IGNORE fail), so a row
+# already due is not inserted again rather than ignored.
+_MARK_NEW = (
+    f"INSERT INTO {_DUE} (id) SELECT NEW.id "
+    f"WHERE NOT EXISTS (SELECT 1 FROM {_DUE} WHERE id = NEW.id)"
+)
+_SQLITE_MARKS = {
+    "simindex_set_keys_inserted": (
+        f"AFTER INSERT ON {_FP} WHEN length(NEW.signature) > {NBYTES} BEGIN {_MARK_NEW}; END"
+    ),
+    "simindex_set_keys_updated": (
+        f"AFTER UPDATE OF id, signature ON {_FP} "
+        f"WHEN length(NEW.signature) > {NBYTES} OR length(OLD.signature) > {NBYTES} "
+        f"OR NEW.id IS NOT OLD.id BEGIN {_MARK_NEW}; END"
+    ),
+    "simindex_set_keys_deleted": (
+        f"AFTER DELETE ON {_FP} "
+        f"BEGIN DELETE FROM {_KEYS} WHERE id = OLD.id; DELETE FROM {_DUE} WHERE id = OLD.id; END"
+    ),
+}
+# SQLite runs a row trigger's program for every row an insert or update
+# writes, its WHEN clause false or not: an insert costs about twice as much
+# with one. A large load sets these two aside (short_sets_aside) and marks
+# what they would have (short_sets.mark_updated, mark_loaded); the delete
+# trigger costs an insert nothing and stays.
+_SQLITE_MARKS_ASIDE = ("simindex_set_keys_inserted", "simindex_set_keys_updated")
+_ASIDE_MAX_ID = 1 << 62  # past it, SQLite may give a new row an id below the largest
+# PostgreSQL: statement triggers with transition tables (a COPY of a million
+# rows runs one statement, not a million), one function for all.
+_MARK_FUNCTION = "simindex_set_keys_mark"
+_POSTGRES_MARK_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION {_MARK_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  s text := quote_ident(TG_TABLE_SCHEMA);
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    EXECUTE 'INSERT INTO ' || s || '.{_DUE} (id) SELECT id FROM simindex_new '
+      'WHERE octet_length(signature) > {NBYTES} ON CONFLICT DO NOTHING';
+  ELSIF TG_OP = 'UPDATE' THEN
+    EXECUTE 'INSERT INTO ' || s || '.{_DUE} (id) SELECT n.id FROM simindex_new n '
+      'LEFT JOIN simindex_old o ON o.id = n.id WHERE o.id IS NULL '
+      'OR octet_length(n.signature) > {NBYTES} OR octet_length(o.signature) > {NBYTES} '
+      'ON CONFLICT DO NOTHING';
+  ELSIF TG_OP = 'DELETE' THEN
+    EXECUTE 'DELETE FROM ' || s || '.{_KEYS} k USING simindex_old o WHERE k.id = o.id';
+    EXECUTE 'DELETE FROM ' || s || '.{_DUE} d USING simindex_old o WHERE d.id = o.id';
+  ELSE
+    EXECUTE 'DELETE FROM ' || s || '.{_KEYS}';
+    EXECUTE 'DELETE FROM ' || s || '.{_DUE}';
+  END IF;
+  RETURN NULL;
+END
+$$"""
+_POSTGRES_MARKS = {
+    "simindex_set_keys_inserted": "AFTER INSERT ON {t} REFERENCING NEW TABLE AS simindex_new",
+    "simindex_set_keys_updated": (
+        "AFTER UPDATE ON {t} REFERENCING OLD TABLE AS simindex_old NEW TABLE AS simindex_new"
+    ),
+    "simindex_set_keys_deleted": "AFTER DELETE ON {t} REFERENCING OLD TABLE AS simindex_old",
+    "simindex_set_keys_truncated": "AFTER TRUNCATE ON {t}",
+}
 
 
 @dataclass(frozen=True)
@@ -184,6 +256,35 @@ class Dialect:
         never see the table without them."""
         return False
 
+    # Short texts' set keys (short_sets.py): how the rows due are marked,
+    # and how a transaction that makes their keys meets other writers.
+    one_writer = False  # write transactions take turns, one at a time (SQLite)
+    byte_length = "octet_length"  # the SQL function of a blob's length in bytes
+
+    def mark_short_sets(self, conn: Connection) -> None:
+        """Make the triggers that mark the rows whose set keys are due
+        (where missing: after a rebuild, in a migration, or dropped by hand)."""
+        raise NotImplementedError
+
+    def marking_short_sets(self, conn: Connection) -> bool:
+        """Whether every trigger mark_short_sets makes is there (and enabled)."""
+        raise NotImplementedError
+
+    def short_sets_aside(self, conn: Connection) -> int | None:
+        """Inside a large load (the write lock held, so nobody else writes
+        until it commits, and readers never see the table without the
+        triggers): set the triggers that mark inserted and updated rows
+        aside where they cost the load per row (SQLite). Returns the largest
+        id before the load, or None when nothing was set aside (statement
+        triggers cost a load little; an index without the triggers)."""
+        return None
+
+    def lock_rows(self, select: str) -> str:
+        """A SELECT of the rows a write transaction makes something of,
+        locking them (and skipping the rows another transaction holds) where
+        writers run side by side."""
+        return select
+
     def integrity(self, conn: Connection) -> list[str]:
         """What the database's own integrity check finds wrong (nothing: [])."""
         return []
@@ -223,7 +324,11 @@ class _Sqlite(Dialect):
                 url, poolclass=StaticPool, connect_args={"check_same_thread": False}
             )
         else:
-            if readonly:
+            # Read-only where the file or its folder is (SQLite's read-only
+            # open); else opened as usual and made to refuse writes (query_only),
+            # so that the last connection to close still folds the -wal into the
+            # file and removes it and the -shm: a read leaves the folder as it was.
+            if readonly and file_access(where).readonly:
                 options = "mode=ro&immutable=1" if immutable else "mode=ro"
                 url = url.set(database=f"file:{where.path}?{options}", query={"uri": "true"})
             # Each thread keeps a connection for reads: no cap on how many.
@@ -233,7 +338,7 @@ class _Sqlite(Dialect):
                 pool_size=5,
                 max_overflow=-1,
             )
-        event.listen(engine, "connect", _on_sqlite_connect(timeout))
+        event.listen(engine, "connect", _on_sqlite_connect(timeout, query_only=readonly))
         event.listen(engine, "begin", _on_sqlite_begin)
         return engine
 
@@ -275,6 +380,31 @@ class _Sqlite(Dialect):
         for name in COUNT_TRIGGERS.values():
             conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS {name}")
         return True
+
+    one_writer = True
+    byte_length = "length"
+
+    def mark_short_sets(self, conn: Connection) -> None:
+        for name, body in _SQLITE_MARKS.items():
+            conn.exec_driver_sql(f"CREATE TRIGGER IF NOT EXISTS {name} {body}")
+
+    def marking_short_sets(self, conn: Connection) -> bool:
+        names = ", ".join(f"'{name}'" for name in _SQLITE_MARKS)
+        found = conn.exec_driver_sql(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' "
+            f"AND tbl_name = '{_FP}' AND name IN ({names})"
+        ).scalar_one()
+        return int(found) == len(_SQLITE_MARKS)
+
+    def short_sets_aside(self, conn: Connection) -> int | None:
+        if not self.marking_short_sets(conn):
+            return None
+        before = int(conn.exec_driver_sql(f"SELECT COALESCE(MAX(id), 0) FROM {_FP}").scalar_one())
+        if before >= _ASIDE_MAX_ID:
+            return None
+        for name in _SQLITE_MARKS_ASIDE:
+            conn.exec_driver_sql(f"DROP TRIGGER {name}")
+        return before
 
     def integrity(self, conn: Connection) -> list[str]:
         rows = [r[0] for r in conn.exec_driver_sql("PRAGMA integrity_check").fetchall()]
@@ -319,7 +449,7 @@ class _Sqlite(Dialect):
         return insert(table)
 
 
-def _on_sqlite_connect(timeout: float) -> Any:
+def _on_sqlite_connect(timeout: float, *, query_only: bool) -> Any:
     def on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Let SQLAlchemy's "begin" event issue BEGIN itself (pysqlite's own
         # implicit transactions skip DDL and cannot take the write lock early).
@@ -333,6 +463,8 @@ def _on_sqlite_connect(timeout: float) -> Any:
             cursor.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
             # Let CREATE INDEX sort with helper threads (bulk loads rebuild indexes).
             cursor.execute(f"PRAGMA threads = {min(4, os.cpu_count() or 1)}")
+            if query_only:
+                cursor.execute("PRAGMA query_only = ON")
         except UnicodeDecodeError as exc:
             # SQLite's message quotes a damaged schema's bytes, which sqlite3
             # cannot decode: the error SQLite gave, with its code.
@@ -439,6 +571,28 @@ class _Postgres(Dialect):
             f"CREATE TRIGGER {COUNT_FUNCTION} AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE "
             f"ON {table} FOR EACH STATEMENT EXECUTE FUNCTION {COUNT_FUNCTION}()"
         )
+
+    def mark_short_sets(self, conn: Connection) -> None:
+        conn.exec_driver_sql(_POSTGRES_MARK_FUNCTION)
+        for name, body in _POSTGRES_MARKS.items():
+            conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS {name} ON {_FP}")
+            conn.exec_driver_sql(
+                f"CREATE TRIGGER {name} {body.format(t=_FP)} "
+                f"FOR EACH STATEMENT EXECUTE FUNCTION {_MARK_FUNCTION}()"
+            )
+
+    def marking_short_sets(self, conn: Connection) -> bool:
+        names = ", ".join(f"'{name}'" for name in _POSTGRES_MARKS)
+        found = conn.exec_driver_sql(
+            f"SELECT count(*) FROM pg_trigger WHERE tgrelid = to_regclass('{_FP}') "
+            f"AND tgname IN ({names}) AND tgenabled <> 'D'"
+        ).scalar_one()
+        return int(found) == len(_POSTGRES_MARKS)
+
+    def lock_rows(self, select: str) -> str:
+        # A row's keys are never made from a signature another transaction
+        # is replacing: that one makes them, or leaves the row due.
+        return f"{select} FOR UPDATE SKIP LOCKED"
 
     def no_rebuild_meanwhile(self, conn: Connection) -> None:
         conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock_shared({_ADVISORY_KEY})")

@@ -153,7 +153,7 @@ def _sqlite_reads(path: Path, *, timeout: float) -> str | None:
         raise StorageError(f"cannot read {path}: {os.strerror(errno.EACCES)}")
     if 0 < size < _HEADER_BYTES:  # (SQLite reads a file of one byte as an empty database)
         return "not a SQLite database"
-    access = file_access(Location(URL.create("sqlite", database=str(path)), path))
+    access = path_access(path)
     mode = "ro&immutable=1" if access.immutable else "ro" if access.readonly else "rw"
     try:
         conn = sqlite3.connect(f"{path.as_uri()}?mode={mode}", uri=True, timeout=timeout)
@@ -203,7 +203,11 @@ def file_access(where: Location) -> FileAccess:
     stops). Where they are there (a writer has the index open), SQLite reads
     through them read-only. A file that is not writable itself is opened
     read-only. Anything else opens as asked."""
-    path = where.path
+    return path_access(where.path)
+
+
+def path_access(path: Path | None) -> FileAccess:
+    """file_access of a SQLite file by its path (None: no file)."""
     if path is None or not path.is_file():
         return FileAccess(False, False)
     folder_writable = os.access(path.parent, os.W_OK | os.X_OK)
