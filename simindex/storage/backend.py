@@ -167,16 +167,15 @@ class Backend:
                 f"unknown database kind in {where}: {url.drivername}"
             ) from exc
         except ImportError as exc:
-            hint = " (pip install 'simindex[postgres]')" if where.postgres else ""
             raise StorageError(
                 f"the database driver for {url.drivername} is not installed "
-                f"({exc.name or exc}){hint}"
+                f"({exc.name or exc}){self.dialect.install_hint}"
             ) from exc
         # An in-memory database is one connection: its users take turns, every
         # transaction and statement on it holding ``turns`` (re-entrant: a
         # caller may hold it across several transactions that must not be
         # interleaved with another thread's).
-        self.shared_connection = where.path is None and not where.postgres
+        self.shared_connection = self.dialect.one_connection(where)
         self.turns: contextlib.AbstractContextManager[object] = (
             threading.RLock() if self.shared_connection else contextlib.nullcontext()
         )

@@ -171,6 +171,12 @@ class Dialect:
     name = ""
     schema_cookie = False  # a rebuild shows in the schema cookie (else a generation row)
     renames_constraints = True  # a table taking another's place renames its constraints
+    install_hint = ""  # how to install the driver, where Python has none
+
+    def one_connection(self, where: Location) -> bool:
+        """Whether the index is one connection its users take turns on
+        (SQLite's in-memory database)."""
+        return False
 
     def make_engine(
         self, where: Location, *, timeout: float, readonly: bool, immutable: bool
@@ -314,6 +320,9 @@ class _Sqlite(Dialect):
     generation = f"({SQLITE_COOKIE_SQL})"
     schema_cookie = True
     renames_constraints = False  # SQLite lets two tables' constraints share a name
+
+    def one_connection(self, where: Location) -> bool:
+        return where.path is None
 
     def make_engine(
         self, where: Location, *, timeout: float, readonly: bool, immutable: bool
@@ -484,6 +493,7 @@ def _on_sqlite_begin(connection: Connection) -> None:
 
 class _Postgres(Dialect):
     name = "postgresql"
+    install_hint = " (pip install 'simindex[postgres]')"
     # The generation row, the fingerprint table's own identity (its OID: a
     # table made anew, by pg_restore or a restore by hand, is another
     # generation, whatever the rows restored in simindex_meta say), and
