@@ -2,7 +2,8 @@
 "changed, ask again" rule caught in one place; every dependency between
 simindex's modules pointing one way (no import cycles, lazy imports inside
 functions included); nothing outside simindex/storage/ asking which
-database it talks to; and no test module importing another (what they
+database it talks to, and inside it only dialects.py (with the exceptions
+listed in KIND_NAMED); and no test module importing another (what they
 share is in conftest.py and helpers.py)."""
 
 from __future__ import annotations
@@ -163,6 +164,97 @@ def test_no_database_kind_is_asked_outside_storage() -> None:
         if words.search(line)
     ]
     assert not found, "\n".join(found)
+
+
+# Where a module may name a kind of database, and why. Everywhere else the
+# differences are asked of the Dialect (storage/dialects.py).
+KIND_NAMED = {
+    "simindex.storage.dialects": "every difference between the databases lives here",
+    "simindex.storage.location": "names the kinds a URL may be, and says which one it is",
+    "simindex.storage.schema": (
+        "SQLAlchemy takes a type's variant and a compile hook by the dialect's name "
+        "(ID_TYPE's INTEGER on SQLite, CREATE INDEX ... INCLUDE on PostgreSQL), "
+        "declared with the tables they shape"
+    ),
+}
+_KIND = re.compile(r"(sqlite|postgresql|postgres)(\+\w+)?(://.*)?", re.IGNORECASE)
+
+
+def kind_questions(source: str) -> list[tuple[int, str]]:
+    """Where code asks which database it talks to: a database kind's name as
+    a string (compared, or handed to SQLAlchemy; docstrings aside), a
+    dialect's name (``conn.dialect.name``), a location's kind
+    (``where.postgres``), or a URL's driver name looked at rather than
+    shown in a message."""
+    tree = ast.parse(source)
+    docstrings, shown = set(), set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            docstrings.add(id(body[0].value))
+        if isinstance(node, ast.FormattedValue):
+            shown.update(id(n) for n in ast.walk(node.value))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            asks = id(node) not in docstrings and _KIND.fullmatch(node.value) is not None
+        elif isinstance(node, ast.Attribute):
+            owner = ast.unparse(node.value)
+            asks = (
+                (node.attr == "name" and owner.rpartition(".")[2] == "dialect")
+                or node.attr == "postgres"
+                or (node.attr == "drivername" and id(node) not in shown)
+            )
+        else:
+            continue
+        if asks:
+            found.append((node.lineno, ast.unparse(node)))
+    return sorted(found)
+
+
+def test_no_database_kind_is_asked_outside_dialects() -> None:
+    """Every difference between SQLite and PostgreSQL is a Dialect's
+    (storage/dialects.py): no other module branches on the kind."""
+    known = modules()
+    found = [
+        f"{path.relative_to(PACKAGE.parent)}:{line}: {what}"
+        for name, path in known.items()
+        if name not in KIND_NAMED
+        for line, what in kind_questions(path.read_text(encoding="utf-8"))
+    ]
+    assert not found, "\n".join(found)
+    # Each exception is still needed (else it goes from the list).
+    for name in KIND_NAMED:
+        assert kind_questions(known[name].read_text(encoding="utf-8")), name
+
+
+# short_sets.py's seven branches as they were, and the other ways to ask.
+_ASKED = """
+def f(conn, where, url, engine):
+    if conn.dialect.name == "sqlite":
+        pass
+    length = "length" if conn.dialect.name == "sqlite" else "octet_length"
+    if conn.dialect.name != "sqlite" or not marking(conn):
+        pass
+    alone = conn.dialect.name == "sqlite"
+    shared = where.path is None and not where.postgres
+    if url.drivername.startswith("postgresql+psycopg"):
+        pass
+    dialect = engine.dialect
+    return dialect.name in ("postgres",)
+"""
+_TOLD = '''
+def g(url, exc):
+    """On SQLite a row trigger runs per row; "sqlite" is a name."""
+    message = f"the database driver for {url.drivername} is not installed"
+    return exc.sqlite_errorcode, "SQLite integrity check: ", message
+'''
+
+
+def test_the_kind_check_sees_every_spelling() -> None:
+    lines = [line for line, _ in kind_questions(_ASKED)]
+    assert lines == [3, 3, 5, 5, 6, 6, 8, 8, 9, 10, 10, 13, 13]  # every line, each thing asked
+    assert kind_questions(_TOLD) == []
 
 
 def test_a_sqlite_process_opening_an_index_never_loads_postgresql_s_dialect(
