@@ -698,6 +698,32 @@ def test_the_rate_and_time_left_show_only_after_a_second() -> None:
         assert str(left_column.render(task)) not in ("", "-:--:--")
 
 
+def test_the_rate_waits_for_readings_a_second_apart_not_a_second_after_the_start() -> None:
+    # The first chunk of an add comes back a second or more after the bar
+    # starts, and the next a fraction of a millisecond later: rich's rate over
+    # those two readings was 4.7 GB/s, with a second left.
+    from rich.progress import Progress
+
+    from simindex.cli import SETTLE_S, _settled_columns
+
+    now = [100.0]
+    rate_column, left_column = (c() for c in _settled_columns())
+    with Progress(get_time=lambda: now[0], disable=True) as progress:
+        task_id = progress.add_task("adding", total=100_000_000)
+        task = progress.tasks[0]
+        now[0] += 1.5  # the first chunk back
+        progress.update(task_id, advance=1_100_000)
+        now[0] += 0.0002  # and the next, all but at once
+        progress.update(task_id, advance=1_000_000)
+        assert task.elapsed is not None and task.elapsed > SETTLE_S
+        assert str(rate_column.render(task)) == ""
+        assert str(left_column.render(task)) == "-:--:--"
+        now[0] += SETTLE_S  # readings a second apart: a rate that means something
+        progress.update(task_id, advance=1_000_000)
+        assert str(rate_column.render(task)) == "2.0 MB/s"
+        assert str(left_column.render(task)) not in ("", "-:--:--")
+
+
 # --- 12. how a file is keyed --------------------------------------------------------
 
 

@@ -63,20 +63,27 @@ def json_line(value: Any) -> str:
 
 # --- the progress bar -------------------------------------------------------------
 
-SETTLE_S = 1.0  # the progress bar shows a rate and time left only after this long
+SETTLE_S = 1.0  # the progress bar shows a rate and time left once its readings span this long
 
 
 @functools.cache
 def _settled_columns() -> tuple[type[Any], type[Any]]:
     """The rate and time-left columns of the progress bar, which show nothing
-    until SETTLE_S has passed: a rate measured over the first few
-    milliseconds means nothing (the first frame of an add once showed
-    6.5 GB/s). Made on first use, so rich loads only when a bar is drawn."""
+    until the readings rich measures the rate from span SETTLE_S. rich's rate
+    is the progress between its first and last readings over the time
+    between them: input arrives in chunks, so the first two readings of an
+    add came a fraction of a millisecond apart, a second or more after the
+    bar started (the first frame once showed 4.7 GB/s and a second left,
+    then 17 s). Made on first use, so rich loads only when a bar is drawn."""
     from rich.progress import Task, TimeRemainingColumn, TransferSpeedColumn
     from rich.text import Text
 
     def settled(task: Task) -> bool:
-        return task.elapsed is not None and task.elapsed >= SETTLE_S
+        readings = getattr(task, "_progress", None)  # rich's own (timestamp, advance) readings
+        if readings is None:  # (a rich that keeps them otherwise: the time since the start)
+            return task.elapsed is not None and task.elapsed >= SETTLE_S
+        with task._lock:
+            return len(readings) > 1 and readings[-1].timestamp - readings[0].timestamp >= SETTLE_S
 
     class Rate(TransferSpeedColumn):
         def render(self, task: Task) -> Text:
