@@ -24,7 +24,8 @@ When: numba's import and the tables here cost a process about a second
 it on only once it has fingerprinted SWITCH_CHARS characters the Python
 way (about a second of English, several of Chinese): a short-lived process
 or a small ``add`` never pays for it, a corpus job pays it once a process,
-and in a long-lived one the call that crosses the line waits for it.
+and in a long-lived one the call that crosses the line waits for it,
+told so (simindex.compiling: the simindex command says it on its bar).
 ``use("always" | "never" | "auto")`` overrides that (the benchmarks and
 tests do).
 """
@@ -39,12 +40,19 @@ from typing import Any
 
 import numpy as np
 
+from simindex.compiling import Compiling, step
 from simindex.fingerprint import FingerprintConfig, prepare
 from simindex.tokenize import _CJK, PIECE_CHARS, has_cjk, nfkc, normalize, stopwords
 
 SWITCH_CHARS = 4 << 20  # characters fingerprinted the Python way before the switch
 MODES = ("auto", "always", "never")
 _OUT_BYTES = 64 + 4 * 15  # the sketch and the largest exact set
+# What the listeners of simindex.compiling are told while numba compiles the
+# loop, the first time on a machine: 14.2 s on 2 busy cores with numba's cache
+# empty (NUMBA_CACHE_DIR=$(mktemp -d) python -c "from simindex import
+# fastmarks; fastmarks._compile()"), 0.35 s from the cache; each of two
+# workers compiling at once took longer.
+COMPILING = Compiling("the fast path", 15)
 
 _lock = threading.Lock()
 _state: dict[str, Any] = {"mode": "auto", "seen": 0, "loaded": None, "tried": False}
@@ -137,11 +145,12 @@ def _compile() -> Any:
     slots, words, starts = _stop_table()
     probes = np.zeros((128, 32), np.int64)
     out = np.empty(_OUT_BYTES, np.uint8)
-    for fold in (False, True):
-        _marks.marks(
-            np.frombuffer(b"a b", np.uint8), classes(), slots, words, starts, probes, True,
-            False, False, fold, *_fold_table(), out,
-        )  # fmt: skip
+    with step(COMPILING, [_marks.marks]):
+        for fold in (False, True):
+            _marks.marks(
+                np.frombuffer(b"a b", np.uint8), classes(), slots, words, starts, probes, True,
+                False, False, fold, *_fold_table(), out,
+            )  # fmt: skip
     return _marks.marks
 
 

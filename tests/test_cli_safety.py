@@ -724,6 +724,61 @@ def test_the_rate_waits_for_readings_a_second_apart_not_a_second_after_the_start
         assert str(left_column.render(task)) not in ("", "-:--:--")
 
 
+def _compiling_for_the_first_time(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The compiled text pass made to compile again in this process, as with
+    numba's cache empty: its loop replaced by a step that notes what the
+    progress bars in use say while it runs (then runs the real loop). The
+    list it returns gets those descriptions."""
+    pytest.importorskip("numba")
+    from simindex import _marks, compiling, fastmarks
+    from simindex.cli import output
+
+    seen: list[str] = []
+    real = _marks.marks
+
+    def compile_step(*args: object) -> object:
+        seen.extend(task.description for bar in output._WAITS.bars for task in bar.tasks)
+        return real(*args)
+
+    monkeypatch.setattr(_marks, "marks", compile_step)
+    monkeypatch.setattr(compiling, "cached", lambda function: False)
+    monkeypatch.setitem(fastmarks._state, "loaded", None)
+    monkeypatch.setitem(fastmarks._state, "tried", False)
+    monkeypatch.setitem(fastmarks._state, "mode", "always")
+    return seen
+
+
+def test_the_bar_says_while_numba_compiles(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from rich.console import Console
+
+    from simindex import fastmarks
+    from simindex.cli.output import listen_for_compiling, progress
+
+    seen = _compiling_for_the_first_time(monkeypatch)
+    listen_for_compiling()
+    terminal = io.StringIO()
+    with progress(100, False, console=Console(file=terminal, force_terminal=True)) as bar:
+        bar.add_task("adding", total=100, docs=0)
+        assert fastmarks.available()
+        assert seen == ["compiling the fast path (once, about 15 s)"] * 2
+        assert [task.description for task in bar.tasks] == ["adding"]
+    assert "Note" not in terminal.getvalue()
+
+
+def test_a_note_says_it_where_no_bar_is_drawn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = _compiling_for_the_first_time(monkeypatch)
+    (tmp_path / "a.txt").write_text(T1, encoding="utf-8")
+    result = ok("add", tmp_path / "x.db", tmp_path / "a.txt")  # stderr is no terminal
+    assert result.stderr == "Note: compiling the fast path (once, about 15 s)\n"
+    assert seen and set(seen) == {"adding"}  # its bar, not drawn, is left alone
+    result = ok("add", tmp_path / "y.db", tmp_path / "a.txt")  # compiled: nothing said
+    assert result.stderr == ""
+
+
 # --- 12. how a file is keyed --------------------------------------------------------
 
 

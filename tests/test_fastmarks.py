@@ -160,3 +160,54 @@ def test_xxh64_equals_xxhash_at_every_length() -> None:
         for length in range(0, 100):
             chunk = data[start : start + length]
             assert int(_marks.xxh64(data, start, length)) == xxhash.xxh64_intdigest(chunk.tobytes())
+
+
+# --- numba compiling, told (simindex.compiling) ---------------------------------------
+
+
+def test_the_first_compile_is_told_while_it_runs_and_a_cached_one_is_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from simindex import _marks, compiled, compiling
+
+    told: list[tuple[str, bool]] = []
+    during: list[list[tuple[str, bool]]] = []
+    real = _marks.marks
+
+    def compile_step(*args: object) -> object:  # numba compiling: what was told by then
+        during.append(list(told))
+        return real(*args)
+
+    def listener(event: compiling.Compiling, begun: bool) -> None:
+        told.append((event.note(), begun))
+
+    monkeypatch.setattr(_marks, "marks", compile_step)
+    monkeypatch.setitem(fastmarks._state, "loaded", None)
+    monkeypatch.setitem(fastmarks._state, "tried", False)
+    compiling.listen(listener)
+    try:
+        monkeypatch.setattr(compiling, "cached", lambda function: True)  # in numba's cache
+        assert fastmarks.available()
+        assert told == [] and len(during) == 2  # (one call a case-folding variant)
+        monkeypatch.setitem(fastmarks._state, "tried", False)
+        monkeypatch.setattr(compiling, "cached", lambda function: False)  # a first compile
+        during.clear()
+        assert fastmarks.available()
+        note = "compiling the fast path (once, about 15 s)"
+        assert during == [[(note, True)], [(note, True)]]
+        assert told == [(note, True), (note, False)]
+        told.clear()
+        monkeypatch.setattr(compiled, "_loaded", [])
+        assert compiled.kernels() is not None
+        note = "compiling the fast pairing (once, about 7 s)"
+        assert told == [(note, True), (note, False)]
+    finally:
+        compiling.unlisten(listener)
+
+
+def test_numbas_cache_is_read_for_what_it_holds() -> None:
+    from simindex import _marks, compiling
+
+    assert fastmarks.available()  # compiled, so in numba's cache
+    assert compiling.cached(_marks.marks)
+    assert not compiling.cached(lambda: None)  # not a numba function: as if not cached

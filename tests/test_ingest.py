@@ -594,3 +594,39 @@ def test_fingerprint_arguments() -> None:
         fingerprint_docs([], None)  # type: ignore[arg-type]
     assert list(fingerprint_docs([], CONFIG, workers=2)) == []
     assert usable_cpus() >= 1
+
+
+def test_what_a_worker_tells_of_numba_compiling_is_told_in_the_parent() -> None:
+    from simindex import compiling
+    from simindex.ingest import workers
+
+    told: list[tuple[compiling.Compiling, bool]] = []
+
+    def listener(event: compiling.Compiling, begun: bool) -> None:
+        told.append((event, begun))
+
+    event = compiling.Compiling("the fast path", 15)
+    compiling.listen(listener)
+    try:
+        relay = workers._Relay(multiprocessing.get_context("spawn"))
+        # A worker's side: what _init_worker listens with, given the relay's queue.
+        worker = multiprocessing.get_context("spawn").Process(
+            target=_tells_compiling, args=(relay.queue, event)
+        )
+        worker.start()
+        worker.join()
+        relay.close()  # what the workers told, told here before it returns
+    finally:
+        compiling.unlisten(listener)
+    assert worker.exitcode == 0
+    assert told == [(event, True), (event, False)]
+
+
+def _tells_compiling(queue: object, event: object) -> None:
+    from simindex import compiling
+    from simindex.ingest import workers
+
+    workers._relayed_to(queue)
+    assert isinstance(event, compiling.Compiling)
+    with compiling.step(event, [lambda: None]):  # not in numba's cache: told
+        pass

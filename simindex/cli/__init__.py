@@ -52,6 +52,7 @@ from simindex.cli.options import parse_fingerprint as _parse_fingerprint  # noqa
 from simindex.cli.output import SETTLE_S as SETTLE_S
 from simindex.cli.output import _settled_columns as _settled_columns
 from simindex.cli.output import escaped as escaped
+from simindex.cli.output import listen_for_compiling
 from simindex.errors import InvalidArgumentError
 
 # The commands, in the order ``simindex -h`` lists them: name, module (in
@@ -193,6 +194,7 @@ def argument_name(param: Any) -> str:
 def command(name: str) -> Any:
     """The click command for one of COMMANDS, its module imported now."""
     module, function = _BY_NAME[name]
+    listen_for_compiling()  # numba compiling while it runs is said (on its bar)
     one = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
     one.command(name, cls=_Command)(getattr(import_module(f"simindex.cli.{module}"), function))
     built: Any = typer.main.get_command(one)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import threading
 from typing import Any
 
 import typer
@@ -98,22 +99,108 @@ def _settled_columns() -> tuple[type[Any], type[Any]]:
     return Rate, TimeLeft
 
 
-def progress(total: int | None, quiet: bool) -> Any:
+def progress(total: int | None, quiet: bool, *, unit: str = "docs", console: Any = None) -> Any:
     """A rich progress bar on stderr for `total` bytes of input (None: not
-    known), drawn only on a terminal and not with --quiet."""
+    known), counting `unit` (docs, queries), drawn only on a terminal and
+    not with --quiet. While numba compiles (simindex.compiling) its
+    description says so. ``console``: where to draw it (the tests' own)."""
     from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
+    from rich.progress import BarColumn, DownloadColumn, TextColumn
 
     rate, time_left = _settled_columns()
-    console = Console(stderr=True)
-    return Progress(
+    console = Console(stderr=True) if console is None else console
+    return _bar_class()(
         TextColumn("{task.description}"),
         BarColumn(),
         DownloadColumn(),
         rate(),
-        TextColumn("{task.fields[docs]:,} docs"),
+        TextColumn(f"{{task.fields[docs]:,}} {unit}"),
         time_left(),
         console=console,
         disable=quiet or not console.is_terminal,
         transient=True,
     )
+
+
+@functools.cache
+def _bar_class() -> type[Any]:
+    """rich's Progress, telling _WAITS while it is in use; made on first use."""
+    from rich.progress import Progress, TaskID
+
+    class Bar(Progress):
+        _told: dict[TaskID, str]  # each task's own description, while a note replaces it
+
+        def __enter__(self) -> Bar:
+            self._told = {}
+            super().__enter__()
+            _WAITS.shown(self, True)
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            _WAITS.shown(self, False)
+            super().__exit__(*exc)  # type: ignore[arg-type]
+
+        def say(self, note: str | None) -> None:
+            """Show `note` in place of each task's description (None: theirs again)."""
+            if note is None:
+                for task_id, description in self._told.items():
+                    self.update(task_id, description=description)
+                self._told.clear()
+                return
+            for task in self.tasks:
+                self._told.setdefault(task.id, task.description)
+                self.update(task.id, description=note)
+
+    return Bar
+
+
+# --- what a command waits for -----------------------------------------------------
+
+
+class _Waits:
+    """What numba compiles now (simindex.compiling tells it, from whichever
+    thread compiles or relays a worker's compile) and the bars in use: the
+    bars drawn show it; where none is, a Note says it once."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.bars: list[Any] = []
+        self.now: list[Any] = []  # the compiles under way (two workers: two)
+        self.noted = False
+
+    def shown(self, bar: Any, shown: bool) -> None:
+        with self.lock:
+            if shown:
+                self.bars.append(bar)
+                if self.now:
+                    bar.say(self.now[-1].note())
+            elif bar in self.bars:
+                self.bars.remove(bar)
+
+    def told(self, event: Any, begun: bool) -> None:
+        with self.lock:
+            if begun:
+                self.now.append(event)
+            elif event in self.now:
+                self.now.remove(event)
+            note = self.now[-1].note() if self.now else None
+            drawn = [bar for bar in self.bars if not bar.disable]
+            for bar in drawn:
+                bar.say(note)
+            if note is not None and begun and not drawn and not self.noted:
+                self.noted = True
+                typer.echo(f"Note: {note}", err=True)
+
+
+_WAITS = _Waits()
+
+
+def listen_for_compiling() -> None:
+    """Have what numba compiles from now on shown (on a bar, or in a Note):
+    once a command, before it runs."""
+    from simindex import compiling
+
+    with _WAITS.lock:
+        _WAITS.now.clear()
+        _WAITS.noted = False
+    compiling.listen(_WAITS.told)

@@ -31,7 +31,9 @@ import traceback
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any
 
+from simindex import compiling
 from simindex.errors import EmptyTextError, InvalidArgumentError
 from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig
 from simindex.ingest.doc import Doc
@@ -109,7 +111,7 @@ _worker_config = DEFAULT_CONFIG
 _Result = tuple[list[Marks], Exception | None, str]
 
 
-def _init_worker(config: FingerprintConfig) -> None:
+def _init_worker(config: FingerprintConfig, relay: Any = None) -> None:
     global _worker_config
     # Ctrl-C reaches the whole process group: the parent handles it and stops
     # the pool; a worker interrupted mid-chunk would only print a traceback.
@@ -117,11 +119,19 @@ def _init_worker(config: FingerprintConfig) -> None:
     # instruction; this covers a fork server someone else started.)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _worker_config = config
+    if relay is not None:
+        _relayed_to(relay)
     parent = multiprocessing.parent_process()
     if parent is not None:
         threading.Thread(
             target=_end_with, args=(parent,), name="end-with-parent", daemon=True
         ).start()
+
+
+def _relayed_to(relay: Any) -> None:
+    """In a worker: numba compiling here is told to the parent's listeners
+    (through _Relay's queue)."""
+    compiling.listen(lambda event, begun: relay.put((event, begun)))
 
 
 def _end_with(parent: multiprocessing.process.BaseProcess) -> None:
@@ -213,11 +223,13 @@ def _parallel(
 
     with starting_processes():
         _start_resource_tracker()
+        context = _context()
+        relay = _Relay(context) if compiling.listened() else None
         executor = ProcessPoolExecutor(
             max_workers=workers,
-            mp_context=_context(),
+            mp_context=context,
             initializer=_init_worker,
-            initargs=(config,),
+            initargs=(config, None if relay is None else relay.queue),
         )
     pending: deque[tuple[list[Doc], Future[_Result]]] = deque()
 
@@ -256,3 +268,26 @@ def _parallel(
             future.cancel()
         pending.clear()
         executor.shutdown(wait=True, cancel_futures=True)
+        if relay is not None:
+            relay.close()
+
+
+class _Relay:
+    """What the workers tell simindex.compiling, told again in this process
+    (from a thread of its own, as it comes): a worker that compiles numba's
+    loops says so on the parent's progress bar."""
+
+    def __init__(self, context: multiprocessing.context.BaseContext) -> None:
+        self.queue = context.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="compiling-relay", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        for event, begun in iter(self.queue.get, None):
+            compiling.tell(event, begun)
+
+    def close(self) -> None:
+        """Once the workers have exited: what they told, told, and the thread ended."""
+        self.queue.put(None)
+        self._thread.join()
+        self.queue.close()
