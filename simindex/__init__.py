@@ -8,6 +8,7 @@
 """
 
 from simindex.errors import (
+    ClosedIndexError,
     ConfigMismatchError,
     DamagedIndexError,
     EmptyTextError,
@@ -82,6 +83,7 @@ __all__ = [
     "DEFAULT_CONFIG",
     "CheckReport",
     "Cluster",
+    "ClosedIndexError",
     "ConfigMismatchError",
     "DamagedIndexError",
     "Decision",

@@ -35,6 +35,15 @@ class StorageError(SimIndexError):
     """The database could not be opened, read or written."""
 
 
+class ClosedIndexError(SimIndexError, ValueError):
+    """A SimIndex used after ``close()`` (a ValueError, as a closed file's).
+    ``location`` is the index's."""
+
+    def __init__(self, location: str) -> None:
+        self.location = location
+        super().__init__(f"{location} is closed: open it again (SimIndex(...)) to use it")
+
+
 class DamagedIndexError(StorageError):
     """SQLite reports the index file damaged (truncated, overwritten, or no
     database at all past its header). ``path`` is the file. ``check`` reports

@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from itertools import islice
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from sqlalchemy import URL
@@ -15,7 +15,7 @@ from simindex import accelerator, ingest, storage, upkeep
 from simindex import overlaps as partial
 from simindex.accelerator import Accelerator
 from simindex.blocks import DEFAULT_K, MAX_INDEX_K, BlockLayout, check_k
-from simindex.errors import InvalidArgumentError
+from simindex.errors import ClosedIndexError, InvalidArgumentError
 from simindex.explain import Explanation, explain
 from simindex.fingerprint import (
     DEFAULT_CONFIG,
@@ -148,7 +148,10 @@ class SimIndex:
 
     @property
     def _settings(self) -> storage.Settings:
-        return self._views.current.settings
+        views = self._views
+        if isinstance(views, _Closed):  # what it was opened with stays known
+            return views.settings
+        return views.current.settings
 
     @property
     def _store(self) -> storage.Store:
@@ -192,6 +195,8 @@ class SimIndex:
         return self._accel.snapshot is not None
 
     def __repr__(self) -> str:
+        if isinstance(self._views, _Closed):
+            return f"SimIndex({self.location!r}, closed)"
         return f"SimIndex({self.location!r}, k={self.k})"
 
     def fingerprint(self, text: str) -> int:
@@ -633,9 +638,16 @@ class SimIndex:
     # --- closing ----------------------------------------------------------
 
     def close(self) -> None:
-        """Release the database connections. The index stays on disk."""
-        self._views.close()
-        self._backend.dispose()
+        """Release the database connections. The index stays on disk. Every
+        later use raises ClosedIndexError; closing again does nothing."""
+        with self._lock:
+            if isinstance(self._views, _Closed):
+                return
+            views, backend = self._views, self._backend
+            closed = cast(Any, _Closed(self.location, views.current.settings))
+            self._views, self._backend, self._reader, self._accel = closed, closed, closed, closed
+        views.close()
+        backend.dispose()
 
     def __enter__(self) -> SimIndex:
         return self
@@ -700,6 +712,20 @@ class SimIndex:
             signatures=(signatures[0], signatures[1]),
             set_keys=settings.set_keys,
         )
+
+
+class _Closed:
+    """What a closed SimIndex holds in place of its views, backend, reader
+    and accelerator: every use of them raises ClosedIndexError. The
+    settings it was opened with stay (k, config, layout: a closed file
+    still has its name and mode)."""
+
+    def __init__(self, location: str, settings: storage.Settings) -> None:
+        self._location = location
+        self.settings = settings
+
+    def __getattr__(self, name: str) -> Any:
+        raise ClosedIndexError(self._location)
 
 
 def _store(

@@ -14,7 +14,7 @@ from typing import Any
 
 from simindex import storage
 from simindex.blocks import probe_radius
-from simindex.errors import SimIndexError
+from simindex.errors import ClosedIndexError, SimIndexError
 from simindex.results import CheckReport
 from simindex.storage import Problem
 from simindex.view import Views
@@ -158,6 +158,8 @@ def _problems(views: Views) -> list[Problem]:
                     problems.append(Problem("passages", f"{text}: rebuild from the texts"))
             columns_wrong = any(p.kind == "column" for p in problems)
             bad = [] if columns_wrong else store.checks.bad_blocks(conn)
+    except ClosedIndexError:
+        raise  # (not the index's problem: the caller's)
     except SimIndexError as exc:
         return [*problems, Problem("read", str(exc))]
     if bad:

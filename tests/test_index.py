@@ -759,3 +759,50 @@ def test_a_connect_that_fails_is_a_storage_error_and_the_next_call_connects(
         assert index.get("e") == 9 and index.get("a") == 1
     finally:
         index.close()
+
+
+def test_a_closed_index_raises_on_every_use_and_closes_twice(tmp_path: Path) -> None:
+    """As a closed file does: every method and property that reads or
+    writes the index raises ClosedIndexError (a ValueError), none answers
+    or writes a row; close() again does nothing; the settings it was
+    opened with stay readable."""
+    from simindex import ClosedIndexError
+
+    path = tmp_path / "ix.db"
+    index = SimIndex(path, overlaps=True)
+    index.add("a", "the quick brown fox jumps over the lazy dog")
+    index.close()
+    uses = {
+        "query": lambda: index.query("the quick brown fox"),
+        "query_many": lambda: index.query_many(["the quick brown fox"]),
+        "add": lambda: index.add("b", "another text entirely"),
+        "add_many": lambda: index.add_many([("b", "another text entirely")]),
+        "add_fingerprint": lambda: index.add_fingerprint("b", 1),
+        "add_fingerprints": lambda: index.add_fingerprints([("b", 1)]),
+        "remove": lambda: index.remove("a"),
+        "remove_many": lambda: index.remove_many(["a"]),
+        "get": lambda: index.get("a"),
+        "in": lambda: "a" in index,
+        "len": lambda: len(index),
+        "items": lambda: list(index.items()),
+        "duplicates": lambda: index.duplicates(),
+        "clusters": lambda: index.clusters(),
+        "stats": lambda: index.stats(),
+        "check": lambda: index.check(),
+        "compact": lambda: index.compact(),
+        "overlaps": lambda: index.overlaps("the quick brown fox jumps over the lazy dog"),
+        "explain": lambda: index.explain("one text here", "another text here"),
+        "rebuild": lambda: index.rebuild([("c", "a text to rebuild from")]),
+        "held": lambda: index.held,
+    }
+    for name, use in uses.items():
+        with pytest.raises(ClosedIndexError, match="is closed") as caught:
+            use()
+        assert isinstance(caught.value, ValueError), name
+    index.close()
+    assert "closed" in repr(index)
+    # What it was opened with stays known, as a closed file's name does.
+    assert (index.k, index.threshold, index.passages) == (8, 0.82, True)
+    assert index.fingerprint("some text") == simhash("some text", index.config)
+    with SimIndex(path) as again:
+        assert dict(again.items()) == {"a": again.get("a")} and len(again) == 1
