@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import unicodedata
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -1023,3 +1024,70 @@ def test_an_interrupt_while_the_handlers_are_set_is_one_line_and_exit_130() -> N
         "main()\n"
     )
     _one_line_and_130(code)
+
+
+# --- 13. waiting for another writer ------------------------------------------------
+
+
+@pytest.fixture
+def held_index(tmp_path: Path) -> Iterator[Path]:
+    """An index whose write lock another connection holds (as another
+    process's write would) until the test ends."""
+    import sqlite3
+
+    db = tmp_path / "x.db"
+    (tmp_path / "a.txt").write_text(T1, encoding="utf-8")
+    ok("add", db, tmp_path / "a.txt")
+    holder = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    yield db
+    holder.rollback()
+    holder.close()
+
+
+@pytest.mark.parametrize("command", ["add", "remove"])
+def test_timeout_0_against_a_held_write_lock_fails_at_once(
+    held_index: Path, tmp_path: Path, command: str
+) -> None:
+    given = tmp_path / "a.txt" if command == "add" else "some-key"
+    line = error(command, held_index, given, "--timeout", "0")
+    assert line.endswith("is locked by another writer: gave up after 0 s"), line
+
+
+def test_timeout_takes_seconds_0_or_more(held_index: Path) -> None:
+    for value, said in (("-1", "must be 0 or more seconds"), ("soon", "'soon' is not a number")):
+        result = invoke("remove", held_index, "k", "--timeout", value)
+        assert result.exit_code == 2, describe(result)
+        assert f"Error: Invalid value for '--timeout': {said}" in result.stderr
+
+
+@pytest.mark.parametrize("batch_size", [None, 10])
+@pytest.mark.parametrize("interrupted_at", [3, 25])
+def test_an_interrupted_add_leaves_no_new_empty_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch_size: int | None, interrupted_at: int
+) -> None:
+    """Ctrl-C during `add` into a new index: with nothing committed (one
+    transaction, or before the first batch), no file is left; with
+    batches committed, they are kept."""
+    corpus = tmp_path / "X.jsonl"
+    write_corpus(corpus, n=40)
+    real = ingest.fingerprint_docs
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        for n, item in enumerate(real(*args, **kwargs)):
+            if n == interrupted_at:
+                raise KeyboardInterrupt
+            yield item
+
+    monkeypatch.setattr(ingest, "fingerprint_docs", interrupted)
+    index = tmp_path / "new.db"
+    sized = [] if batch_size is None else ["--batch-size", batch_size]
+    result = invoke("add", index, corpus, *sized)
+    assert result.exit_code == 130, describe(result)
+    committed = 0 if batch_size is None else interrupted_at // batch_size * batch_size
+    if committed:
+        assert listing(tmp_path) == ["X.jsonl", "new.db"]
+        with SimIndex(index) as left:
+            assert len(left) == committed
+    else:
+        assert listing(tmp_path) == ["X.jsonl"]

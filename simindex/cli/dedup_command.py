@@ -43,6 +43,7 @@ from simindex.cli.options import (
     StopOpt,
     StrictOpt,
     TextFieldOpt,
+    TimeoutOpt,
     WeightingOpt,
     WorkersOpt,
     check_fields,
@@ -127,6 +128,7 @@ def dedup(
     ] = None,
     quiet: QuietOpt = False,
     as_json: JsonOpt = False,
+    timeout: TimeoutOpt = None,
 ) -> None:
     """Find near-duplicates in an index, or drop them from a corpus.
 

@@ -41,6 +41,7 @@ from simindex.cli.options import (
     StrictOpt,
     TextFieldOpt,
     ThresholdOpt,
+    TimeoutOpt,
     WeightingOpt,
     WorkersOpt,
     check_fields,
@@ -159,6 +160,7 @@ def init(
     threshold: NewThresholdOpt = None,
     overlaps: OverlapsOpt = False,
     as_json: JsonOpt = False,
+    timeout: TimeoutOpt = None,
 ) -> None:
     """Create an index, or check an existing one's settings."""
     config = config_from(ngram, weighting, keep_stopwords, cjk)
@@ -236,6 +238,7 @@ def add(
     overlaps: OverlapsOpt = False,
     quiet: QuietOpt = False,
     as_json: JsonOpt = False,
+    timeout: TimeoutOpt = None,
 ) -> None:
     """Add documents, creating the index if needed.
 
@@ -408,6 +411,7 @@ def query(
     ] = "text",
     threshold: ThresholdOpt = None,
     as_json: JsonOpt = False,
+    timeout: TimeoutOpt = None,
 ) -> None:
     """Print the stored near-duplicates of a text.
 
@@ -527,6 +531,7 @@ def remove(
     index: IndexArg,
     keys: Annotated[list[str], typer.Argument(help="Keys to remove.")],
     as_json: JsonOpt = False,
+    timeout: TimeoutOpt = None,
 ) -> None:
     """Remove documents by key (in one transaction)."""
     with open_index(index) as ix:
@@ -538,7 +543,7 @@ def remove(
 
 
 @reported
-def stats(index: IndexArg, as_json: JsonOpt = False) -> None:
+def stats(index: IndexArg, as_json: JsonOpt = False, timeout: TimeoutOpt = None) -> None:
     """Describe an index: size, k, layout, buckets.
 
     With its fingerprint configuration and verification threshold.
@@ -603,6 +608,7 @@ def rebuild(
     workers: WorkersOpt = None,
     quiet: QuietOpt = False,
     as_json: JsonOpt = False,
+    timeout: TimeoutOpt = None,
 ) -> None:
     """Lay an index out anew, or rebuild it from its texts.
 
@@ -709,6 +715,7 @@ def check(
         ),
     ] = False,
     as_json: JsonOpt = False,
+    timeout: TimeoutOpt = None,
 ) -> None:
     """Check an index for damage; --repair fixes what it safely can.
 
@@ -736,7 +743,7 @@ def check(
 
 
 @reported
-def compact(index: IndexArg, as_json: JsonOpt = False) -> None:
+def compact(index: IndexArg, as_json: JsonOpt = False, timeout: TimeoutOpt = None) -> None:
     """Reclaim free space and fold the write-ahead log into the file.
 
     SQLite's VACUUM, then a checkpoint.

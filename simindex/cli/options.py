@@ -154,6 +154,40 @@ OverlapsOpt = Annotated[
     ),
 ]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+
+# --timeout: seconds to wait for another process's write lock, kept for
+# open_index by the option's callback (click calls it for every run, given or
+# not), so the commands pass it on without naming it.
+_lock_wait: list[float | None] = [None]
+
+
+def _timeout_given(value: float | None) -> None:
+    if value is not None and not value >= 0:  # (NaN too)
+        raise typer.BadParameter(f"must be 0 or more seconds, not {value:g}")
+    _lock_wait[0] = value
+
+
+TimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--timeout",
+        metavar="SECONDS",
+        help="How long to wait for another process that is writing to the index "
+        "(its write lock) before giving up with an error (default 30; 0: not at all).",
+        callback=_timeout_given,
+        expose_value=False,
+    ),
+]
+
+
+def lock_wait() -> float:
+    """--timeout's seconds, or SimIndex's default."""
+    from simindex import storage
+
+    given = _lock_wait[0]
+    return storage.BUSY_TIMEOUT_S if given is None else given
+
+
 StrictOpt = Annotated[
     bool,
     typer.Option(
@@ -197,7 +231,8 @@ def open_index(
     threshold: float | None = None,
     overlaps: bool | None = None,
 ) -> SimIndex:
-    """The index an INDEX argument names; "no index" says how to create one."""
+    """The index an INDEX argument names, waiting --timeout seconds for a
+    writer's lock; "no index" says how to create one."""
     from simindex import storage
     from simindex.errors import NoIndexError
     from simindex.index import SimIndex
@@ -216,6 +251,7 @@ def open_index(
             create=create,
             readonly=ro,
             overlaps=overlaps,
+            timeout=lock_wait(),
         )
     except NoIndexError as exc:
         shown = storage.locate(location)  # the URL with its password hidden

@@ -14,6 +14,7 @@ from simindex.cli.errors import EXIT_NOT_FOUND, UserError, reported
 from simindex.cli.options import (
     IndexArg,
     JsonOpt,
+    TimeoutOpt,
     check_threshold_option,
     open_index,
     read_text_file,
@@ -45,6 +46,7 @@ def overlaps(
         int | None, typer.Option("--limit", "-n", metavar="N", help="At most this many documents.")
     ] = None,
     as_json: JsonOpt = False,
+    timeout: TimeoutOpt = None,
 ) -> None:
     """Print the documents that share passages with a text.
 

@@ -15,7 +15,7 @@ import typer
 
 from simindex import storage
 from simindex.cli.errors import UserError, reported
-from simindex.cli.options import JsonOpt, open_index
+from simindex.cli.options import JsonOpt, TimeoutOpt, lock_wait, open_index
 from simindex.cli.output import emit_json
 from simindex.errors import DamagedIndexError, SimIndexError
 
@@ -36,6 +36,7 @@ def restore(
         ),
     ],
     as_json: JsonOpt = False,
+    timeout: TimeoutOpt = None,
 ) -> None:
     """Replace an index file with a backup, safely while in use.
 
@@ -64,13 +65,13 @@ def restore(
             f"backup {backup} is not sound (simindex check {backup} lists the problems); "
             f"nothing was restored"
         )
-    storage.check_file(where, create=True, timeout=storage.BUSY_TIMEOUT_S)  # SQLite's file
+    storage.check_file(where, create=True, timeout=lock_wait())  # SQLite's file
     if target.exists() and not storage.holds_an_index(target):
         raise UserError(
             f"{index} is a SQLite database but not a simindex index: restore replaces an "
             f"index only; left untouched"
         )
-    storage.copy_file(source, target, timeout=storage.BUSY_TIMEOUT_S)
+    storage.copy_file(source, target, timeout=lock_wait())
     shown = source.absolute()  # (as every command names an index file: absolute)
     if as_json:
         emit_json({"index": str(target), "backup": str(shown), "fingerprints": rows})

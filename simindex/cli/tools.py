@@ -25,6 +25,7 @@ from simindex.cli.options import (
     JsonOpt,
     NgramOpt,
     StopOpt,
+    TimeoutOpt,
     WeightingOpt,
     check_threshold_option,
     config_from,
@@ -149,6 +150,7 @@ def fingerprint_cmd(
     keep_stopwords: StopOpt = False,
     cjk: CjkOpt = None,
     as_json: JsonOpt = False,
+    timeout: TimeoutOpt = None,
 ) -> None:
     """Print a text's 64-bit fingerprint.
 
@@ -262,6 +264,7 @@ def explain_cmd(
     keep_stopwords: StopOpt = False,
     cjk: CjkOpt = None,
     as_json: JsonOpt = False,
+    timeout: TimeoutOpt = None,
 ) -> None:
     """Explain why two texts are, or are not, near-duplicates.
 
