@@ -309,12 +309,8 @@ def add(
                 )
             count, location = len(ix), ix.location
     except BaseException:
-        if new_file is not None and batch_size is None:  # no new, empty index left behind
-            for leftover in (
-                new_file,
-                *(new_file.with_name(new_file.name + s) for s in ("-wal", "-shm")),
-            ):
-                leftover.unlink(missing_ok=True)
+        if new_file is not None:
+            _remove_if_empty(new_file)
         raise
     own_skipped.tell()
     not_text.tell()
@@ -336,6 +332,24 @@ def add(
             f"added {added} document{'s' * (added != 1)} to {location} ({count} in all)"
             + (f"; skipped {len(skipped)} with no words" if skipped else "")
         )
+
+
+def _remove_if_empty(path: Path) -> None:
+    """After a failed or interrupted add that made ``path``: no new, empty
+    index left behind (one batch committed, or anyone else's rows, keep it)."""
+    from simindex.errors import NotAnIndexError, SimIndexError
+    from simindex.index import SimIndex
+
+    try:
+        with SimIndex(path, create=False, hold=False) as left:
+            if len(left):
+                return
+    except NotAnIndexError:
+        pass  # (made, but no index in it yet)
+    except SimIndexError:
+        return  # locked, or unreadable: leave it as it is
+    for leftover in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm"))):
+        leftover.unlink(missing_ok=True)
 
 
 def _new_index_file(index: str) -> Path | None:
