@@ -1030,9 +1030,9 @@ def test_an_interrupt_while_the_handlers_are_set_is_one_line_and_exit_130() -> N
 
 
 @pytest.fixture
-def held_index(tmp_path: Path) -> Iterator[Path]:
-    """An index whose write lock another connection holds (as another
-    process's write would) until the test ends."""
+def lock_holder(tmp_path: Path) -> Iterator[tuple[Path, Any]]:
+    """An index, and a connection that holds its write lock (as another
+    process's write would) until it rolls back or the test ends."""
     import sqlite3
 
     db = tmp_path / "x.db"
@@ -1040,9 +1040,15 @@ def held_index(tmp_path: Path) -> Iterator[Path]:
     ok("add", db, tmp_path / "a.txt")
     holder = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
     holder.execute("BEGIN IMMEDIATE")
-    yield db
-    holder.rollback()
+    yield db, holder
+    if holder.in_transaction:
+        holder.rollback()
     holder.close()
+
+
+@pytest.fixture
+def held_index(lock_holder: tuple[Path, Any]) -> Path:
+    return lock_holder[0]
 
 
 @pytest.mark.parametrize("command", ["add", "remove"])
@@ -1091,3 +1097,27 @@ def test_an_interrupted_add_leaves_no_new_empty_index(
             assert len(left) == committed
     else:
         assert listing(tmp_path) == ["X.jsonl"]
+
+
+@pytest.mark.parametrize("command", ["add", "remove"])
+def test_a_wait_for_another_writers_lock_is_said_once(
+    lock_holder: tuple[Path, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    from simindex.cli import options
+
+    db, holder = lock_holder
+    said = options._say_waiting
+
+    def say_and_let_go(text: str) -> None:  # the other writer commits once it is said
+        said(text)
+        holder.rollback()
+
+    monkeypatch.setattr(options, "LOCK_NOTE_S", 0.0)  # said at once (the wait is real)
+    monkeypatch.setattr(options, "_say_waiting", say_and_let_go)
+    (tmp_path / "b.txt").write_text(T2, encoding="utf-8")
+    given = tmp_path / "b.txt" if command == "add" else "some-key"
+    result = ok(command, db, given, "--timeout", "60")
+    assert result.stderr == (
+        f"Note: waiting for another process's write lock on {db} (up to 60 s)...\n"
+    )
+    assert not holder.in_transaction

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 from pathlib import Path
 from typing import Annotated, Any
@@ -49,6 +49,7 @@ from simindex.cli.options import (
     check_threshold_option,
     config_from,
     has_words,
+    lock_note,
     open_index,
     parse_fingerprint,
     read_text_file,
@@ -85,13 +86,16 @@ def _fingerprinted(
     skip_empty: bool,
     not_text: NotText | None,
     texts: bool = False,
+    began: Callable[[], None] = lambda: None,
 ) -> Iterator[tuple[str, int, bytes] | tuple[str, int, bytes, str]]:
     """(key, fingerprint, signature) of each document, made by worker processes,
     advancing the progress bar; with ``texts``, its text too (for an index
     that keeps passages). A document with no words is an error, or, with
     skip_empty, its key goes to `skipped`; a file found in a folder with
     none goes to `not_text`, as a folder's files that are not text do
-    (None: with --strict, it is an error too)."""
+    (None: with --strict, it is an error too). ``began``: called when the
+    first document is asked for (the index's write lock taken)."""
+    began()
     stream = ingest.fingerprint_docs(docs, config, workers=workers)
     for n, (doc, fp, signature) in enumerate(stream, 1):
         bar.update(task, advance=doc.size, docs=n)
@@ -290,7 +294,7 @@ def add(
     new_file = _new_index_file(index)
     try:
         with _made(index, k, blocks, config, threshold, overlaps) as ix:
-            with progress(total, quiet) as bar:
+            with progress(total, quiet) as bar, lock_note(ix.location) as began:
                 task = bar.add_task("adding", total=total, docs=0)
 
                 stream = _fingerprinted(
@@ -303,6 +307,7 @@ def add(
                     skip_empty,
                     None if strict else not_text,
                     texts=ix.passages,
+                    began=began,
                 )
                 added = ix.add_fingerprints(
                     stream, batch_size=batch_size, skip_existing=skip_existing
@@ -548,7 +553,7 @@ def remove(
     timeout: TimeoutOpt = None,
 ) -> None:
     """Remove documents by key (in one transaction)."""
-    with open_index(index) as ix:
+    with open_index(index) as ix, lock_note(ix.location):
         removed = ix.remove_many(keys)
     if as_json:
         emit_json({"removed": removed, "missing": len(set(keys)) - removed})

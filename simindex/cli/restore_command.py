@@ -15,7 +15,7 @@ import typer
 
 from simindex import storage
 from simindex.cli.errors import UserError, reported
-from simindex.cli.options import JsonOpt, TimeoutOpt, lock_wait, open_index
+from simindex.cli.options import JsonOpt, TimeoutOpt, lock_note, lock_wait, open_index
 from simindex.cli.output import emit_json
 from simindex.errors import DamagedIndexError, SimIndexError
 
@@ -71,7 +71,8 @@ def restore(
             f"{index} is a SQLite database but not a simindex index: restore replaces an "
             f"index only; left untouched"
         )
-    storage.copy_file(source, target, timeout=lock_wait())
+    with lock_note(str(target)):
+        storage.copy_file(source, target, timeout=lock_wait())
     shown = source.absolute()  # (as every command names an index file: absolute)
     if as_json:
         emit_json({"index": str(target), "backup": str(shown), "fingerprints": rows})
