@@ -12,7 +12,13 @@ class InvalidArgumentError(SimIndexError, ValueError):
 
 
 class EmptyTextError(SimIndexError, ValueError):
-    """A text has no word features at all (empty, whitespace or punctuation only)."""
+    """A text has no word features at all (empty, whitespace or punctuation
+    only). ``key``: the document's, where the text was given with one (add,
+    add_many), else None."""
+
+    def __init__(self, message: str, *, key: str | None = None) -> None:
+        self.key = key
+        super().__init__(message)
 
 
 class ConfigMismatchError(SimIndexError, ValueError):

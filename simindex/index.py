@@ -15,7 +15,7 @@ from simindex import accelerator, ingest, storage, upkeep
 from simindex import overlaps as partial
 from simindex.accelerator import Accelerator
 from simindex.blocks import DEFAULT_K, MAX_INDEX_K, BlockLayout, check_k
-from simindex.errors import ClosedIndexError, InvalidArgumentError
+from simindex.errors import ClosedIndexError, EmptyTextError, InvalidArgumentError
 from simindex.explain import Explanation, explain
 from simindex.fingerprint import (
     DEFAULT_CONFIG,
@@ -319,7 +319,7 @@ class SimIndex:
         Returns the fingerprint. Raises EmptyTextError for a text with no words.
         """
         check_key(key)
-        fingerprint, signature = fingerprint_and_signature(text, self._settings.config)
+        fingerprint, signature = _made(key, text, self._settings.config)
         self.add_fingerprints([(key, fingerprint, signature, text)])
         return fingerprint
 
@@ -335,6 +335,7 @@ class SimIndex:
         *,
         batch_size: int | None = None,
         skip_existing: bool = False,
+        skip_empty: bool = False,
         key_field: str | None = None,
         text_field: str = "text",
     ) -> int:
@@ -348,12 +349,25 @@ class SimIndex:
         already stored as they are. When a key comes twice, the later text
         wins (the first, with skip_existing). Returns the number of documents
         written: every pair read, or with skip_existing only the new keys.
+
+        A text with no words raises EmptyTextError naming its key (``.key``),
+        and the transaction it is in writes nothing; ``skip_empty=True``
+        leaves such texts out instead (not counted as written).
         """
         config = self._settings.config
         items = ingest.as_pairs(items, key_field=key_field, text_field=text_field)
-        made: Iterable[Item] = (
-            (key, *fingerprint_and_signature(text, config), text) for key, text in items
-        )
+
+        def making() -> Iterator[Item]:
+            for key, text in items:
+                try:
+                    fingerprint, signature = _made(key, text, config)
+                except EmptyTextError:
+                    if skip_empty:
+                        continue
+                    raise
+                yield key, fingerprint, signature, text
+
+        made: Iterable[Item] = making()
         if not self.passages:  # (the texts are not held)
             made = (item[:3] for item in made)
         return self.add_fingerprints(
@@ -712,6 +726,18 @@ class SimIndex:
             signatures=(signatures[0], signatures[1]),
             set_keys=settings.set_keys,
         )
+
+
+def _made(key: str, text: str, config: FingerprintConfig) -> tuple[int, bytes]:
+    """A document's fingerprint and signature; a text with no words is an
+    EmptyTextError that names its key."""
+    try:
+        return fingerprint_and_signature(text, config)
+    except EmptyTextError as exc:
+        raise EmptyTextError(
+            f"the text of {key!r} has no word features (it is empty or only punctuation)",
+            key=key,
+        ) from exc
 
 
 class _Closed:

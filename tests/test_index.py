@@ -806,3 +806,22 @@ def test_a_closed_index_raises_on_every_use_and_closes_twice(tmp_path: Path) -> 
     assert index.fingerprint("some text") == simhash("some text", index.config)
     with SimIndex(path) as again:
         assert dict(again.items()) == {"a": again.get("a")} and len(again) == 1
+
+
+def test_an_empty_text_in_add_many_is_named_by_its_key_or_skipped() -> None:
+    with SimIndex() as index:
+        with pytest.raises(EmptyTextError, match="'doc-3'") as caught:
+            index.add_many([("doc-2", "a text with words"), ("doc-3", " ... "), ("doc-4", "more")])
+        assert caught.value.key == "doc-3"
+        assert len(index) == 0  # one transaction: none written
+        with pytest.raises(EmptyTextError, match="'lone'") as caught:
+            index.add("lone", "!!!")
+        assert caught.value.key == "lone"
+        written = index.add_many(
+            [("doc-2", "a text with words"), ("doc-3", " ... "), ("doc-4", "more words")],
+            skip_empty=True,
+        )
+        assert written == 2 and sorted(k for k, _ in index.items()) == ["doc-2", "doc-4"]
+        with pytest.raises(EmptyTextError) as caught:
+            index.query("...")
+        assert caught.value.key is None
