@@ -1121,3 +1121,44 @@ def test_a_wait_for_another_writers_lock_is_said_once(
         f"Note: waiting for another process's write lock on {db} (up to 60 s)...\n"
     )
     assert not holder.in_transaction
+
+
+# --- 14. query --batch's progress ----------------------------------------------------
+
+
+def test_query_batch_shows_its_progress_on_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from rich.console import Console
+
+    from simindex.cli import index_commands, output
+
+    made: list[Any] = []
+
+    def on_a_terminal(total: int | None, quiet: bool, **options: Any) -> Any:
+        console = Console(file=io.StringIO(), force_terminal=True)
+        made.append(output.progress(total, quiet, console=console, **options))
+        return made[-1]
+
+    monkeypatch.setattr(index_commands, "progress", on_a_terminal)
+    monkeypatch.setattr(index_commands, "_BAR_PASS_BYTES", 1)  # a pass a query
+    write_corpus(tmp_path / "c.jsonl")
+    db = tmp_path / "x.db"
+    ok("add", db, tmp_path / "c.jsonl")
+    made.clear()  # (add's bar)
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(
+        "".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate(TEXTS[:3])) + "\n",
+        encoding="utf-8",
+    )
+    answered = ok("query", db, "--batch", queries).stdout.splitlines()
+    assert [json.loads(line)["id"] for line in answered] == [0, 1, 2]
+    [bar] = made
+    assert not bar.disable
+    [task] = bar.tasks
+    assert task.total == task.completed == queries.stat().st_size
+    assert task.fields["docs"] == 3
+    assert ok("query", db, "--batch", queries, "--quiet").stdout.splitlines() == answered
+    assert made[-1].disable  # --quiet: none drawn

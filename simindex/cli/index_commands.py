@@ -429,6 +429,7 @@ def query(
         ),
     ] = "text",
     threshold: ThresholdOpt = None,
+    quiet: QuietOpt = False,
     as_json: JsonOpt = False,
     timeout: TimeoutOpt = None,
 ) -> None:
@@ -450,7 +451,7 @@ def query(
             raise UserError(
                 "--batch reads its queries from the file; give no TEXT, --file or --fingerprint"
             )
-        found = _query_batch(index, batch, k, limit, key_field, text_field, threshold)
+        found = _query_batch(index, batch, k, limit, key_field, text_field, threshold, quiet)
         raise typer.Exit(EXIT_OK if found else EXIT_NOT_FOUND)
     check_threshold_option(threshold)
     what = _query_input(index, text, file, fingerprint)
@@ -487,6 +488,12 @@ def query(
 
 
 _BATCH_QUERIES = 50_000  # queries answered per pass of query --batch (bounds memory)
+# With a progress bar drawn, a pass also ends after this many bytes of queries,
+# so the bar moves (100 MB of queries took 29 s in one pass). Smaller passes
+# cost a little: 1,940 queries of 15 KB against 16,517 documents took 8.7 s
+# in one pass, 8.5 s in passes of 1,000 and 9.5 s in passes of 200 (a MB is
+# about 66 of them); most of it is fingerprinting the queries.
+_BAR_PASS_BYTES = 1 << 20
 
 
 def _query_batch(
@@ -497,24 +504,34 @@ def _query_batch(
     key_field: str,
     text_field: str,
     threshold: float | None,
+    quiet: bool,
 ) -> bool:
-    """Stream JSON Lines of queries through query_many; True if any matched."""
+    """Stream JSON Lines of queries through query_many, behind a progress
+    bar; True if any matched."""
     ingest.check_paths([source])
     check_sources(index, [source])
     any_found = False
-    with open_index(index) as ix:
+    total = ingest.source_size([source]) or None
+    with open_index(index) as ix, progress(total, quiet, unit="queries") as bar:
+        task = bar.add_task("querying", total=total, docs=0)
+        pass_bytes = _BAR_PASS_BYTES if not bar.disable else None
+        read = answered = 0  # bytes of the lines read, queries answered
 
         def answer(ids: list[Any], queries: list[str | int]) -> None:
-            nonlocal any_found
+            nonlocal any_found, answered
             found = ix.query_many(queries, k=k, limit=limit, threshold=threshold)
             for qid, matches in zip(ids, found, strict=True):
                 any_found = any_found or bool(matches)
                 emit_json({"id": qid, "matches": [m._asdict() for m in matches]})
+            answered += len(queries)
+            bar.update(task, completed=read, docs=answered)
 
         ids: list[Any] = []
         queries: list[str | int] = []
         name = "standard input" if source == "-" else source
-        for number, line, _ in ingest.read_lines(source):
+        passed = 0  # bytes read when the last pass was answered
+        for number, line, size in ingest.read_lines(source):
+            read += size
             if not line.strip():
                 continue
             where = f"{name} line {number}"
@@ -537,11 +554,14 @@ def _query_batch(
                 )
             ids.append(record.get(key_field, number))
             queries.append(query)
-            if len(queries) >= _BATCH_QUERIES:
+            if len(queries) >= _BATCH_QUERIES or (
+                pass_bytes is not None and read - passed >= pass_bytes
+            ):
                 answer(ids, queries)
-                ids, queries = [], []
+                ids, queries, passed = [], [], read
         if queries:
             answer(ids, queries)
+        bar.update(task, completed=read)  # (blank lines after the last query)
     return any_found
 
 
