@@ -152,7 +152,7 @@ def _decode(buf: Any, classes: Any) -> Any:
 @njit(nogil=True, cache=True)
 def _fold_gaps(buf: Any, cps: Any, at: Any, classes: Any) -> Any:
     """tokenize.words' whitespace between two CJK characters dropped
-    (_CJK_GAP): the bytes and code points left, and where each begins."""
+    (tokenize._cjk().gap): the bytes and code points left, and where each begins."""
     m = len(cps)
     out = np.empty(len(buf), np.uint8)
     kept = np.empty(m, np.int32)

@@ -6,28 +6,33 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from itertools import islice
 from types import TracebackType
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from sqlalchemy import URL
 
-from simindex import accelerator, ingest, storage, upkeep
+from simindex import accelerator, storage
 from simindex import overlaps as partial
 from simindex.accelerator import Accelerator
 from simindex.blocks import DEFAULT_K, MAX_INDEX_K, BlockLayout, check_k
 from simindex.errors import ClosedIndexError, EmptyTextError, InvalidArgumentError
-from simindex.explain import Explanation, explain
 from simindex.fingerprint import (
     DEFAULT_CONFIG,
     FingerprintConfig,
     simhash,
 )
-from simindex.pairs import leader_clusters
 from simindex.reader import Reader
 from simindex.results import CheckReport, Cluster, Match, Overlap, Pair
 from simindex.signature import DEFAULT_THRESHOLD, check_threshold, fingerprint_and_signature
 from simindex.validate import as_config, check_key, check_limit, checked_chunk
 from simindex.view import View, Views
+
+if TYPE_CHECKING:
+    from simindex.explain import Explanation
+
+# What only some calls need loads with them (a command that queries starts
+# without them): ingest (add_many's tables), upkeep (stats, check, compact),
+# explain, and pairs' clustering.
 
 # What add_fingerprints and rebuild(fingerprints=...) take: (key, fingerprint)
 # or (key, fingerprint, signature) with a signature of simindex.signature's (or
@@ -355,6 +360,8 @@ class SimIndex:
         leaves such texts out instead (not counted as written).
         """
         config = self._settings.config
+        from simindex import ingest
+
         items = ingest.as_pairs(items, key_field=key_field, text_field=text_field)
 
         def making() -> Iterator[Item]:
@@ -617,6 +624,8 @@ class SimIndex:
         largest first, then by canonical key.
         """
         found, keys = self._pairs(k, threshold)
+        from simindex.pairs import leader_clusters
+
         groups = leader_clusters([(a, b) for a, b, _, _ in found])
         distance = {(a, b): d for a, b, d, _ in found}
         out = []
@@ -634,6 +643,8 @@ class SimIndex:
 
     def stats(self) -> dict[str, Any]:
         """Facts about the index, for people and scripts (see upkeep.stats)."""
+        from simindex import upkeep
+
         return upkeep.stats(self._views)
 
     def check(self, *, repair: bool = False) -> CheckReport:
@@ -642,11 +653,15 @@ class SimIndex:
         its fingerprint. With ``repair``, fix what can be fixed safely
         (recompute block columns, recreate missing lookup indexes) in one
         transaction."""
+        from simindex import upkeep
+
         return upkeep.check(self._views, repair=repair)
 
     def compact(self) -> dict[str, int]:
         """Reclaim free space (VACUUM) and fold the WAL into the file; returns the
         file's size before and after (bytes, WAL included)."""
+        from simindex import upkeep
+
         return upkeep.compact(self._views)
 
     # --- closing ----------------------------------------------------------
@@ -716,6 +731,8 @@ class SimIndex:
                 signatures.append(None)
         with self._lock:
             settings = self._views.refresh().settings
+        from simindex.explain import explain
+
         return explain(
             *sides,
             k=settings.k if k is None else k,  # the index's k, which queries use (not the layout's)

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from functools import cache
 from importlib.resources import files
+from typing import NamedTuple
 
 # Han ideographs (with extensions and compatibility forms) and Japanese kana:
 # scripts written without spaces, read as characters and character bigrams
@@ -28,14 +29,30 @@ _CJK = (
 # marks; underscore counts as punctuation; an apostrophe inside a word, as in
 # "don't", is kept). Everything else separates tokens.
 _WORD = f"[^\\W_{_CJK}]+"
-_RUNS = re.compile(f"([{_CJK}]+)|({_WORD}(?:'{_WORD})*)")
 _OTHER = re.compile(r"[^\W_]+(?:'[^\W_]+)*")  # the same, for text without CJK
-_HAS_CJK = re.compile(f"[{_CJK}]")
-_CJK_GAP = re.compile(f"(?<=[{_CJK}])\\s+(?=[{_CJK}])")
-# A run of anything but letters, digits and marks (punctuation, ASCII or
-# full-width, symbols, any Unicode whitespace) between two CJK characters.
-_CJK_PUNCT_GAP = re.compile(f"(?<=[{_CJK}])[\\W_]+(?=[{_CJK}])")
 _WORDLIKE = re.compile(r"[^\W_]")
+
+
+class _CjkPatterns(NamedTuple):
+    runs: re.Pattern[str]  # a CJK run, or a run of other word characters
+    any: re.Pattern[str]  # one CJK character
+    gap: re.Pattern[str]  # whitespace between two CJK characters
+    # A run of anything but letters, digits and marks (punctuation, ASCII or
+    # full-width, symbols, any Unicode whitespace) between two CJK characters.
+    punct_gap: re.Pattern[str]
+
+
+@cache
+def _cjk() -> _CjkPatterns:
+    """The patterns that name CJK characters, compiled on first use (about
+    12 ms: ASCII text, and a command that reads none, never pays it)."""
+    return _CjkPatterns(
+        re.compile(f"([{_CJK}]+)|({_WORD}(?:'{_WORD})*)"),
+        re.compile(f"[{_CJK}]"),
+        re.compile(f"(?<=[{_CJK}])\\s+(?=[{_CJK}])"),
+        re.compile(f"(?<=[{_CJK}])[\\W_]+(?=[{_CJK}])"),
+    )
+
 
 _segment: Callable[[str], list[str]] | None = None
 
@@ -110,7 +127,7 @@ CJK_MODES = ("words", "chars")
 
 def has_cjk(text: str) -> bool:
     """Whether a text has a CJK character (see _CJK): one scan in C."""
-    return _HAS_CJK.search(text) is not None
+    return not text.isascii() and _cjk().any.search(text) is not None
 
 
 def fold_cjk_gaps(text: str) -> str:
@@ -119,7 +136,9 @@ def fold_cjk_gaps(text: str) -> str:
     characters on either side make a bigram as they would without it. It reads
     raw text: full-width punctuation and the ideographic space are folded as
     their ASCII forms are. Letters and digits between two CJK characters stay."""
-    return _CJK_PUNCT_GAP.sub("", text)
+    if text.isascii():
+        return text
+    return _cjk().punct_gap.sub("", text)
 
 
 def char_grams(run: str) -> list[str]:
@@ -143,14 +162,15 @@ def words(text: str, cjk: str = "words") -> list[str]:
     split on anything that is not a letter, digit or combining mark.
     """
     text = normalize(text)
-    if text.isascii() or not _HAS_CJK.search(text):  # the common case, all in C
+    if not has_cjk(text):  # the common case, all in C
         return _OTHER.findall(text)
     # Chinese and Japanese are written without spaces: whitespace between two
     # of their characters is layout (a line wrapped at a fixed width), so it
     # must not cut a word in two.
-    text = _CJK_GAP.sub("", text)
+    cjk_patterns = _cjk()
+    text = cjk_patterns.gap.sub("", text)
     out: list[str] = []
-    for match in _RUNS.finditer(text):
+    for match in cjk_patterns.runs.finditer(text):
         run, other = match.groups()
         if other is not None:
             out.append(other)

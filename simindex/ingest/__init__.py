@@ -33,7 +33,21 @@ from simindex.ingest.sources import (
     source_format,
     source_size,
 )
-from simindex.ingest.workers import fingerprint_docs, usable_cpus
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from simindex.ingest.workers import fingerprint_docs, usable_cpus
+
+
+def __getattr__(name: str) -> object:
+    """The worker pool's two names load with it (multiprocessing): a
+    command that reads one text never needs them."""
+    if name in ("fingerprint_docs", "usable_cpus"):
+        from simindex.ingest import workers
+
+        return getattr(workers, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "FOLDER_KEYS",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -49,6 +50,12 @@ KEPT_ROWS = ("changes", "passages_at")
 FIRST_THRESHOLD = 0.8  # what revision 0002 records for an index made before it
 
 
+def _mine() -> str:
+    """This simindex, as an error about an index it cannot read names it."""
+    return f"simindex {package_version()} (format {FORMAT_VERSION}, schema revision {HEAD})"
+
+
+@cache  # (the installed metadata read once a process: a few ms)
 def package_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -173,12 +180,11 @@ def read_settings(conn: Connection, where: Location) -> tuple[Settings, str] | N
         conn.exec_driver_sql(f"SELECT name, value FROM {schema.META_TABLE}").all()
     )
     fmt = int(rows.get("format", "0") or 0)
-    mine = f"simindex {package_version()} (format {FORMAT_VERSION}, schema revision {HEAD})"
     if fmt > FORMAT_VERSION or revision not in REVISIONS:
         theirs = rows.get("created_by") or "a newer simindex"
         raise IndexVersionError(
             f"{where} was written by {theirs} (format {fmt}, schema revision {revision}); "
-            f"this is {mine}: upgrade simindex to open it"
+            f"this is {_mine()}: upgrade simindex to open it"
         )
     # Before revision 0006 the signatures were the sketch alone (SKETCH_ONLY):
     # read as they are; opening such an index to write upgrades its name.
@@ -188,7 +194,7 @@ def read_settings(conn: Connection, where: Location) -> tuple[Settings, str] | N
     ):
         raise IndexVersionError(
             f"{where} stores signatures of another kind ({rows['signature']!r}); this is "
-            f"{mine}, which makes {NAME!r}: upgrade simindex to open it"
+            f"{_mine()}, which makes {NAME!r}: upgrade simindex to open it"
         )
     try:
         layout = BlockLayout.from_stored(json.loads(rows["blocks"]), json.loads(rows["tables"]))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from functools import cached_property
 from itertools import chain
 from typing import Any, TypeVar
 
@@ -17,14 +18,13 @@ import numpy as np
 from sqlalchemy import (
     Connection,
     LargeBinary,
-    and_,
     bindparam,
     delete,
     func,
     literal_column,
     null,
-    or_,
     select,
+    text,
     union_all,
 )
 from sqlalchemy.exc import SQLAlchemyError
@@ -108,15 +108,6 @@ class Store:
         )
         dialect = self.engine.dialect
         blocks = [schema.block_column(i) for i in range(len(layout.widths))]
-        names = ["key", "fingerprint", *blocks, *(["signature"] if signatures else [])]
-        self._upsert = Sql(self._upsert_statement(names), dialect, names)
-        self._insert_new = Sql(self._upsert_statement(names, keep=True), dialect, names)
-        # Rows without signatures (add_fingerprints): the statements of
-        # before signatures, one parameter less a row; a replaced key's
-        # signature is cleared (it belonged to the old text).
-        bare = ["key", "fingerprint", *blocks]
-        self._upsert_bare = Sql(self._upsert_statement(bare), dialect, bare)
-        self._insert_bare = Sql(self._upsert_statement(bare, keep=True), dialect, bare)
         # Lookups read (id, fingerprint) from the covering indexes alone; the
         # keys of the few rows within k are read afterwards (rows_by_id).
         lookups = [
@@ -150,23 +141,10 @@ class Store:
         self._with_versions: dict[int, Sql] = {}
         self._by_key: dict[int, Sql] = {}
         self._probe_sql: dict[int, tuple[Sql, list[Probe]]] = {}
-        self._get = Sql(
-            select(t.c.fingerprint).where(t.c.key == bindparam("key")), dialect, ["key"]
-        )
         self.delete_keys = delete(t).where(t.c.key.in_(bindparam("keys", expanding=True)))
         self.count = select(func.count()).select_from(t)
         self.any_row = select(t.c.id).limit(1)
         self.scan = select(t.c.id, t.c.key, t.c.fingerprint, self._signature)
-        # The id checked against its lookup index's block columns (consistency).
-        checked = consistency.checked_id(t, layout)
-        self._load = Sql(select(checked, t.c.fingerprint), dialect, [])
-        self._load_plain = Sql(select(t.c.id, t.c.fingerprint), dialect, [])  # another layout
-        self._load_signed = (
-            Sql(select(t.c.id, t.c.signature).where(t.c.signature.is_not(None)), dialect, [])
-            if signatures
-            else None
-        )
-        self._max_id = Sql(select(func.max(t.c.id)), dialect, [])
         self.keys_by_id = select(t.c.id, t.c.key, t.c.fingerprint, self._signature).where(
             t.c.id.in_(bindparam("ids", expanding=True))
         )
@@ -178,6 +156,47 @@ class Store:
         self._local = threading.local()
         self._held: list[Held] = []
         self._held_lock = threading.Lock()
+
+    # Statements compiled on their first use (compiling every one as an
+    # index opens cost a command that only queries ~20 ms).
+
+    @cached_property
+    def _writes(self) -> tuple[Sql, Sql, Sql, Sql]:
+        """(upsert, insert new) of rows with signatures, then of rows
+        without (add_fingerprints): the statements of before signatures,
+        one parameter less a row, where a replaced key's signature is
+        cleared (it belonged to the old text)."""
+        dialect = self.engine.dialect
+        blocks = [schema.block_column(i) for i in range(len(self.layout.widths))]
+        names = ["key", "fingerprint", *blocks, *(["signature"] if self.signed else [])]
+        bare = ["key", "fingerprint", *blocks]
+        return (
+            Sql(self._upsert_statement(names), dialect, names),
+            Sql(self._upsert_statement(names, keep=True), dialect, names),
+            Sql(self._upsert_statement(bare), dialect, bare),
+            Sql(self._upsert_statement(bare, keep=True), dialect, bare),
+        )
+
+    @cached_property
+    def _get(self) -> Sql:
+        t = self.tables.fingerprints
+        statement = select(t.c.fingerprint).where(t.c.key == bindparam("key"))
+        return Sql(statement, self.engine.dialect, ["key"])
+
+    @cached_property
+    def _loads(self) -> tuple[Sql, Sql, Sql | None, Sql]:
+        """Every (id, fingerprint), the id checked against its lookup
+        index's block columns (consistency); the same unchecked (another
+        layout); every (id, signature) there is; the largest id."""
+        t, dialect = self.tables.fingerprints, self.engine.dialect
+        checked = consistency.checked_id(t, self.layout)
+        signed = select(t.c.id, t.c.signature).where(t.c.signature.is_not(None))
+        return (
+            Sql(select(checked, t.c.fingerprint), dialect, []),
+            Sql(select(t.c.id, t.c.fingerprint), dialect, []),
+            Sql(signed, dialect, []) if self.signed else None,
+            Sql(select(func.max(t.c.id)), dialect, []),
+        )
 
     def _upsert_statement(self, names: list[str], *, keep: bool = False) -> Any:
         t = self.tables.fingerprints
@@ -296,27 +315,34 @@ class Store:
         return with_version(self._read(sql.text, sql.params(params)), generation)
 
     def _compile_probes(self, found: list[Probe]) -> tuple[Sql, list[Probe]]:
-        t = self.tables.fingerprints
+        # Written as SQL text, not built from column expressions: a default
+        # index's probes are a few hundred terms, which SQLAlchemy's
+        # expression and compiler passes took ~25 ms to build (a command's
+        # first query).
+        name = self.tables.fingerprints.name
         blocks = [schema.block_column(i) for i in range(len(self.layout.widths))]
         names: list[str] = []
-        per_table: dict[int, list[Any]] = {}
+        per_table: dict[int, list[list[str]]] = {}
         for i, probe in enumerate(found):
             table = self.layout.tables[probe.table]
-            terms = []
+            marks = []
             for b in table:
                 names.append(f"p{i}_{b}")
-                terms.append(t.c[blocks[b]] == bindparam(names[-1]))
-            per_table.setdefault(probe.table, []).append(and_(*terms))
+                marks.append(names[-1])
+            per_table.setdefault(probe.table, []).append(marks)
         selects = []
         for j, terms in per_table.items():
             table = self.layout.tables[j]
             if len(table) == 1:  # one column: an IN list, one index seek per value
-                column = t.c[blocks[table[0]]]
-                values = [term.right for term in terms]
-                selects.append(select(t.c.id, t.c.fingerprint).where(column.in_(values)))
+                listed = ", ".join(f":{marks[0]}" for marks in terms)
+                where = f"{blocks[table[0]]} IN ({listed})"
             else:  # several: OR of equalities, an index seek per term
-                selects.append(select(t.c.id, t.c.fingerprint).where(or_(*terms)))
-        sql = Sql(union_all(*selects), self.engine.dialect, names)
+                where = " OR ".join(
+                    "(" + " AND ".join(f"{blocks[b]} = :{m}" for b, m in pairs) + ")"
+                    for pairs in (zip(table, marks, strict=True) for marks in terms)
+                )
+            selects.append(f"SELECT id, fingerprint FROM {name} WHERE {where}")
+        sql = Sql(text(" UNION ALL ".join(selects)), self.engine.dialect, names)
         marker = self._generation.replace("SELECT ", "SELECT -1, ", 1)
         sql.text = f"{sql.text} UNION ALL {marker}"
         return sql, found
@@ -455,7 +481,7 @@ class Store:
 
     def estimated_size(self) -> int:
         """The largest row id: at least the row count, and read in one seek."""
-        rows = self._read(self._max_id.text, self._max_id.params([]))
+        rows = self._read(self._loads[3].text, self._loads[3].params([]))
         return int(rows[0][0] or 0)
 
     def fetch(self, key: str) -> int | None:
@@ -496,7 +522,7 @@ class Store:
         # a file's, and on a server the generation and the rows are not one
         # snapshot (READ COMMITTED; a rebuild there shows in the versions the
         # caller read first, and what was read is let go).
-        statement = self._load if self.where.path is not None else self._load_plain
+        statement = self._loads[0] if self.where.path is not None else self._loads[1]
         dbapi = conn.connection.dbapi_connection
         assert dbapi is not None  # an open connection inside a transaction
         cursor = dbapi.cursor()
@@ -517,7 +543,7 @@ class Store:
         """The signatures of the rows ``ids`` (as load read them, in the same
         transaction) as words and a presence mask, position by position
         (signature.as_words), or None when no row has one."""
-        statement = self._load_signed
+        statement = self._loads[2]
         if statement is None:
             return None
         dbapi = conn.connection.dbapi_connection
@@ -586,9 +612,7 @@ class Store:
             )
         signed = signatures is not None and self.signed
         rows = block_rows(keys, fingerprints, self.layout, signatures if signed else None)
-        upsert, insert_new = (
-            (self._upsert, self._insert_new) if signed else (self._upsert_bare, self._insert_bare)
-        )
+        upsert, insert_new = self._writes[:2] if signed else self._writes[2:]
         if keep:
             done = conn.exec_driver_sql(insert_new.text, insert_new.many(rows))
             return max(0, done.rowcount)
