@@ -57,8 +57,7 @@ from simindex.signature import (
     DEFAULT_THRESHOLD,
     check_signature,
     check_threshold,
-    exact_set,
-    one_unit_apart,
+    one_unit,
     signature,
     similarity,
     units,
@@ -323,8 +322,7 @@ def explain(
     ]
     if sigs[0] is not None and sigs[1] is not None:
         base = replace(base, similarity=similarity(sigs[0], sigs[1]))
-        set_a, set_b = exact_set(sigs[0]), exact_set(sigs[1])
-        close = set_a is not None and set_b is not None and one_unit_apart(set_a, set_b)
+        close = one_unit(sigs[0], sigs[1]) is not None
         base = replace(base, sets_one_unit_apart=close and threshold > 0 and set_keys)
     ua, ub = unit_sets
     if ua is not None and ub is not None:

@@ -14,10 +14,11 @@ its texts) is matched by distance alone.
 
 Short texts (the third way in): a query whose signature keeps its set of
 units exactly, verified (threshold above 0), also matches a row at any
-distance whose exact set is at most one unit away (signature.one_unit_apart)
-and similar enough: a one-word edit of a six-word text moves its
-fingerprint past k. Such rows are found by their set keys (Verify.keys,
-signature.set_keys), and every path adds them to its candidates.
+distance whose exact set is at most one unit away (signature.one_unit, the
+rule every way asks) and similar enough: a one-word edit of a six-word text
+moves its fingerprint past k. Such rows are found by their set keys
+(Verify.keys, signature.keys_of_sets), and every path adds them to its
+candidates.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import numpy as np
 
 from simindex.fingerprint import to_signed, to_unsigned
 from simindex.results import Match
-from simindex.signature import as_words, estimates, exact_set, one_unit_apart, similarity_to
+from simindex.signature import as_words, estimates, one_unit, similarity_to
 
 _MASK64 = (1 << 64) - 1
 Row = tuple[int, str, int, "bytes | None"]  # (id, key, signed fingerprint, signature), as stored
@@ -38,7 +39,7 @@ Row = tuple[int, str, int, "bytes | None"]  # (id, key, signed fingerprint, sign
 class Verify(NamedTuple):
     """How a query's candidates within k are judged: its signature (None:
     distance alone) and the similarity they need (0: any); and ``keys``, its
-    short set's keys (signature.set_keys; empty: none, or the index has no
+    short set's keys (signature.keys_of_sets; empty: none, or the index has no
     keys, or the threshold is 0), which also match rows beyond k whose sets
     are one unit apart (see the module's text)."""
 
@@ -66,16 +67,11 @@ def within(
     query = None if verify is None else verify.signature
     compare = None if query is None else similarity_to(query)
     threshold = 0.0 if verify is None else verify.threshold
-    mine = exact_set(query) if query is not None and verify is not None and verify.keys else None
+    short = query is not None and verify is not None and bool(verify.keys)
     for row_id, key, stored, signature in rows:
         other = to_unsigned(stored)
         distance = (other ^ fingerprint).bit_count()
-        if distance > k and not (
-            mine is not None
-            and signature is not None
-            and (theirs := exact_set(signature)) is not None
-            and one_unit_apart(mine, theirs)
-        ):
+        if distance > k and not (short and one_unit(query, signature) is not None):
             continue
         estimate = None
         if compare is not None and signature is not None:

@@ -43,7 +43,7 @@ from simindex.signature import (
     fingerprint_and_signature,
     is_signature,
     keys_of_sets,
-    one_unit_apart,
+    one_unit,
     one_unit_reaches,
     set_keys,
     similarity,
@@ -95,8 +95,8 @@ def _short_pairs(
     (the pairs within k come from the fingerprints). Rows of one set are
     paired among themselves; distinct sets are paired through their set
     keys (two sets one unit apart share one), each pair of sets judged once
-    by matching's rule, and a key's sets skipped when none of them is large
-    enough to reach a threshold above ONE_UNIT."""
+    by the rule (signature.one_unit), and a key's sets skipped when none of
+    them is large enough to reach the threshold (one_unit_reaches)."""
     groups: dict[bytes, list[int]] = {}
     for i, row in enumerate(rows):
         signature = row[3]
@@ -117,7 +117,7 @@ def _short_pairs(
         if len(group) > 1:
             pair(group, None, 1.0)
     signatures = [rows[group[0]][3] for group in members]
-    sets = [exact_set(sig) for sig in signatures]  # type: ignore[arg-type]
+    sizes = [len(exact_set(sig) or ()) for sig in signatures]  # type: ignore[arg-type]
     keys, owner = keys_of_sets(signatures)
     if not keys.size:
         return found
@@ -130,7 +130,7 @@ def _short_pairs(
         if end - start < 2:
             continue
         near = sorted(set(owner[start:end].tolist()))
-        largest = max(len(sets[g] or ()) for g in near)
+        largest = max(sizes[g] for g in near)
         if not one_unit_reaches(largest, threshold):
             continue  # one unit apart, no two of these reach the threshold
         for x, a in enumerate(near):
@@ -138,11 +138,8 @@ def _short_pairs(
                 if (a, b) in judged:
                     continue
                 judged.add((a, b))
-                sa, sb = sets[a], sets[b]
-                if sa is None or sb is None or not one_unit_apart(sa, sb):
-                    continue
-                estimate = similarity(signatures[a], signatures[b])
-                if estimate >= threshold:
+                estimate = one_unit(signatures[a], signatures[b])
+                if estimate is not None and estimate >= threshold:
                     pair(members[a], members[b], estimate)
     return found
 

@@ -245,12 +245,54 @@ def exact_set(signature: bytes) -> frozenset[int] | None:
     return frozenset(struct.unpack_from(f"<{(len(signature) - NBYTES) // 4}I", signature, NBYTES))
 
 
-def one_unit_apart(a: frozenset[int], b: frozenset[int]) -> bool:
-    """Whether two exact sets differ by at most one unit (one added, dropped
-    or replaced, or none) among at least ONE_UNIT_SHARED shared units: the
-    pairs found at any fingerprint distance (see set_keys)."""
+# --- short texts: the one-unit rule and its keys ---------------------------------------------
+#
+# The rule, written here once and asked by every way of answering (queries,
+# all pairs, streaming dedup, Spark, explain; tests/test_structure.py checks
+# that no other module uses its numbers): two exact sets sharing at least
+# ONE_UNIT_SHARED units, with one unit added, dropped or replaced (or none),
+# count as at least ONE_UNIT similar (see the module's text).
+#
+# A one-word edit of a six-word text moves its 64-bit fingerprint by about a
+# sixth of its bits, past any k the block indexes answer, so two short texts
+# at most one unit apart are found another way: by a key of their sets. A
+# set's key is the XOR of its units' mixed hashes; a set of n units is
+# stored under its own key (from ONE_UNIT_SHARED units) and under the key of
+# each of its n subsets one unit smaller (from ONE_UNIT_SHARED + 1). Two sets
+# one unit apart then share a key: one added or dropped, the larger's
+# subset is the smaller; one replaced, both have the set of their shared
+# units among their subsets; the same set, its own key. A shared key is a
+# candidate only (64-bit keys may collide): one_unit decides.
+KEYED_BYTES = NBYTES + 4 * ONE_UNIT_SHARED  # the shortest signature with set keys
+
+
+def _compare_sets(a: frozenset[int], b: frozenset[int]) -> tuple[bool, float]:
+    """Whether two exact sets are at most one unit apart among at least
+    ONE_UNIT_SHARED shared units, and their similarity: their Jaccard, at
+    least ONE_UNIT where they are."""
     shared = len(a & b)
-    return shared >= ONE_UNIT_SHARED and max(len(a), len(b)) - shared <= 1
+    jaccard = shared / (len(a) + len(b) - shared)
+    close = shared >= ONE_UNIT_SHARED and max(len(a), len(b)) - shared <= 1
+    return close, max(jaccard, ONE_UNIT) if close else jaccard
+
+
+def one_unit(a: bytes | None, b: bytes | None) -> float | None:
+    """The similarity of two signatures whose exact sets are at most one unit
+    apart (one added, dropped or replaced, or none) among at least
+    ONE_UNIT_SHARED shared units, the pairs found at any fingerprint distance
+    (their set keys meet); None for any other pair (a side without a set)."""
+    sa = None if a is None else exact_set(a)
+    sb = None if b is None else exact_set(b)
+    if sa is None or sb is None:
+        return None
+    close, value = _compare_sets(sa, sb)
+    return value if close else None
+
+
+def one_unit_apart(a: frozenset[int], b: frozenset[int]) -> bool:
+    """one_unit's question of two exact sets already read (dedup's copy of
+    the rule asks it; see one_unit)."""
+    return _compare_sets(a, b)[0]
 
 
 def one_unit_reaches(largest: int, threshold: float) -> bool:
@@ -262,68 +304,32 @@ def one_unit_reaches(largest: int, threshold: float) -> bool:
     return threshold <= ONE_UNIT or (largest - 1) / largest >= threshold
 
 
-# --- the keys of short sets ------------------------------------------------------------------
-#
-# A one-word edit of a six-word text moves its 64-bit fingerprint by about a
-# sixth of its bits, past any k the block indexes answer, so two short texts
-# at most one unit apart are found another way: by a key of their sets. A
-# set's key is the XOR of its units' mixed hashes; a set of n units is
-# stored under its own key (from ONE_UNIT_SHARED units) and under the key of
-# each of its n subsets one unit smaller (from ONE_UNIT_SHARED + 1). Two sets
-# one unit apart then share a key: one added or dropped, the larger's
-# subset is the smaller; one replaced, both have the set of their shared
-# units among their subsets; the same set, its own key. A shared key is a
-# candidate only (64-bit keys may collide): one_unit_apart decides.
-MAX_KEYS = SMALL + 1  # keys of one set at most
-
-
-def set_keys(signature: bytes) -> list[int]:
-    """The keys (signed 64-bit, as stored) of a signature's exact set, its own
-    first: none for a signature without one, or of fewer than
-    ONE_UNIT_SHARED units (see above)."""
-    exact = exact_set(signature)
-    if exact is None or len(exact) < ONE_UNIT_SHARED:
-        return []
-    mixed = mix(np.array(sorted(exact), dtype=_U64) + _KEY_SALT).view(np.int64)
-    own = int(np.bitwise_xor.reduce(mixed))
-    if len(exact) == ONE_UNIT_SHARED:
-        return [own]
-    return [own, *(mixed ^ np.int64(own)).tolist()]
-
-
 def keys_of_sets(signatures: Sequence[bytes | None]) -> tuple[np.ndarray, np.ndarray]:
-    """set_keys of many signatures at once: (keys, owner), owner the position
-    of the signature each key is of (the same keys as set_keys, in numpy)."""
-    sizes = np.array(
-        [0 if s is None or len(s) == NBYTES else (len(s) - NBYTES) // 4 for s in signatures],
-        dtype=np.intp,
-    )
-    sizes[sizes < ONE_UNIT_SHARED] = 0
-    at = np.flatnonzero(sizes)
-    if not at.size:
+    """The set keys (signed 64-bit, as stored) of many signatures at once:
+    (keys, owner), owner the position of the signature each key is of; a
+    set's own key first, then one for each unit left out, in the set's
+    order. None for a signature without a set, or of fewer than
+    ONE_UNIT_SHARED units (see above)."""
+    sizes = [0 if s is None or len(s) <= NBYTES else (len(s) - NBYTES) // 4 for s in signatures]
+    at = [i for i, size in enumerate(sizes) if size >= ONE_UNIT_SHARED]
+    if not at:
         return np.zeros(0, np.int64), np.zeros(0, np.intp)
-    values = np.zeros((at.size, SMALL), dtype=_U64)
-    filled = np.arange(SMALL)[None, :] < sizes[at][:, None]
-    blob = b"".join(bytes(signatures[i])[NBYTES:] for i in at.tolist())
-    values[filled] = np.frombuffer(blob, dtype="<u4").astype(_U64)
-    mixed = np.where(filled, mix(values + _KEY_SALT), _U64(0)).view(np.int64)
-    own = np.bitwise_xor.reduce(mixed, axis=1)
-    subsets = filled & (sizes[at] > ONE_UNIT_SHARED)[:, None]  # a key for each unit left out
-    keep = np.concatenate([np.ones((at.size, 1), bool), subsets], axis=1)
-    keys = np.concatenate([own[:, None], mixed ^ own[:, None]], axis=1)[keep]
-    owner = np.repeat(at, keep.sum(axis=1))
+    blob = b"".join(bytes(signatures[i])[NBYTES:] for i in at)  # type: ignore[arg-type]
+    mixed = mix(np.frombuffer(blob, dtype="<u4").astype(_U64) + _KEY_SALT).view(np.int64)
+    n = np.array([sizes[i] for i in at], dtype=np.intp)
+    starts = np.cumsum(n) - n
+    own = np.bitwise_xor.reduceat(mixed, starts)
+    keys = np.insert(mixed ^ np.repeat(own, n), starts, own)
+    owner = np.repeat(np.array(at, dtype=np.intp), n + 1)
+    if n.min() == ONE_UNIT_SHARED:  # sets of ONE_UNIT_SHARED units: their own key alone
+        keep = np.insert(np.repeat(n > ONE_UNIT_SHARED, n), starts, True)
+        keys, owner = keys[keep], owner[keep]
     return keys, owner
 
 
-def _exact(a: frozenset[int], b: frozenset[int]) -> float:
-    """The similarity of two exact sets: their Jaccard, and at least ONE_UNIT
-    where one unit is added, dropped or replaced among ONE_UNIT_SHARED or
-    more shared units."""
-    shared = len(a & b)
-    jaccard = shared / (len(a) + len(b) - shared)
-    if shared >= ONE_UNIT_SHARED and max(len(a), len(b)) - shared == 1:
-        return max(jaccard, ONE_UNIT)
-    return jaccard
+def set_keys(signature: bytes) -> list[int]:
+    """keys_of_sets of one signature, as a list."""
+    return keys_of_sets([signature])[0].tolist()
 
 
 def similarity(a: bytes, b: bytes) -> float:
@@ -339,7 +345,7 @@ def similarity(a: bytes, b: bytes) -> float:
             )
         sa, sb = exact_set(a), exact_set(b)
         if sa is not None and sb is not None:
-            return _exact(sa, sb)
+            return _compare_sets(sa, sb)[1]
         a, b = a[:NBYTES], b[:NBYTES]
     return _ESTIMATES[_differing(int.from_bytes(a, "little") ^ int.from_bytes(b, "little"))]
 
@@ -357,7 +363,7 @@ def similarity_to(signature: bytes) -> Callable[[bytes], float]:
         if len(other) != size:
             theirs = exact_set(other)
             if mine is not None and theirs is not None:
-                return _exact(mine, theirs)
+                return _compare_sets(mine, theirs)[1]
             other = other[:size]
         x = query ^ from_bytes(other, "little")
         return estimates[((x | x >> 1 | x >> 2 | x >> 3) & low).bit_count()]

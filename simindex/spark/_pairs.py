@@ -64,13 +64,11 @@ from simindex.fingerprint import to_signed, to_unsigned
 from simindex.pairs import group_pairs, pairs_plan, pairs_within, prefix_mask, visit_flips
 from simindex.signature import (
     DEFAULT_THRESHOLD,
-    NBYTES,
-    ONE_UNIT_SHARED,
+    KEYED_BYTES,
     check_threshold,
-    exact_set,
     is_signature,
     keys_of_sets,
-    one_unit_apart,
+    one_unit,
     similarity,
 )
 from simindex.spark._fingerprints import check_columns, check_order
@@ -573,21 +571,13 @@ def _verified(
     return ordered.mapInArrow(_similar(threshold), SCHEMA)
 
 
-def _close_sets(a: bytes | None, b: bytes | None) -> bool:
-    """Whether two signatures keep sets at most one unit apart (matching's rule)."""
-    if a is None or b is None or not is_signature(a) or not is_signature(b):
-        return False
-    sa, sb = exact_set(a), exact_set(b)
-    return sa is not None and sb is not None and one_unit_apart(sa, sb)
-
-
 def _set_pairs(rows: DataFrame, k: int) -> DataFrame:
     """(row_a, row_b, distance, beyond) of the rows farther apart than k
-    that share a set key (signature.set_keys): the candidates of short texts
-    one unit apart, which _similar judges by matching's rule. The rows are
-    joined as groups of one set key and fingerprint (_set_candidates), so
-    a key thousands of equal texts share costs one group, not the square of
-    its rows."""
+    that share a set key (signature.keys_of_sets): the candidates of short
+    texts one unit apart, which _similar judges by the rule
+    (signature.one_unit). The rows are joined as groups of one set key and
+    fingerprint (_set_candidates), so a key thousands of equal texts share
+    costs one group, not the square of its rows."""
     from pyspark.sql import functions as F
 
     pairs = (
@@ -611,8 +601,7 @@ def _set_candidates(rows: DataFrame, k: int) -> DataFrame:
     other), so the join grows with the distinct fingerprints of a key."""
     from pyspark.sql import functions as F
 
-    least = NBYTES + 4 * ONE_UNIT_SHARED
-    short = rows.where(F.length("signature") >= least).select("row", "fp", "signature")
+    short = rows.where(F.length("signature") >= KEYED_BYTES).select("row", "fp", "signature")
     keyed = short.mapInArrow(_explode_keys, "set_key long, row long, fp long")
     groups = keyed.groupBy("set_key", "fp").agg(F.collect_list("row").alias("rows"))
     a = groups.select("set_key", F.col("fp").alias("fp_a"), F.col("rows").alias("rows_a"))
@@ -665,7 +654,7 @@ def _similar(threshold: float) -> Any:
             )
             for sig_a, sig_b, beyond in sigs:
                 estimate = None if sig_a is None or sig_b is None else similarity(sig_a, sig_b)
-                if beyond and not _close_sets(sig_a, sig_b):
+                if beyond and one_unit(sig_a, sig_b) is None:
                     estimate = None  # (dropped: a set key shared by chance)
                     keep.append(False)
                 else:
