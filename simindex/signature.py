@@ -276,6 +276,18 @@ def _compare_sets(a: frozenset[int], b: frozenset[int]) -> tuple[bool, float]:
     return close, max(jaccard, ONE_UNIT) if close else jaccard
 
 
+def one_unit_many(
+    shared: np.ndarray, size_a: np.ndarray, size_b: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """_compare_sets of many pairs of exact sets at once, from their sizes and
+    the units each pair shares: (whether one unit apart, similarity), the
+    same answers and floats (tests/test_signature.py compares every case)."""
+    shared, size_a, size_b = np.asarray(shared), np.asarray(size_a), np.asarray(size_b)
+    jaccard = shared / (size_a + size_b - shared)
+    close = (shared >= ONE_UNIT_SHARED) & (np.maximum(size_a, size_b) - shared <= 1)
+    return close, np.where(close, np.maximum(jaccard, ONE_UNIT), jaccard)
+
+
 def one_unit(a: bytes | None, b: bytes | None) -> float | None:
     """The similarity of two signatures whose exact sets are at most one unit
     apart (one added, dropped or replaced, or none) among at least

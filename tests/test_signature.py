@@ -262,6 +262,25 @@ def test_one_unit_reaches_is_the_best_a_pair_one_unit_apart_can_do() -> None:
             assert one_unit_reaches(largest, threshold) == (best >= threshold), (largest, threshold)
 
 
+def test_the_rule_of_many_pairs_is_the_rule_of_one() -> None:
+    """one_unit_many (pairs of exact sets as sizes and shared units, in
+    numpy) gives _compare_sets's answers and floats in every case."""
+    from simindex.signature import SMALL, _compare_sets, one_unit_many
+
+    cases = [
+        (shared, la, lb)
+        for la in range(1, SMALL + 1)
+        for lb in range(1, SMALL + 1)
+        for shared in range(min(la, lb) + 1)
+    ]
+    shared, la, lb = (np.array(column) for column in zip(*cases, strict=True))
+    close, value = one_unit_many(shared, la, lb)
+    for x, (s, a, b) in enumerate(cases):
+        one = frozenset(range(a))
+        other = frozenset(range(s)) | frozenset(range(100, 100 + b - s))
+        assert (bool(close[x]), float(value[x])) == _compare_sets(one, other), (s, a, b)
+
+
 def test_minhash_of_only_all_ones_hashes_is_the_empty_sketch() -> None:
     # A hash of all ones counts as no hash (a bin's empty mark), so hashes
     # that are all ones give the empty text's values, as the compiled pass

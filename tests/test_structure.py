@@ -340,3 +340,74 @@ def test_the_import_check_sees_every_spelling(tmp_path: Path) -> None:
         "test_d.py": {"test_a"},
         "test_e.py": {"test_d"},
     }
+
+
+# The short-text rule (two exact sets one unit apart count as ONE_UNIT
+# similar; the set keys that find them) lives in signature.py, where
+# ``similarity`` needs it; every other module asks its functions (one_unit,
+# one_unit_many, one_unit_reaches, keys_of_sets, KEYED_BYTES). The names below are the
+# rule's numbers and its private parts; a module using one computes the rule
+# again. Allowed, each for its reason:
+SHORT_RULE = {"ONE_UNIT", "ONE_UNIT_SHARED", "_KEY_SALT", "_compare_sets", "one_unit_apart"}
+SHORT_RULE_ELSEWHERE = {
+    # explain's text tells a user the rule's numbers.
+    "simindex.cli.tools": {"ONE_UNIT", "ONE_UNIT_SHARED"},
+    # Its own copy of the rule, until it asks one_unit_many (pairs of sets
+    # in numpy) or one_unit (one pair).
+    "simindex.dedup": {"one_unit_apart"},
+    # short_signatures' least length, until it reads signature.KEYED_BYTES.
+    "simindex.storage.store": {"ONE_UNIT_SHARED"},
+}
+
+
+def rule_names(source: str) -> set[str]:
+    """The names of SHORT_RULE that ``source`` uses (a name, an attribute or
+    an import)."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            found.add(node.attr)
+        elif isinstance(node, ast.alias):
+            found.add(node.name)
+    return found & SHORT_RULE
+
+
+def test_the_short_text_rule_is_written_once() -> None:
+    """No module but signature.py uses the rule's numbers or builds set keys
+    (those named in SHORT_RULE_ELSEWHERE only what is named there); and in
+    signature.py one function makes set keys and one compares exact sets."""
+    found = {
+        name: used
+        for name, path in modules().items()
+        if name != "simindex.signature" and (used := rule_names(path.read_text(encoding="utf-8")))
+    }
+    extra = {
+        name: used - SHORT_RULE_ELSEWHERE.get(name, set())
+        for name, used in found.items()
+        if used - SHORT_RULE_ELSEWHERE.get(name, set())
+    }
+    assert not extra, f"the short-text rule outside signature.py: {extra}"
+    tree = ast.parse(modules()["simindex.signature"].read_text(encoding="utf-8"))
+    users: dict[str, set[str]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            for name in rule_names(ast.unparse(node)) - {node.name}:
+                users.setdefault(name, set()).add(node.name)
+    assert users["_KEY_SALT"] == {"keys_of_sets"}  # the keys, computed once
+    # The similarity of two exact sets: one pair, many pairs (compared case
+    # by case in tests/test_signature.py); and the reader's shortcut.
+    assert users["ONE_UNIT"] == {"_compare_sets", "one_unit_many", "one_unit_reaches"}
+
+
+def test_the_short_rule_check_sees_every_spelling() -> None:
+    spellings = (
+        "from simindex.signature import ONE_UNIT\n",
+        "from simindex import signature\nx = signature.ONE_UNIT_SHARED\n",
+        "import simindex.signature as s\nk = s._KEY_SALT\n",
+        "from simindex.signature import one_unit_apart as close\n",
+    )
+    for source in spellings:
+        assert rule_names(source), source
+    assert not rule_names("from simindex.signature import one_unit, keys_of_sets\n")
