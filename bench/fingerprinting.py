@@ -44,7 +44,7 @@ sys.path.insert(0, str(HERE.parent))
 from common import log, median, output_options, save_output  # noqa: E402
 from data import hard_sources, read_sources  # noqa: E402
 
-from simindex import fastmarks, simhash  # noqa: E402
+from simindex import compiling, fastmarks, simhash  # noqa: E402
 from simindex.errors import EmptyTextError  # noqa: E402
 from simindex.fingerprint import DEFAULT_CONFIG, prepare  # noqa: E402
 from simindex.signature import _probes, fingerprint_and_signature, one_pass  # noqa: E402
@@ -83,7 +83,7 @@ def timed(docs: list[str], step: Callable[[str], object], runs: int) -> list[flo
 def measure(args: argparse.Namespace) -> int:
     limit = 200 if args.quick else None
     runs = 1 if args.quick else args.runs
-    fastmarks.use("always")
+    compiling.use("always")
     compiled = fastmarks.available()
     probes = _probes()
     steps: dict[str, tuple[str, Callable[[str], object]]] = {
@@ -127,7 +127,7 @@ def measure(args: argparse.Namespace) -> int:
         simhash(docs[0], DEFAULT_CONFIG)  # (jieba loads its dictionary here, untimed)
         if compiled:
             log(f"  {lang}: checking the compiled pass against the Python one")
-            fastmarks.use("always")  # (the last step of the other language set its own)
+            compiling.use("always")  # (the last step of the other language set its own)
             for text in docs:
                 try:
                     python: object = one_pass(text, DEFAULT_CONFIG)
@@ -139,7 +139,7 @@ def measure(args: argparse.Namespace) -> int:
         python_time = 0.0
         for name, (mode, step) in steps.items():
             log(f"  {lang}: {name}")
-            fastmarks.use(mode)
+            compiling.use(mode)
             times = timed(docs, step, runs)
             t = median(times)
             if name == "fingerprint_and_signature":

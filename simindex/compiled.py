@@ -8,7 +8,8 @@ found by loops numba compiles instead of numpy's array passes
 (costs.compiled_table_ns: a lookup costs about ten times a row found,
 where numpy's cost about the same), so pairs_within keeps one block a table
 longer when it pairs compiled. The loops are in simindex/_loops.py, which
-imports numba; without numba, or where it cannot compile them,
+imports numba, loaded by simindex.compiling's loader: without numba, where
+it cannot compile them, or with the switch at "never" (SIMINDEX_COMPILED),
 ``kernels()`` is None and the callers pair with numpy.
 
 A table is sorted by a counting sort of its packed keys (tables.packed_key);
@@ -25,12 +26,11 @@ it): pairs.py's rule.
 
 from __future__ import annotations
 
-import threading
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from simindex.compiling import Compiling, step
+from simindex.compiling import Compiling, load
 from simindex.tables import Plan, packed_key
 
 MAX_WIDTH = 28  # widest table key paired compiled (its starts and sizes take 5 bytes a key value)
@@ -53,22 +53,10 @@ class Loops(NamedTuple):
     visitor_pairs: Any  # rows from outside it with the rows of a sorted table
 
 
-_lock = threading.Lock()
-_loaded: list[Loops | None] = []  # [the loops, or None] once tried
-
-
 def kernels() -> Loops | None:
-    """The loops, compiled on first use; None without numba or when numba
-    cannot compile them here."""
-    with _lock:
-        if not _loaded:
-            try:
-                _loaded.append(_compile())
-            except ImportError:
-                _loaded.append(None)
-            except Exception:  # numba present but unusable here: numpy pairs instead
-                _loaded.append(None)
-        return _loaded[0]
+    """The loops, compiled on first use; None without numba, when numba
+    cannot compile them here, or with the switch at "never"."""
+    return load("simindex._loops", _ENTRIES, COMPILING, _warmed)
 
 
 class Table(NamedTuple):
@@ -115,19 +103,18 @@ def sorted_table(
     )
 
 
-def _compile() -> Loops:
-    from simindex import _loops
+_ENTRIES = ("counting_sort", "table_pairs", "visitor_pairs")
 
-    # Run once on a table of two rows: a failure to compile shows now.
+
+def _warmed(loops: Any) -> Loops:
+    """The loops of simindex/_loops.py, run once on a table of two rows."""
     keys = np.array([0, 1], np.int64)
     starts = np.zeros(3, np.uint32)
     sizes8 = np.zeros(2, np.uint8)
     fps = np.array([0, 1], np.uint64)
     flips = np.array([1], np.int64)
     earlier = flips.astype(np.uint64)
-    loops = (_loops.counting_sort, _loops.table_pairs, _loops.visitor_pairs)
-    with step(COMPILING, loops):
-        order = _loops.counting_sort(keys, starts, sizes8)
-        _loops.table_pairs(keys, fps, order, starts, sizes8, flips, flips * 0, earlier, 0, 1, True)
-        _loops.visitor_pairs(keys, fps, fps, order, starts, sizes8, flips, earlier, 0, 1)
-    return Loops(_loops.counting_sort, _loops.table_pairs, _loops.visitor_pairs)
+    order = loops.counting_sort(keys, starts, sizes8)
+    loops.table_pairs(keys, fps, order, starts, sizes8, flips, flips * 0, earlier, 0, 1, True)
+    loops.visitor_pairs(keys, fps, fps, order, starts, sizes8, flips, earlier, 0, 1)
+    return Loops(*(getattr(loops, name) for name in _ENTRIES))

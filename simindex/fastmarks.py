@@ -26,48 +26,42 @@ way (about a second of English, several of Chinese): a short-lived process
 or a small ``add`` never pays for it, a corpus job pays it once a process,
 and in a long-lived one the call that crosses the line waits for it,
 told so (simindex.compiling: the simindex command says it on its bar).
-``use("always" | "never" | "auto")`` overrides that (the benchmarks and
-tests do).
+The process's switch (simindex.compiling.use, or SIMINDEX_COMPILED in its
+environment) overrides that: "always" turns it on at the first text,
+"never" leaves every text to the Python path (the benchmarks and tests set
+it). The loop is loaded by simindex.compiling's loader, as the all-pairs
+loops are.
 """
 
 from __future__ import annotations
 
 import re
-import sys
-import threading
 from functools import cache
 from typing import Any
 
 import numpy as np
 
-from simindex.compiling import Compiling, step
+from simindex import compiling
+from simindex.compiling import Compiling
 from simindex.fingerprint import FingerprintConfig, prepare
 from simindex.tokenize import _CJK, PIECE_CHARS, has_cjk, nfkc, normalize, stopwords
 
 SWITCH_CHARS = 4 << 20  # characters fingerprinted the Python way before the switch
-MODES = ("auto", "always", "never")
 _OUT_BYTES = 64 + 4 * 15  # the sketch and the largest exact set
 # What the listeners of simindex.compiling are told while numba compiles the
 # loop, the first time on a machine: 14.2 s on 2 busy cores with numba's cache
 # empty (NUMBA_CACHE_DIR=$(mktemp -d) python -c "from simindex import
-# fastmarks; fastmarks._compile()"), 0.35 s from the cache; each of two
+# fastmarks; fastmarks.available()"), 0.35 s from the cache; each of two
 # workers compiling at once took longer.
 COMPILING = Compiling("the fast path", 15)
 
-_lock = threading.Lock()
-_state: dict[str, Any] = {"mode": "auto", "seen": 0, "loaded": None, "tried": False}
-
-
-def use(mode: str) -> None:
-    """``"auto"`` (the default: on after SWITCH_CHARS characters), ``"always"``
-    (on now, where numba is installed) or ``"never"``."""
-    if mode not in MODES:
-        raise ValueError(f"mode is one of {', '.join(MODES)}, not {mode!r}")
-    _state["mode"] = mode
+_LOOP = "simindex._marks"  # the loop's module, as simindex.compiling loads it
+_auto = {"seen": 0}  # characters fingerprinted the Python way while "auto" waits
 
 
 def available() -> bool:
-    """Whether the compiled pass can run here (numba installed and the loop compiled)."""
+    """Whether the compiled pass can run here (numba installed, the loop
+    compiled, and the switch not at "never")."""
     return _loaded() is not None
 
 
@@ -77,7 +71,7 @@ def marks(text: str, config: FingerprintConfig, probes: np.ndarray) -> tuple[int
     the caller computes them the Python way. ``probes``: the sketch's probe
     table (signature._probe_table). Raises nothing of its own: a text with no
     word gives (0, b"") and the caller raises EmptyTextError."""
-    mode = _state["mode"]
+    mode = compiling.mode()
     if (
         mode == "never"
         or config.ngram != 1
@@ -86,11 +80,11 @@ def marks(text: str, config: FingerprintConfig, probes: np.ndarray) -> tuple[int
         or len(text) > PIECE_CHARS
     ):
         return None
-    if mode == "auto" and not _state["tried"]:
-        _state["seen"] += len(text)
-        if _state["seen"] < SWITCH_CHARS:
+    if mode == "auto" and not compiling.tried(_LOOP):
+        _auto["seen"] += len(text)
+        if _auto["seen"] < SWITCH_CHARS:
             return None
-    run = _state["loaded"] if _state["tried"] else _loaded()
+    run = _loaded()
     if run is None:
         return None
     fold = False
@@ -124,34 +118,21 @@ def marks(text: str, config: FingerprintConfig, probes: np.ndarray) -> tuple[int
 
 
 def _loaded() -> Any:
-    with _lock:
-        if not _state["tried"]:
-            _state["tried"] = True
-            try:
-                _state["loaded"] = _compile()
-            except ImportError:
-                pass
-            except Exception:  # numba present but unusable here: the Python path
-                pass
-        return _state["loaded"]
+    return compiling.load(_LOOP, ["marks"], COMPILING, _warmed)
 
 
-def _compile() -> Any:
-    if "numba" not in sys.modules:
-        import numba  # noqa: F401 (ImportError here: not installed)
-    from simindex import _marks
-
-    # Run once: a failure to compile shows now.
+def _warmed(loop: Any) -> Any:
+    """The loop of simindex/_marks.py, run once on a short text (with case
+    folding and without)."""
     slots, words, starts = _stop_table()
     probes = np.zeros((128, 32), np.int64)
     out = np.empty(_OUT_BYTES, np.uint8)
-    with step(COMPILING, [_marks.marks]):
-        for fold in (False, True):
-            _marks.marks(
-                np.frombuffer(b"a b", np.uint8), classes(), slots, words, starts, probes, True,
-                False, False, fold, *_fold_table(), out,
-            )  # fmt: skip
-    return _marks.marks
+    for fold in (False, True):
+        loop.marks(
+            np.frombuffer(b"a b", np.uint8), classes(), slots, words, starts, probes, True,
+            False, False, fold, *_fold_table(), out,
+        )  # fmt: skip
+    return loop.marks
 
 
 @cache

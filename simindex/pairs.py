@@ -25,6 +25,7 @@ import numpy as np
 
 from simindex.blocks import BlockLayout, even_widths, probe_radius
 from simindex.compiled import MAX_WIDTH, MIN_ROWS, Loops, kernels, prepared, sorted_table
+from simindex.compiling import mode
 from simindex.costs import compiled_table_ns, pairs_by_offsets, pairs_lookup, pairs_table_ns
 from simindex.fingerprint import BITS
 from simindex.tables import Plan, earlier, keyed_by, layout_plan, packed_key, stable_order
@@ -231,8 +232,10 @@ def pairs_within(
     pairs, in another order. ``counts``, if given, gets "compared" added:
     the pairs of fingerprints whose distance was computed (benchmarks).
     ``compiled``: pair each table with simindex.compiled's loops (numba) -
-    None: where numba is installed and from compiled.MIN_ROWS fingerprints;
-    True: wherever numba is installed (tests); False: never. The same pairs.
+    None: where numba is installed and from compiled.MIN_ROWS fingerprints
+    (from any number with simindex.compiling's switch at "always");
+    True: wherever numba is installed (tests) and the switch is not at
+    "never"; False: never. The same pairs.
     """
     fps = fps.astype(np.uint64, copy=False)
     n = len(fps)
@@ -289,7 +292,7 @@ _Found = tuple[list[tuple[np.ndarray, np.ndarray, np.ndarray]], int]  # pieces, 
 def _compiled_kernels(n: int, plan: Plan | None, compiled: bool | None) -> Loops | None:
     """simindex.compiled's loops, if pairs_within is to use them for ``plan``
     (None: for the plan it will choose; see there)."""
-    if compiled is False or (compiled is None and n < MIN_ROWS):
+    if compiled is False or (compiled is None and n < MIN_ROWS and mode() != "always"):
         return None
     if plan is not None and max((m.bit_count() for m in plan.masks), default=0) > MAX_WIDTH:
         return None

@@ -179,3 +179,26 @@ def raw(location: str) -> Iterator[Any]:
             yield driver.cursor()
     finally:
         engine.dispose()
+
+
+# --- the compiled paths ------------------------------------------------------------------------
+
+
+def compiled_or_skip() -> None:
+    """For a test of the compiled code itself (simindex.compiling's loader):
+    skips where SIMINDEX_COMPILED=never forces the numpy and Python paths
+    for the run, and where numba is not installed - there it fails instead
+    under SIMINDEX_REQUIRE_NUMBA=1 (CI) or SIMINDEX_COMPILED=always, so the
+    compiled code is never untested where it is asked for."""
+    import importlib.util
+
+    from simindex import compiling
+
+    if os.environ.get(compiling.ENVIRONMENT) == "never":
+        pytest.skip(f"{compiling.ENVIRONMENT}=never: the compiled code is not used in this run")
+    if importlib.util.find_spec("numba") is None:
+        if os.environ.get("SIMINDEX_REQUIRE_NUMBA") == "1":
+            pytest.fail("SIMINDEX_REQUIRE_NUMBA=1 but numba is not installed")
+        if os.environ.get(compiling.ENVIRONMENT) == "always":
+            pytest.fail(f"{compiling.ENVIRONMENT}=always but numba is not installed")
+        pytest.skip("numba is not installed (pip install '.[fast]')")

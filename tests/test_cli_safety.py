@@ -23,7 +23,19 @@ import pytest
 
 from simindex import SimIndex, hamming, ingest, simhash
 from simindex.cli import files as cli_files  # where the CLI opens and renames its outputs
-from tests.helpers import ROOT, T1, T2, T3, T4, contents, describe, error, invoke, ok
+from tests.helpers import (
+    ROOT,
+    T1,
+    T2,
+    T3,
+    T4,
+    compiled_or_skip,
+    contents,
+    describe,
+    error,
+    invoke,
+    ok,
+)
 
 TEXTS = [T1, T2, T3, T4]
 
@@ -730,7 +742,7 @@ def _compiling_for_the_first_time(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     numba's cache empty: its loop replaced by a step that notes what the
     progress bars in use say while it runs (then runs the real loop). The
     list it returns gets those descriptions."""
-    pytest.importorskip("numba")
+    compiled_or_skip()
     from simindex import _marks, compiling, fastmarks
     from simindex.cli import output
 
@@ -743,9 +755,9 @@ def _compiling_for_the_first_time(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(_marks, "marks", compile_step)
     monkeypatch.setattr(compiling, "cached", lambda function: False)
-    monkeypatch.setitem(fastmarks._state, "loaded", None)
-    monkeypatch.setitem(fastmarks._state, "tried", False)
-    monkeypatch.setitem(fastmarks._state, "mode", "always")
+    fastmarks.available()  # (loaded once, so that the monkeypatch puts it back)
+    monkeypatch.delitem(compiling._loaded, "simindex._marks")
+    monkeypatch.setitem(compiling._state, "mode", "always")
     return seen
 
 

@@ -1,6 +1,9 @@
 """The compiled fingerprint and signature (simindex.fastmarks) give the Python
 path's bits: on random texts of every script the tokeniser treats apart,
-under each configuration the compiled pass serves."""
+under each configuration the compiled pass serves. Each test turns the
+compiled pass on (the switch at "always"), and skips where numba is not
+installed or SIMINDEX_COMPILED=never forces the Python path for the run
+(tests/helpers.py's compiled_or_skip)."""
 
 from __future__ import annotations
 
@@ -15,13 +18,12 @@ import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simindex import fastmarks
+from simindex import compiling, fastmarks
 from simindex.errors import EmptyTextError
 from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig
 from simindex.signature import _probes, fingerprint_and_signature, one_pass
 from simindex.tokenize import PIECE_CHARS
-
-pytest.importorskip("numba")
+from tests.helpers import compiled_or_skip
 
 CONFIGS = [
     DEFAULT_CONFIG,
@@ -63,11 +65,14 @@ def random_texts(seed: int, count: int, pieces: list[str] = PIECES) -> Iterator[
 
 @pytest.fixture(autouse=True)
 def compiled_always() -> Iterator[None]:
-    fastmarks.use("always")
+    compiled_or_skip()
+    was = compiling.mode()
+    compiling.use("always")
     if not fastmarks.available():
-        pytest.fail("numba is installed, but the compiled pass did not compile")
+        why = compiling.why("simindex._marks")
+        pytest.fail(f"numba is installed, but the compiled pass did not compile: {why!r}")
     yield
-    fastmarks.use("auto")
+    compiling.use(was)
 
 
 def both(text: str, config: FingerprintConfig) -> tuple[object, object]:
@@ -110,10 +115,10 @@ def test_compiled_marks_equal_the_python_paths_on_any_code_points(text: str) -> 
 
 def test_fingerprint_and_signature_takes_the_compiled_pass_and_raises_alike() -> None:
     text = "The licence grants you the right to copy, don't it? 中文字 我们的"
-    fastmarks.use("never")
+    compiling.use("never")
     expected = fingerprint_and_signature(text, DEFAULT_CONFIG)
     assert fastmarks.marks(text, DEFAULT_CONFIG, _probes()) is None
-    fastmarks.use("always")
+    compiling.use("always")
     assert fastmarks.marks(text, DEFAULT_CONFIG, _probes()) == expected
     with patch("simindex.signature.one_pass", side_effect=AssertionError("the Python path")):
         assert fingerprint_and_signature(text, DEFAULT_CONFIG) == expected
@@ -139,11 +144,10 @@ def test_what_the_pass_does_not_serve_takes_the_python_path() -> None:
 
 
 def test_auto_turns_on_after_the_characters_it_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(fastmarks._state, "loaded", None)
-    monkeypatch.setitem(fastmarks._state, "tried", False)
-    monkeypatch.setitem(fastmarks._state, "seen", 0)
+    monkeypatch.delitem(compiling._loaded, "simindex._marks")
+    monkeypatch.setitem(fastmarks._auto, "seen", 0)
     monkeypatch.setattr(fastmarks, "SWITCH_CHARS", 100)
-    fastmarks.use("auto")
+    compiling.use("auto")
     text = "forty characters of text, or about that."
     assert fastmarks.marks(text, DEFAULT_CONFIG, _probes()) is None  # 41 seen
     assert fastmarks.marks(text, DEFAULT_CONFIG, _probes()) is None  # 82
@@ -182,22 +186,22 @@ def test_the_first_compile_is_told_while_it_runs_and_a_cached_one_is_not(
         told.append((event.note(), begun))
 
     monkeypatch.setattr(_marks, "marks", compile_step)
-    monkeypatch.setitem(fastmarks._state, "loaded", None)
-    monkeypatch.setitem(fastmarks._state, "tried", False)
+    monkeypatch.delitem(compiling._loaded, "simindex._marks")
     compiling.listen(listener)
     try:
         monkeypatch.setattr(compiling, "cached", lambda function: True)  # in numba's cache
         assert fastmarks.available()
         assert told == [] and len(during) == 2  # (one call a case-folding variant)
-        monkeypatch.setitem(fastmarks._state, "tried", False)
+        del compiling._loaded["simindex._marks"]
         monkeypatch.setattr(compiling, "cached", lambda function: False)  # a first compile
         during.clear()
         assert fastmarks.available()
         note = "compiling the fast path (once, about 15 s)"
         assert during == [[(note, True)], [(note, True)]]
         assert told == [(note, True), (note, False)]
+        compiled.kernels()  # (loaded once, so that the monkeypatch puts it back)
+        monkeypatch.delitem(compiling._loaded, "simindex._loops")
         told.clear()
-        monkeypatch.setattr(compiled, "_loaded", [])
         assert compiled.kernels() is not None
         note = "compiling the fast pairing (once, about 7 s)"
         assert told == [(note, True), (note, False)]

@@ -1,6 +1,6 @@
 """The in-memory paths against brute force: a held snapshot's single and
 batch queries (snapshot.py), all pairs (pairs.py) and streaming dedup's
-kept fingerprints (dedup.Seen), on random fingerprints with planted
+kept fingerprints (dedup._Kept), on random fingerprints with planted
 neighbours and the top bit set, for every plan each of them can pick."""
 
 from __future__ import annotations
@@ -11,12 +11,11 @@ import random
 import numpy as np
 import pytest
 
-from simindex import BlockLayout, hamming, pairs, snapshot
+from simindex import BlockLayout, dedup, hamming, pairs, signature, snapshot
 from simindex.blocks import even_widths, probe_radius, probes
-from simindex.dedup import Seen
 from simindex.snapshot import Snapshot
 from simindex.tables import plan_for
-from tests.helpers import flip
+from tests.helpers import compiled_or_skip, flip
 
 
 @pytest.mark.parametrize("k", [0, 1, 3, 5, 7, 9, 12])
@@ -129,27 +128,43 @@ def test_pairs_plan_probes_only_where_it_pays() -> None:
 
 
 @pytest.mark.parametrize("k", [0, 3, 5, 8, 11])
-def test_streaming_dedup_finds_the_nearest_kept_as_brute_force(k: int) -> None:
-    """dedup.Seen (simindex dedup CORPUS): k + 1 exact blocks up to 3, probes above."""
-
+def test_streaming_dedup_finds_every_kept_within_k_as_brute_force(
+    k: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What streaming dedup kept (simindex dedup CORPUS), looked up a batch at
+    a time: k + 1 exact blocks up to 3, probes through bitmaps above; sorted
+    keys merged every 100 kept (dedup._TAIL) so the merges are exercised."""
+    monkeypatch.setattr(dedup, "_TAIL", 100)
     rng = random.Random(k)
-    seen = Seen(k)
-    # Probed k go through the bitmaps of kept block values; exact k need none.
-    assert any(b is not None for b in seen._bitmaps) == (k > 3)
+    tables = dedup._Kept(k, 0.0)
+    assert any(t.bitmap is not None for t in tables._tables) == (k > 3)
     kept: list[int] = []
-    for i in range(1500):
-        fp = (
+    none = np.zeros(0, np.int64)
+    for _ in range(25):
+        queries = [
             flip(rng.choice(kept), rng.randrange(0, k + 3), rng)
             if kept and i % 3
-            else rng.getrandbits(64)
+            else rng.getrandbits(64) | (1 << 63) * (i % 2)
+            for i in range(60)
+        ]
+        marks = dedup._Marks(
+            np.array(queries, dtype=np.uint64),
+            np.zeros((60, signature.WORDS), np.uint64),
+            np.zeros((60, signature.SMALL), np.uint32),
+            np.zeros(60, np.intp),
         )
-        distances = [(hamming(fp, other), pos) for pos, other in enumerate(kept)]
-        within = [(d, pos) for d, pos in distances if d <= k]
-        expected = None if not within else min(within)[::-1]
-        assert seen.nearest(fp) == expected
-        if expected is None or i % 2:
-            assert seen.add(fp) == len(kept)
-            kept.append(fp)
+        i, p = tables._near_kept(marks)
+        want = {
+            (q, position)
+            for q, fp in enumerate(queries)
+            for position, other in enumerate(kept)
+            if hamming(fp, other) <= k
+        }
+        assert set(zip(i.tolist(), p.tolist(), strict=True)) == want
+        keep = np.arange(60) % 2 == 0
+        rank = np.cumsum(keep) - 1 + len(kept)
+        tables._keep(marks, keep, rank, none, none, [f"q{q}" for q in range(60)])
+        kept += queries[::2]
 
 
 @pytest.mark.parametrize("k", range(16))
@@ -253,7 +268,7 @@ def test_group_pairs_over_every_group_equal_brute_force(
     narrow enough for them: checked that some are)."""
     ran: list[int] = []
     if compiled:
-        _numba_or_skip()
+        compiled_or_skip()
         real = pairs._compiled_group
 
         def spying(*args: object) -> object:
@@ -455,7 +470,7 @@ def test_pairs_within_pairs_with_numpy_where_its_plan_is_cheaper() -> None:
     by the compiled costs' plan."""
     from simindex import compiled
 
-    _numba_or_skip()
+    compiled_or_skip()
     n = 3_000_000
     for k in (0, 1):
         plan, numpy_only = pairs._default_plan(n, k, None)
@@ -499,7 +514,7 @@ def test_compiled_pairs_plan_is_priced_by_the_compiled_costs(
     fps = np.arange(100, dtype=np.uint64)
     want = pairs.pairs_within(fps, 8, compiled=False)
     assert chosen == [(100, False)]
-    _numba_or_skip()
+    compiled_or_skip()
     got = pairs.pairs_within(fps, 8, compiled=True)
     assert chosen[1:] == [(100, False), (100, True)]  # numpy's plan, then the compiled one
     assert sorted(zip(*got, strict=True)) == sorted(zip(*want, strict=True))
@@ -528,18 +543,6 @@ def test_packed_key_keeps_the_bits_in_order() -> None:
         assert got.tolist() == want, hex(mask)
 
 
-def _numba_or_skip() -> None:
-    """numba installed (the [fast] extra, in [dev]): else skip, or fail under
-    SIMINDEX_REQUIRE_NUMBA=1 (CI), so the compiled path is never untested there."""
-    import importlib.util
-    import os
-
-    if importlib.util.find_spec("numba") is None:
-        if os.environ.get("SIMINDEX_REQUIRE_NUMBA") == "1":
-            pytest.fail("SIMINDEX_REQUIRE_NUMBA=1 but numba is not installed")
-        pytest.skip("numba is not installed (pip install '.[fast]')")
-
-
 @pytest.mark.parametrize(
     ("k", "blocks", "per_table"),
     [(8, None, 1), (3, None, 1), (11, None, 1), (8, 9, 1), (8, 2, 1), (8, 5, 2), (3, 8, 3)],
@@ -552,7 +555,7 @@ def test_compiled_pairs_equal_brute_force(k: int, blocks: int | None, per_table:
     block a table or several, keys of up to 26 bits)."""
     from simindex import compiled
 
-    _numba_or_skip()
+    compiled_or_skip()
     assert compiled.kernels() is not None  # numba compiles here: no silent numpy
     rng = np.random.default_rng(k * 10 + (blocks or 0))
     base = rng.integers(0, 2**64, 5_000, dtype=np.uint64)
@@ -589,7 +592,7 @@ def test_compiled_pairs_are_used_from_min_rows(monkeypatch: pytest.MonkeyPatch) 
     compiled.MAX_WIDTH bits."""
     from simindex import compiled
 
-    _numba_or_skip()
+    compiled_or_skip()
     used: list[int] = []
     table = pairs._compiled_table
 

@@ -342,6 +342,82 @@ def test_the_import_check_sees_every_spelling(tmp_path: Path) -> None:
     }
 
 
+def numba_loading(source: str) -> tuple[bool, list[int]]:
+    """Whether ``source`` imports numba, and the lines of its ``except``
+    clauses that catch an ImportError (or anything) around an import of
+    numba or of a module of compiled loops (simindex._x), or around a call
+    of a function of its own that makes one: a loader of its own."""
+    tree = ast.parse(source)
+
+    def loads(node: ast.AST) -> bool:
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.Import) and any(
+                a.name.split(".")[0] == "numba" or a.name.startswith("simindex._")
+                for a in inner.names
+            ):
+                return True
+            if isinstance(inner, ast.ImportFrom) and (
+                (inner.module or "").split(".")[0] == "numba"
+                or (inner.module or "").startswith("simindex._")
+                or (inner.module == "simindex" and any(a.name[0] == "_" for a in inner.names))
+            ):
+                return True
+        return False
+
+    loaders = {f.name for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and loads(f)}
+    imports_numba = any(
+        (isinstance(n, ast.Import) and any(a.name.split(".")[0] == "numba" for a in n.names))
+        or (isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "numba")
+        for n in ast.walk(tree)
+    )
+    caught = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Try):
+            continue
+        body = ast.Module(body=node.body, type_ignores=[])
+        calls = {
+            c.func.id
+            for c in ast.walk(body)
+            if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+        }
+        if loads(body) or calls & loaders:
+            for handler in node.handlers:
+                what = ast.unparse(handler.type) if handler.type is not None else ""
+                if not what or "ImportError" in what or "Exception" in what:
+                    caught.append(handler.lineno)
+    return imports_numba, caught
+
+
+def test_compiled_code_has_one_loader() -> None:
+    """simindex.compiling loads compiled code for every user (the text pass,
+    the all-pairs loops): numba is imported there and by the modules of
+    loops it loads, and no other module catches numba's ImportError or a
+    failed compile on its own."""
+    found = {name: numba_loading(path.read_text("utf-8")) for name, path in modules().items()}
+    importers = {name for name, (numba, _) in found.items() if numba}
+    assert importers == {"simindex.compiling", "simindex._loops", "simindex._marks"}
+    loaders = {name for name, (_, caught) in found.items() if caught}
+    assert loaders == {"simindex.compiling"}
+
+
+def test_the_loader_check_sees_a_loader_of_its_own() -> None:
+    old = (  # as simindex.fastmarks loaded its loop before simindex.compiling did
+        "def _loaded():\n"
+        "    try:\n"
+        "        return _compile()\n"
+        "    except ImportError:\n"
+        "        return None\n"
+        "def _compile():\n"
+        "    import numba\n"
+        "    from simindex import _marks\n"
+        "    return _marks.marks\n"
+    )
+    assert numba_loading(old) == (True, [4])
+    inline = "try:\n    from simindex import _loops\nexcept Exception:\n    _loops = None\n"
+    assert numba_loading(inline) == (False, [3])
+    assert numba_loading("try:\n    import jieba\nexcept ImportError:\n    pass\n") == (False, [])
+
+
 # The short-text rule (two exact sets one unit apart count as ONE_UNIT
 # similar; the set keys that find them) lives in signature.py, where
 # ``similarity`` needs it; every other module asks its functions (one_unit,
