@@ -448,7 +448,7 @@ class SimIndex:
                 count, stored = view.store.put_stream(
                     write, stream, keep=skip_existing, returned=rows if held else None
                 )
-                _store(found, self._views.passages, write, skip_existing)
+                _store_passages(found, self._views.passages, write, skip_existing)
                 if keys is not None:
                     if len(rows) == count:  # put returned every row it wrote
                         write.rows = rows
@@ -771,7 +771,7 @@ class _Closed:
         raise ClosedIndexError(self._location)
 
 
-def _store(
+def _store_passages(
     found: list[tuple[list[str], list[np.ndarray]]],
     passages: storage.Passages,
     write: storage.Write,
@@ -792,7 +792,7 @@ def _storing(
 ) -> Iterator[storage.Chunk]:
     """The chunks, each one's passages stored as it is read (memory bounded by a chunk)."""
     for chunk in chunks:
-        _store(found, passages, write, keep)
+        _store_passages(found, passages, write, keep)
         yield chunk
 
 
