@@ -13,15 +13,19 @@
 DedupCounts(read=3, kept=2, dropped=1, no_words=0)
 
 No index and no database: the kept fingerprints and signatures are held in
-memory (``Seen``, the in-memory twin of an index's lookup), so a corpus
-of any size is deduplicated in one pass, with memory growing only with what
-is kept (about 150 bytes a kept document, beside its key).
+memory as arrays (``_Kept``, the in-memory twin of an index's lookup), so a
+corpus of any size is deduplicated in one pass, with memory growing only with
+what is kept (about 200 bytes a kept document, beside its key; a short
+text's set keys add up to 256). Documents are decided a batch at a time,
+in numpy: the batch against what was kept before it, then within itself in
+the order read, so Python runs per document only to read and yield it (the
+worker processes fingerprint the next chunks meanwhile).
 ``simindex dedup CORPUS --out FILE`` is this function with files around it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, NamedTuple
@@ -35,15 +39,16 @@ from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig
 from simindex.ingest import Doc
 from simindex.signature import (
     DEFAULT_THRESHOLD,
+    NBYTES,
+    SMALL,
+    WORDS,
     check_threshold,
-    exact_set,
-    one_unit_apart,
+    estimates,
+    keys_of_sets,
+    one_unit_many,
     one_unit_reaches,
-    set_keys,
-    similarity,
 )
-
-_SEEN_BITMAP_BITS = 24  # Seen: a bitmap of a table's values up to 2**24 bytes (16 MiB)
+from simindex.tables import equal_pairs
 
 
 class Decision(NamedTuple):
@@ -101,14 +106,7 @@ class DedupStream:
         self.k = k
         self.threshold = threshold
         self.counts = DedupCounts()
-        self._seen = Seen(k)
-        self._kept_keys: list[str] = []  # by their position in self._seen
-        self._kept_signatures: list[bytes] = []  # likewise
-        # Short texts: the kept positions under each of their set keys, so a
-        # text one unit apart is found at any distance (signature.set_keys),
-        # as a query of an index finds it.
-        self._by_set_key: dict[int, list[int]] = {}
-        self._kept_sets: dict[int, frozenset[int]] = {}  # their exact sets, by position
+        self._kept = _Kept(k, threshold)
         # Looked up in ingest when called (the CLI's tests replace it there).
         self._fingerprinted = ingest.fingerprint_docs(_as_docs(docs), config, workers=workers)
         self._decisions = self._decide()
@@ -138,66 +136,25 @@ class DedupStream:
         self.close()
 
     def _decide(self) -> Generator[Decision, None, None]:
-        counts, seen, kept = self.counts, self._seen, self._kept_signatures
-        threshold = self.threshold
-        for doc, fp, signature in self._fingerprinted:
-            counts.read += 1
-            if fp is None or signature is None:
-                counts.no_words += 1
-                yield Decision(doc, None, None, None)
-                continue
-
-            def verified(position: int, signature: bytes = signature) -> bool:
-                return threshold == 0 or similarity(signature, kept[position]) >= threshold
-
-            nearest = seen.nearest(fp, verified)
-            keys = set_keys(signature) if threshold > 0 else []
-            if keys:
-                nearest = self._nearest_short(fp, signature, keys, nearest)
-            if nearest is None:
-                position = seen.add(fp)
-                self._kept_keys.append(doc.key)
-                kept.append(signature)
-                for key in keys:
-                    self._by_set_key.setdefault(key, []).append(position)
-                if keys:
-                    self._kept_sets[position] = exact_set(signature)  # type: ignore[assignment]
-                counts.kept += 1
-                yield Decision(doc, fp, None, None)
-            else:
-                position, distance = nearest
-                counts.dropped += 1
-                estimate = similarity(signature, kept[position])
-                yield Decision(doc, fp, self._kept_keys[position], distance, estimate)
-
-    def _nearest_short(
-        self,
-        fingerprint: int,
-        signature: bytes,
-        keys: list[int],
-        nearest: tuple[int, int] | None,
-    ) -> tuple[int, int] | None:
-        """The nearest of ``nearest`` and the kept short texts one unit apart
-        (at any distance) that verify: (position, distance), the earliest
-        among equals (matching's rule, as an index's query applies it)."""
-        mine = exact_set(signature)
-        assert mine is not None  # (it has keys)
-        best = None if nearest is None else (nearest[1], nearest[0])
-        n = len(mine)
-        if not one_unit_reaches(n + 1, self.threshold):
-            # Then only the same set can reach the threshold: its own key alone.
-            keys = keys[:1]
-        positions = {p for key in keys for p in self._by_set_key.get(key, ())}
-        for position in positions:
-            theirs = self._kept_sets[position]
-            if not one_unit_apart(mine, theirs):
-                continue
-            if similarity(signature, self._kept_signatures[position]) < self.threshold:
-                continue
-            distance = (self._seen.fingerprints[position] ^ fingerprint).bit_count()
-            if best is None or (distance, position) < best:
-                best = (distance, position)
-        return None if best is None else (best[1], best[0])
+        """The decisions, a batch of documents at a time (see _Kept.decide)."""
+        counts, kept = self.counts, self._kept
+        source = iter(self._fingerprinted)
+        while True:
+            batch: list[tuple[Doc, int | None, bytes | None]] = []
+            failure: Exception | None = None
+            try:
+                for item in source:
+                    batch.append(item)
+                    if len(batch) >= _BATCH:
+                        break
+            except Exception as exc:  # raised after the decisions before it
+                failure = exc
+            if batch:
+                yield from kept.decide(batch, counts)
+            if failure is not None:
+                raise failure
+            if len(batch) < _BATCH:
+                return
 
 
 def dedup_stream(
@@ -237,10 +194,10 @@ def dedup_stream(
     (``Decision.no_words``); kept ones are ``Decision.kept``; the others
     carry ``duplicate_of`` and ``distance``.
 
-    A stream: the input is read at most a few chunks of 256 documents ahead
-    of the decisions (with workers=1, not at all), and memory holds the kept
-    documents' fingerprints, signatures and keys, never their texts, beside fixed lookup
-    bitmaps (8 MiB at most, at k = 4, 5 and 8). The arguments are checked now
+    A stream: the input is read a batch of 256 documents ahead of the
+    decisions (with workers, a few chunks of 256 more), and memory holds the
+    kept documents' fingerprints, signatures and keys, never their texts,
+    beside fixed lookup bitmaps (8 MiB at most, at k = 4, 5 and 8). The arguments are checked now
     (``InvalidArgumentError``); an error in the input (a malformed line) is
     raised after the decisions about the documents before it. ``.counts``
     holds the counts so far; ``with`` or ``close()`` stops early (and stops
@@ -280,83 +237,338 @@ def _as_docs(docs: Iterable[Doc | tuple[str, str]]) -> Iterator[Doc]:
 __all__ = ["Decision", "DedupCounts", "DedupStream", "dedup_stream"]
 
 
-class Seen:
-    """Fingerprints kept so far, found again by their tables' bits: the
-    in-memory twin of the index, for streaming dedup of a corpus.
+# --- the kept documents, and a batch decided against them -----------------------------------
 
-    Memory grows with the fingerprints added (a few dozen bytes each), beside
-    a fixed bitmap per probed table (see below).
-    """
+_BATCH = 256  # documents decided at once (the workers' chunk)
+_TAIL = 4096  # keys a _Sorted holds apart before it merges them into its sorted arrays
+_BITMAP_BITS = 24  # a probed table keeps a bitmap of its keys up to 2**24 (bytes: 16 MiB)
 
-    def __init__(self, k: int) -> None:
-        self.k = k
-        # The layout a new index for k gets: k + 1 exact blocks up to k = 3,
-        # above it fewer blocks looked up with probes (so a lookup's cost
-        # does not grow with what is kept, as k + 1 narrow blocks' would).
+
+class _Sorted:
+    """Keys with the kept positions under them, found by equal keys: a sorted
+    array, and the keys added since it was last merged, sorted apart (so a
+    merge moves the whole array once per _TAIL keys, not once a batch)."""
+
+    def __init__(self, dtype: type) -> None:
+        empty: tuple[np.ndarray, np.ndarray] = (np.zeros(0, dtype), np.zeros(0, np.int64))
+        self._main, self._tail = empty, empty
+
+    def add(self, keys: np.ndarray, positions: np.ndarray) -> None:
+        self._tail = _merged(self._tail, keys, positions)
+        if len(self._tail[0]) > _TAIL:
+            self._main = _merged(self._main, *self._tail)
+            self._tail = (self._tail[0][:0], self._tail[1][:0])
+
+    def find(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(index in wanted, position) for every kept key equal to a wanted one."""
+        found = [equal_pairs(keys, wanted) for keys, _ in (self._main, self._tail)]
+        at = np.concatenate([i for i, _ in found])
+        positions = np.concatenate(
+            [held[j] for (i, j), (_, held) in zip(found, (self._main, self._tail), strict=True)]
+        )
+        return at, positions
+
+
+def _merged(
+    into: tuple[np.ndarray, np.ndarray], keys: np.ndarray, positions: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    order = np.argsort(keys, kind="stable")
+    keys, positions = keys[order], positions[order]
+    at = np.searchsorted(into[0], keys, side="right")
+    return np.insert(into[0], at, keys), np.insert(into[1], at, positions)
+
+
+class _Column:
+    """Rows appended a batch at a time (capacity doubled), read as one array."""
+
+    def __init__(self, dtype: type, width: int = 0) -> None:
+        self._data: np.ndarray = np.zeros((64, width) if width else 64, dtype)
+        self.size = 0
+
+    def extend(self, rows: np.ndarray) -> None:
+        end = self.size + len(rows)
+        if end > len(self._data):
+            grown = np.zeros(
+                (max(end, 2 * len(self._data)), *self._data.shape[1:]), self._data.dtype
+            )
+            grown[: self.size] = self._data[: self.size]
+            self._data = grown
+        self._data[self.size : end] = rows
+        self.size = end
+
+    @property
+    def rows(self) -> np.ndarray:
+        return self._data[: self.size]
+
+
+class _Marks(NamedTuple):
+    """A batch's documents with words, or the kept ones, as arrays."""
+
+    fps: np.ndarray  # uint64
+    words: np.ndarray  # the signatures' sketches, (n, signature.WORDS) uint64
+    sets: np.ndarray  # their exact sets (short texts), (n, SMALL) uint32, padded with 0
+    sizes: np.ndarray  # the sizes of those sets (0: none)
+
+
+def _marks(fps: list[int], signatures: list[bytes]) -> _Marks:
+    sizes = np.array([(len(s) - NBYTES) // 4 for s in signatures], dtype=np.intp)
+    sketches = b"".join(s[:NBYTES] for s in signatures)
+    sets = np.zeros((len(signatures), SMALL), dtype=np.uint32)
+    if sizes.any():
+        filled = np.arange(SMALL)[None, :] < sizes[:, None]
+        blob = b"".join(s[NBYTES:] for s in signatures)
+        sets[filled] = np.frombuffer(blob, dtype="<u4")
+    return _Marks(
+        np.array(fps, dtype=np.uint64),
+        np.frombuffer(sketches, dtype="<u8").reshape(-1, WORDS).astype(np.uint64),
+        sets,
+        sizes,
+    )
+
+
+def _shared(a: _Marks, i: np.ndarray, b: _Marks, j: np.ndarray) -> np.ndarray:
+    """The units the exact sets of a[i] and b[j] share (pairwise)."""
+    valid_a = np.arange(SMALL)[None, :] < a.sizes[i][:, None]
+    valid_b = np.arange(SMALL)[None, :] < b.sizes[j][:, None]
+    same = a.sets[i][:, :, None] == b.sets[j][:, None, :]
+    return (same & valid_a[:, :, None] & valid_b[:, None, :]).sum(axis=(1, 2))
+
+
+def _similarities(a: _Marks, i: np.ndarray, b: _Marks, j: np.ndarray) -> np.ndarray:
+    """signature.similarity of each pair (a[i], b[j]): the same floats."""
+    out = estimates(a.words[i], b.words[j])
+    both = (a.sizes[i] > 0) & (b.sizes[j] > 0)
+    if both.any():
+        out[both] = _one_unit(a, i[both], b, j[both])[1]
+    return out
+
+
+def _one_unit(a: _Marks, i: np.ndarray, b: _Marks, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """signature.one_unit_many of the exact sets of a[i] and b[j]: whether
+    one unit apart, and their similarity."""
+    return one_unit_many(_shared(a, i, b, j), a.sizes[i], b.sizes[j])
+
+
+class _Table(NamedTuple):
+    mask: np.uint64  # the fingerprint bits it is keyed by
+    shift: np.uint64  # its lowest bit: keys are (fp & mask) >> shift
+    flips: np.ndarray  # the XORs of a key to look up (uint64, shifted like the keys)
+    bitmap: np.ndarray | None  # which keys are kept, where a key has few bits and many flips
+    keys: _Sorted
+
+
+class _Kept:
+    """What a streaming dedup kept: fingerprints, signatures and keys, by the
+    position they were kept at, found again by their tables' bits (the layout
+    a new index for k gets: k + 1 exact blocks up to k = 3, above it fewer
+    blocks looked up with probes) and, for short texts, by the keys of their
+    sets (signature.set_keys). ``decide`` takes a batch at a time."""
+
+    def __init__(self, k: int, threshold: float) -> None:
+        self.k, self.threshold = k, threshold
+        self.keys: list[str] = []  # the kept documents' keys, by position
+        self._fps = _Column(np.uint64)
+        self._words = _Column(np.uint64, WORDS)
+        self._sets = _Column(np.uint32, SMALL)
+        self._sizes = _Column(np.intp)
+        self._by_set_key = _Sorted(np.int64)
+        # Whether a set of n units (n + 1 the larger of a pair) is looked up
+        # by all its keys, or by its own alone (signature.one_unit_reaches).
+        self._reaches = np.array([one_unit_reaches(n + 1, threshold) for n in range(SMALL + 1)])
         layout = BlockLayout.for_k(k)
-        self._masks = layout.table_masks()
-        # Per table, the XORs to look up: 0 alone, or every probe's flips.
-        self._flips: list[list[int]] = [[0] for _ in self._masks]
+        masks = layout.table_masks()
+        flips: list[list[int]] = [[0] for _ in masks]
         if k > layout.k:
             found = probes(layout, k)
             assert found is not None  # for_k checked
-            self._flips = [[] for _ in self._masks]
+            flips = [[] for _ in masks]
             spans = layout.spans()
             for probe in found:
                 table = layout.tables[probe.table]
                 flip = sum(f << spans[b][0] for b, f in zip(table, probe.flips, strict=True))
-                self._flips[probe.table].append(flip)
-        self._tables: list[dict[int, list[int]]] = [{} for _ in self._masks]
-        # A probed table whose bits are one run of at most _SEEN_BITMAP_BITS
-        # also keeps a bitmap of the values kept: a lookup tests all its
-        # probes (hundreds at k = 8) in one numpy step and reads the dict only
-        # for the values there (78 -> 21 us a lookup at k = 8 among 50,000
-        # random fingerprints, one-off timing; 8 MiB of bitmaps at k = 8).
-        self._bitmaps: list[tuple[int, np.ndarray, np.ndarray] | None] = []
-        for mask, flips in zip(self._masks, self._flips, strict=True):
+                flips[probe.table].append(flip)
+        self._tables = []
+        for mask, xors in zip(masks, flips, strict=True):
             shift = (mask & -mask).bit_length() - 1
             width = (mask >> shift).bit_length()
-            one_run = mask >> shift == (1 << width) - 1
-            if len(flips) > 1 and one_run and width <= _SEEN_BITMAP_BITS:
-                shifted = np.array([f >> shift for f in flips], dtype=np.int64)
-                self._bitmaps.append((shift, np.zeros(1 << width, dtype=bool), shifted))
+            bitmap = None
+            if len(xors) > 1 and width <= _BITMAP_BITS:  # (flips are of the mask's bits)
+                bitmap = np.zeros(1 << width, dtype=bool)
+            self._tables.append(
+                _Table(
+                    np.uint64(mask),
+                    np.uint64(shift),
+                    np.array([x >> shift for x in xors], dtype=np.uint64),
+                    bitmap,
+                    _Sorted(np.uint64),
+                )
+            )
+
+    def decide(
+        self, batch: list[tuple[Doc, int | None, bytes | None]], counts: DedupCounts
+    ) -> Iterator[Decision]:
+        """The decisions about a batch of documents, in order, as if each were
+        decided after the ones before it: kept unless a kept document (before
+        the batch, or kept in it before it) is within k, or a short text one
+        unit apart, and verifies; then the nearest of those (the earliest of
+        equals) is named."""
+        worded = [i for i, (_, fp, sig) in enumerate(batch) if fp is not None and sig is not None]
+        signatures: list[bytes] = [batch[i][2] for i in worded]  # type: ignore[misc]
+        new = _marks([batch[i][1] for i in worded], signatures)  # type: ignore[misc]
+        old = _Marks(self._fps.rows, self._words.rows, self._sets.rows, self._sizes.rows)
+        start = len(self.keys)
+        set_keys, owner, asked = self._set_keys(signatures, new)
+        # Against what was kept before: (document, position, distance, similarity).
+        i, p = self._near_kept(new)
+        if asked is not None:
+            at, positions = self._by_set_key.find(set_keys[asked])
+            i2, p2 = owner[asked][at], positions
+            apart = _one_unit(new, i2, old, p2)[0]
+            i, p = np.concatenate([i, i2[apart]]), np.concatenate([p, p2[apart]])
+        d = np.bitwise_count(new.fps[i] ^ old.fps[p]).astype(np.intp)
+        sim = _similarities(new, i, old, p)
+        ok = sim >= self.threshold  # (a pair found by its set key is in, whatever its distance)
+        before = (i[ok], p[ok], d[ok], sim[ok])
+        # Within the batch: (document, the earlier one, distance, similarity).
+        i, j = self._near_in_batch(new, set_keys, owner, asked)
+        d = np.bitwise_count(new.fps[i] ^ new.fps[j]).astype(np.intp)
+        sim = _similarities(new, i, new, j)
+        ok = sim >= self.threshold
+        i, j, d, sim = i[ok], j[ok], d[ok], sim[ok]
+        # Kept: nothing verified before the batch, and no earlier one kept in it.
+        kept = np.ones(len(worded), dtype=bool)
+        kept[before[0]] = False
+        waiting = np.zeros(len(worded), dtype=bool)
+        waiting[i] = True
+        waiting &= kept
+        if waiting.any():  # in order: each one's earlier neighbours are decided
+            order = np.argsort(i, kind="stable")
+            i_sorted, j_sorted = i[order], j[order]
+            bounds = np.searchsorted(i_sorted, np.arange(len(worded) + 1))
+            for doc in np.flatnonzero(waiting).tolist():
+                if kept[j_sorted[bounds[doc] : bounds[doc + 1]]].any():
+                    kept[doc] = False
+        rank = np.cumsum(kept) - 1 + start  # the position each kept document gets
+        by_kept = kept[j]
+        best = _nearest(
+            *(np.concatenate([before[n], x[by_kept]]) for n, x in enumerate((i, rank[j], d, sim))),
+            n=len(worded),
+        )
+        self._keep(new, kept, rank, set_keys, owner, [batch[w][0].key for w in worded])
+        yield from self._decisions(batch, worded, kept, best, counts)
+
+    def _set_keys(
+        self, signatures: list[bytes], new: _Marks
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """The batch's set keys (signature.keys_of_sets), their owners, and
+        which of them a document looks up (all, or its own key alone where a
+        set one unit apart cannot verify); no keys when the threshold is 0."""
+        if self.threshold == 0:
+            empty = np.zeros(0, np.int64)
+            return empty, empty.astype(np.intp), None
+        keys, owner = keys_of_sets(signatures)
+        own = np.ones(len(owner), dtype=bool)
+        own[1:] = owner[1:] != owner[:-1]
+        return keys, owner, own | self._reaches[new.sizes[owner]]
+
+    def _near_kept(self, new: _Marks) -> tuple[np.ndarray, np.ndarray]:
+        """(document, position) of every kept fingerprint within k of one."""
+        found_i, found_p = [], []
+        for table in self._tables:
+            keys = (new.fps & table.mask) >> table.shift
+            wanted = keys[:, None] ^ table.flips[None, :]
+            if table.bitmap is not None:  # only the probes whose value is kept
+                rows, cols = np.nonzero(table.bitmap[wanted.astype(np.intp)])
+                wanted, owners = wanted[rows, cols], rows
             else:
-                self._bitmaps.append(None)
-        self.fingerprints: list[int] = []
+                owners = np.repeat(np.arange(len(keys)), len(table.flips))
+                wanted = wanted.ravel()
+            at, positions = table.keys.find(wanted)
+            found_i.append(owners[at])
+            found_p.append(positions)
+        i, p = np.concatenate(found_i), np.concatenate(found_p)
+        near = np.bitwise_count(new.fps[i] ^ self._fps.rows[p]) <= self.k
+        return i[near], p[near]
 
-    def nearest(
-        self, fingerprint: int, accept: Callable[[int], bool] | None = None
-    ) -> tuple[int, int] | None:
-        """(position, distance) of the nearest kept fingerprint within k (the
-        earliest kept among equals) that ``accept`` (given its position)
-        accepts, or None."""
-        best: tuple[int, int] | None = None
-        tables = zip(self._masks, self._flips, self._tables, self._bitmaps, strict=True)
-        for mask, flips, table, bitmap in tables:
-            key = fingerprint & mask
-            if bitmap is None:
-                values: Iterable[int] = [key ^ f for f in flips] if flips[1:] else (key ^ flips[0],)
-            else:  # only the probes whose value is kept
-                shift, kept, shifted = bitmap
-                wanted = (key >> shift) ^ shifted
-                values = [v << shift for v in wanted[kept[wanted]].tolist()]
-            for value in values:
-                for position in table.get(value, ()):
-                    distance = (self.fingerprints[position] ^ fingerprint).bit_count()
-                    if (
-                        distance <= self.k
-                        and (best is None or (distance, position) < best[::-1])
-                        and (accept is None or accept(position))
-                    ):
-                        best = (position, distance)
-        return best
+    def _near_in_batch(
+        self, new: _Marks, set_keys: np.ndarray, owner: np.ndarray, asked: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(document, an earlier one) of the batch within k, or short texts
+        one unit apart (found by their set keys)."""
+        distance = np.bitwise_count(new.fps[:, None] ^ new.fps[None, :])
+        j, i = np.nonzero(np.triu(distance <= self.k, 1))
+        if asked is not None and len(set_keys):
+            order = np.argsort(set_keys, kind="stable")
+            at, found = equal_pairs(set_keys[order], set_keys[asked])
+            i2, j2 = owner[asked][at], owner[order][found]
+            earlier = j2 < i2
+            i2, j2 = i2[earlier], j2[earlier]
+            apart = _one_unit(new, i2, new, j2)[0]
+            i, j = np.concatenate([i, i2[apart]]), np.concatenate([j, j2[apart]])
+        return i, j
 
-    def add(self, fingerprint: int) -> int:
-        """Keep a fingerprint; returns its position."""
-        position = len(self.fingerprints)
-        self.fingerprints.append(fingerprint)
-        for mask, table, bitmap in zip(self._masks, self._tables, self._bitmaps, strict=True):
-            table.setdefault(fingerprint & mask, []).append(position)
-            if bitmap is not None:
-                bitmap[1][(fingerprint & mask) >> bitmap[0]] = True
-        return position
+    def _keep(
+        self,
+        new: _Marks,
+        kept: np.ndarray,
+        rank: np.ndarray,
+        set_keys: np.ndarray,
+        owner: np.ndarray,
+        keys: list[str],
+    ) -> None:
+        at = np.flatnonzero(kept)
+        positions = rank[at].astype(np.int64)
+        self._fps.extend(new.fps[at])
+        self._words.extend(new.words[at])
+        self._sets.extend(new.sets[at])
+        self._sizes.extend(new.sizes[at])
+        self.keys.extend([keys[a] for a in at.tolist()])
+        for table in self._tables:
+            values = (new.fps[at] & table.mask) >> table.shift
+            table.keys.add(values, positions)
+            if table.bitmap is not None:
+                table.bitmap[values.astype(np.intp)] = True
+        if len(set_keys):
+            mine = kept[owner]
+            self._by_set_key.add(set_keys[mine], rank[owner[mine]].astype(np.int64))
+
+    def _decisions(
+        self,
+        batch: list[tuple[Doc, int | None, bytes | None]],
+        worded: list[int],
+        kept: np.ndarray,
+        best: tuple[np.ndarray, np.ndarray, np.ndarray],
+        counts: DedupCounts,
+    ) -> Iterator[Decision]:
+        at = dict(zip(worded, range(len(worded)), strict=True))
+        kept_list = kept.tolist()
+        positions, distances, estimates_ = (x.tolist() for x in best)
+        keys = self.keys
+        for n, (doc, fp, _) in enumerate(batch):
+            counts.read += 1
+            w = at.get(n)
+            if w is None:
+                counts.no_words += 1
+                yield Decision(doc, None, None, None)
+            elif kept_list[w]:
+                counts.kept += 1
+                yield Decision(doc, fp, None, None)
+            else:
+                counts.dropped += 1
+                yield Decision(doc, fp, keys[positions[w]], distances[w], estimates_[w])
+
+
+def _nearest(
+    i: np.ndarray, p: np.ndarray, d: np.ndarray, sim: np.ndarray, *, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each of n documents, the (position, distance, similarity) of its
+    nearest candidate, the earliest position of equals (-1: none)."""
+    order = np.lexsort((p, d, i))
+    i, p, d, sim = i[order], p[order], d[order], sim[order]
+    first = np.ones(len(i), dtype=bool)
+    first[1:] = i[1:] != i[:-1]
+    position = np.full(n, -1, dtype=np.int64)
+    distance = np.full(n, -1, dtype=np.intp)
+    similar = np.zeros(n, dtype=np.float64)
+    position[i[first]], distance[i[first]], similar[i[first]] = p[first], d[first], sim[first]
+    return position, distance, similar

@@ -14,6 +14,7 @@ import doctest
 import itertools
 import json
 import random
+import struct
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
@@ -35,9 +36,11 @@ from simindex import (
     ingest,
     simhash,
 )
-from simindex.dedup import DedupCounts
-from simindex.signature import DEFAULT_THRESHOLD, signature, similarity
-from tests.helpers import short_and_close
+from simindex.dedup import DedupCounts, _Kept
+from simindex.ingest import Doc
+from simindex.signature import DEFAULT_THRESHOLD, NBYTES, SMALL, signature, similarity
+from tests.dedup_reference import decide_each
+from tests.helpers import flip, short_and_close
 
 VOCABULARY = [f"w{i}" for i in range(60)]
 NO_WORDS = ["", "!!!", "  \n "]
@@ -272,11 +275,12 @@ class Reader:
             yield f"d{i}", random_text(rng, 10)
 
 
-@pytest.mark.parametrize(("workers", "ahead"), [(1, 0), (2, 5 * 256)])
+@pytest.mark.parametrize(("workers", "ahead"), [(1, 255), (2, 6 * 256)])
 def test_the_input_is_read_as_a_stream(workers: int, ahead: int) -> None:
-    # In this process a document is read when its decision is asked for; two
-    # workers hold at most two chunks (of 256 documents) each in flight:
-    # 4 * 256 documents ahead at most, and a chunk to spare.
+    # Decided a batch of 256 at a time: in this process a batch is read when
+    # the decision of its first document is asked for; two workers also hold
+    # at most two chunks (of 256 documents) each in flight: 5 * 256
+    # documents ahead at most, and a chunk to spare.
     reader = Reader(ahead, n=6_000)
     run = dedup_stream(reader, k=3, workers=workers)
     for decision in run:
@@ -341,3 +345,120 @@ def test_a_bad_document_is_an_error_after_the_ones_before_it(item: object, messa
 def test_the_module_examples_run() -> None:
     failed, tried = doctest.testmod(simindex.dedup)
     assert tried > 0 and failed == 0
+
+
+# --- the batch decisions against the per-document reference ------------------------------
+
+
+def marked(
+    items: list[tuple[str, int | None, bytes | None]],
+) -> list[tuple[Doc, int | None, bytes | None]]:
+    return [(Doc(key, "", key, 0), fp, sig) for key, fp, sig in items]
+
+
+def both_ways(
+    items: list[tuple[Doc, int | None, bytes | None]], k: int, threshold: float
+) -> tuple[list[Expected], list[Expected]]:
+    """The decisions of the batch path and of the reference, one document at a time."""
+    counts = DedupCounts()
+    kept = _Kept(k, threshold)
+    batched: list[Decision] = []
+    at = 0
+    rng = random.Random(len(items) + k)
+    while at < len(items):  # batches of every size, one document to several hundred
+        size = rng.choice([1, 2, 7, 64, 256, 700])
+        batched += kept.decide(items[at : at + size], counts)
+        at += size
+    reference_counts = DedupCounts()
+    reference = list(decide_each(items, k, threshold, reference_counts))
+    assert counts == reference_counts
+    return as_expected(batched), as_expected(reference)
+
+
+def short_signature(units: list[int], rng: random.Random) -> bytes:
+    """A signature keeping an exact set: a random sketch and the sorted units."""
+    distinct = sorted(set(units))
+    return rng.randbytes(NBYTES) + struct.pack(f"<{len(distinct)}I", *distinct)
+
+
+def marks_corpus(seed: int, n: int) -> list[tuple[Doc, int | None, bytes | None]]:
+    """Fingerprints and signatures made to land near each other: copies of
+    earlier ones a few bits and sketch bins away (chains a ~ b ~ c), the top
+    bit set, short texts' exact sets one unit apart, repeats within a batch,
+    and documents with no words."""
+    rng = random.Random(seed)
+    out: list[tuple[str, int | None, bytes | None]] = []
+    for i in range(n):
+        roll = rng.random()
+        earlier = [x for x in out if x[1] is not None]
+        if roll < 0.03:
+            out.append((f"d{i}", None, None))
+            continue
+        if earlier and roll < 0.6:
+            _, fp, sig = rng.choice(earlier[-300:] if rng.random() < 0.7 else earlier)
+            assert fp is not None and sig is not None
+            fp = flip(fp, rng.randrange(0, 12), rng)
+            sketch = bytearray(sig[:NBYTES])
+            for _ in range(rng.choice([0, 1, 4, 12, 30])):
+                sketch[rng.randrange(NBYTES)] = rng.randrange(256)
+            units = list(struct.unpack(f"<{(len(sig) - NBYTES) // 4}I", sig[NBYTES:]))
+            if units and rng.random() < 0.8:  # a unit added, dropped or replaced
+                edit = rng.randrange(3)
+                if edit == 0 and len(units) < SMALL:
+                    units.append(rng.randrange(50))
+                elif edit == 1 and len(units) > 1:
+                    units.pop(rng.randrange(len(units)))
+                else:
+                    units[rng.randrange(len(units))] = rng.randrange(50)
+            distinct = sorted(set(units))
+            sig = bytes(sketch) + struct.pack(f"<{len(distinct)}I", *distinct)
+        else:
+            fp = rng.getrandbits(64) | (1 << 63 if rng.random() < 0.5 else 0)
+            if rng.random() < 0.5:
+                units = [rng.randrange(50) for _ in range(rng.randint(1, SMALL))]
+                sig = short_signature(units, rng)
+            else:
+                sig = rng.randbytes(NBYTES)
+        out.append((f"d{i}", fp, sig))
+    return marked(out)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**32),
+    k=st.integers(0, 15),
+    threshold=st.sampled_from([0.0, 0.3, 0.5, DEFAULT_THRESHOLD, 0.9, 0.95, 1.0]),
+)
+def test_a_batch_decides_as_one_document_at_a_time(seed: int, k: int, threshold: float) -> None:
+    """Near-duplicates within one batch and across batches, chains, top-bit
+    fingerprints and short texts with exact sets: the batch path's decisions
+    are the reference's (simindex's per-document path before batches)."""
+    batched, reference = both_ways(marks_corpus(seed, 900), k, threshold)
+    assert batched == reference
+    assert any(dup is not None for _, _, dup, _, _ in reference)
+
+
+@pytest.mark.parametrize("k", [0, 3, 4, 8, 12, 15])
+@pytest.mark.parametrize("threshold", [0.0, DEFAULT_THRESHOLD])
+def test_real_texts_in_batches_decide_as_one_at_a_time(k: int, threshold: float) -> None:
+    docs = corpus(19, 1200, planted=0.6) + [
+        (f"s{i}", t) for i, t in enumerate(["a b c d e", "a b c d f", "a b c d", "a b c d e f"])
+    ]
+    items = list(ingest.fingerprint_docs(simindex.dedup._as_docs(docs), DEFAULT_CONFIG, workers=1))
+    batched, reference = both_ways(items, k, threshold)
+    assert batched == reference
+    assert batched == as_expected(list(dedup_stream(docs, k=k, threshold=threshold, workers=1)))
+
+
+def test_a_chain_within_one_batch_is_decided_in_order() -> None:
+    """a ~ b ~ c in one batch, a and c apart: b is dropped as a's copy, so c is kept."""
+    sig = bytes(NBYTES)
+    a = 0
+    b = flip(a, 3, random.Random(1))
+    c = flip(b, 3, random.Random(2))
+    while hamming(a, c) <= 3:
+        c = flip(b, 3, random.Random(c))
+    items = marked([("a", a, sig), ("b", b, sig), ("c", c, sig)])
+    batched, reference = both_ways(items, 3, 0.5)
+    assert batched == reference
+    assert [dup for _, _, dup, _, _ in batched] == [None, "a", None]

@@ -1,6 +1,6 @@
 """The in-memory paths against brute force: a held snapshot's single and
 batch queries (snapshot.py), all pairs (pairs.py) and streaming dedup's
-kept fingerprints (dedup.Seen), on random fingerprints with planted
+kept fingerprints (dedup._Kept), on random fingerprints with planted
 neighbours and the top bit set, for every plan each of them can pick."""
 
 from __future__ import annotations
@@ -11,9 +11,8 @@ import random
 import numpy as np
 import pytest
 
-from simindex import BlockLayout, hamming, pairs, snapshot
+from simindex import BlockLayout, dedup, hamming, pairs, signature, snapshot
 from simindex.blocks import even_widths, probe_radius, probes
-from simindex.dedup import Seen
 from simindex.snapshot import Snapshot
 from simindex.tables import plan_for
 from tests.helpers import compiled_or_skip, flip
@@ -129,27 +128,43 @@ def test_pairs_plan_probes_only_where_it_pays() -> None:
 
 
 @pytest.mark.parametrize("k", [0, 3, 5, 8, 11])
-def test_streaming_dedup_finds_the_nearest_kept_as_brute_force(k: int) -> None:
-    """dedup.Seen (simindex dedup CORPUS): k + 1 exact blocks up to 3, probes above."""
-
+def test_streaming_dedup_finds_every_kept_within_k_as_brute_force(
+    k: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What streaming dedup kept (simindex dedup CORPUS), looked up a batch at
+    a time: k + 1 exact blocks up to 3, probes through bitmaps above; sorted
+    keys merged every 100 kept (dedup._TAIL) so the merges are exercised."""
+    monkeypatch.setattr(dedup, "_TAIL", 100)
     rng = random.Random(k)
-    seen = Seen(k)
-    # Probed k go through the bitmaps of kept block values; exact k need none.
-    assert any(b is not None for b in seen._bitmaps) == (k > 3)
+    tables = dedup._Kept(k, 0.0)
+    assert any(t.bitmap is not None for t in tables._tables) == (k > 3)
     kept: list[int] = []
-    for i in range(1500):
-        fp = (
+    none = np.zeros(0, np.int64)
+    for _ in range(25):
+        queries = [
             flip(rng.choice(kept), rng.randrange(0, k + 3), rng)
             if kept and i % 3
-            else rng.getrandbits(64)
+            else rng.getrandbits(64) | (1 << 63) * (i % 2)
+            for i in range(60)
+        ]
+        marks = dedup._Marks(
+            np.array(queries, dtype=np.uint64),
+            np.zeros((60, signature.WORDS), np.uint64),
+            np.zeros((60, signature.SMALL), np.uint32),
+            np.zeros(60, np.intp),
         )
-        distances = [(hamming(fp, other), pos) for pos, other in enumerate(kept)]
-        within = [(d, pos) for d, pos in distances if d <= k]
-        expected = None if not within else min(within)[::-1]
-        assert seen.nearest(fp) == expected
-        if expected is None or i % 2:
-            assert seen.add(fp) == len(kept)
-            kept.append(fp)
+        i, p = tables._near_kept(marks)
+        want = {
+            (q, position)
+            for q, fp in enumerate(queries)
+            for position, other in enumerate(kept)
+            if hamming(fp, other) <= k
+        }
+        assert set(zip(i.tolist(), p.tolist(), strict=True)) == want
+        keep = np.arange(60) % 2 == 0
+        rank = np.cumsum(keep) - 1 + len(kept)
+        tables._keep(marks, keep, rank, none, none, [f"q{q}" for q in range(60)])
+        kept += queries[::2]
 
 
 @pytest.mark.parametrize("k", range(16))
