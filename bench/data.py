@@ -23,6 +23,7 @@ import copy
 import glob
 import gzip
 import itertools
+import json
 import math
 import os
 import random
@@ -32,6 +33,7 @@ import subprocess
 import sys
 import tarfile
 import textwrap
+import zlib
 from collections import Counter
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -1701,3 +1703,160 @@ def _edit(text: str, lang: str, kind: str, pool: list[str], rng: random.Random) 
     if kind == "insert":
         return text[:at] + rng.choice(pool) + text[at:]
     return text[:at] + text[at + 1 :]
+
+
+# --- a corpus of many short documents with planted copies (dedup.py) --------------------
+
+CHANGELOGS = "changelog.Debian.gz"
+CORPUS_MIN_WORDS = 5  # a document has at least this many words
+CORPUS_MAX_CHARS = 4000  # pieces longer than this are cut at paragraphs
+CORPUS_NEAR = 0.6  # originals this similar to an earlier original (word sets) are left out
+
+
+def _paragraphs(text: str) -> list[str]:
+    """Blank-line-separated paragraphs, joined up to CORPUS_MAX_CHARS with the
+    ones after them while they are shorter than a line or two."""
+    out: list[str] = []
+    for para in re.split(r"\n\s*\n", text):
+        para = para.strip()
+        if not para:
+            continue
+        if out and len(out[-1]) < 120 and len(out[-1]) + len(para) < CORPUS_MAX_CHARS:
+            out[-1] += "\n\n" + para
+        else:
+            out.append(para[:CORPUS_MAX_CHARS])
+    return out
+
+
+def _changelog_entries(path: Path) -> list[str]:
+    """The entries of a changelog.Debian.gz: from 'package (version) ...' to its ' -- ' line."""
+    try:
+        text = gzip.decompress(path.read_bytes()).decode("utf-8", "replace")
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return []
+    entries, current = [], []
+    for line in text.splitlines():
+        current.append(line)
+        if line.startswith(" -- "):
+            entries.append("\n".join(current).strip()[:CORPUS_MAX_CHARS])
+            current = []
+    return entries
+
+
+def _man_sections(page: Path) -> list[str]:
+    """A manual page's roff source cut at its .SH headings, requests and escapes dropped."""
+    try:
+        raw = gzip.decompress(page.read_bytes()).decode("utf-8", "replace")
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return []
+    out = []
+    for section in re.split(r"^\.S[Hh]\b", raw, flags=re.M)[1:]:
+        lines = [ln for ln in section.splitlines()[1:] if not ln.startswith((".", "'"))]
+        text = re.sub(r"\\f[BIRP]|\\f\(..|\\\(..|\\[-&e|^]|\\.", " ", "\n".join(lines))
+        out.extend(_paragraphs(text))
+    return out
+
+
+def corpus_pieces() -> list[tuple[str, str]]:
+    """(where, text) of every piece of this machine's documentation: copyright
+    and licence files by paragraph, changelog.Debian.gz entries, and the
+    sections of the manual pages under /usr/share/man/*/ (roff source)."""
+    pieces: list[tuple[str, str]] = []
+    for path, text in copyright_files(distinct=True):
+        pieces += [(path, p) for p in _paragraphs(text)]
+    for path in sorted(DOC.glob(f"*/{CHANGELOGS}")):
+        pieces += [(str(path), e) for e in _changelog_entries(path)]
+    for page in sorted(MAN.glob("*/*.gz")):
+        pieces += [(str(page), s) for s in _man_sections(page)]
+    return pieces
+
+
+def _word_set(text: str) -> frozenset[str]:
+    return frozenset(text.lower().split())
+
+
+def distinct_originals(texts: list[str], near: float, seed: int) -> list[int]:
+    """The texts kept as originals: each at least CORPUS_MIN_WORDS words and
+    less than ``near`` similar (Jaccard of lower-cased word sets, checked
+    exactly) to every earlier one kept. Candidates come from a MinHash LSH of
+    20 bands of 3 rows over the word sets (a pair at 0.6 is a candidate with
+    probability 0.99), so few pairs above ``near`` are missed."""
+    bands, rows = 20, 3
+    rng = np.random.default_rng(seed)
+    prime = (1 << 61) - 1
+    a = rng.integers(1, prime, bands * rows, dtype=np.uint64)
+    b = rng.integers(0, prime, bands * rows, dtype=np.uint64)
+    buckets: list[dict[bytes, list[int]]] = [{} for _ in range(bands)]
+    sets: dict[int, frozenset[str]] = {}
+    kept: list[int] = []
+    for i, text in enumerate(texts):
+        words = _word_set(text)
+        if len(words) < CORPUS_MIN_WORDS:
+            continue
+        crcs = [zlib.crc32(w.encode("utf-8", "replace")) for w in words]
+        hashes = np.array(crcs, dtype=np.uint64)
+        mins = ((hashes[:, None] * a[None, :] + b[None, :]) & np.uint64(prime)).min(axis=0)
+        keys = [mins[j * rows : (j + 1) * rows].tobytes() for j in range(bands)]
+        seen: set[int] = set()
+        for table, key in zip(buckets, keys, strict=True):
+            seen.update(table.get(key, ()))
+        if any(_jaccard_sets(words, sets[j]) >= near for j in seen):
+            continue
+        sets[i] = words
+        kept.append(i)
+        for table, key in zip(buckets, keys, strict=True):
+            table.setdefault(key, []).append(i)
+    return kept
+
+
+def _jaccard_sets(x: frozenset[str], y: frozenset[str]) -> float:
+    return len(x & y) / len(x | y)
+
+
+def edit_words(text: str, rng: random.Random, low: float = 0.02, high: float = 0.05) -> str:
+    """The text with low..high of its words edited (at least one): each edit
+    replaces a word with another of the text's, drops it, or inserts one."""
+    words = text.split()
+    edits = max(1, round(len(words) * rng.uniform(low, high)))
+    for _ in range(edits):
+        at = rng.randrange(len(words))
+        kind = rng.random()
+        if kind < 0.5:
+            words[at] = f"{rng.choice(words)}x"
+        elif kind < 0.75 and len(words) > CORPUS_MIN_WORDS:
+            del words[at]
+        else:
+            words.insert(at, rng.choice(words) + "y")
+    return " ".join(words)
+
+
+def dedup_corpus(
+    path: Path, *, limit: int | None = None, copies: float = 0.05, seed: int = 1
+) -> dict[str, int]:
+    """Write a JSON Lines corpus for streaming dedup to ``path`` ({"id", "text"}
+    a line) and ``path``.copies.json (the ids of the planted copies, each with
+    the id of its original): the distinct pieces of this machine's
+    documentation (corpus_pieces, then distinct_originals at CORPUS_NEAR) in
+    a shuffled order, at most ``limit``, and for ``copies`` of them a copy
+    with 2-5% of its words edited, placed after its original. Returns counts."""
+    rng = random.Random(seed)
+    log("dedup corpus: reading this machine's copyright files, changelogs and manual pages")
+    pieces = corpus_pieces()
+    rng.shuffle(pieces)
+    texts = [t for _, t in pieces]
+    log(f"dedup corpus: {len(texts):,} pieces; keeping the distinct ones")
+    originals = distinct_originals(texts, CORPUS_NEAR, seed)
+    if limit is not None:
+        originals = originals[:limit]
+    order: list[tuple[str, str, str | None]] = [(f"o{i}", texts[i], None) for i in originals]
+    for at in sorted(rng.sample(range(len(order)), round(copies * len(order))), reverse=True):
+        key, text, _ = order[at]
+        where = rng.randint(at + 1, len(order))
+        order.insert(where, (f"c{at}", edit_words(text, rng), key))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as out:
+        for key, text, _ in order:
+            out.write(json.dumps({"id": key, "text": text}) + "\n")
+    planted = {key: of for key, _, of in order if of is not None}
+    Path(f"{path}.copies.json").write_text(json.dumps(planted), encoding="utf-8")
+    return {"documents": len(order), "originals": len(originals), "copies": len(planted)}

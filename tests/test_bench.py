@@ -46,6 +46,7 @@ KEPT = {  # one script a question a user asks
     "defaults",
     "overlaps",
     "fingerprinting",
+    "dedup",
 }
 EXPERIMENT_LIBRARIES = {"sketches"}  # bench/experiments/: modules, not scripts
 
