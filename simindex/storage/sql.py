@@ -39,7 +39,7 @@ class Sql:
         return [self.params(r) for r in rows]
 
 
-class Held:
+class Kept:
     """A raw driver connection kept by one thread for reads; returned when dropped."""
 
     def __init__(self, raw: Any, *, autocommit: bool = False) -> None:

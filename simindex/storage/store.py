@@ -37,7 +37,7 @@ from simindex.storage.backend import Backend, Versions, Write, db_error, expect
 from simindex.storage.checks import Checks
 from simindex.storage.copying import Copying
 from simindex.storage.dialects import CHANGES
-from simindex.storage.sql import Chunk, Held, Signatures, Sql, block_rows, with_version
+from simindex.storage.sql import Chunk, Kept, Signatures, Sql, block_rows, with_version
 from simindex.storage.stored import StoredSnapshot
 
 Row = tuple[int, str, int, "bytes | None"]  # (id, key, signed fingerprint, signature)
@@ -86,7 +86,7 @@ class Store:
         self.layout = layout
         # signatures=False: a table of revision 0001 (read-only, not upgraded):
         # every row reads as having no signature.
-        self.signed = signatures
+        self.has_signatures = signatures
         # Whether a snapshot read can tell it is still the index: once the
         # database counts every change (counted: revision 0005's triggers,
         # Settings.counted). An older index opened read-only holds nothing.
@@ -101,7 +101,7 @@ class Store:
         self._set_sql: dict[tuple[int, bool], Sql] = {}
         self.checks = Checks(backend, layout, self.tables)
         self.snapshots = StoredSnapshot(backend, self.tables, stores=self.stores)
-        self.copying = Copying(layout, self.caps, signed=signatures)
+        self.copying = Copying(layout, self.caps, has_signatures=signatures)
         t = self.tables.fingerprints
         self._signature: Any = (
             t.c.signature if signatures else null().cast(LargeBinary).label("signature")
@@ -148,14 +148,16 @@ class Store:
         self.keys_by_id = select(t.c.id, t.c.key, t.c.fingerprint, self._signature).where(
             t.c.id.in_(bindparam("ids", expanding=True))
         )
-        self.unsigned = select(func.count()).select_from(t)
+        self.count_without_signature = select(func.count()).select_from(t)
         if signatures:
-            self.unsigned = self.unsigned.where(t.c.signature.is_(None))
+            self.count_without_signature = self.count_without_signature.where(
+                t.c.signature.is_(None)
+            )
         # Reads on a kept connection run without a transaction: each statement
-        # reads one snapshot (SQLite's autocommit; psycopg's, see Held).
+        # reads one snapshot (SQLite's autocommit; psycopg's, see Kept).
         self._local = threading.local()
-        self._held: list[Held] = []
-        self._held_lock = threading.Lock()
+        self._connections: list[Kept] = []  # every thread's kept connection
+        self._connections_lock = threading.Lock()
 
     # Statements compiled on their first use (compiling every one as an
     # index opens cost a command that only queries ~20 ms).
@@ -168,7 +170,7 @@ class Store:
         cleared (it belonged to the old text)."""
         dialect = self.engine.dialect
         blocks = [schema.block_column(i) for i in range(len(self.layout.widths))]
-        names = ["key", "fingerprint", *blocks, *(["signature"] if self.signed else [])]
+        names = ["key", "fingerprint", *blocks, *(["signature"] if self.has_signatures else [])]
         bare = ["key", "fingerprint", *blocks]
         return (
             Sql(self._upsert_statement(names), dialect, names),
@@ -190,11 +192,11 @@ class Store:
         layout); every (id, signature) there is; the largest id."""
         t, dialect = self.tables.fingerprints, self.engine.dialect
         checked = consistency.checked_id(t, self.layout)
-        signed = select(t.c.id, t.c.signature).where(t.c.signature.is_not(None))
+        with_signatures = select(t.c.id, t.c.signature).where(t.c.signature.is_not(None))
         return (
             Sql(select(checked, t.c.fingerprint), dialect, []),
             Sql(select(t.c.id, t.c.fingerprint), dialect, []),
-            Sql(signed, dialect, []) if self.signed else None,
+            Sql(with_signatures, dialect, []) if self.has_signatures else None,
             Sql(select(func.max(t.c.id)), dialect, []),
         )
 
@@ -205,59 +207,59 @@ class Store:
         if keep:
             return statement.on_conflict_do_nothing(index_elements=[t.c.key])
         replaced: dict[str, Any] = {n: statement.excluded[n] for n in names if n != "key"}
-        if self.signed and "signature" not in names:
+        if self.has_signatures and "signature" not in names:
             replaced["signature"] = null()
         return statement.on_conflict_do_update(index_elements=[t.c.key], set_=replaced)
 
     # --- the read hot path ---------------------------------------------------
 
-    def _connection(self) -> Held:
-        held: Held | None = getattr(self._local, "held", None)
-        if held is None or held.pid != os.getpid():
+    def _connection(self) -> Kept:
+        kept: Kept | None = getattr(self._local, "kept", None)
+        if kept is None or kept.pid != os.getpid():
             try:
-                held = Held(
+                kept = Kept(
                     self.engine.raw_connection(),
                     autocommit=self.caps.read_autocommit,
                 )
             except (SQLAlchemyError, self.backend.driver_error) as exc:  # (a server starting)
                 raise db_error(self.where, exc) from exc
-            self._local.held = held
-            with self._held_lock:
-                self._held.append(held)
-        return held
+            self._local.kept = kept
+            with self._connections_lock:
+                self._connections.append(kept)
+        return kept
 
     def _read(self, sql: str, params: Any) -> list[Any]:
         """One statement on this thread's kept connection (see _kept)."""
 
-        def run(held: Held) -> list[Any]:
+        def run(kept: Kept) -> list[Any]:
             with self.backend.turns:  # (an in-memory database: one connection)
-                held.cursor.execute(sql, params)
-                rows: list[Any] = held.cursor.fetchall()
+                kept.cursor.execute(sql, params)
+                rows: list[Any] = kept.cursor.fetchall()
             return rows
 
         return self._kept(run)
 
-    def _kept(self, run: Callable[[Held], T]) -> T:
-        """``run(held)`` on this thread's kept connection, and once more on a
-        new one where the database has lost it (Held.lost): what runs there
+    def _kept(self, run: Callable[[Kept], T]) -> T:
+        """``run(kept)`` on this thread's kept connection, and once more on a
+        new one where the database has lost it (Kept.lost): what runs there
         is safe to repeat (a read, VACUUM), and a server's restart costs the
         caller nothing else. Every driver error becomes a StorageError."""
         for attempt in (1, 2):
-            held = self._connection()
+            kept = self._connection()
             try:
-                return run(held)
+                return run(kept)
             except self.backend.driver_error as exc:
-                if attempt == 1 and self._lost(held, exc):
+                if attempt == 1 and self._lost(kept, exc):
                     continue
                 raise db_error(self.where, exc) from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _lost(self, held: Held, exc: BaseException) -> bool:
-        if not held.lost(exc, self.engine.dialect):
+    def _lost(self, kept: Kept, exc: BaseException) -> bool:
+        if not kept.lost(exc, self.engine.dialect):
             return False
-        self._local.held = None  # (the next read opens another)
-        with self._held_lock:
-            self._held = [h for h in self._held if h is not held]
+        self._local.kept = None  # (the next read opens another)
+        with self._connections_lock:
+            self._connections = [c for c in self._connections if c is not kept]
         return True
 
     def lookup(self, fingerprint: int, generation: int | None) -> list[tuple[int, int]]:
@@ -507,7 +509,7 @@ class Store:
 
     def without_signature(self, conn: Connection) -> int:
         """The rows that have no signature (matched by distance alone)."""
-        return int(conn.execute(self.unsigned).scalar_one())
+        return int(conn.execute(self.count_without_signature).scalar_one())
 
     def load(self, conn: Connection, generation: int | None) -> tuple[np.ndarray, np.ndarray]:
         """(ids, unsigned fingerprints) of every row, read under ``generation``
@@ -554,19 +556,19 @@ class Store:
             cursor.execute(statement.text, statement.params([]))
             while rows := cursor.fetchmany(100_000):
                 found_ids.append(np.fromiter((r[0] for r in rows), np.int64, count=len(rows)))
-                words, held = consistency.signature_words(self.where, [r[1] for r in rows])
+                words, has = consistency.signature_words(self.where, [r[1] for r in rows])
                 parts.append(words)
-                present.append(held)
+                present.append(has)
         finally:
             cursor.close()
         if not parts or not len(ids):
             return None
-        signed_ids = np.concatenate(found_ids)
+        signature_ids = np.concatenate(found_ids)
         order = np.argsort(ids, kind="stable")
-        at = np.minimum(np.searchsorted(ids, signed_ids, sorter=order), len(ids) - 1)
+        at = np.minimum(np.searchsorted(ids, signature_ids, sorter=order), len(ids) - 1)
         where = order[at]
-        known = ids[where] == signed_ids  # (always, in one snapshot)
-        consistency.all_known(self.where, signed_ids, known)
+        known = ids[where] == signature_ids  # (always, in one snapshot)
+        consistency.all_known(self.where, signature_ids, known)
         words = np.zeros((len(ids), WORDS), dtype=np.uint64)
         mask = np.zeros(len(ids), dtype=bool)
         words[where[known]] = np.concatenate(parts)[known]
@@ -606,13 +608,13 @@ class Store:
         with RETURNING and their (id, signed fingerprint) are appended to it
         (cheaper than reading them back)."""
         if self.caps.bulk_copy:
-            sigs = (signatures or [None] * len(keys)) if self.signed else None
+            sigs = (signatures or [None] * len(keys)) if self.has_signatures else None
             return self.copying.put(
                 conn, block_rows(keys, fingerprints, self.layout, sigs), keep=keep
             )
-        signed = signatures is not None and self.signed
-        rows = block_rows(keys, fingerprints, self.layout, signatures if signed else None)
-        upsert, insert_new = self._writes[:2] if signed else self._writes[2:]
+        with_signatures = signatures is not None and self.has_signatures
+        rows = block_rows(keys, fingerprints, self.layout, signatures if with_signatures else None)
+        upsert, insert_new = self._writes[:2] if with_signatures else self._writes[2:]
         if keep:
             done = conn.exec_driver_sql(insert_new.text, insert_new.many(rows))
             return max(0, done.rowcount)
@@ -708,7 +710,7 @@ class Store:
         if not self.caps.vacuum_after_load:
             return
         # On the kept autocommit connection: VACUUM cannot run in a transaction.
-        self._kept(lambda held: self.backend.dialect.tidy_after_load(held.cursor))
+        self._kept(lambda kept: self.backend.dialect.tidy_after_load(kept.cursor))
 
     def remove(self, conn: Connection, keys: Sequence[str]) -> int:
         removed = 0
@@ -719,8 +721,8 @@ class Store:
 
     def close(self) -> None:
         """Close the kept connections (the next read opens new ones)."""
-        with self._held_lock:
-            held, self._held = self._held, []
-        for h in held:
-            h.close()
+        with self._connections_lock:
+            kept, self._connections = self._connections, []
+        for connection in kept:
+            connection.close()
         self._local = threading.local()
