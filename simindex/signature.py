@@ -302,8 +302,8 @@ def one_unit(a: bytes | None, b: bytes | None) -> float | None:
 
 
 def one_unit_apart(a: frozenset[int], b: frozenset[int]) -> bool:
-    """one_unit's question of two exact sets already read (dedup's copy of
-    the rule asks it; see one_unit)."""
+    """one_unit's question of two exact sets already read (the per-document
+    reference dedup of tests/dedup_reference.py asks it; see one_unit)."""
     return _compare_sets(a, b)[0]
 
 

@@ -428,8 +428,6 @@ SHORT_RULE = {"ONE_UNIT", "ONE_UNIT_SHARED", "_KEY_SALT", "_compare_sets", "one_
 SHORT_RULE_ELSEWHERE = {
     # explain's text tells a user the rule's numbers.
     "simindex.cli.tools": {"ONE_UNIT", "ONE_UNIT_SHARED"},
-    # short_signatures' least length, until it reads signature.KEYED_BYTES.
-    "simindex.storage.store": {"ONE_UNIT_SHARED"},
 }
 
 

@@ -31,7 +31,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from simindex.blocks import BlockLayout, Probe, can_probe, probes
 from simindex.fingerprint import BITS, to_signed
-from simindex.signature import NBYTES, ONE_UNIT_SHARED, WORDS
+from simindex.signature import KEYED_BYTES, WORDS
 from simindex.storage import consistency, schema, short_sets
 from simindex.storage.backend import Backend, Versions, Write, db_error, expect
 from simindex.storage.checks import Checks
@@ -406,8 +406,9 @@ class Store:
         transaction (all pairs of short texts)."""
         t = self.tables.fingerprints
         size = func.length(t.c.signature)
-        least = NBYTES + 4 * ONE_UNIT_SHARED
-        statement = select(t.c.id, t.c.key, t.c.fingerprint, t.c.signature).where(size >= least)
+        statement = select(t.c.id, t.c.key, t.c.fingerprint, t.c.signature).where(
+            size >= KEYED_BYTES
+        )
         return [tuple(r) for r in conn.execute(statement)]
 
     def sets_written(self, conn: Connection) -> None:
