@@ -122,6 +122,23 @@ def test_every_dependency_points_one_way() -> None:
     assert not any(m.startswith("simindex.index") for m in graph["simindex.storage.store"])
 
 
+def test_the_command_line_reaches_storage_only_through_the_library() -> None:
+    """cli -> the library's facade (simindex.index, simindex.index_files)
+    -> storage: no module of simindex/cli imports simindex.storage, at its
+    top or inside a function."""
+    known = modules()
+    reaching = {
+        f"{name} -> {other}"
+        for name, path in known.items()
+        if name.startswith("simindex.cli")
+        for other in imports(name, path, known)
+        if other == "simindex.storage" or other.startswith("simindex.storage.")
+    }
+    assert not reaching, sorted(reaching)
+    facade = imports("simindex.cli.restore_command", known["simindex.cli.restore_command"], known)
+    assert "simindex.index_files" in facade  # (the check sees lazy imports)
+
+
 # The rooms that work in memory: what they know of the database comes in as
 # values (the accelerator's Stamp is a pair of ints, storage's Versions one).
 IN_MEMORY = (

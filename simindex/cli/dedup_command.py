@@ -29,7 +29,6 @@ from simindex.cli.files import (
     NotText,
     Skipped,
     check_outputs,
-    is_sqlite,
     written_together,
 )
 from simindex.cli.options import (
@@ -224,6 +223,8 @@ def _dedup_corpus(
     """
     if "-" in sources and fmt in ("auto", "text"):
         raise UserError("read a corpus from stdin with --format lines, jsonl or csv")
+    from simindex.index_files import is_sqlite
+
     ingest.check_paths(sources)
     for source in sources:
         if os.path.isfile(source) and is_sqlite(Path(source)):  # (never a pipe: isfile)

@@ -23,10 +23,9 @@ from typing import IO, Any
 
 import typer
 
-from simindex import ingest, storage
+from simindex import ingest
 from simindex.cli.errors import UserError
 from simindex.cli.output import escaped
-from simindex.errors import SimIndexError
 
 # --- what may be read, and what written ---------------------------------------------
 
@@ -57,18 +56,12 @@ def _is_stdin(path: str) -> bool:
     return (st.st_dev, st.st_ino) == ingest.identity(path)
 
 
-def _index_files(index: str) -> list[str]:
-    """A SQLite index's file and the files SQLite keeps beside it; [] for others."""
-    path = storage.locate(index).path
-    if path is None:
-        return []
-    return [str(path), *(f"{path}{suffix}" for suffix in ("-wal", "-shm", "-journal"))]
-
-
 def check_sources(index: str, paths: list[str]) -> list[str]:
     """Refuse a source that is the index (or its -wal, -shm, -journal); the
     index's files, for read_docs to skip where they are met in a folder."""
-    own = _index_files(index)
+    from simindex.index_files import files_of
+
+    own = files_of(index)
     for source in paths:
         if source == ingest.STDIN:
             if any(_is_stdin(f) for f in own):
@@ -101,6 +94,8 @@ def check_outputs(outputs: list[tuple[str, str | None]], sources: list[str]) -> 
     """Refuse, before anything is read, outputs ((option, path), '-' for
     stdout) that would write over an input, an index or each other. Returns
     the output files (and their .partial files), for read_docs to skip."""
+    from simindex.index_files import is_sqlite  # (SQLite reads the header, never open())
+
     files: list[tuple[str, str]] = []
     for option, path in outputs:
         if path is None:
@@ -164,27 +159,6 @@ def stream_kind(path: str) -> str | None:
         if test(mode):
             return kind
     return None
-
-
-def is_sqlite(path: Path) -> bool:
-    """Whether an existing regular file is a SQLite database (an index?).
-
-    SQLite reads the header (storage.check_file), never Python's open():
-    closing any descriptor of a file drops every POSIX lock the process
-    holds on it, and this process may hold the file (a program that runs
-    the CLI in-process). A file shorter than SQLite's 100-byte header is
-    none (SQLite would read an empty file as an empty database); one that
-    cannot be read is left to the command to report."""
-    try:
-        if path.stat().st_size < _SQLITE_HEADER:
-            return False
-        storage.check_file(storage.locate(path), create=False, timeout=0)
-    except (OSError, SimIndexError):
-        return False
-    return True
-
-
-_SQLITE_HEADER = 100
 
 
 class Skipped:

@@ -212,10 +212,10 @@ def _say_waiting(said: str) -> None:
 
 def lock_wait() -> float:
     """--timeout's seconds, or SimIndex's default."""
-    from simindex import storage
+    from simindex.index_files import BUSY_TIMEOUT_S
 
     given = _lock_wait[0]
-    return storage.BUSY_TIMEOUT_S if given is None else given
+    return BUSY_TIMEOUT_S if given is None else given
 
 
 StrictOpt = Annotated[
@@ -263,9 +263,9 @@ def open_index(
 ) -> SimIndex:
     """The index an INDEX argument names, waiting --timeout seconds for a
     writer's lock; "no index" says how to create one."""
-    from simindex import storage
     from simindex.errors import NoIndexError
     from simindex.index import SimIndex
+    from simindex.index_files import shown
 
     check_threshold_option(threshold)
     try:
@@ -284,8 +284,8 @@ def open_index(
             timeout=lock_wait(),
         )
     except NoIndexError as exc:
-        shown = storage.locate(location)  # the URL with its password hidden
-        raise UserError(f"{exc} (create one with: simindex init {shown})") from exc
+        where = shown(location)  # a URL with its password hidden
+        raise UserError(f"{exc} (create one with: simindex init {where})") from exc
 
 
 def read_text_file(path: str, index: str | None = None) -> str:
