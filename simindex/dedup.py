@@ -197,7 +197,7 @@ def dedup_stream(
     A stream: the input is read a batch of 256 documents ahead of the
     decisions (with workers, a few chunks of 256 more), and memory holds the
     kept documents' fingerprints, signatures and keys, never their texts,
-    beside fixed lookup bitmaps (8 MiB at most, at k = 4, 5 and 8). The arguments are checked now
+    beside fixed lookup tables (40 MiB at most, at k = 4, 5 and 8). The arguments are checked now
     (``InvalidArgumentError``); an error in the input (a malformed line) is
     raised after the decisions about the documents before it. ``.counts``
     holds the counts so far; ``with`` or ``close()`` stops early (and stops
@@ -241,7 +241,7 @@ __all__ = ["Decision", "DedupCounts", "DedupStream", "dedup_stream"]
 
 _BATCH = 256  # documents decided at once (the workers' chunk)
 _TAIL = 4096  # keys a _Sorted holds apart before it merges them into its sorted arrays
-_BITMAP_BITS = 24  # a probed table keeps a bitmap of its keys up to 2**24 (bytes: 16 MiB)
+_CHAINED_BITS = 22  # a probed table of keys up to 2**22 keeps chains (20 MiB at most)
 
 
 class _Sorted:
@@ -276,6 +276,52 @@ def _merged(
     keys, positions = keys[order], positions[order]
     at = np.searchsorted(into[0], keys, side="right")
     return np.insert(into[0], at, keys), np.insert(into[1], at, positions)
+
+
+class _Chains:
+    """Keys of a probed table (up to _CHAINED_BITS bits) with the kept
+    positions under them, as chains: the last position kept under each key
+    (-1: none), and for each position the one kept before it under the same
+    key. A batch's hundreds of probes a document are one gather of a bitmap
+    of the keys kept (a quarter of the heads' bytes: fewer cache misses), and
+    the few that are kept are followed, all at once, to the chains' ends."""
+
+    def __init__(self, width: int) -> None:
+        self._kept = np.zeros(1 << width, dtype=bool)
+        self._head = np.full(1 << width, -1, dtype=np.int32)
+        self._after = _Column(np.int32)  # by position
+
+    def add(self, keys: np.ndarray, positions: np.ndarray) -> None:
+        """Keep positions (the next ones, in order) under keys."""
+        keys = keys.astype(np.intp)
+        order = np.argsort(keys, kind="stable")
+        keys, at = keys[order], positions[order]
+        first = np.ones(len(keys), dtype=bool)  # the first of its key in this batch
+        first[1:] = keys[1:] != keys[:-1]
+        after = np.empty(len(keys), dtype=np.int32)
+        after[first] = self._head[keys[first]]
+        after[~first] = at[:-1][~first[1:]]
+        by_position = np.empty(len(keys), dtype=np.int32)
+        by_position[at - self._after.size] = after
+        self._after.extend(by_position)
+        last = np.ones(len(keys), dtype=bool)
+        last[:-1] = first[1:]
+        self._head[keys[last]] = at[last]
+        self._kept[keys] = True
+
+    def find(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(row, position) for every kept key in each row of wanted."""
+        rows, cols = np.nonzero(self._kept[wanted])
+        positions = self._head[wanted[rows, cols]]
+        found_rows, found = [rows], [positions]
+        after = self._after.rows
+        while positions.size:
+            positions = after[positions]
+            live = positions >= 0
+            rows, positions = rows[live], positions[live]
+            found_rows.append(rows)
+            found.append(positions)
+        return np.concatenate(found_rows), np.concatenate(found).astype(np.int64)
 
 
 class _Column:
@@ -353,8 +399,7 @@ class _Table(NamedTuple):
     mask: np.uint64  # the fingerprint bits it is keyed by
     shift: np.uint64  # its lowest bit: keys are (fp & mask) >> shift
     flips: np.ndarray  # the XORs of a key to look up (uint64, shifted like the keys)
-    bitmap: np.ndarray | None  # which keys are kept, where a key has few bits and many flips
-    keys: _Sorted
+    keys: _Sorted | _Chains  # chains where a key has few bits and many flips
 
 
 class _Kept:
@@ -391,16 +436,13 @@ class _Kept:
         for mask, xors in zip(masks, flips, strict=True):
             shift = (mask & -mask).bit_length() - 1
             width = (mask >> shift).bit_length()
-            bitmap = None
-            if len(xors) > 1 and width <= _BITMAP_BITS:  # (flips are of the mask's bits)
-                bitmap = np.zeros(1 << width, dtype=bool)
+            chained = len(xors) > 1 and width <= _CHAINED_BITS  # (flips: the mask's bits)
             self._tables.append(
                 _Table(
                     np.uint64(mask),
                     np.uint64(shift),
                     np.array([x >> shift for x in xors], dtype=np.uint64),
-                    bitmap,
-                    _Sorted(np.uint64),
+                    _Chains(width) if chained else _Sorted(np.uint64),
                 )
             )
 
@@ -476,15 +518,13 @@ class _Kept:
         found_i, found_p = [], []
         for table in self._tables:
             keys = (new.fps & table.mask) >> table.shift
-            wanted = keys[:, None] ^ table.flips[None, :]
-            if table.bitmap is not None:  # only the probes whose value is kept
-                rows, cols = np.nonzero(table.bitmap[wanted.astype(np.intp)])
-                wanted, owners = wanted[rows, cols], rows
+            if isinstance(table.keys, _Chains):
+                wanted = keys.astype(np.intp)[:, None] ^ table.flips.astype(np.intp)[None, :]
+                owners, positions = table.keys.find(wanted)
             else:
-                owners = np.repeat(np.arange(len(keys)), len(table.flips))
-                wanted = wanted.ravel()
-            at, positions = table.keys.find(wanted)
-            found_i.append(owners[at])
+                at, positions = table.keys.find((keys[:, None] ^ table.flips[None, :]).ravel())
+                owners = at // len(table.flips)
+            found_i.append(owners)
             found_p.append(positions)
         i, p = np.concatenate(found_i), np.concatenate(found_p)
         near = np.bitwise_count(new.fps[i] ^ self._fps.rows[p]) <= self.k
@@ -526,8 +566,6 @@ class _Kept:
         for table in self._tables:
             values = (new.fps[at] & table.mask) >> table.shift
             table.keys.add(values, positions)
-            if table.bitmap is not None:
-                table.bitmap[values.astype(np.intp)] = True
         if len(set_keys):
             mine = kept[owner]
             self._by_set_key.add(set_keys[mine], rank[owner[mine]].astype(np.int64))

@@ -132,12 +132,12 @@ def test_streaming_dedup_finds_every_kept_within_k_as_brute_force(
     k: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What streaming dedup kept (simindex dedup CORPUS), looked up a batch at
-    a time: k + 1 exact blocks up to 3, probes through bitmaps above; sorted
+    a time: k + 1 exact blocks up to 3, probes through chains of keys above; sorted
     keys merged every 100 kept (dedup._TAIL) so the merges are exercised."""
     monkeypatch.setattr(dedup, "_TAIL", 100)
     rng = random.Random(k)
     tables = dedup._Kept(k, 0.0)
-    assert any(t.bitmap is not None for t in tables._tables) == (k > 3)
+    assert any(isinstance(t.keys, dedup._Chains) for t in tables._tables) == (k > 3)
     kept: list[int] = []
     none = np.zeros(0, np.int64)
     for _ in range(25):
