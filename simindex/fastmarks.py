@@ -14,10 +14,11 @@ sketch and the exact set of a short text, is the loop in
 simindex/_marks.py.
 
 It serves the configurations whose signature and fingerprint read the same
-tokens (signature._one_pass: word unigrams, CJK as characters and bigrams;
+tokens (signature._shared_tokens: word unigrams, CJK as characters and bigrams;
 the default's), with ``tf`` or ``binary`` weights, and texts of at most
 tokenize.PIECE_CHARS characters; ``marks`` returns None for the others,
-and the caller takes the Python path.
+and the caller takes the Python path (signature.one_pass, the reference the
+tests hold this pass to).
 
 When: numba's import and the tables here cost a process about a second
 (compiling the loop, once a machine, about 15 s more), so a process turns

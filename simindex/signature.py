@@ -46,10 +46,11 @@ from simindex.fingerprint import (
     FingerprintConfig,
     features_of_tokens,
     prepare,
-    simhash,
     simhash_of_hashes,
+    simhash_weighted,
+    weighted,
 )
-from simindex.tokenize import PIECE_CHARS, has_cjk, pieces, words
+from simindex.tokenize import PIECE_CHARS, Shingling, has_cjk, pieces, words
 
 NAME = "minhash128x4/1+set15"  # stored in an index's settings: what its signatures are
 # Earlier indexes' name (their signatures are the sketch alone); opening one
@@ -416,10 +417,8 @@ def estimates(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _distinct_units(text: str) -> list[str]:
     """The distinct units of a prepared text, in first-seen order; a long text
     piece by piece (memory that grows with its vocabulary, not its length)."""
-    if len(text) <= PIECE_CHARS:
-        return list(dict.fromkeys(units(text)))
     seen: dict[str, None] = {}
-    for piece in pieces(text):
+    for piece in pieces(text):  # (a text of at most PIECE_CHARS: itself, once)
         seen.update(dict.fromkeys(units(piece)))
     return list(seen)
 
@@ -427,7 +426,8 @@ def _distinct_units(text: str) -> list[str]:
 def signature(text: str, config: FingerprintConfig) -> bytes:
     """The signature of a text read with an index's configuration (its
     normalisation: see fingerprint.prepare). Raises EmptyTextError for a text
-    with no unit."""
+    with no unit. With the fingerprint: fingerprint_and_signature, which
+    reads the text once for both."""
     if not isinstance(text, str):
         raise InvalidArgumentError(f"text must be a str, not {type(text).__name__}")
     found = _distinct_units(prepare(text, config))
@@ -448,25 +448,25 @@ def _signature_of(hashes: np.ndarray) -> bytes:
     return made + struct.pack(f"<{len(exact)}I", *exact)
 
 
-def _one_pass(config: FingerprintConfig) -> bool:
-    """Whether the signature's tokens are the ones the fingerprint's features
-    come from (word unigrams, CJK as characters and bigrams: the default's),
-    so one tokenisation serves both."""
+def _shared_tokens(config: FingerprintConfig) -> bool:
+    """Whether the fingerprint's features are chosen among the signature's
+    tokens (word unigrams, CJK as characters and bigrams: the default's), so
+    that each distinct token is hashed once for both."""
     return config.ngram == 1 and config.cjk == "chars"
 
 
 def fingerprint_and_signature(text: str, config: FingerprintConfig) -> tuple[int, bytes]:
-    """simhash(text, config) and signature(text, config), in one pass where the
-    configuration allows (see _one_pass): the text prepared and tokenised once,
-    each distinct token hashed once for both; the fingerprint's features
-    chosen by fingerprint.features_of_tokens, as simhash() chooses them.
-    Compiled where numba is installed and a process has done enough of this
-    to pay for it (simindex.fastmarks: the same bits). Raises EmptyTextError
-    for a text with no word."""
+    """simhash(text, config) and signature(text, config), the text read once
+    for both: the one route from a text to what an index stores of it.
+
+    The compiled pass (simindex.fastmarks) where it serves (numba installed,
+    a configuration of word unigrams with CJK as characters and bigrams and
+    tf or binary weights, a text of at most PIECE_CHARS characters, and the
+    process's switch: see fastmarks); else one_pass, its Python
+    implementation and the reference the tests hold it to: the same bits.
+    Raises EmptyTextError for a text with no word."""
     if not isinstance(text, str):
         raise InvalidArgumentError(f"text must be a str, not {type(text).__name__}")
-    if len(text) > PIECE_CHARS or not _one_pass(config):
-        return simhash(text, config), signature(text, config)
     made = fastmarks.marks(text, config, _probes())
     if made is None:
         return one_pass(text, config)
@@ -476,26 +476,61 @@ def fingerprint_and_signature(text: str, config: FingerprintConfig) -> tuple[int
 
 
 def one_pass(text: str, config: FingerprintConfig) -> tuple[int, bytes]:
-    """fingerprint_and_signature's Python path (a configuration of _one_pass,
-    a text of at most PIECE_CHARS characters)."""
+    """fingerprint_and_signature in Python, for every configuration and
+    length: equal to (simhash(text, config), signature(text, config)).
+
+    The text is prepared once and tokenised once as the signature reads it
+    (tokenize.words with CJK as characters and bigrams; a long text piece by
+    piece, as simhash and signature read it). Where the fingerprint's
+    features are those tokens (word unigrams, cjk="chars": the default's),
+    each distinct token is hashed once for both. Word n-grams are shingled
+    from the same tokens; only a configuration that segments CJK otherwise
+    (jieba's words) tokenises a piece with CJK characters a second time."""
     prepared = prepare(text, config)
-    tokens = words(prepared, "chars")
-    if not tokens:
+    # A text of at most PIECE_CHARS characters in a configuration whose
+    # fingerprint reads the signature's tokens is read whole, and its CJK
+    # bigrams left out of its units where the prepared text has CJK (as the
+    # compiled pass does); otherwise as signature() reads it: in pieces, the
+    # bigrams left out where its tokens have CJK. The two differ only for
+    # CJK that NFKC makes (a Kangxi radical, U+2F00-2FDF, in a configuration
+    # that prepares nothing), kept apart so that no signature changes.
+    whole = len(text) <= PIECE_CHARS and _shared_tokens(config)
+    counts: Counter[str] = Counter()  # in the order tokens are first seen
+    shingling = None  # word n-grams (ngram > 1), shingled as the pieces come
+    if config.ngram > 1:
+        shingling = Shingling(config.ngram, drop_stopwords=config.stopwords)
+    own: Counter[str] | None = None  # the fingerprint's tokens, once a piece's differ
+    for piece in (prepared,) if whole else pieces(prepared):
+        tokens = words(piece, "chars")
+        theirs = tokens
+        if config.cjk != "chars" and not piece.isascii() and has_cjk("".join(tokens)):
+            theirs = words(piece, config.cjk)
+            if own is None and shingling is None:
+                own = counts.copy()  # the pieces before this one: the same tokens
+        counts.update(tokens)
+        if shingling is not None:
+            shingling.add(theirs)
+        elif own is not None:
+            own.update(theirs)
+    if not counts:
         raise EmptyTextError("the text has no word features (it is empty or only punctuation)")
-    # Counter keeps the order tokens are first seen: `distinct` and `hashes`
-    # line up, and each distinct token is hashed once for both.
-    counts = Counter(tokens)
     distinct = list(counts)
     hashes = unit_hashes(distinct)
-    chosen = features_of_tokens(counts, config)
-    if len(chosen) == len(distinct):  # every token a feature (in the same order)
-        weights = np.fromiter(chosen.values(), np.float64, count=len(distinct))
-        fingerprint = simhash_of_hashes(hashes, weights)
-    else:
-        kept = np.fromiter(map(chosen.__contains__, distinct), bool, count=len(distinct))
-        weights = np.fromiter(chosen.values(), np.float64, count=len(chosen))
-        fingerprint = simhash_of_hashes(hashes[kept], weights)
-    if not prepared.isascii() and has_cjk(prepared):  # the units: no CJK bigrams
+    if shingling is not None:
+        fingerprint = simhash_weighted(weighted(shingling.counts(), config))
+    elif own is not None:
+        fingerprint = simhash_weighted(features_of_tokens(own, config))
+    else:  # the features are among the tokens: each hashed once for both
+        chosen = features_of_tokens(counts, config)
+        if len(chosen) == len(distinct):  # every token a feature (in the same order)
+            weights = np.fromiter(chosen.values(), np.float64, count=len(distinct))
+            fingerprint = simhash_of_hashes(hashes, weights)
+        else:
+            kept = np.fromiter(map(chosen.__contains__, distinct), bool, count=len(distinct))
+            weights = np.fromiter(chosen.values(), np.float64, count=len(chosen))
+            fingerprint = simhash_of_hashes(hashes[kept], weights)
+    cjk = has_cjk(prepared) if whole else has_cjk("".join(distinct))
+    if not prepared.isascii() and cjk:  # the units: no CJK bigrams
         single = np.fromiter(map(_single, distinct), bool, count=len(distinct))
         return fingerprint, _signature_of(hashes[single])
     return fingerprint, _signature_of(hashes)

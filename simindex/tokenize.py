@@ -240,20 +240,33 @@ def shingle_counts(
 ) -> Counter[str]:
     """Counter(shingles(content_words(text), n)), in memory that grows with the
     text's vocabulary, not its length: a long text is tokenised piece by piece."""
-    if len(text) <= PIECE_CHARS:
-        return Counter(shingles(content_words(text, drop_stopwords=drop_stopwords, cjk=cjk), n))
-    stop = stopwords() if drop_stopwords else frozenset()
-    kept, kept_tail = Counter[str](), list[str]()
-    every, every_tail = Counter[str](), list[str]()  # in case all are stop words
+    counting = Shingling(n, drop_stopwords=drop_stopwords)
     for piece in pieces(text):
-        tokens = words(piece, cjk)
-        content = [t for t in tokens if t not in stop] if stop else tokens
-        kept_tail = _shingle_into(kept, kept_tail + content, n)
-        if not kept and not kept_tail:
-            every_tail = _shingle_into(every, every_tail + tokens, n)
-    if kept or kept_tail:
-        return _finish(kept, kept_tail, n)
-    return _finish(every, every_tail, n)
+        counting.add(words(piece, cjk))
+    return counting.counts()
+
+
+class Shingling:
+    """shingle_counts of a text given its tokens a piece at a time (words of
+    each of its pieces, in order): the n-grams that span two pieces counted
+    too, stop words dropped unless the whole text is stop words."""
+
+    def __init__(self, n: int, *, drop_stopwords: bool = True) -> None:
+        self.n = n
+        self.stop = stopwords() if drop_stopwords else frozenset()
+        self.kept, self.kept_tail = Counter[str](), list[str]()
+        self.every, self.every_tail = Counter[str](), list[str]()  # in case all are stop words
+
+    def add(self, tokens: list[str]) -> None:
+        content = [t for t in tokens if t not in self.stop] if self.stop else tokens
+        self.kept_tail = _shingle_into(self.kept, self.kept_tail + content, self.n)
+        if not self.kept and not self.kept_tail:
+            self.every_tail = _shingle_into(self.every, self.every_tail + tokens, self.n)
+
+    def counts(self) -> Counter[str]:
+        if self.kept or self.kept_tail:
+            return _finish(self.kept, self.kept_tail, self.n)
+        return _finish(self.every, self.every_tail, self.n)
 
 
 def _shingle_into(counts: Counter[str], tokens: list[str], n: int) -> list[str]:

@@ -195,13 +195,74 @@ def test_one_pass_gives_the_fingerprint_and_the_signature(config: FingerprintCon
 def test_a_long_text_is_read_in_pieces_with_the_same_signature(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from simindex import tokenize
+
     rng = random.Random(6)
     text = passage(rng, 3000)
     whole = sig.signature(text, DEFAULT_CONFIG)
-    monkeypatch.setattr(sig, "PIECE_CHARS", 500)
+    fingerprint = simhash(text, DEFAULT_CONFIG)
+    monkeypatch.setattr(tokenize, "PIECE_CHARS", 500)  # tokenize.pieces' size
+    assert len(list(tokenize.pieces(text))) > 20
     assert sig.signature(text, DEFAULT_CONFIG) == whole
-    fp, got = sig.fingerprint_and_signature(text, DEFAULT_CONFIG)
-    assert got == whole and fp == simhash(text, DEFAULT_CONFIG)
+    assert sig.one_pass(text, DEFAULT_CONFIG) == (fingerprint, whole)
+
+
+_CONFIGS = [
+    DEFAULT_CONFIG,
+    FingerprintConfig(),  # jieba's words
+    FingerprintConfig(ngram=2),
+    FingerprintConfig(ngram=3, cjk="chars", weighting="binary"),
+    FingerprintConfig(ngram=2, cjk="chars", stopwords=False, weighting="sublinear"),
+    FingerprintConfig(cjk="chars", weighting="sublinear"),
+    FingerprintConfig(cjk="chars", cjk_gaps="folded", script="simplified"),
+    FingerprintConfig(cjk_gaps="folded", script="simplified", stopwords=False),
+]
+
+
+@pytest.mark.parametrize("pieces", [None, 40], ids=["whole", "in-pieces"])
+@pytest.mark.parametrize("config", _CONFIGS, ids=lambda c: c.to_json())
+def test_the_python_pass_is_simhash_and_signature_for_every_configuration(
+    config: FingerprintConfig, pieces: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """one_pass, the one route's Python implementation, reads a text once
+    for both and gives what simhash and signature give apart, whatever the
+    configuration, a long text piece by piece (as both read it)."""
+    from simindex import fingerprint, tokenize
+
+    rng = random.Random(len(config.to_json()))
+    texts = [
+        "the quick brown fox jumps over the lazy dog",
+        "你好　世界！　　呼噜。 and some English words, the end",
+        "簡體中文與简体中文，一二三四五六七八九十。 然後 the 中文 words",
+        "the the the and of",
+        "Straße ｆｕｌｌ-width don’t",
+        "lonely",
+        passage(rng, 120),
+        passage(rng, 60) + " 中華人民共和國的首都是北京，" * 5 + passage(rng, 60),
+    ]
+    expected = [(simhash(t, config), sig.signature(t, config)) for t in texts]
+    if pieces is not None:
+        monkeypatch.setattr(tokenize, "PIECE_CHARS", pieces)  # tokenize.pieces' size
+        monkeypatch.setattr(sig, "PIECE_CHARS", pieces)  # a long text, to one_pass
+        monkeypatch.setattr(fingerprint, "PIECE_CHARS", pieces)  # ... and to features()
+        # what simhash and signature give a text read in pieces (cut at spaces: the same)
+        expected = [(simhash(t, config), sig.signature(t, config)) for t in texts]
+    assert [sig.one_pass(t, config) for t in texts] == expected
+    with pytest.raises(EmptyTextError):
+        sig.one_pass("... !!!", config)
+
+
+def test_cjk_that_nfkc_makes_is_read_two_ways() -> None:
+    """Kangxi radicals become CJK characters only as the text is tokenised.
+    signature() leaves their bigrams out of the units (its tokens have CJK);
+    the one-pass route, compiled and in Python, for a short text in a
+    configuration whose fingerprint reads the signature's tokens, keeps them
+    (its prepared text has none). Kept as it is: stored signatures depend
+    on it. Where it reads like signature() (another configuration), equal."""
+    text = "the radicals ⼀⼆⼈ in a line"
+    assert sig.one_pass(text, DEFAULT_CONFIG)[1] != sig.signature(text, DEFAULT_CONFIG)
+    jieba = FingerprintConfig()
+    assert sig.one_pass(text, jieba) == (simhash(text, jieba), sig.signature(text, jieba))
 
 
 def test_checks() -> None:
