@@ -324,7 +324,7 @@ class SimIndex:
         Returns the fingerprint. Raises EmptyTextError for a text with no words.
         """
         check_key(key)
-        fingerprint, signature = _made(key, text, self._settings.config)
+        fingerprint, signature = _fingerprinted(key, text, self._settings.config)
         self.add_fingerprints([(key, fingerprint, signature, text)])
         return fingerprint
 
@@ -367,7 +367,7 @@ class SimIndex:
         def making() -> Iterator[Item]:
             for key, text in items:
                 try:
-                    fingerprint, signature = _made(key, text, config)
+                    fingerprint, signature = _fingerprinted(key, text, config)
                 except EmptyTextError:
                     if skip_empty:
                         continue
@@ -745,7 +745,7 @@ class SimIndex:
         )
 
 
-def _made(key: str, text: str, config: FingerprintConfig) -> tuple[int, bytes]:
+def _fingerprinted(key: str, text: str, config: FingerprintConfig) -> tuple[int, bytes]:
     """A document's fingerprint and signature; a text with no words is an
     EmptyTextError that names its key."""
     try:
