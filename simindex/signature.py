@@ -329,6 +329,10 @@ def keys_of_sets(signatures: Sequence[bytes | None]) -> tuple[np.ndarray, np.nda
         return np.zeros(0, np.int64), np.zeros(0, np.intp)
     blob = b"".join(bytes(signatures[i])[NBYTES:] for i in at)  # type: ignore[arg-type]
     mixed = mix(np.frombuffer(blob, dtype="<u4").astype(_U64) + _KEY_SALT).view(np.int64)
+    if len(at) == 1:  # one set (a query's): the same keys without the grouping's calls
+        own1 = np.bitwise_xor.reduce(mixed)
+        keys1 = np.concatenate(([own1], mixed ^ own1)) if len(mixed) > ONE_UNIT_SHARED else [own1]
+        return np.asarray(keys1, np.int64), np.full(len(keys1), at[0], np.intp)
     n = np.array([sizes[i] for i in at], dtype=np.intp)
     starts = np.cumsum(n) - n
     own = np.bitwise_xor.reduceat(mixed, starts)

@@ -113,6 +113,9 @@ def test_keys_agree_with_their_numpy_twin_and_meet_one_unit_apart(
     for i, sig in enumerate(sigs):
         assert keys[owner == i + 2].tolist() == set_keys(sig)
     assert not (owner < 2).any()
+    for i, sig in enumerate(sigs[:20]):  # one set among others without: its position kept
+        one, where = keys_of_sets([None, bytes(NBYTES), sig])
+        assert one.tolist() == keys[owner == i + 2].tolist() and (where == 2).all()
     for a in sigs:
         for b in sigs:
             if short_and_close(a, b):
