@@ -162,7 +162,8 @@ def stream_kind(path: str) -> str | None:
 
 
 class Skipped:
-    """The command's own files skipped in folders, told once on stderr at the end."""
+    """Paths met in folders and passed over, told in one Note on stderr at
+    the end: here the command's own files (``what``)."""
 
     def __init__(self, what: str) -> None:
         self.what = what
@@ -171,10 +172,13 @@ class Skipped:
     def __call__(self, path: str) -> None:
         self.paths.append(path)
 
+    def said(self, shown: str) -> str:
+        return f"skipped {self.what} found in the folders given: {shown}"
+
     def tell(self) -> None:
         if self.paths:
             shown = ", ".join(escaped(p, backslash=False) for p in self.paths)
-            typer.echo(f"Note: skipped {self.what} found in the folders given: {shown}", err=True)
+            typer.echo(f"Note: {self.said(shown)}", err=True)
 
 
 class NotText:
@@ -217,24 +221,16 @@ class NotText:
         }
 
 
-class EmptyFolders:
+class EmptyFolders(Skipped):
     """Folders given in which no file was found to read (read_docs'
-    on_empty_folder), told once on stderr at the end."""
+    on_empty_folder), told in one Note on stderr at the end."""
 
     def __init__(self) -> None:
-        self.paths: list[str] = []
+        super().__init__("folders with no file to read")
 
-    def __call__(self, path: str) -> None:
-        self.paths.append(path)
-
-    def tell(self) -> None:
-        if self.paths:
-            shown = ", ".join(escaped(p, backslash=False) for p in self.paths)
-            folders = "folder" if len(self.paths) == 1 else "folders"
-            typer.echo(
-                f"Note: found no file to read in the {folders} {shown} (hidden files are not read)",
-                err=True,
-            )
+    def said(self, shown: str) -> str:
+        folders = "folder" if len(self.paths) == 1 else "folders"
+        return f"found no file to read in the {folders} {shown} (hidden files are not read)"
 
 
 # --- writing ------------------------------------------------------------------------
