@@ -25,10 +25,10 @@ from simindex.blocks import DEFAULT_K
 from simindex.cli import records
 from simindex.cli.errors import UserError, interrupted, reported
 from simindex.cli.files import (
-    EmptyFolders,
     NotText,
     Skipped,
     check_outputs,
+    folders_without_files,
     written_together,
 )
 from simindex.cli.options import (
@@ -236,7 +236,7 @@ def _dedup_corpus(
     written = records.plan(out, sources, fmt)
     own_skipped = Skipped("this command's own output files")
     not_text = NotText()
-    empty_folders = EmptyFolders()
+    empty_folders = folders_without_files()
     docs = ingest.read_docs(
         sources,
         fmt=fmt,

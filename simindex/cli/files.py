@@ -17,7 +17,7 @@ import contextlib
 import os
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -163,16 +163,20 @@ def stream_kind(path: str) -> str | None:
 
 class Skipped:
     """Paths met in folders and passed over, told in one Note on stderr at
-    the end: here the command's own files (``what``)."""
+    the end: here the command's own files (``what``), or by the sentence
+    ``say`` makes of the paths shown (see folders_without_files)."""
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, say: Callable[[list[str], str], str] | None = None) -> None:
         self.what = what
+        self.say = say
         self.paths: list[str] = []
 
     def __call__(self, path: str) -> None:
         self.paths.append(path)
 
     def said(self, shown: str) -> str:
+        if self.say is not None:
+            return self.say(self.paths, shown)
         return f"skipped {self.what} found in the folders given: {shown}"
 
     def tell(self) -> None:
@@ -221,16 +225,15 @@ class NotText:
         }
 
 
-class EmptyFolders(Skipped):
+def _no_file_found(paths: list[str], shown: str) -> str:
+    folders = "folder" if len(paths) == 1 else "folders"
+    return f"found no file to read in the {folders} {shown} (hidden files are not read)"
+
+
+def folders_without_files() -> Skipped:
     """Folders given in which no file was found to read (read_docs'
     on_empty_folder), told in one Note on stderr at the end."""
-
-    def __init__(self) -> None:
-        super().__init__("folders with no file to read")
-
-    def said(self, shown: str) -> str:
-        folders = "folder" if len(self.paths) == 1 else "folders"
-        return f"found no file to read in the {folders} {shown} (hidden files are not read)"
+    return Skipped("folders with no file to read", _no_file_found)
 
 
 # --- writing ------------------------------------------------------------------------

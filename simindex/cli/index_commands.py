@@ -23,7 +23,7 @@ import typer
 from simindex import ingest
 from simindex.blocks import MAX_INDEX_K, probe_radius
 from simindex.cli.errors import EXIT_NOT_FOUND, EXIT_OK, UserError, reported
-from simindex.cli.files import EmptyFolders, NotText, Skipped, check_sources
+from simindex.cli.files import NotText, Skipped, check_sources, folders_without_files
 from simindex.cli.options import (
     KEYS_HELP,
     BlocksOpt,
@@ -268,7 +268,7 @@ def add(
     own = check_sources(index, paths)
     own_skipped = Skipped("the index's own files")
     not_text = NotText()
-    empty_folders = EmptyFolders()
+    empty_folders = folders_without_files()
     docs: list[Iterable[ingest.Doc]] = []
     if text is not None:
         assert key is not None
@@ -670,7 +670,7 @@ def rebuild(
     own = check_sources(index, paths)
     own_skipped = Skipped("the index's own files")
     not_text = NotText()
-    empty_folders = EmptyFolders()
+    empty_folders = folders_without_files()
     docs = (
         ingest.read_docs(
             paths,
