@@ -8,12 +8,23 @@ inside an import. Every interrupt ends in one line on stderr and exit code
 script take to start, an interrupt is Python's own.) SIGTERM and SIGHUP are
 treated as Ctrl-C from here on (simindex.signals): one line, and exit code
 143 or 129.
+
+Python's cyclic garbage collector is paused while the command's modules
+load (typer, then the command's own module with SQLAlchemy and numpy when
+it needs them), and what they made is frozen before it resumes
+(``gc.freeze``: those objects live as long as the process, and no
+collection looks at them again, nor the one as the interpreter ends). A
+collection while modules load finds next to nothing to free, yet each
+walks every object loaded so far: the collections a ``simindex query``
+made while loading, and the one at exit, were about 100 ms of its 0.5 s.
+The command itself runs with the collector as usual.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import os
 import sys
 
@@ -64,6 +75,13 @@ def _keep_exit_code() -> None:
         os._exit(code)
 
 
+def _collect_again() -> None:
+    """Resume the garbage collector, paused while the command's modules
+    loaded, with what they made frozen: kept, and never walked again."""
+    gc.freeze()
+    gc.enable()
+
+
 def _interrupt_in(exc: BaseException) -> KeyboardInterrupt | None:
     """The KeyboardInterrupt an exception was raised from, if any (its
     causes and contexts, followed a bounded way)."""
@@ -92,6 +110,10 @@ def main() -> None:
             atexit.register(_keep_exit_code)
             sys.unraisablehook = _raise_again
             signals.stop_on_signals()
+            gc.disable()  # while the command's modules load (see the docstring)
+            from simindex import cli
+
+            cli.once_loaded(_collect_again)
             from simindex.cli import main as run
 
             run()

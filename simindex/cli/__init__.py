@@ -29,6 +29,7 @@ which a test holds equal to each command's docstring.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from importlib import import_module
 from typing import Any
 
@@ -191,6 +192,16 @@ def argument_name(param: Any) -> str:
     return name if param.nargs == 1 else f"{name}..."
 
 
+_once_loaded: list[Callable[[], None]] = []  # see once_loaded
+
+
+def once_loaded(then: Callable[[], None]) -> None:
+    """Have ``then`` called once, when the first command built has its
+    module loaded (simindex.__main__ resumes the garbage collector it
+    paused while the modules loaded)."""
+    _once_loaded.append(then)
+
+
 def command(name: str) -> Any:
     """The click command for one of COMMANDS, its module imported now."""
     module, function = _BY_NAME[name]
@@ -200,6 +211,8 @@ def command(name: str) -> Any:
     built: Any = typer.main.get_command(one)
     for param in built.params:
         param.show_default = False  # where a default matters, the help says it
+    while _once_loaded:
+        _once_loaded.pop(0)()
     return built
 
 
