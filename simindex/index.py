@@ -741,7 +741,7 @@ class SimIndex:
             top=top,
             threshold=settings.threshold if threshold is None else threshold,
             signatures=(signatures[0], signatures[1]),
-            set_keys=settings.set_keys,
+            set_keys=settings.marking,
         )
 
 

@@ -82,7 +82,7 @@ def as_query(
     at = settings.threshold if threshold is None else threshold
     if isinstance(query, str):
         fingerprint, signature = fingerprint_and_signature(query, settings.config)
-        keys = tuple(set_keys(signature)) if settings.set_keys and at > 0 else ()
+        keys = tuple(set_keys(signature)) if settings.marking and at > 0 else ()
         return fingerprint, Verify(signature, at, keys)
     return check_fingerprint(query), Verify(None, at)
 
@@ -472,7 +472,7 @@ class Reader:
             signed = fps[paired].view(np.int64).tolist()
             wanted = dict(zip(ids[paired].tolist(), signed, strict=True))
             rows = store.keys_for(conn, wanted)
-            short = store.short_signatures(conn) if view.settings.set_keys and at > 0 else []
+            short = store.short_signatures(conn) if view.settings.marking and at > 0 else []
         pairs = _short_pairs(short, distance, at)
         rows.update((r[0], (r[1], r[3])) for r in short)
         for ia, ib, dist in zip(first.tolist(), second.tolist(), d.tolist(), strict=True):

@@ -16,6 +16,7 @@ from simindex import storage
 from simindex.blocks import probe_radius
 from simindex.errors import ClosedIndexError, SimIndexError
 from simindex.results import CheckReport
+from simindex.signature import NAME
 from simindex.storage import Problem
 from simindex.view import Views
 
@@ -60,7 +61,7 @@ def stats(views: Views) -> dict[str, Any]:
         "probe_radius": probe_radius(layout, k) if k > layout.k else 0,
         "fingerprint": json.loads(settings.config.to_json()),
         "threshold": settings.threshold,
-        "signature": settings.signature,
+        "signature": NAME,
         "format": settings.format,
         "schema_revision": settings.revision,
         "created_by": settings.created_by,

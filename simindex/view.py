@@ -86,10 +86,8 @@ class Views:
         return storage.Store(
             self.backend,
             settings.layout,
-            signatures=settings.signatures,
-            counted=settings.counted,
-            stored=settings.stores_snapshots,
-            set_keys=settings.set_keys,
+            counted=settings.counting,
+            set_keys=settings.marking,
         )
 
     def _take(self, conn: Connection, seen: View) -> bool:

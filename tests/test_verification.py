@@ -19,6 +19,7 @@ import pytest
 from simindex import (
     ConfigMismatchError,
     FullScanWarning,
+    IndexVersionError,
     InvalidArgumentError,
     Match,
     SimIndex,
@@ -28,7 +29,7 @@ from simindex import (
 )
 from simindex.fingerprint import DEFAULT_CONFIG, hamming
 from simindex.signature import DEFAULT_THRESHOLD, fingerprint_and_signature, similarity
-from tests.helpers import short_and_close
+from tests.helpers import error, short_and_close
 
 _VOCAB = [a + b + c for a in "bdfgklmnprstvz" for b in "aeiouy" for c in "mnrstlk"]
 Stored = dict[str, tuple[int, bytes | None]]
@@ -397,23 +398,28 @@ def make_revision_1(location: str | Path, texts: dict[str, str]) -> dict[str, in
     return fps
 
 
-def test_an_older_postgresql_index_is_read_as_it_is(pg_url: str, texts: dict[str, str]) -> None:
-    """Opened read-only, a revision-0001 index on PostgreSQL answers every way
-    (exact lookups and the server join name no signature column there)."""
+def test_an_older_postgresql_index_is_refused_read_only_then_upgraded(
+    pg_url: str, texts: dict[str, str]
+) -> None:
+    """Opened read-only, a revision-0001 index on PostgreSQL is refused with
+    how to upgrade it, untouched; opened for writing it is upgraded in place,
+    and then answers every way read-only (exact lookups and the server join,
+    its rows without signatures matched by distance alone)."""
     some = dict(list(texts.items())[:60])
     fps = make_revision_1(pg_url, some)
     bare: Stored = {k: (f, None) for k, f in fps.items()}
+    with pytest.raises(IndexVersionError, match="open it once for writing to upgrade it"):
+        SimIndex(pg_url, readonly=True)
+    with SimIndex(pg_url) as index:  # for writing: upgraded, the threshold recorded
+        assert index.stats()["schema_revision"] == storage.HEAD
+        assert index.threshold == 0.8
     with SimIndex(pg_url, readonly=True) as index:
-        assert index.stats()["schema_revision"] == "0001"
         assert index.check().ok
         for k in (2, 8):  # exact lookups (matched by the server), probes
             assert index.query(some["p0"], k=k) == oracle(bare, fps["p0"], None, k, 0)
         batch = [some[key] for key in list(some)[:10]] * 30  # 300: the server's join at k = 2
         want = [oracle(bare, index.fingerprint(t), None, 2, 0) for t in batch]
         assert index.query_many(batch, k=2) == want
-    with SimIndex(pg_url) as index:  # for writing: upgraded, the threshold recorded
-        assert index.stats()["schema_revision"] == storage.HEAD
-        assert index.threshold == 0.8
 
 
 def test_an_older_index_upgrades_in_place_and_is_verified_once_rebuilt(
@@ -422,15 +428,10 @@ def test_an_older_index_upgrades_in_place_and_is_verified_once_rebuilt(
     path = tmp_path / "old.db"
     some = dict(list(texts.items())[:60])
     fps = make_revision_1(path, some)
-    # Read-only: read as it is, not upgraded; every row by distance alone.
-    with SimIndex(path, readonly=True) as index:
-        assert index.stats()["schema_revision"] == "0001"
-        assert index.stats()["without_signature"] == 60
-        assert index.check().ok  # an older revision, read as it is, is no problem
-        fp = fps["p0"]
-        assert index.query(some["p0"]) == oracle(
-            {k: (f, None) for k, f in fps.items()}, fp, None, 8, 0
-        )
+    # Read-only: refused with how to upgrade it (the CLI too), the file untouched.
+    with pytest.raises(IndexVersionError, match=r"check INDEX --repair"):
+        SimIndex(path, readonly=True)
+    error("stats", path, contains=("older simindex (schema revision 0001", "--repair"))
     assert sqlite3.connect(path).execute(
         "SELECT version_num FROM simindex_alembic_version"
     ).fetchone() == ("0001",)
@@ -443,6 +444,11 @@ def test_an_older_index_upgrades_in_place_and_is_verified_once_rebuilt(
             60,
         )
         assert index.threshold == 0.8  # what revision 0002 records, not today's default
+        # every row by distance alone (no signatures yet)
+        fp = fps["p0"]
+        assert index.query(some["p0"]) == oracle(
+            {k: (f, None) for k, f in fps.items()}, fp, None, 8, 0
+        )
     # The upgrade recorded the threshold it verifies at: a later default does not move it.
     meta = dict(sqlite3.connect(path).execute("SELECT name, value FROM simindex_meta").fetchall())
     assert (meta["threshold"], meta["signature"]) == ("0.8", "minhash128x4/1+set15")
@@ -464,10 +470,10 @@ def test_an_older_index_upgrades_in_place_and_is_verified_once_rebuilt(
 def test_an_index_of_sketches_alone_is_read_and_upgraded(
     tmp_path: Path, texts: dict[str, str]
 ) -> None:
-    """An index of revision 0005 (signatures the sketch alone): read as it is
-    (its short texts estimated, a query's exact set unused against them);
-    opened to write, it names the signatures it now stores, and a row
-    written since is compared exactly with a query."""
+    """An index of revision 0005 (signatures the sketch alone): refused
+    read-only; opened to write, it names the signatures it now stores, its
+    rows read as they are (short texts estimated, a query's exact set unused
+    against them), and a row written since is compared exactly with a query."""
     path = tmp_path / "old.db"
     short = {k: t for k, t in texts.items() if k.startswith("s")}
     with SimIndex(path) as index:
@@ -490,13 +496,13 @@ def test_an_index_of_sketches_alone_is_read_and_upgraded(
     }
     query = short["s1-r1"]
     fp, sig = fingerprint_and_signature(query, DEFAULT_CONFIG)
-    with SimIndex(path, readonly=True) as index:
-        assert index.stats()["schema_revision"] == "0005"
-        assert index.stats()["signature"] == "minhash128x4/1"  # what its rows hold
-        assert index.query(query, k=12) == oracle(old, fp, sig, 12, DEFAULT_THRESHOLD)
+    with pytest.raises(IndexVersionError, match="schema revision 0005"):
+        SimIndex(path, readonly=True)
     with SimIndex(path) as index:
         assert index.stats()["schema_revision"] == storage.HEAD
         assert index.stats()["signature"] == "minhash128x4/1+set15"
+        # the rows of before read as they are: sketches, estimated
+        assert index.query(query, k=12) == oracle(old, fp, sig, 12, DEFAULT_THRESHOLD)
         index.add("s1", short["s1"])  # written again: its set kept exactly
         old["s1"] = fingerprint_and_signature(short["s1"], DEFAULT_CONFIG)
         got = index.query(query, k=12)

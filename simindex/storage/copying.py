@@ -23,10 +23,9 @@ if TYPE_CHECKING:
 class Copying:
     """COPY-based loads and the server's join of a batch (``Store.copying``)."""
 
-    def __init__(self, layout: BlockLayout, caps: Capabilities, *, has_signatures: bool) -> None:
+    def __init__(self, layout: BlockLayout, caps: Capabilities) -> None:
         self.layout = layout
         self.caps = caps
-        self.has_signatures = has_signatures  # the table has the signature column (revision 0002)
 
     def _temp_table(self, conn: Connection, name: str, columns: list[str]) -> None:
         """An empty temporary table of BIGINT columns (key TEXT, signature BYTEA)
@@ -104,14 +103,13 @@ class Copying:
         begin_fresh_load and end_fresh_load; ids follow their order. Returns
         the rows."""
         blocks = [schema.block_column(i) for i in range(len(self.layout.widths))]
-        columns = ["key", "fingerprint", *blocks, *(["signature"] if self.has_signatures else [])]
+        columns = ["key", "fingerprint", *blocks, "signature"]
         count = 0
 
         def rows() -> Iterator[tuple[Any, ...]]:
             nonlocal count
             for keys, fps, sigs in chunks:
-                signatures = (sigs or [None] * len(keys)) if self.has_signatures else None
-                yield from block_rows(keys, fps, self.layout, signatures)
+                yield from block_rows(keys, fps, self.layout, sigs or [None] * len(keys))
                 count += len(keys)
 
         self._copy(conn, schema.FINGERPRINT_TABLE, columns, rows())
@@ -129,9 +127,8 @@ class Copying:
             return 0
         except IntegrityError:
             pass
-        values = ["fingerprint"] + [schema.block_column(i) for i in range(len(self.layout.widths))]
-        if self.has_signatures:
-            values.append("signature")
+        blocks = [schema.block_column(i) for i in range(len(self.layout.widths))]
+        values = ["fingerprint", *blocks, "signature"]
         twice = f"SELECT key, min(id) AS first FROM {table} GROUP BY key HAVING count(*) > 1"
         if not keep:
             listed = ", ".join(values)
@@ -174,8 +171,7 @@ class Copying:
         for table in self.layout.tables:
             on = " AND ".join(f"f.{blocks[b]} = q.{blocks[b]}" for b in table)
             parts.append(
-                f"SELECT q.qid, f.id, f.key, f.fingerprint, "
-                f"{'f.signature' if self.has_signatures else 'NULL::bytea'} "
+                f"SELECT q.qid, f.id, f.key, f.fingerprint, f.signature "
                 f"FROM {name} q JOIN {schema.FINGERPRINT_TABLE} f ON {on} "
                 f"WHERE {distance} <= {int(k)}"
             )

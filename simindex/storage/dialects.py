@@ -199,7 +199,7 @@ class Dialect:
         """One row: (generation, changes counted), read together."""
         return f"SELECT {self.generation}, {CHANGES}"
 
-    def matches_sql(self, lookup: str, *, signatures: bool, caps: Capabilities) -> str | None:
+    def matches_sql(self, lookup: str, *, caps: Capabilities) -> str | None:
         """The lookup ``lookup`` (named parameters) with the Hamming filter
         and the matches' rows in one statement, where the server counts bits
         (Store.lookup_matches; parameters query_fp and query_k); else None."""
@@ -540,15 +540,14 @@ class _Postgres(Dialect):
             vacuum_after_load=True,
         )
 
-    def matches_sql(self, lookup: str, *, signatures: bool, caps: Capabilities) -> str | None:
+    def matches_sql(self, lookup: str, *, caps: Capabilities) -> str | None:
         if not caps.server_bit_count:
             return None
-        signature = "f.signature" if signatures else "NULL::bytea"  # 0001: no column
         distance = "bit_count((c.fingerprint # %(query_fp)s::bigint)::bit(64))"
         return (
             f"WITH c AS ({lookup}), "
             f"m AS (SELECT DISTINCT c.id FROM c WHERE {distance} <= %(query_k)s::int) "
-            f"SELECT f.id, f.key, f.fingerprint, {signature} "
+            f"SELECT f.id, f.key, f.fingerprint, f.signature "
             f"FROM m JOIN {schema.FINGERPRINT_TABLE} f "
             f"ON f.id = m.id UNION ALL SELECT -1, NULL, {self.generation}, NULL"
         )

@@ -39,11 +39,7 @@ FORMAT_VERSION = 2  # the newest format this simindex reads (see Settings.format
 # against migrations/versions). Kept here so opening an index needs no Alembic.
 REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008")
 HEAD = REVISIONS[-1]
-SIGNATURES_FROM = "0002"  # the first revision with the signature column
-COUNTED_FROM = "0005"  # the first whose database counts every change (triggers)
 EXACT_SETS_FROM = "0006"  # the first whose signatures may keep a short text's set (NAME)
-SET_KEYS_FROM = "0007"  # the first that stores short texts' set keys (short_sets.py)
-STORED_FROM = "0004"  # the first with the table of the last snapshot read (stored.py)
 PASSAGES_FROM = "0008"  # the first with the tables of passages (storage/passages.py)
 # simindex_meta's rows that are not settings: a rebuild's new settings leave them.
 KEPT_ROWS = ("changes", "passages_at")
@@ -87,8 +83,15 @@ class Settings:
     ``overlaps`` asks (storage/passages.py; chosen at creation, changed by
     a rebuild from the texts).
     ``revision``: the schema revision of the file (not stored in the meta
-    table; an index opened read-only may be older than HEAD, and is read as
-    it is: before 0002, no row has a signature).
+    table; HEAD once an index is open: an older one is upgraded by an open
+    for writing, and refused by a read-only one, see open_settings).
+    ``counting`` and ``marking``: whether the triggers that count every
+    change of the fingerprint table (revision 0005) and those that mark
+    short sets (0007) are there and enabled (not stored; False only for an
+    index opened read-only after they were dropped by hand). What a
+    snapshot read (held or stored) is checked against needs ``counting``;
+    short texts are found by their set keys (matching.Verify.keys) only
+    with ``marking``.
     """
 
     layout: BlockLayout
@@ -98,15 +101,8 @@ class Settings:
     threshold: float = DEFAULT_THRESHOLD
     revision: str = HEAD
     passages: bool = False
-    # Whether the triggers of revision 0005 are there (not stored; False
-    # only for an index opened read-only whose triggers were dropped).
     counting: bool = field(default=True, compare=False)
-    # Whether the triggers of revision 0007 that mark short sets are there
-    # (not stored; False only for an index opened read-only without them).
     marking: bool = field(default=True, compare=False)
-    # The kind of signature its rows hold (simindex.signature.NAME; an
-    # index of revision 0005 or before opened read-only: SKETCH_ONLY).
-    signature: str = field(default=NAME, compare=False)
 
     def __post_init__(self) -> None:
         if self.distance is None:
@@ -116,30 +112,6 @@ class Settings:
     def k(self) -> int:
         assert self.distance is not None  # set in __post_init__
         return self.distance
-
-    @property
-    def signatures(self) -> bool:
-        """Whether the fingerprint table has the signature column."""
-        return self.revision >= SIGNATURES_FROM
-
-    @property
-    def counted(self) -> bool:
-        """Whether the database counts every change of the fingerprint table,
-        whoever writes it (revision 0005's triggers): what a snapshot read
-        from it (held or stored) is checked against."""
-        return self.revision >= COUNTED_FROM and self.counting
-
-    @property
-    def set_keys(self) -> bool:
-        """Whether short texts are found by their set keys (revision 0007,
-        its triggers there): what makes a short query match the rows one
-        unit apart at any distance (matching.Verify.keys)."""
-        return self.revision >= SET_KEYS_FROM and self.marking
-
-    @property
-    def stores_snapshots(self) -> bool:
-        """Whether the index has the table a snapshot read is kept in (revision 0004)."""
-        return self.revision >= STORED_FROM
 
     @property
     def format(self) -> int:
@@ -187,7 +159,8 @@ def read_settings(conn: Connection, where: Location) -> tuple[Settings, str] | N
             f"this is {_mine()}: upgrade simindex to open it"
         )
     # Before revision 0006 the signatures were the sketch alone (SKETCH_ONLY):
-    # read as they are; opening such an index to write upgrades its name.
+    # the upgrade renames them (its rows read as they are: a 64-byte
+    # signature is a sketch without an exact set).
     kind = rows.get("signature", NAME)
     if kind != NAME and not (
         kind == SKETCH_ONLY and REVISIONS.index(revision) < REVISIONS.index(EXACT_SETS_FROM)
@@ -208,8 +181,7 @@ def read_settings(conn: Connection, where: Location) -> tuple[Settings, str] | N
             # feel: they are matched by distance alone.
             threshold=check_threshold(float(rows.get("threshold", FIRST_THRESHOLD))),
             revision=str(revision),
-            signature=kind,
-            passages=rows.get("passages") == "1" and revision >= PASSAGES_FROM,
+            passages=rows.get("passages") == "1",
         )
     except (KeyError, ValueError, TypeError, InvalidArgumentError) as exc:
         raise NotAnIndexError(f"{where}: the index's settings are damaged ({exc})") from exc
@@ -274,17 +246,21 @@ def count_again(conn: Connection) -> None:
     short_sets.drain(conn)
 
 
-def _counting(backend: Backend, conn: Connection) -> bool:
-    """Whether the triggers of the newest revision are all there: those that
-    count changes (0005) and those that mark short sets (0007)."""
-    return backend.dialect.counting(conn) and short_sets.marking(conn)
+def _triggers(backend: Backend, conn: Connection) -> tuple[bool, bool]:
+    """(counting, marking): whether the triggers that count changes (0005)
+    and those that mark short sets (0007) are there and enabled."""
+    return backend.dialect.counting(conn), short_sets.marking(conn)
 
 
-def _triggers(backend: Backend, conn: Connection, revision: str) -> tuple[bool, bool]:
-    """(counting, marking): whether the triggers an index of this revision
-    has are there (those it predates count as there: nothing relies on them)."""
-    counting = revision < COUNTED_FROM or backend.dialect.counting(conn)
-    return counting, revision < SET_KEYS_FROM or short_sets.marking(conn)
+def older(where: Location, revision: str) -> IndexVersionError:
+    """The error of an index of an older schema revision met where it is
+    not upgraded: opened read-only, or put in place under an open index."""
+    return IndexVersionError(
+        f"{where} was written by an older simindex (schema revision {revision}; this is "
+        f"{_mine()}): open it once for writing to upgrade it in place "
+        f"(`simindex check INDEX --repair`, or SimIndex(path)); a file this user may not "
+        f"write is copied first"
+    )
 
 
 def settings_now(backend: Backend, conn: Connection) -> Settings | None:
@@ -294,7 +270,9 @@ def settings_now(backend: Backend, conn: Connection) -> Settings | None:
     found = read_settings(conn, backend.where)
     if found is None:
         return None
-    counting, marking = _triggers(backend, conn, found[1])
+    if found[1] != HEAD:
+        raise older(backend.where, found[1])
+    counting, marking = _triggers(backend, conn)
     return replace(found[0], counting=counting, marking=marking)
 
 
@@ -311,15 +289,18 @@ def open_settings(
 ) -> Settings:
     """The settings of the index behind `backend`: created as `new` where there
     is none (if ``may_create``), upgraded to the newest schema revision where it is
-    older (under the write lock, alone; an index opened read-only is read as it
-    is), and checked against the k, blocks, configuration and threshold the
+    older (under the write lock, alone; an index opened read-only must be at
+    the newest revision already, else IndexVersionError: see ``older``), and
+    checked against the k, blocks, configuration and threshold the
     caller asked for, and whether it keeps passages (ConfigMismatchError
     if they differ)."""
     where = backend.where
     backend.ensure_schema(create=may_create)
     with backend.reading() as conn:
         found = read_settings(conn, where)
-        counting, marking = (True, True) if found is None else _triggers(backend, conn, found[1])
+        counting, marking = (True, True) if found is None else _triggers(backend, conn)
+    if found is not None and found[1] != HEAD and backend.readonly:
+        raise older(where, found[1])
     whole = counting and marking
     if found is None or (not backend.readonly and (found[1] != HEAD or not whole)):
         with backend.writing(alone=True) as conn:
@@ -333,7 +314,7 @@ def open_settings(
                 upgrade(conn, found[0].layout)
                 found = read_settings(conn, where)
                 assert found is not None
-            if not _counting(backend, conn):
+            if not all(_triggers(backend, conn)):
                 count_again(conn)
         counting = marking = True
     settings = replace(found[0], counting=counting, marking=marking)

@@ -136,7 +136,6 @@ def build(
     name: str = FINGERPRINT_TABLE,
     lookups: bool = True,
     own_constraint_names: bool = False,
-    signatures: bool = True,
 ) -> Schema:
     """The tables of an index with this block layout.
 
@@ -144,8 +143,7 @@ def build(
     table, then renames it); its constraints keep the names of the real one,
     or with ``own_constraint_names`` get names of their own (PostgreSQL,
     where two tables cannot have constraints of one name).
-    ``lookups=False`` leaves out its lookup indexes, ``signatures=False``
-    the signature column (an index of revision 0001, read without upgrading).
+    ``lookups=False`` leaves out its lookup indexes.
     """
     pk_name, uq_name = constraint_names(name if own_constraint_names else FINGERPRINT_TABLE)
     metadata = MetaData()
@@ -163,7 +161,7 @@ def build(
         Column("key", Text, nullable=False),
         Column("fingerprint", BigInteger, nullable=False),
         *(Column(block_column(i), BigInteger, nullable=False) for i in range(len(layout.widths))),
-        *([Column("signature", LargeBinary, nullable=True)] if signatures else []),
+        Column("signature", LargeBinary, nullable=True),
         PrimaryKeyConstraint("id", name=pk_name),
         UniqueConstraint("key", name=uq_name),
     )

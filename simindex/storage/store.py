@@ -17,7 +17,6 @@ from typing import Any, TypeVar
 import numpy as np
 from sqlalchemy import (
     Connection,
-    LargeBinary,
     bindparam,
     delete,
     func,
@@ -74,9 +73,7 @@ class Store:
         backend: Backend,
         layout: BlockLayout,
         *,
-        signatures: bool = True,
         counted: bool = True,
-        stored: bool = True,
         set_keys: bool = True,
     ) -> None:
         self.backend = backend
@@ -84,28 +81,22 @@ class Store:
         self.where = backend.where
         self.caps = backend.caps
         self.layout = layout
-        # signatures=False: a table of revision 0001 (read-only, not upgraded):
-        # every row reads as having no signature.
-        self.has_signatures = signatures
-        # Whether a snapshot read can tell it is still the index: once the
-        # database counts every change (counted: revision 0005's triggers,
-        # Settings.counted). An older index opened read-only holds nothing.
+        # Whether a snapshot read can tell it is still the index: while the
+        # database counts every change (counted: Settings.counting, the
+        # triggers there). An index opened read-only without them holds nothing.
         self.holds = self.caps.can_hold and counted
-        # The table of the last snapshot read (revision 0004, stored.py),
-        # trusted from revision 0005 on (its stamps count every writer).
-        self.stores = stored and self.holds
-        self.tables = schema.build(layout, signatures=signatures)
-        # Short texts' set keys (revision 0007, short_sets.py): kept by every
-        # write, looked up by short queries.
-        self.set_keys = set_keys and signatures
+        # The table of the last snapshot read (stored.py), trusted while
+        # its stamps count every writer.
+        self.stores = self.holds
+        self.tables = schema.build(layout)
+        # Short texts' set keys (short_sets.py): kept by every write, looked
+        # up by short queries (set_keys: Settings.marking, the triggers there).
+        self.set_keys = set_keys
         self._set_sql: dict[tuple[int, bool], Sql] = {}
         self.checks = Checks(backend, layout, self.tables)
         self.snapshots = StoredSnapshot(backend, self.tables, stores=self.stores)
-        self.copying = Copying(layout, self.caps, has_signatures=signatures)
+        self.copying = Copying(layout, self.caps)
         t = self.tables.fingerprints
-        self._signature: Any = (
-            t.c.signature if signatures else null().cast(LargeBinary).label("signature")
-        )
         dialect = self.engine.dialect
         blocks = [schema.block_column(i) for i in range(len(layout.widths))]
         # Lookups read (id, fingerprint) from the covering indexes alone; the
@@ -127,9 +118,7 @@ class Store:
         # same statement (named parameters only).
         matches = None
         if not self._lookup.positional:
-            matches = backend.dialect.matches_sql(
-                self._lookup.text, signatures=signatures, caps=self.caps
-            )
+            matches = backend.dialect.matches_sql(self._lookup.text, caps=self.caps)
         self.matches_on_server = matches is not None
         self._matches_text = matches or ""
         spans = layout.spans()
@@ -144,15 +133,13 @@ class Store:
         self.delete_keys = delete(t).where(t.c.key.in_(bindparam("keys", expanding=True)))
         self.count = select(func.count()).select_from(t)
         self.any_row = select(t.c.id).limit(1)
-        self.scan = select(t.c.id, t.c.key, t.c.fingerprint, self._signature)
-        self.keys_by_id = select(t.c.id, t.c.key, t.c.fingerprint, self._signature).where(
+        self.scan = select(t.c.id, t.c.key, t.c.fingerprint, t.c.signature)
+        self.keys_by_id = select(t.c.id, t.c.key, t.c.fingerprint, t.c.signature).where(
             t.c.id.in_(bindparam("ids", expanding=True))
         )
-        self.count_without_signature = select(func.count()).select_from(t)
-        if signatures:
-            self.count_without_signature = self.count_without_signature.where(
-                t.c.signature.is_(None)
-            )
+        self.count_without_signature = (
+            select(func.count()).select_from(t).where(t.c.signature.is_(None))
+        )
         # Reads on a kept connection run without a transaction: each statement
         # reads one snapshot (SQLite's autocommit; psycopg's, see Kept).
         self._local = threading.local()
@@ -170,7 +157,7 @@ class Store:
         cleared (it belonged to the old text)."""
         dialect = self.engine.dialect
         blocks = [schema.block_column(i) for i in range(len(self.layout.widths))]
-        names = ["key", "fingerprint", *blocks, *(["signature"] if self.has_signatures else [])]
+        names = ["key", "fingerprint", *blocks, "signature"]
         bare = ["key", "fingerprint", *blocks]
         return (
             Sql(self._upsert_statement(names), dialect, names),
@@ -186,7 +173,7 @@ class Store:
         return Sql(statement, self.engine.dialect, ["key"])
 
     @cached_property
-    def _loads(self) -> tuple[Sql, Sql, Sql | None, Sql]:
+    def _loads(self) -> tuple[Sql, Sql, Sql, Sql]:
         """Every (id, fingerprint), the id checked against its lookup
         index's block columns (consistency); the same unchecked (another
         layout); every (id, signature) there is; the largest id."""
@@ -196,7 +183,7 @@ class Store:
         return (
             Sql(select(checked, t.c.fingerprint), dialect, []),
             Sql(select(t.c.id, t.c.fingerprint), dialect, []),
-            Sql(with_signatures, dialect, []) if self.has_signatures else None,
+            Sql(with_signatures, dialect, []),
             Sql(select(func.max(t.c.id)), dialect, []),
         )
 
@@ -207,7 +194,7 @@ class Store:
         if keep:
             return statement.on_conflict_do_nothing(index_elements=[t.c.key])
         replaced: dict[str, Any] = {n: statement.excluded[n] for n in names if n != "key"}
-        if self.has_signatures and "signature" not in names:
+        if "signature" not in names:
             replaced["signature"] = null()
         return statement.on_conflict_do_update(index_elements=[t.c.key], set_=replaced)
 
@@ -387,7 +374,7 @@ class Store:
     def _compile_set_rows(self, n: int, due: bool) -> Sql:
         t, k, d = self.tables.fingerprints, self.tables.set_keys, self.tables.set_keys_due
         names = [f"s{i}" for i in range(n)]
-        columns = (t.c.id, t.c.key, t.c.fingerprint, self._signature)
+        columns = (t.c.id, t.c.key, t.c.fingerprint, t.c.signature)
         keyed = (
             select(literal_column("1"), k.c.set_key, *columns)
             .select_from(k.join(t, t.c.id == k.c.id))
@@ -441,7 +428,7 @@ class Store:
         if sql is None:
             t = self.tables.fingerprints
             names = [f"id{i}" for i in range(len(ids))]
-            statement = select(t.c.id, t.c.key, t.c.fingerprint, self._signature).where(
+            statement = select(t.c.id, t.c.key, t.c.fingerprint, t.c.signature).where(
                 t.c.id.in_([bindparam(n) for n in names])
             )
             sql = self._by_id[len(ids)] = Sql(statement, self.engine.dialect, names)
@@ -462,7 +449,7 @@ class Store:
             ).subquery("v")
             joined = v.outerjoin(t, t.c.id.in_([bindparam(n) for n in names]))
             statement = select(
-                t.c.id, t.c.key, t.c.fingerprint, self._signature, v.c.g, v.c.c
+                t.c.id, t.c.key, t.c.fingerprint, t.c.signature, v.c.g, v.c.c
             ).select_from(joined)
             sql = self._with_versions[len(ids)] = Sql(statement, self.engine.dialect, names)
         found = self._read(sql.text, sql.params(list(ids)))
@@ -494,7 +481,7 @@ class Store:
     def fetch_row(self, key: str) -> tuple[int, bytes | None] | None:
         """(signed fingerprint, signature) stored under key, or None."""
         t = self.tables.fingerprints
-        statement = select(t.c.fingerprint, self._signature).where(t.c.key == bindparam("key"))
+        statement = select(t.c.fingerprint, t.c.signature).where(t.c.key == bindparam("key"))
         with self.backend.reading() as conn:
             row = conn.execute(statement, {"key": key}).first()
         return None if row is None else (int(row[0]), row[1])
@@ -547,8 +534,6 @@ class Store:
         transaction) as words and a presence mask, position by position
         (signature.as_words), or None when no row has one."""
         statement = self._loads[2]
-        if statement is None:
-            return None
         dbapi = conn.connection.dbapi_connection
         assert dbapi is not None  # an open connection inside a transaction
         cursor = dbapi.cursor()
@@ -609,12 +594,12 @@ class Store:
         with RETURNING and their (id, signed fingerprint) are appended to it
         (cheaper than reading them back)."""
         if self.caps.bulk_copy:
-            sigs = (signatures or [None] * len(keys)) if self.has_signatures else None
+            sigs = signatures or [None] * len(keys)
             return self.copying.put(
                 conn, block_rows(keys, fingerprints, self.layout, sigs), keep=keep
             )
-        with_signatures = signatures is not None and self.has_signatures
-        rows = block_rows(keys, fingerprints, self.layout, signatures if with_signatures else None)
+        with_signatures = signatures is not None
+        rows = block_rows(keys, fingerprints, self.layout, signatures)
         upsert, insert_new = self._writes[:2] if with_signatures else self._writes[2:]
         if keep:
             done = conn.exec_driver_sql(insert_new.text, insert_new.many(rows))
