@@ -16,14 +16,12 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from simindex import ingest
 from simindex.blocks import MAX_INDEX_K, probe_radius
 from simindex.cli.errors import EXIT_NOT_FOUND, EXIT_OK, UserError, reported
-from simindex.cli.files import NotText, Skipped, check_sources, folders_without_files
 from simindex.cli.options import (
     KEYS_HELP,
     BlocksOpt,
@@ -61,6 +59,14 @@ from simindex.fingerprint import FingerprintConfig
 from simindex.index import SimIndex
 from simindex.results import CheckReport, FullScanWarning
 
+if TYPE_CHECKING:
+    from simindex import ingest
+    from simindex.cli.files import NotText
+
+# What reads documents and files (simindex.ingest, simindex.cli.files) loads
+# with the commands that read them (add, rebuild, query --batch): a query of
+# one text starts without it.
+
 # --- what the commands share ----------------------------------------------------------
 
 
@@ -95,6 +101,8 @@ def _fingerprinted(
     none goes to `not_text`, as a folder's files that are not text do
     (None: with --strict, it is an error too). ``began``: called when the
     first document is asked for (the index's write lock taken)."""
+    from simindex import ingest
+
     began()
     stream = ingest.fingerprint_docs(docs, config, workers=workers)
     for n, (doc, fp, signature) in enumerate(stream, 1):
@@ -252,6 +260,9 @@ def add(
     the error stay). A key that is already there gets the new text, unless
     --skip-existing.
     """
+    from simindex import ingest
+    from simindex.cli.files import NotText, Skipped, check_sources, folders_without_files
+
     if batch_size is not None and batch_size < 1:
         raise UserError(f"--batch-size must be at least 1, not {batch_size}")
     paths = list(inputs or [])
@@ -508,6 +519,9 @@ def _query_batch(
 ) -> bool:
     """Stream JSON Lines of queries through query_many, behind a progress
     bar; True if any matched."""
+    from simindex import ingest
+    from simindex.cli.files import check_sources
+
     ingest.check_paths([source])
     check_sources(index, [source])
     any_found = False
@@ -661,6 +675,9 @@ def rebuild(
     content in one step; writers wait (up to their timeout). If the rebuild
     fails, the old index is left as it was.
     """
+    from simindex import ingest
+    from simindex.cli.files import NotText, Skipped, check_sources, folders_without_files
+
     check_k(k, MAX_INDEX_K)
     check_fields(fmt, key_field, text_field)
     config = config_from(ngram, weighting, keep_stopwords, cjk)

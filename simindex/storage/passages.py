@@ -28,6 +28,7 @@ stamp ``now`` says that this transaction has made them anew (a rebuild).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cached_property
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
@@ -64,33 +65,30 @@ def begin_passages(conn: Connection) -> None:
     )
 
 
-class Passages:
-    """The passage tables of one index (statements built once, for its
-    database's dialect)."""
+class _Statements:
+    """The statements on the passage tables, for one database's dialect."""
 
-    def __init__(self, backend: Backend) -> None:
-        dialect = backend.engine.dialect
-        self.tables = schema.build_passages()
-        docs, rows = self.tables.docs, self.tables.passages
+    def __init__(self, tables: schema.PassageTables, dialect: Any) -> None:
+        docs, rows = tables.docs, tables.passages
         names = ["hash", "doc"]
-        self._insert = Sql(rows.insert().values({n: bindparam(n) for n in names}), dialect, names)
-        self._delete = Sql(
+        self.insert = Sql(rows.insert().values({n: bindparam(n) for n in names}), dialect, names)
+        self.delete = Sql(
             delete(rows).where(rows.c.hash == bindparam("hash"), rows.c.doc == bindparam("doc")),
             dialect,
             names,
         )
         keys: Any = bindparam("keys", expanding=True)
-        self._docs_of = select(docs.c.key, docs.c.doc).where(docs.c.key.in_(keys))
-        kept = self.tables.hashes
-        self._kept_of = (
+        self.docs_of = select(docs.c.key, docs.c.doc).where(docs.c.key.in_(keys))
+        kept = tables.hashes
+        self.kept_of = (
             select(kept.c.doc, kept.c.kept)
             .join_from(docs, kept, kept.c.doc == docs.c.doc)
             .where(docs.c.key.in_(keys))
         )
-        self._delete_kept = delete(kept).where(
+        self.delete_kept = delete(kept).where(
             kept.c.doc.in_(select(docs.c.doc).where(docs.c.key.in_(keys)).scalar_subquery())
         )
-        self._delete_docs = delete(docs).where(docs.c.key.in_(keys))
+        self.delete_docs = delete(docs).where(docs.c.key.in_(keys))
         hashes: Any = bindparam("hashes", expanding=True)
         shared = (
             select(rows.c.doc, func.count().label("shared"))
@@ -98,9 +96,26 @@ class Passages:
             .group_by(rows.c.doc)
             .subquery()
         )
-        self._shared = select(docs.c.key, docs.c.hashes, shared.c.shared).join_from(
+        self.shared = select(docs.c.key, docs.c.hashes, shared.c.shared).join_from(
             shared, docs, docs.c.doc == shared.c.doc
         )
+
+
+class Passages:
+    """The passage tables of one index (statements built on first use, once,
+    for its database's dialect: every index is opened with one, and most
+    keep no passages; building them cost each open about 3 ms)."""
+
+    def __init__(self, backend: Backend) -> None:
+        self._dialect = backend.engine.dialect
+
+    @cached_property
+    def tables(self) -> schema.PassageTables:
+        return schema.build_passages()
+
+    @cached_property
+    def _sql(self) -> _Statements:
+        return _Statements(self.tables, self._dialect)
 
     # --- the stamp -----------------------------------------------------------------
 
@@ -172,16 +187,16 @@ class Passages:
         for key in names:
             rows += zip(chosen[key].tolist(), repeat(ids[key]))
             if len(rows) >= _ROWS:
-                conn.exec_driver_sql(self._insert.text, self._insert.many(rows))
+                conn.exec_driver_sql(self._sql.insert.text, self._sql.insert.many(rows))
                 rows = []
         if rows:
-            conn.exec_driver_sql(self._insert.text, self._insert.many(rows))
+            conn.exec_driver_sql(self._sql.insert.text, self._sql.insert.many(rows))
 
     def _docs(self, conn: Connection, keys: Sequence[str]) -> list[tuple[str, int]]:
         found: list[tuple[str, int]] = []
         for start in range(0, len(keys), _CHUNK):
             chunk = list(keys[start : start + _CHUNK])
-            found += [(k, int(d)) for k, d in conn.execute(self._docs_of, {"keys": chunk})]
+            found += [(k, int(d)) for k, d in conn.execute(self._sql.docs_of, {"keys": chunk})]
         return found
 
     def remove(self, conn: Connection, keys: Sequence[str]) -> None:
@@ -191,15 +206,15 @@ class Passages:
         for start in range(0, len(keys), _CHUNK):
             chunk = {"keys": list(keys[start : start + _CHUNK])}
             rows: list[tuple[int, int]] = []
-            for doc, kept in conn.execute(self._kept_of, chunk):
+            for doc, kept in conn.execute(self._sql.kept_of, chunk):
                 rows += zip(np.frombuffer(kept, "<i8").tolist(), repeat(int(doc)))
                 if len(rows) >= _ROWS:
-                    conn.exec_driver_sql(self._delete.text, self._delete.many(rows))
+                    conn.exec_driver_sql(self._sql.delete.text, self._sql.delete.many(rows))
                     rows = []
             if rows:
-                conn.exec_driver_sql(self._delete.text, self._delete.many(rows))
-            conn.execute(self._delete_kept, chunk)
-            conn.execute(self._delete_docs, chunk)
+                conn.exec_driver_sql(self._sql.delete.text, self._sql.delete.many(rows))
+            conn.execute(self._sql.delete_kept, chunk)
+            conn.execute(self._sql.delete_docs, chunk)
 
     # --- reads -----------------------------------------------------------------
 
@@ -210,7 +225,7 @@ class Passages:
         values = hashes.tolist()
         for start in range(0, len(values), _CHUNK):
             chunk = values[start : start + _CHUNK]
-            for key, total, shared in conn.execute(self._shared, {"hashes": chunk}):
+            for key, total, shared in conn.execute(self._sql.shared, {"hashes": chunk}):
                 had = found.get(key, (int(total), 0))[1]
                 found[key] = (int(total), had + int(shared))
         return found
