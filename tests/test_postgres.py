@@ -208,7 +208,7 @@ def test_a_first_load_copied_straight_in_equals_the_usual_path(
     from sqlalchemy import create_engine, text
 
     from simindex.signature import NBYTES
-    from simindex.storage import store
+    from simindex.storage import loading
     from simindex.storage.copying import Copying
 
     rng = random.Random(8)
@@ -248,7 +248,7 @@ def test_a_first_load_copied_straight_in_equals_the_usual_path(
     )
     fresh = state(pg_url)
     assert copied == [1]
-    monkeypatch.setattr(store, "FRESH_LOAD_MIN", 10**9)
+    monkeypatch.setattr(loading, "FRESH_LOAD_MIN", 10**9)
     try:
         usual = state(second)
     finally:

@@ -26,7 +26,7 @@ from simindex.signature import (
     similarity,
 )
 from simindex.storage import locate
-from simindex.storage.store import FAST_LOAD_MIN
+from simindex.storage.loading import FAST_LOAD_MIN
 from tests.helpers import raw, short_and_close
 
 _VOCAB = [a + b + c for a in "bdfgklmnprstvz" for b in "aeiouy" for c in "mnrstlk"]
@@ -261,7 +261,8 @@ def test_a_large_load_marks_what_the_triggers_set_aside_would(
     it whose texts it replaces (short by short, by long, by a bare
     fingerprint; long by short), in its first chunk and in later ones."""
     from simindex.storage import short_sets
-    from simindex.storage.store import MARK_ASIDE_MIN, Store
+    from simindex.storage.loading import MARK_ASIDE_MIN
+    from simindex.storage.store import Store
 
     texts = short_texts(11, MARK_ASIDE_MIN // 4 + 150)
     keys = list(texts)

@@ -26,6 +26,7 @@ from simindex.storage.backend import Backend, Changed, Versions, Write, db_error
 from simindex.storage.backups import copy_file, holds_an_index
 from simindex.storage.checks import Problem
 from simindex.storage.dialects import BUSY_TIMEOUT_S, Capabilities
+from simindex.storage.loading import FAST_LOAD_MIN
 from simindex.storage.location import (
     FileAccess,
     Location,
@@ -51,7 +52,7 @@ from simindex.storage.migrate import (
 from simindex.storage.passages import Passages
 from simindex.storage.rebuild import stage, start_staging, swap_in
 from simindex.storage.sql import Chunk
-from simindex.storage.store import FAST_LOAD_MIN, Store
+from simindex.storage.store import Store
 
 
 def open_backend(

@@ -31,11 +31,12 @@ from sqlalchemy.exc import SQLAlchemyError
 from simindex.blocks import BlockLayout, Probe, can_probe, probes
 from simindex.fingerprint import BITS, to_signed
 from simindex.signature import KEYED_BYTES, WORDS
-from simindex.storage import consistency, schema, short_sets
+from simindex.storage import consistency, loading, schema, short_sets
 from simindex.storage.backend import Backend, Versions, Write, db_error, expect
 from simindex.storage.checks import Checks
 from simindex.storage.copying import Copying
 from simindex.storage.dialects import CHANGES
+from simindex.storage.loading import Aside, Load
 from simindex.storage.sql import Chunk, Kept, Signatures, Sql, block_rows, with_version
 from simindex.storage.stored import StoredSnapshot
 
@@ -43,16 +44,6 @@ Row = tuple[int, str, int, "bytes | None"]  # (id, key, signed fingerprint, sign
 _CHUNK = 500  # keys per IN (...) list, well under every database's parameter limit
 _RETURNED_ROWS = 16  # Store.put: rows written one by one to return their ids
 _LOAD_CHUNK = 5000  # rows per executemany
-FAST_LOAD_MIN = 20_000  # rows into one transaction before the lookup indexes are set aside
-# Rows into one transaction before the triggers that count changes are set
-# aside (SQLite: ~7 us a row; making them again costs about a millisecond).
-COUNT_ASIDE_MIN = 5_000
-# A chunk this large into an empty PostgreSQL table starts a load COPYed straight in
-# (copying.Copying.begin_fresh_load): 3x the rows a second of the usual path at a million.
-FRESH_LOAD_MIN = 1_000
-# A first chunk of at least this many rows sets the triggers that mark short
-# sets aside on SQLite (short_sets.marking_aside), and the load marks them.
-MARK_ASIDE_MIN = 1_000
 
 T = TypeVar("T")
 
@@ -129,7 +120,7 @@ class Store:
         self._by_id: dict[int, Sql] = {}
         self._with_versions: dict[int, Sql] = {}
         self._by_key: dict[int, Sql] = {}
-        self._probe_sql: dict[int, tuple[Sql, list[Probe]]] = {}
+        self._probe_sql: dict[int, tuple[Sql, tuple[np.ndarray, np.ndarray]]] = {}
         self.delete_keys = delete(t).where(t.c.key.in_(bindparam("keys", expanding=True)))
         self.count = select(func.count()).select_from(t)
         self.any_row = select(t.c.id).limit(1)
@@ -293,17 +284,17 @@ class Store:
             if found is None:
                 return None
             plan = self._probe_sql[k] = self._compile_probes(found)
-        sql, found = plan
-        values = self.layout.blocks(fingerprint)
-        unsigned = [(fingerprint >> shift) & mask for shift, mask in self.layout.spans()]
-        params: list[int] = []
-        for probe in found:
-            table = self.layout.tables[probe.table]
-            for b, flip in zip(table, probe.flips, strict=True):
-                params.append(to_signed(unsigned[b] ^ flip) if flip else values[b])
+        sql, (block_of, flips) = plan
+        blocks = np.array(
+            [(fingerprint >> shift) & mask for shift, mask in self.layout.spans()], np.uint64
+        )
+        # Each parameter: its block's value with the probe's bits flipped, as stored (signed).
+        params = (blocks[block_of] ^ flips).view(np.int64).tolist()
         return with_version(self._read(sql.text, sql.params(params)), generation)
 
-    def _compile_probes(self, found: list[Probe]) -> tuple[Sql, list[Probe]]:
+    def _compile_probes(self, found: list[Probe]) -> tuple[Sql, tuple[np.ndarray, np.ndarray]]:
+        """The statement of these probes, and for its parameters in order
+        the block each one is and the bits it flips (probe_lookup)."""
         # Written as SQL text, not built from column expressions: a default
         # index's probes are a few hundred terms, which SQLAlchemy's
         # expression and compiler passes took ~25 ms to build (a command's
@@ -334,7 +325,13 @@ class Store:
         sql = Sql(text(" UNION ALL ".join(selects)), self.engine.dialect, names)
         marker = self._generation.replace("SELECT ", "SELECT -1, ", 1)
         sql.text = f"{sql.text} UNION ALL {marker}"
-        return sql, found
+        pairs = [
+            (b, flip)
+            for probe in found
+            for b, flip in zip(self.layout.tables[probe.table], probe.flips, strict=True)
+        ]
+        block_of = np.array([b for b, _ in pairs], np.intp)
+        return sql, (block_of, np.array([flip for _, flip in pairs], np.uint64))
 
     # --- short texts' set keys (short_sets.py) ---------------------------------
 
@@ -625,67 +622,79 @@ class Store:
         transaction (one that counts itself: Backend.write); returns the rows
         read and the rows written (see put).
 
-        A load of more than COUNT_ASIDE_MIN rows sets the triggers that count
-        changes aside while it writes where they run for each row (SQLite:
-        they cost about as much again as the row; Dialect.counting_aside), and
-        makes them again before it ends: the write counts itself. On SQLite
-        a first chunk of MARK_ASIDE_MIN rows or more sets the triggers that
-        mark rows with short sets aside as well, and the load marks the rows
-        it wrote itself (short_sets.marking_aside).
-        A load larger than FAST_LOAD_MIN rows and than the table itself sets
-        the lookup indexes aside while it writes and rebuilds them at the end
-        (all inside the transaction: readers keep seeing the old index). On
-        PostgreSQL a first load (the table empty, a first chunk of at least
-        FRESH_LOAD_MIN rows) also sets the unique key aside and COPYs its rows
-        straight into the table (copying.Copying.begin_fresh_load), one row a key
-        kept at the end as put would.
+        A large load sets aside what costs it per row (loading.py: the
+        lookup indexes, past FAST_LOAD_MIN rows and the table's size; on
+        SQLite the triggers that count changes and those that mark short
+        sets, which the load then marks itself) and puts them back before it
+        ends. On PostgreSQL a first load (the table empty, a first chunk of
+        at least FRESH_LOAD_MIN rows) also sets the unique key aside and
+        COPYs its rows straight into the table (Copying.begin_fresh_load),
+        one row a key kept at the end as put would.
         With ``returned`` (a list), put appends the (id, signed fingerprint)
         of the rows it could return (see put): all of them when the list
         ends as long as the count returned.
         """
         conn = write.conn
-        existing: int | None = None
-        set_aside = counting_aside = False
-        marked: int | None = None  # the largest id before the set keys' triggers were set aside
+        lookups, *triggers = self._asides(conn, keep)
+        load = Load(conn, [*triggers, lookups])
         fresh: str | None = None  # the unique key set aside (see Copying.begin_fresh_load)
         read = written = 0
         chunks = iter(chunks)
         for keys, fps, sigs in chunks:
-            first = not read and self.caps.bulk_copy and len(keys) >= FRESH_LOAD_MIN
+            first = not read and self.caps.bulk_copy and len(keys) >= loading.FRESH_LOAD_MIN
             if first and self._empty(conn):  # a first load: COPY it straight in
-                for index in self.tables.lookups:
-                    index.drop(conn)
-                set_aside = True
+                load.take(lookups)
                 fresh = self.copying.begin_fresh_load(conn)
                 read = written = self.copying.copy_rows(conn, chain([(keys, fps, sigs)], chunks))
                 break
-            if not read and len(keys) >= MARK_ASIDE_MIN:
-                marked = short_sets.marking_aside(conn)
-            if not counting_aside and read + len(keys) > COUNT_ASIDE_MIN:
-                counting_aside = self.backend.dialect.counting_aside(conn)
-            if not set_aside and read + len(keys) > FAST_LOAD_MIN:
-                if existing is None:
-                    existing = self.size(conn)
-                if read + len(keys) > existing:
-                    for index in self.tables.lookups:
-                        index.drop(conn)
-                    set_aside = True
+            load.before(len(keys))
             written += self.put(conn, keys, fps, keep=keep, written=returned, signatures=sigs)
-            if marked is not None and not keep:
-                short_sets.mark_updated(conn, keys, marked)
+            load.after(keys)
             read += len(keys)
         if fresh is not None:
             removed = self.copying.end_fresh_load(conn, fresh, keep=keep)
             written -= removed if keep else 0
-        if set_aside:
+        load.end()
+        return read, written
+
+    def _asides(self, conn: Connection, keep: bool) -> list[Aside]:
+        """What a load sets aside (loading.py): the lookup indexes first, then
+        the triggers that mark short sets and those that count changes."""
+        dialect = self.backend.dialect
+
+        def drop_lookups(conn: Connection) -> bool:
+            for index in self.tables.lookups:
+                index.drop(conn)
+            return True
+
+        def make_lookups(conn: Connection, _: object) -> None:
             for index in self.tables.lookups:
                 index.create(conn)
-            self.backend.dialect.analyze(conn)  # fresh statistics, or the planner scans
-        if counting_aside:
-            self.backend.dialect.count_changes(conn)
-        if marked is not None:
-            short_sets.mark_loaded(conn, marked)
-        return read, written
+            dialect.analyze(conn)  # fresh statistics, or the planner scans
+
+        return [
+            Aside(
+                "lookup indexes",
+                loading.FAST_LOAD_MIN,
+                drop_lookups,
+                make_lookups,
+                rows=lambda: self.size(conn),
+            ),
+            Aside(
+                "the triggers that mark short sets",
+                loading.MARK_ASIDE_MIN,
+                short_sets.marking_aside,
+                lambda conn, before: short_sets.mark_loaded(conn, before),
+                # (the rows there before it whose texts it replaces; keep replaces none)
+                None if keep else short_sets.mark_updated,
+            ),
+            Aside(
+                "the triggers that count changes",
+                loading.COUNT_ASIDE_MIN,
+                lambda conn: dialect.counting_aside(conn) or None,
+                lambda conn, _: dialect.count_changes(conn),
+            ),
+        ]
 
     def _empty(self, conn: Connection) -> bool:
         return conn.execute(self.any_row).first() is None
