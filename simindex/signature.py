@@ -12,12 +12,15 @@ A short text's set is also kept exactly (``+set15``): a text of at most
 SMALL = 15 distinct units has the 32-bit hashes of its units (the values its
 sketch is built from), sorted, after the 64 bytes: 4 bytes a unit. Two such
 texts are compared exactly, and one unit added, dropped or replaced between
-two texts sharing at least four units counts as similar as ONE_UNIT = 15/17
+two texts sharing at least two units counts as similar as ONE_UNIT = 15/17
 at least, the Jaccard of one unit replaced in a text of 16 units (the fewest
 whose similarity is estimated): at the default threshold, as short texts as
 long ones, a one-word edit is a copy. The estimate is the wrong question for
-five to eight units, where one unit replaced is a Jaccard of 0.67 to 0.78
-(docs/decisions/short-texts.md). A text with an exact set compared with one
+three to eight units, where one unit replaced is a Jaccard of 0.5 to 0.78
+(docs/decisions/short-texts.md). Two shared units, not one: "X11 utilities"
+and "GNU utilities" (one word kept of two) are not copies, "Core Perl
+modules" and "Extra Perl modules" (two of three) are, as five-word texts one
+word apart always were. A text with an exact set compared with one
 without (a longer text, or a row written before ``+set15``) is estimated.
 
 A text's units are the tokens of ``tokenize.words(prepare(text), "chars")``
@@ -61,7 +64,7 @@ BITS = 4
 NBYTES = BINS * BITS // 8  # 64 bytes a document: the sketch
 SMALL = 15  # texts of at most this many distinct units keep their set exactly
 ONE_UNIT = 15 / 17  # the least similarity of two small sets one unit apart
-ONE_UNIT_SHARED = 4  # ... that share at least this many units
+ONE_UNIT_SHARED = 2  # ... that share at least this many units
 # The similarity a candidate needs, by default: in both languages the lowest
 # that keeps every negative kind of the harder benchmark at or under 1%
 # (0.8 lets 1.1% of Chinese half-rewritten copies through; docs/quality.md,
@@ -258,8 +261,8 @@ def exact_set(signature: bytes) -> frozenset[int] | None:
 # sixth of its bits, past any k the block indexes answer, so two short texts
 # at most one unit apart are found another way: by a key of their sets. A
 # set's key is the XOR of its units' mixed hashes; a set of n units is
-# stored under its own key (from ONE_UNIT_SHARED units) and under the key of
-# each of its n subsets one unit smaller (from ONE_UNIT_SHARED + 1). Two sets
+# stored under its own key (from ONE_UNIT_SHARED units: two) and under the
+# key of each of its n subsets one unit smaller (from ONE_UNIT_SHARED + 1). Two sets
 # one unit apart then share a key: one added or dropped, the larger's
 # subset is the smaller; one replaced, both have the set of their shared
 # units among their subsets; the same set, its own key. A shared key is a

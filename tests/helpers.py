@@ -146,13 +146,13 @@ def unprivileged() -> list[str]:
 
 def short_and_close(a: bytes | None, b: bytes | None) -> bool:
     """Both signatures keep their sets, which differ by at most one unit among
-    at least four shared, written out here from the rule's words."""
+    at least two shared, written out here from the rule's words."""
     if a is None or b is None or len(a) == NBYTES or len(b) == NBYTES:
         return False
     sa = set(struct.unpack(f"<{(len(a) - NBYTES) // 4}I", a[NBYTES:]))
     sb = set(struct.unpack(f"<{(len(b) - NBYTES) // 4}I", b[NBYTES:]))
     shared = len(sa & sb)
-    return shared >= 4 and len(sa - sb) <= 1 and len(sb - sa) <= 1
+    return shared >= 2 and len(sa - sb) <= 1 and len(sb - sa) <= 1
 
 
 @contextmanager
