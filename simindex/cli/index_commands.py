@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -82,43 +83,48 @@ def layout_text(ix: SimIndex) -> str:
     return ix.layout.describe() + probed
 
 
-def _fingerprinted(
-    docs: Iterable[ingest.Doc],
-    config: FingerprintConfig,
-    workers: int | None,
-    bar: Any,
-    task: Any,
-    skipped: list[str],
-    skip_empty: bool,
-    not_text: NotText | None,
-    texts: bool = False,
-    began: Callable[[], None] = lambda: None,
-) -> Iterator[tuple[str, int, bytes] | tuple[str, int, bytes, str]]:
-    """(key, fingerprint, signature) of each document, made by worker processes,
-    advancing the progress bar; with ``texts``, its text too (for an index
-    that keeps passages). A document with no words is an error, or, with
-    skip_empty, its key goes to `skipped`; a file found in a folder with
-    none goes to `not_text`, as a folder's files that are not text do
-    (None: with --strict, it is an error too). ``began``: called when the
-    first document is asked for (the index's write lock taken)."""
-    from simindex import ingest
+@dataclass
+class _Fingerprinting:
+    """How add and rebuild fingerprint their documents, by worker processes,
+    advancing the progress bar (``bar``'s ``task``): with ``texts``, each
+    text kept too (for an index that keeps passages). A document with no
+    words is an error, or, with ``skip_empty``, its key goes to ``skipped``;
+    a file found in a folder with none goes to ``not_text``, as a folder's
+    files that are not text do (None: with --strict, it is an error too)."""
 
-    began()
-    stream = ingest.fingerprint_docs(docs, config, workers=workers)
-    for n, (doc, fp, signature) in enumerate(stream, 1):
-        bar.update(task, advance=doc.size, docs=n)
-        if fp is not None and signature is not None:
-            yield (doc.key, fp, signature, doc.text) if texts else (doc.key, fp, signature)
-        elif doc.in_folder and not_text is not None:
-            not_text.no_words(doc)
-        elif skip_empty:
-            skipped.append(doc.key)
-        else:
-            named = doc.where if doc.where == doc.key else f"{doc.where} ({doc.key})"
-            raise UserError(
-                f"{named} has no words to fingerprint; the index was left as it was "
-                f"(--skip-empty skips such documents)"
-            )
+    config: FingerprintConfig
+    workers: int | None
+    bar: Any
+    task: Any
+    skip_empty: bool
+    not_text: NotText | None
+    skipped: list[str]
+    texts: bool = False
+
+    def __call__(
+        self, docs: Iterable[ingest.Doc], began: Callable[[], None] = lambda: None
+    ) -> Iterator[tuple[str, int, bytes] | tuple[str, int, bytes, str]]:
+        """(key, fingerprint, signature[, text]) of each document; ``began``:
+        called when the first document is asked for (the index's write lock
+        taken)."""
+        from simindex import ingest
+
+        began()
+        stream = ingest.fingerprint_docs(docs, self.config, workers=self.workers)
+        for n, (doc, fp, signature) in enumerate(stream, 1):
+            self.bar.update(self.task, advance=doc.size, docs=n)
+            if fp is not None and signature is not None:
+                yield (doc.key, fp, signature, doc.text) if self.texts else (doc.key, fp, signature)
+            elif doc.in_folder and self.not_text is not None:
+                self.not_text.no_words(doc)
+            elif self.skip_empty:
+                self.skipped.append(doc.key)
+            else:
+                named = doc.where if doc.where == doc.key else f"{doc.where} ({doc.key})"
+                raise UserError(
+                    f"{named} has no words to fingerprint; the index was left as it was "
+                    f"(--skip-empty skips such documents)"
+                )
 
 
 def _made(
@@ -308,18 +314,17 @@ def add(
             with progress(total, quiet) as bar, lock_note(ix.location) as began:
                 task = bar.add_task("adding", total=total, docs=0)
 
-                stream = _fingerprinted(
-                    chain.from_iterable(docs),
-                    ix.config,
-                    workers,
-                    bar,
-                    task,
-                    skipped,
-                    skip_empty,
-                    None if strict else not_text,
+                fingerprinting = _Fingerprinting(
+                    config=ix.config,
+                    workers=workers,
+                    bar=bar,
+                    task=task,
+                    skip_empty=skip_empty,
+                    not_text=None if strict else not_text,
+                    skipped=skipped,
                     texts=ix.passages,
-                    began=began,
                 )
+                stream = fingerprinting(chain.from_iterable(docs), began=began)
                 added = ix.add_fingerprints(
                     stream, batch_size=batch_size, skip_existing=skip_existing
                 )
@@ -718,17 +723,17 @@ def rebuild(
                 task = bar.add_task("rebuilding", total=total, docs=0)
 
                 keeps = ix.passages if overlaps is None else overlaps
-                stream = _fingerprinted(
-                    docs,
-                    wanted,
-                    workers,
-                    bar,
-                    task,
-                    skipped,
-                    skip_empty,
-                    None if strict else not_text,
+                fingerprinting = _Fingerprinting(
+                    config=wanted,
+                    workers=workers,
+                    bar=bar,
+                    task=task,
+                    skip_empty=skip_empty,
+                    not_text=None if strict else not_text,
+                    skipped=skipped,
                     texts=keeps,
                 )
+                stream = fingerprinting(docs)
                 rows = ix.rebuild(
                     fingerprints=stream,
                     k=k,
