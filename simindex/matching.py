@@ -114,12 +114,12 @@ def unverified(
     its new fingerprint is among the snapshot's added rows, which are not
     judged here, so it is found through them if it matches."""
     keep = np.ones(len(queries), dtype=bool)
-    signed = [v is not None and v.signature is not None and v.threshold > 0 for v in checks]
-    if not len(queries) or not any(signed):
+    judging = [v is not None and v.signature is not None and v.threshold > 0 for v in checks]
+    if not len(queries) or not any(judging):
         return keep
     words, present = held
     query_words, query_present = as_words(
-        [v.signature if s and v is not None else None for v, s in zip(checks, signed, strict=True)]
+        [v.signature if j and v is not None else None for v, j in zip(checks, judging, strict=True)]
     )
     thresholds = np.array([v.threshold if v is not None else 0.0 for v in checks])
     judged = query_present[queries] & present[stored]

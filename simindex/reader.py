@@ -243,8 +243,10 @@ class Reader:
         # The keys come from a second read: recheck the distance on what it
         # returns, in case a writer replaced a row in between (or it is damage).
         found = store.rows_by_id(ids)
-        held = dict(rows)
-        store.checks.read_back(((i, held[i]) for i in ids), {r[0]: r for r in found}, generation)
+        looked_up = dict(rows)  # id -> the fingerprint the lookup read
+        store.checks.read_back(
+            ((i, looked_up[i]) for i in ids), {r[0]: r for r in found}, generation
+        )
         return within(short + found, fingerprint, k, verify)
 
     # --- a batch -------------------------------------------------------------
