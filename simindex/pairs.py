@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from itertools import combinations
 from math import comb
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,6 +28,9 @@ from simindex.compiling import mode
 from simindex.costs import compiled_table_ns, pairs_by_offsets, pairs_lookup, pairs_table_ns
 from simindex.fingerprint import BITS
 from simindex.tables import Plan, earlier, keyed_by, layout_plan, packed_key, stable_order
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 _CHUNK = 1 << 18  # lookups made at once (bounds memory)
 _MAX_FLIPS = 1 << 16  # probes of a plan pairs_plan considers
@@ -245,7 +247,11 @@ def pairs_within(
     masks = [np.uint64(m) for m in plan.masks]
     fast = None if numpy_only else _compiled_kernels(n, plan, compiled)
     cpus = _cpus() if n >= _THREADED_MIN or fast is not None else 1
-    pool = ThreadPoolExecutor(cpus) if cpus > 1 else None
+    pool = None
+    if cpus > 1:  # (its module loads here: a query that never pairs starts without it)
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(cpus)
     found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     compared = 0
     try:
@@ -316,8 +322,19 @@ def _compiled_table(
 
     def job(i: int) -> tuple[np.ndarray, int]:
         part = slices[i]
-        args = (*table[:5], flips[part], tops[part], table.earlier)
-        out, count = fast.table_pairs(*args, plan.radius, k, i == 0)
+        out, count = fast.table_pairs(
+            table.keys,
+            table.fps,
+            table.order,
+            table.starts,
+            table.sizes8,
+            flips[part],
+            tops[part],
+            table.earlier,
+            plan.radius,
+            k,
+            i == 0,
+        )
         return out, int(count)
 
     done = pool.map(job, range(len(slices))) if pool is not None else map(job, range(len(slices)))
@@ -523,7 +540,19 @@ def _compiled_group(
     in it with the flips of at most radius - h bits."""
     radius = plan.radius
     table = sorted_table(fast.counting_sort, fps[home], rest, flips, plan.masks[:t])
-    out, _ = fast.table_pairs(*table[:5], table.flips, table.tops, table.earlier, radius, k, True)
+    out, _ = fast.table_pairs(
+        table.keys,
+        table.fps,
+        table.order,
+        table.starts,
+        table.sizes8,
+        table.flips,
+        table.tops,
+        table.earlier,
+        radius,
+        k,
+        True,
+    )
     found = [(home[out[:, 0]], home[out[:, 1]], out[:, 2])]
     for h in range(1, radius + 1):
         visitors = np.flatnonzero(away == h)
@@ -533,7 +562,16 @@ def _compiled_group(
         packed_flips = packed_key(np.array(mine, dtype=np.uint64), rest).astype(np.int64)
         visitor_keys = packed_key(fps[visitors], rest).astype(np.int64)
         out, _ = fast.visitor_pairs(
-            visitor_keys, fps[visitors], *table[1:5], packed_flips, table.earlier, radius, k
+            visitor_keys,
+            fps[visitors],
+            table.fps,
+            table.order,
+            table.starts,
+            table.sizes8,
+            packed_flips,
+            table.earlier,
+            radius,
+            k,
         )
         found.append((visitors[out[:, 0]], home[out[:, 1]], out[:, 2]))
     a, b, d = zip(*found, strict=True)
