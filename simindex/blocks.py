@@ -18,7 +18,7 @@ that are further away.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations
@@ -201,3 +201,35 @@ def _probes(layout: BlockLayout, k: int) -> tuple[Probe, ...]:
                     flips[i] |= 1 << bit
                 out.append(Probe(j, tuple(flips)))
     return tuple(out)
+
+
+def even_layout(m: int, per_table: int = 1) -> BlockLayout:
+    """m even blocks, a table for every combination of ``per_table`` of them."""
+    return BlockLayout(even_widths(m), tuple(combinations(range(m), per_table)))
+
+
+def cheapest(
+    k: int,
+    cost: Callable[[BlockLayout], float | None],
+    *,
+    grouped: Callable[[int], Iterable[int]] | None = None,
+) -> BlockLayout | None:
+    """The one plan search of the in-memory paths: of the layouts of m even
+    blocks (1 <= m <= 16), tables of one block each (m <= k + 1: more would
+    only be narrower) and of every number of blocks ``grouped(m)`` gives,
+    the one whose ``cost`` is least (the first of equal costs; ``cost``
+    returns None for a layout it rules out), or None if it rules out all.
+    What a plan costs is each path's own (costs.py): a new index's lookups
+    (costs.default_blocks), a single held query's tables
+    (snapshot.single_layout), a batch's (tables.plan_for), all pairs'
+    (pairs.pairs_plan)."""
+    best: tuple[float, BlockLayout] | None = None
+    for m in range(1, BITS // 4 + 1):
+        shapes = [1] if m <= k + 1 else []
+        shapes += list(grouped(m)) if grouped is not None else []
+        for per_table in shapes:
+            layout = even_layout(m, per_table)
+            price = cost(layout)
+            if price is not None and (best is None or price < best[0]):
+                best = (price, layout)
+    return None if best is None else best[1]

@@ -21,15 +21,14 @@ default_blocks), snapshot.py and pairs.py (which in-memory tables).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import combinations
 from math import comb, expm1, log2
 
 from simindex.blocks import (
     MAX_INDEX_K,
     MAX_TABLES,
     BlockLayout,
+    cheapest,
     check_k,
-    even_widths,
     probes,
 )
 from simindex.errors import InvalidArgumentError
@@ -74,18 +73,17 @@ def default_blocks(k: int) -> int:
     check_k(k, limit=MAX_INDEX_K, what="k")
     if k <= 3:
         return k + 1
-    best: tuple[float, int] | None = None
-    for m in range(1, BITS // 4 + 1):
+
+    def cost(layout: BlockLayout) -> float | None:
+        m = len(layout.widths)
         if m > k and comb(m, k) > _DEFAULT_TABLES:  # each index costs disk and load time
-            continue
-        if m > k:
-            layout = BlockLayout(even_widths(m), tuple(combinations(range(m), m - k)))
-        else:
-            layout = BlockLayout(even_widths(m), tuple((b,) for b in range(m)))
-        cost = lookup_cost(layout, k, _DEFAULT_N)
-        if cost is not None and (best is None or cost[2] < best[0]):
-            best = (cost[2], m)
-    return k + 1 if best is None else best[1]
+            return None
+        found = lookup_cost(layout, k, _DEFAULT_N)
+        return None if found is None else found[2]
+
+    # Tables of one block each while m <= k (probed), of m - k blocks past it.
+    layout = cheapest(k, cost, grouped=lambda m: [m - k] if m > k + 1 else [])
+    return k + 1 if layout is None else len(layout.widths)
 
 
 @dataclass(frozen=True)

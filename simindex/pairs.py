@@ -16,17 +16,15 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
-from itertools import combinations
 from math import comb
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from simindex.blocks import BlockLayout, even_widths, probe_radius
+from simindex.blocks import BlockLayout, cheapest, even_layout, probe_radius
 from simindex.compiled import MAX_WIDTH, MIN_ROWS, Loops, kernels, prepared, sorted_table
 from simindex.compiling import mode
 from simindex.costs import compiled_table_ns, pairs_by_offsets, pairs_lookup, pairs_table_ns
-from simindex.fingerprint import BITS
 from simindex.tables import Plan, earlier, keyed_by, layout_plan, packed_key, stable_order
 
 if TYPE_CHECKING:
@@ -55,29 +53,26 @@ def pairs_plan(
     ``blocks`` forces the number of blocks (tests), with per_table=None one
     block a table."""
     if blocks is not None:
-        return layout_plan(_layout(blocks, per_table or 1), k)
-    best: tuple[float, int, int] | None = None
-    for m in range(1, BITS // 4 + 1):
-        # One block a table: up to k + 1 of them (more would only be narrower).
-        shapes = [1] if m <= k + 1 else []
-        if per_table is None:
-            shapes += [t for t in range(2, m) if comb(m, t) <= _MAX_TABLES]
-        elif per_table != 1:
-            shapes = [per_table]
-        for t in shapes:
-            layout = _layout(m, t)
-            radius = probe_radius(layout, k)
-            widths = [mask.bit_count() for mask in layout.table_masks()]
-            if sum(comb(w, i) for w in widths for i in range(radius + 1)) > _MAX_FLIPS:
-                continue
-            if compiled and max(widths) > MAX_WIDTH:
-                continue
-            price = compiled_table_ns if compiled else pairs_table_ns
-            cost = sum(price(n, w, radius) for w in widths)
-            if best is None or cost < best[0]:
-                best = (cost, m, t)
-    m, t = (k + 1, 1) if best is None else best[1:]
-    return layout_plan(_layout(m, t), k)
+        return layout_plan(even_layout(blocks, per_table or 1), k)
+    price = compiled_table_ns if compiled else pairs_table_ns
+
+    def cost(layout: BlockLayout) -> float | None:
+        radius = probe_radius(layout, k)
+        widths = [mask.bit_count() for mask in layout.table_masks()]
+        if sum(comb(w, i) for w in widths for i in range(radius + 1)) > _MAX_FLIPS:
+            return None
+        if compiled and max(widths) > MAX_WIDTH:
+            return None
+        return sum(price(n, w, radius) for w in widths)
+
+    assert per_table in (1, None), "tables of a given number of blocks: give blocks too"
+
+    def grouped(m: int) -> list[int]:
+        """Tables of several blocks (per_table None): any number of them."""
+        return [t for t in range(2, m) if comb(m, t) <= _MAX_TABLES] if per_table is None else []
+
+    layout = cheapest(k, cost, grouped=grouped)
+    return layout_plan(layout or even_layout(k + 1), k)
 
 
 _MAX_TABLES = 35  # tables a plan of pairs_plan may have (blocks.MAX_TABLES)
@@ -106,11 +101,6 @@ def _default_plan(n: int, k: int, compiled: bool | None) -> tuple[Plan, bool]:
 def _price(plan: Plan, n: int, table_ns: Callable[[int, int, int], float]) -> float:
     """A plan's estimated nanoseconds by one of costs' table prices."""
     return sum(table_ns(n, mask.bit_count(), plan.radius) for mask in plan.masks)
-
-
-def _layout(m: int, t: int) -> BlockLayout:
-    """m even blocks, a table for every combination of t of them."""
-    return BlockLayout(even_widths(m), tuple(combinations(range(m), t)))
 
 
 def _flipped(

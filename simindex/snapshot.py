@@ -15,9 +15,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from simindex.blocks import MAX_INDEX_K, BlockLayout, Probe, even_widths, probes
+from simindex.blocks import MAX_INDEX_K, BlockLayout, Probe, cheapest, probes
 from simindex.costs import held_table_us
-from simindex.fingerprint import BITS
 from simindex.tables import (
     Plan,
     earlier,
@@ -79,20 +78,21 @@ def single_layout(n: int, k: int) -> tuple[BlockLayout, list[Probe] | None] | No
     (None: exact lookups, m > k); None past MAX_INDEX_K."""
     if k > MAX_INDEX_K:
         return None
-    best: tuple[float, BlockLayout, list[Probe] | None] | None = None
-    for m in range(1, min(k + 1, BITS // 4) + 1):
-        layout = BlockLayout(even_widths(m), tuple((b,) for b in range(m)))
+
+    def cost(layout: BlockLayout) -> float | None:
+        m = len(layout.widths)
         found = probes(layout, k) if m <= k else None
         if m <= k and (found is None or m == 1):  # (a probed 64-bit block: not in int64)
-            continue
-        cost = 0.0
+            return None
+        total = 0.0
         for t, width in enumerate(layout.widths):
             count = None if found is None else sum(p.table == t for p in found)
-            cost += held_table_us(width, n, count, _offsets_fit(width, n))
-        if best is None or cost < best[0]:
-            best = (cost, layout, found)
-    assert best is not None  # m = k + 1 always qualifies
-    return best[1], best[2]
+            total += held_table_us(width, n, count, _offsets_fit(width, n))
+        return total
+
+    layout = cheapest(k, cost)
+    assert layout is not None  # m = k + 1 always qualifies
+    return layout, (probes(layout, k) if len(layout.widths) <= k else None)
 
 
 # A stored order of the single-query tables for one k (Snapshot.order): the

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from simindex.blocks import MAX_PROBES, BlockLayout, even_widths, probe_radius
+from simindex.blocks import MAX_PROBES, BlockLayout, cheapest, even_layout, probe_radius
 from simindex.costs import batch_table_cost
 from simindex.fingerprint import BITS
 
@@ -33,22 +33,18 @@ class Plan(NamedTuple):
 
 
 def plan_for(n: int, k: int, *, blocks: int | None = None) -> Plan:
-    """The cheapest plan for k over n fingerprints (costs.batch_table_cost).
-    ``blocks`` forces the number of blocks (tests)."""
-    best: tuple[float, int] | None = None
-    if blocks is not None:
-        best = (0.0, blocks)
-    for m in range(1, min(k + 1, BITS // 4) + 1) if blocks is None else ():
-        layout = BlockLayout(even_widths(m), tuple((b,) for b in range(m)))
+    """The cheapest plan for a batch of queries within k over n fingerprints
+    (costs.batch_table_cost). ``blocks`` forces the number of blocks (tests)."""
+
+    def cost(layout: BlockLayout) -> float | None:
         radius = probe_radius(layout, k)
         probes = [sum(comb(w, i) for i in range(radius + 1)) for w in layout.widths]
         if sum(probes) > 4 * MAX_PROBES:
-            continue
-        cost = sum(batch_table_cost(p, w, n) for p, w in zip(probes, layout.widths, strict=True))
-        if best is None or cost < best[0]:
-            best = (cost, m)
-    m = k + 1 if best is None else best[1]
-    return layout_plan(BlockLayout(even_widths(m), tuple((b,) for b in range(m))), k)
+            return None
+        return sum(batch_table_cost(p, w, n) for p, w in zip(probes, layout.widths, strict=True))
+
+    layout = even_layout(blocks) if blocks is not None else cheapest(k, cost)
+    return layout_plan(layout or even_layout(k + 1), k)
 
 
 def layout_plan(layout: BlockLayout, k: int) -> Plan:

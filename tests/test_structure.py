@@ -499,3 +499,18 @@ def test_the_short_rule_check_sees_every_spelling() -> None:
     for source in spellings:
         assert rule_names(source), source
     assert not rule_names("from simindex.signature import one_unit, keys_of_sets\n")
+
+
+def test_the_layouts_are_searched_in_one_place() -> None:
+    """Every choice of a layout of even blocks (a new index's lookups, a held
+    query's tables, a batch's, all pairs') is blocks.cheapest with its own
+    cost; costs.advise lists them all for a user (it chooses none)."""
+    loops = set()
+    for name, path in modules().items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for func in ast.walk(tree):
+            if isinstance(func, ast.FunctionDef):
+                for node in ast.walk(func):
+                    if isinstance(node, ast.For) and "BITS // 4" in ast.unparse(node.iter):
+                        loops.add((name, func.name))
+    assert loops == {("simindex.blocks", "cheapest"), ("simindex.costs", "advise")}
