@@ -1111,28 +1111,41 @@ def test_an_interrupted_add_leaves_no_new_empty_index(
         assert listing(tmp_path) == ["X.jsonl"]
 
 
-@pytest.mark.parametrize("command", ["add", "remove"])
+@pytest.mark.parametrize("command", ["add", "add --batch-size 1", "remove", "rebuild"])
 def test_a_wait_for_another_writers_lock_is_said_once(
     lock_holder: tuple[Path, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
 ) -> None:
-    from simindex.cli import options
+    """Every write transaction of every command tells a long wait for the
+    lock (simindex.waits), not only the first of add's: said once a wait."""
+    from simindex import waits
+    from simindex.cli import errors
 
     db, holder = lock_holder
-    said = options._say_waiting
+    said = errors.say_waiting
+    told: list[str] = []
 
-    def say_and_let_go(text: str) -> None:  # the other writer commits once it is said
-        said(text)
-        holder.rollback()
+    def say_and_let_go(where: str, timeout: float) -> None:  # the other writer commits then
+        # (at NOTE_AFTER_S = 0 a transaction that waits for nothing may be
+        # told too, before it cancels: only a wait on the held lock counts)
+        if holder.in_transaction:
+            said(where, timeout)
+            told.append(where)
+            holder.rollback()
 
-    monkeypatch.setattr(options, "LOCK_NOTE_S", 0.0)  # said at once (the wait is real)
-    monkeypatch.setattr(options, "_say_waiting", say_and_let_go)
+    monkeypatch.setattr(waits, "NOTE_AFTER_S", 0.0)  # said at once (the wait is real)
+    monkeypatch.setattr(errors, "say_waiting", say_and_let_go)
     (tmp_path / "b.txt").write_text(T2, encoding="utf-8")
-    given = tmp_path / "b.txt" if command == "add" else "some-key"
-    result = ok(command, db, given, "--timeout", "60")
-    assert result.stderr == (
-        f"Note: waiting for another process's write lock on {db} (up to 60 s)...\n"
-    )
+    args = {
+        "add": ["add", db, tmp_path / "b.txt"],
+        "add --batch-size 1": ["add", db, tmp_path / "b.txt", "--batch-size", "1"],
+        "remove": ["remove", db, "some-key"],
+        "rebuild": ["rebuild", db],
+    }[command]
+    result = ok(*args, "--timeout", "60")
+    note = f"Note: waiting for another process's write lock on {db} (up to 60 s)...\n"
+    assert result.stderr.count(note) == 1 and told == [str(db)], result.stderr
     assert not holder.in_transaction
+    assert not waits._listeners  # the command stops listening when it ends
 
 
 # --- 14. query --batch's progress ----------------------------------------------------

@@ -20,7 +20,7 @@ from typing import Any, NoReturn, TypeVar
 
 import typer
 
-from simindex import signals
+from simindex import signals, waits
 from simindex.cli.output import escaped
 from simindex.errors import SimIndexError
 
@@ -56,6 +56,7 @@ def reported(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        waits.listen(say_waiting)
         try:
             return func(*args, **kwargs)
         except (SimIndexError, UserError) as exc:
@@ -73,8 +74,19 @@ def reported(func: F) -> F:
         except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP
             interrupted(exc, "nothing of the unfinished transaction was kept")
             raise typer.Exit(signals.exit_code(exc)) from None
+        finally:
+            waits.unlisten(say_waiting)
 
     return wrapper  # type: ignore[return-value]
+
+
+def say_waiting(where: str, timeout: float) -> None:
+    """What a command says of a long wait for a write lock (simindex.waits:
+    every write transaction, and a restore): one Note a wait, on stderr."""
+    typer.echo(
+        f"Note: waiting for another process's write lock on {where} (up to {timeout:g} s)...",
+        err=True,
+    )
 
 
 _told = {"interrupted": False}  # whether this run has said it was interrupted

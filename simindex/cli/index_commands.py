@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -48,7 +48,6 @@ from simindex.cli.options import (
     check_threshold_option,
     config_from,
     has_words,
-    lock_note,
     open_index,
     parse_fingerprint,
     read_text_file,
@@ -102,14 +101,11 @@ class _Fingerprinting:
     texts: bool = False
 
     def __call__(
-        self, docs: Iterable[ingest.Doc], began: Callable[[], None] = lambda: None
+        self, docs: Iterable[ingest.Doc]
     ) -> Iterator[tuple[str, int, bytes] | tuple[str, int, bytes, str]]:
-        """(key, fingerprint, signature[, text]) of each document; ``began``:
-        called when the first document is asked for (the index's write lock
-        taken)."""
+        """(key, fingerprint, signature[, text]) of each document."""
         from simindex import ingest
 
-        began()
         stream = ingest.fingerprint_docs(docs, self.config, workers=self.workers)
         for n, (doc, fp, signature) in enumerate(stream, 1):
             self.bar.update(self.task, advance=doc.size, docs=n)
@@ -311,7 +307,7 @@ def add(
     new_file = _new_index_file(index)
     try:
         with _made(index, k, blocks, config, threshold, overlaps) as ix:
-            with progress(total, quiet) as bar, lock_note(ix.location) as began:
+            with progress(total, quiet) as bar:
                 task = bar.add_task("adding", total=total, docs=0)
 
                 fingerprinting = _Fingerprinting(
@@ -324,7 +320,7 @@ def add(
                     skipped=skipped,
                     texts=ix.passages,
                 )
-                stream = fingerprinting(chain.from_iterable(docs), began=began)
+                stream = fingerprinting(chain.from_iterable(docs))
                 added = ix.add_fingerprints(
                     stream, batch_size=batch_size, skip_existing=skip_existing
                 )
@@ -592,7 +588,7 @@ def remove(
     timeout: TimeoutOpt = None,
 ) -> None:
     """Remove documents by key (in one transaction)."""
-    with open_index(index) as ix, lock_note(ix.location):
+    with open_index(index) as ix:
         removed = ix.remove_many(keys)
     if as_json:
         emit_json({"removed": removed, "missing": len(set(keys)) - removed})

@@ -8,9 +8,6 @@ SimIndex, a text, a fingerprint), raising UserError for a mistake.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated
 
@@ -181,33 +178,6 @@ TimeoutOpt = Annotated[
         expose_value=False,
     ),
 ]
-
-
-LOCK_NOTE_S = 2.0  # a wait for another writer's lock is said once it is this long
-
-
-@contextmanager
-def lock_note(location: str) -> Iterator[Callable[[], None]]:
-    """Around a write that waits for another process's write lock before it
-    does anything else: if it has waited LOCK_NOTE_S, a Note says so, once.
-    Yields what to call once the write has begun its work (the lock taken).
-    (SQLite waits inside one call, which tells nobody: a timer is what can.)"""
-    seconds = lock_wait()
-    if seconds <= LOCK_NOTE_S:
-        yield lambda: None
-        return
-    said = f"waiting for another process's write lock on {location} (up to {seconds:g} s)..."
-    timer = threading.Timer(LOCK_NOTE_S, _say_waiting, args=(said,))
-    timer.daemon = True
-    timer.start()
-    try:
-        yield timer.cancel
-    finally:
-        timer.cancel()
-
-
-def _say_waiting(said: str) -> None:
-    typer.echo(f"Note: {said}", err=True)
 
 
 def lock_wait() -> float:

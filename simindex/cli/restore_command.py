@@ -12,8 +12,9 @@ from typing import Annotated
 
 import typer
 
+from simindex import waits
 from simindex.cli.errors import reported
-from simindex.cli.options import JsonOpt, TimeoutOpt, lock_note, lock_wait
+from simindex.cli.options import JsonOpt, TimeoutOpt, lock_wait
 from simindex.cli.output import emit_json
 
 
@@ -43,7 +44,7 @@ def restore(
 
     ready = prepare_restore(backup, index, timeout=lock_wait())
     source, target, rows = ready.source, ready.target, ready.fingerprints
-    with lock_note(str(target)):
+    with waits.noted(str(target), lock_wait()):  # (SQLite's backup API waits inside one call)
         ready.run()
     shown = source.absolute()  # (as every command names an index file: absolute)
     if as_json:

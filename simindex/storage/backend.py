@@ -25,6 +25,7 @@ from typing import NamedTuple
 from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError, NoSuchModuleError, SQLAlchemyError
 
+from simindex import waits
 from simindex.errors import DamagedIndexError, InvalidArgumentError, NoIndexError, StorageError
 from simindex.storage.dialects import (
     BUSY_TIMEOUT_S,
@@ -235,58 +236,66 @@ class Backend:
                     self.dialect.lock_wait(conn, self.timeout)
             conn.close()
 
-        while True:
-            try:
-                conn = self.engine.connect()
-            except (SQLAlchemyError, self.driver_error) as exc:
-                raise self.error(exc) from exc
-            try:
-                conn.execution_options(**{WRITE_OPTION: True})
-                if wait is not None:
-                    self.dialect.lock_wait(conn, wait)
-                transaction = conn.begin()
-                break
-            except DBAPIError as exc:
-                release(conn)
-                if not _is_busy(exc):
+        # A wait for the lock (SQLite: inside BEGIN IMMEDIATE, retried while
+        # busy; PostgreSQL: begin_write's) is told to whoever listens (waits.py).
+        with waits.noted(str(where), timeout) as taken:
+            while True:
+                try:
+                    conn = self.engine.connect()
+                except (SQLAlchemyError, self.driver_error) as exc:
                     raise self.error(exc) from exc
-                if time.monotonic() >= deadline:
+                try:
+                    conn.execution_options(**{WRITE_OPTION: True})
+                    if wait is not None:
+                        self.dialect.lock_wait(conn, wait)
+                    transaction = conn.begin()
+                    break
+                except DBAPIError as exc:
+                    release(conn)
+                    if not _is_busy(exc):
+                        raise self.error(exc) from exc
+                    if time.monotonic() >= deadline:
+                        raise StorageError(
+                            f"{where} is locked by another writer: gave up after {timeout:g} s"
+                        ) from exc
+                    time.sleep(0.05)
+                except BaseException:
+                    release(conn)
+                    raise
+            try:
+                try:
+                    with transaction:
+                        before = self.dialect.begin_write(
+                            conn, alone=alone, wait=wait, counted=counted
+                        )
+                        taken()
+                        write = Write(conn)
+                        yield write
+                        if counted:
+                            write.before, write.after = self.dialect.count_write(
+                                conn, self.caps, before
+                            )
+                finally:
+                    release(conn)
+            except DBAPIError as exc:
+                if _is_busy(exc):
                     raise StorageError(
                         f"{where} is locked by another writer: gave up after {timeout:g} s"
                     ) from exc
-                time.sleep(0.05)
-            except BaseException:
-                release(conn)
-                raise
-        try:
-            try:
-                with transaction:
-                    before = self.dialect.begin_write(conn, alone=alone, wait=wait, counted=counted)
-                    write = Write(conn)
-                    yield write
-                    if counted:
-                        write.before, write.after = self.dialect.count_write(
-                            conn, self.caps, before
-                        )
-            finally:
-                release(conn)
-        except DBAPIError as exc:
-            if _is_busy(exc):
-                raise StorageError(
-                    f"{where} is locked by another writer: gave up after {timeout:g} s"
-                ) from exc
-            if _is_readonly(exc):
-                raise StorageError(f"{where} is read-only: nothing can be written to it") from exc
-            if exc.connection_invalidated:  # (the driver says the connection is gone)
-                raise StorageError(
-                    f"{describe_db_error(where, exc)}: the connection was lost during a "
-                    "write, which may or may not have been saved; the next call connects "
-                    "again (writing the same rows again is safe: a key written twice keeps "
-                    "the later one)"
-                ) from exc
-            raise self.error(exc) from exc
-        except (SQLAlchemyError, self.driver_error) as exc:
-            raise self.error(exc) from exc
+                if _is_readonly(exc):
+                    raise StorageError(
+                        f"{where} is read-only: nothing can be written to it"
+                    ) from exc
+                if exc.connection_invalidated:  # (the driver says the connection is gone)
+                    raise StorageError(
+                        f"{describe_db_error(where, exc)}: the connection was lost during a "
+                        "write, which may or may not have been saved; the next call connects "
+                        "again (writing the same rows again is safe: a key written twice keeps "
+                        "the later one)"
+                    ) from exc
+                raise self.error(exc) from exc
+            except (SQLAlchemyError, self.driver_error) as exc:
+                raise self.error(exc) from exc
 
     def generation(self, conn: Connection) -> int:
         """A number that changes whenever the index is rebuilt or its schema changes."""
