@@ -123,7 +123,6 @@ class SimIndex:
             new = storage.Settings(  # what a new index gets
                 layout=wanted_layout or BlockLayout.for_k(DEFAULT_K),
                 config=wanted or DEFAULT_CONFIG,
-                created_by=f"simindex {storage.package_version()}",
                 distance=DEFAULT_K if k is None else k,
                 threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
                 passages=bool(overlaps),

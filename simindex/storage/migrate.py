@@ -211,8 +211,13 @@ def upgrade(conn: Connection, layout: BlockLayout) -> None:
     command.upgrade(config, "head")
 
 
-def create(conn: Connection, settings: Settings) -> None:
-    """Create an index's tables and record its settings (one transaction)."""
+def create(conn: Connection, settings: Settings) -> Settings:
+    """Create an index's tables and record its settings (one transaction);
+    returns them, named as made by this simindex where they name no maker
+    (``created_by``: the installed version is read only here, for a new
+    index, not at every open)."""
+    if not settings.created_by:
+        settings = replace(settings, created_by=f"simindex {package_version()}")
     upgrade(conn, settings.layout)
     tables = schema.build(settings.layout)
     conn.execute(
@@ -222,6 +227,7 @@ def create(conn: Connection, settings: Settings) -> None:
         from simindex.storage.passages import begin_passages
 
         begin_passages(conn)
+    return settings
 
 
 def write_settings(conn: Connection, settings: Settings) -> None:
@@ -308,8 +314,7 @@ def open_settings(
             if found is None:
                 if not may_create:
                     raise NoIndexError(f"no index at {where}")
-                create(conn, new)
-                return new
+                return create(conn, new)
             if found[1] != HEAD:
                 upgrade(conn, found[0].layout)
                 found = read_settings(conn, where)
