@@ -250,7 +250,9 @@ def test_an_interrupt_while_a_worker_starts_waits_for_it(
     FileNotFoundError once the pool's semaphores were gone (reading what it
     had been sent), or waited for work forever. The interrupt now comes once
     the worker is known, and the pool stops it."""
-    context = ingest.workers._context().Process  # the class of the pool's processes
+    from simindex.ingest import workers
+
+    context = workers._context().Process  # the class of the pool's processes
     real = context._Popen
     made: list[int] = []
 
