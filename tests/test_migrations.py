@@ -125,3 +125,40 @@ def test_an_unreachable_database_is_one_clear_error_without_the_password() -> No
 
 def test_the_migrations_ship_beside_the_package() -> None:
     assert (storage.migrations_dir() / "versions" / "0001_create_index.py").is_file()
+
+
+def test_revision_0009_makes_every_short_texts_keys_again(tmp_path: Path) -> None:
+    """An index of revision 0008 has the set keys of the rule of four shared
+    units (none for texts of three or four units): upgraded, its keys are
+    made again, and every short query answers as an index made today does
+    (tests/test_short_sets.py holds those to a brute-force scan), the one-word
+    edits of three-word texts found at any distance."""
+    words = [f"w{i}" for i in range(400)]
+    texts: dict[str, str] = {}
+    for i in range(60):
+        a, b, c, d = words[4 * i : 4 * i + 4]
+        texts[f"t{i}"] = f"{a} {b} {c}"
+        texts[f"t{i}-edit"] = f"{a} {b} {d}"  # one word replaced: two shared
+    old, new = tmp_path / "old.db", tmp_path / "new.db"
+    for path in (old, new):
+        with SimIndex(path, hold=False) as index:
+            index.add_many(texts.items())
+    con = sqlite3.connect(old)
+    with con:  # what the rule of four left: no keys for sets under five units
+        con.execute("DELETE FROM simindex_set_keys")
+        con.execute("UPDATE simindex_alembic_version SET version_num = '0008'")
+    con.close()
+    with pytest.raises(IndexVersionError, match="revision 0008"):
+        SimIndex(old, readonly=True)
+    with SimIndex(old, hold=False) as upgraded, SimIndex(new, hold=False) as made:
+        assert upgraded.stats()["schema_revision"] == storage.HEAD == "0009"
+        far = 0
+        for key, text in texts.items():
+            got = upgraded.query(text)
+            assert got == made.query(text)
+            mate = key[: -len("-edit")] if key.endswith("-edit") else f"{key}-edit"
+            found = {m.key: m for m in got}
+            assert mate in found, (key, got)
+            far += found[mate].distance > 8
+        assert far  # some pairs only the set keys find
+        assert upgraded.duplicates() == made.duplicates()

@@ -1,0 +1,59 @@
+"""Short texts' set keys made again for the rule of two shared units.
+
+From this revision a short text one unit away from another is a copy when
+the two share at least two units (simindex/signature.py: ONE_UNIT_SHARED;
+four before), so a row's set keys are made from three units on (five
+before), and a short query looks up keys that rows written before never
+got. The upgrade makes every row's keys again (one pass over the rows with
+a short set, as revision 0007 made them), so that every query path answers
+what a brute-force scan under the new rule does. It moves the generation
+(SQLite: the schema cookie, by a table made and dropped; PostgreSQL: the
+stored generation), so a process of an older simindex holding the index
+reads its settings again and refuses it (it would make keys by the old
+rule); a simindex from before this revision refuses the index.
+
+Revision ID: 0009
+Revises: 0008
+Create Date: 2026-12-05
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+from simindex.storage import schema, short_sets
+
+revision = "0009"
+down_revision = "0008"
+branch_labels = None
+depends_on = None
+
+EXISTING = "EXISTS (SELECT 1 FROM simindex_meta WHERE name = 'format')"
+
+
+def upgrade() -> None:
+    bind = op.get_bind()
+    if not sa.inspect(bind).has_table(schema.FINGERPRINT_TABLE):
+        return  # (an empty database: the tables are made when the index is created)
+    short_sets.mark_all(bind)
+    short_sets.drain(bind)
+    if bind.dialect.name == "sqlite":
+        op.execute("CREATE TABLE simindex_revision_0009 (moved INTEGER)")
+        op.execute("DROP TABLE simindex_revision_0009")
+    else:
+        op.execute(
+            "UPDATE simindex_meta SET value = CAST(CAST(value AS BIGINT) + 1 AS TEXT) "
+            "WHERE name = 'generation'"
+        )
+        op.execute(
+            f"INSERT INTO simindex_meta (name, value) SELECT 'generation', '1' WHERE {EXISTING} "
+            f"AND NOT EXISTS (SELECT 1 FROM simindex_meta WHERE name = 'generation')"
+        )
+
+
+def downgrade() -> None:
+    # The keys of the rule of two include those of the rule of four: a
+    # simindex of revision 0008 verifies every candidate they give by its
+    # own rule, so its answers stay its own.
+    pass
