@@ -423,6 +423,7 @@ def _marks_of(
         probes,
         drop_stopwords,
         binary,
+        cjk_units,
         out,
     )
 
@@ -442,12 +443,14 @@ def _finish(
     probes: Any,
     drop_stopwords: bool,
     binary: bool,
+    ordered: bool,
     out: Any,
 ) -> Any:
     """The vote of the features (fingerprint.features_of_tokens: the tokens
     but stop words, or all when every one is a stop word or they are kept;
     simhash_of_hashes) and the sketch and exact set of the units
-    (signature._signature_of)."""
+    (signature._signature_of: ``ordered``, in the order first seen and the
+    byte ORDERED, else sorted)."""
     stop = np.zeros(nd, np.bool_)
     content = nd
     if drop_stopwords:
@@ -518,14 +521,25 @@ def _finish(
             if unit[d]:
                 small[u] = np.uint32(hs[d] >> np.uint64(32))
                 u += 1
-        small.sort()
+        if not ordered:
+            small.sort()
         previous = -1
         for u in range(units):
             value = np.int64(small[u])
-            if value == previous:
+            if ordered:  # (two units' top 32 bits alike: the first one)
+                again = False
+                for v in range(u):
+                    if small[v] == small[u]:
+                        again = True
+                if again:
+                    continue
+            elif value == previous:
                 continue
             previous = value
             for k in range(4):
                 out[size] = np.uint8((value >> (8 * k)) & 0xFF)
                 size += 1
+        if ordered:
+            out[size] = np.uint8(1)  # signature.ORDERED
+            size += 1
     return fingerprint, size

@@ -44,6 +44,7 @@ from simindex.signature import (
     WORDS,
     check_threshold,
     estimates,
+    exact_many,
     keys_of_sets,
     one_unit_many,
     one_unit_reaches,
@@ -354,30 +355,16 @@ class _Marks(NamedTuple):
     words: np.ndarray  # the signatures' sketches, (n, signature.WORDS) uint64
     sets: np.ndarray  # their exact sets (short texts), (n, SMALL) uint32, padded with 0
     sizes: np.ndarray  # the sizes of those sets (0: none)
+    ordered: np.ndarray  # whether each is in its text's order (signature.exact_many)
 
 
 def _marks(fps: list[int], signatures: list[bytes]) -> _Marks:
-    sizes = np.array([(len(s) - NBYTES) // 4 for s in signatures], dtype=np.intp)
     sketches = b"".join(s[:NBYTES] for s in signatures)
-    sets = np.zeros((len(signatures), SMALL), dtype=np.uint32)
-    if sizes.any():
-        filled = np.arange(SMALL)[None, :] < sizes[:, None]
-        blob = b"".join(s[NBYTES:] for s in signatures)
-        sets[filled] = np.frombuffer(blob, dtype="<u4")
     return _Marks(
         np.array(fps, dtype=np.uint64),
         np.frombuffer(sketches, dtype="<u8").reshape(-1, WORDS).astype(np.uint64),
-        sets,
-        sizes,
+        *exact_many(signatures),
     )
-
-
-def _shared(a: _Marks, i: np.ndarray, b: _Marks, j: np.ndarray) -> np.ndarray:
-    """The units the exact sets of a[i] and b[j] share (pairwise)."""
-    valid_a = np.arange(SMALL)[None, :] < a.sizes[i][:, None]
-    valid_b = np.arange(SMALL)[None, :] < b.sizes[j][:, None]
-    same = a.sets[i][:, :, None] == b.sets[j][:, None, :]
-    return (same & valid_a[:, :, None] & valid_b[:, None, :]).sum(axis=(1, 2))
 
 
 def _similarities(a: _Marks, i: np.ndarray, b: _Marks, j: np.ndarray) -> np.ndarray:
@@ -392,7 +379,7 @@ def _similarities(a: _Marks, i: np.ndarray, b: _Marks, j: np.ndarray) -> np.ndar
 def _one_unit(a: _Marks, i: np.ndarray, b: _Marks, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """signature.one_unit_many of the exact sets of a[i] and b[j]: whether
     one unit apart, and their similarity."""
-    return one_unit_many(_shared(a, i, b, j), a.sizes[i], b.sizes[j])
+    return one_unit_many(a.sets[i], a.sizes[i], a.ordered[i], b.sets[j], b.sizes[j], b.ordered[j])
 
 
 class _Table(NamedTuple):
@@ -416,6 +403,7 @@ class _Kept:
         self._words = _Column(np.uint64, WORDS)
         self._sets = _Column(np.uint32, SMALL)
         self._sizes = _Column(np.intp)
+        self._ordered = _Column(np.bool_)
         self._by_set_key = _Sorted(np.int64)
         # Whether a set of n units (n + 1 the larger of a pair) is looked up
         # by all its keys, or by its own alone (signature.one_unit_reaches).
@@ -457,7 +445,13 @@ class _Kept:
         worded = [i for i, (_, fp, sig) in enumerate(batch) if fp is not None and sig is not None]
         signatures: list[bytes] = [batch[i][2] for i in worded]  # type: ignore[misc]
         new = _marks([batch[i][1] for i in worded], signatures)  # type: ignore[misc]
-        old = _Marks(self._fps.rows, self._words.rows, self._sets.rows, self._sizes.rows)
+        old = _Marks(
+            self._fps.rows,
+            self._words.rows,
+            self._sets.rows,
+            self._sizes.rows,
+            self._ordered.rows,
+        )
         start = len(self.keys)
         set_keys, owner, asked = self._set_keys(signatures, new)
         # Against what was kept before: (document, position, distance, similarity).
@@ -562,6 +556,7 @@ class _Kept:
         self._words.extend(new.words[at])
         self._sets.extend(new.sets[at])
         self._sizes.extend(new.sizes[at])
+        self._ordered.extend(new.ordered[at])
         self.keys.extend([keys[a] for a in at.tolist()])
         for table in self._tables:
             values = (new.fps[at] & table.mask) >> table.shift

@@ -48,7 +48,7 @@ from simindex.fingerprint import FingerprintConfig, prepare
 from simindex.tokenize import _CJK, PIECE_CHARS, has_cjk, nfkc, normalize, stopwords
 
 SWITCH_CHARS = 4 << 20  # characters fingerprinted the Python way before the switch
-_OUT_BYTES = 64 + 4 * 15  # the sketch and the largest exact set
+_OUT_BYTES = 64 + 4 * 15 + 1  # the sketch, the largest exact set and its order byte
 # What the listeners of simindex.compiling are told while numba compiles the
 # loop, the first time on a machine: 14.2 s on 2 busy cores with numba's cache
 # empty (NUMBA_CACHE_DIR=$(mktemp -d) python -c "from simindex import

@@ -23,6 +23,25 @@ modules" and "Extra Perl modules" (two of three) are, as five-word texts one
 word apart always were. A text with an exact set compared with one
 without (a longer text, or a row written before ``+set15``) is estimated.
 
+A short text with CJK keeps its units in the text's order instead
+(``+order``): distinct, in the order first seen, and one byte ORDERED
+after them, so a signature tells which it holds (a row written before, or a
+text without CJK: sorted, no byte). A Chinese character's meaning leans on
+its place more than an English word's: 先保存再关闭 and 先关闭再保存 (save,
+then close; close, then save) have the same characters. Two ordered sets
+are compared as sequences: of the units they share, those in the same
+order in both (their longest common subsequence) are kept, and each of
+the others, moved, counts as two units changed (taken from one place, put
+at another), so a Jaccard of ``kept = in order - out of order`` over the
+units of both (a move costs what two replacements cost); and one unit
+added, dropped or replaced in place (at most one edit between the two
+sequences) among two kept or more counts as ONE_UNIT. So a character moved
+or two words swapped is no copy of a short text, and a one-character edit
+still is one. Where either side keeps its set sorted, the sets are
+compared as sets (docs/decisions/short-texts.md). What the order of
+distinct units cannot tell: a word moved whose characters the text has
+before (the first places unchanged).
+
 A text's units are the tokens of ``tokenize.words(prepare(text), "chars")``
 without the CJK bigrams: the words of spaced scripts (normalised,
 punctuation dropped, stop words kept) and single CJK characters. Why these
@@ -37,6 +56,7 @@ every process, run and machine, which a stored one needs.
 from __future__ import annotations
 
 import struct
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Sequence
 
@@ -55,10 +75,14 @@ from simindex.fingerprint import (
 )
 from simindex.tokenize import PIECE_CHARS, Shingling, has_cjk, pieces, words
 
-NAME = "minhash128x4/1+set15"  # stored in an index's settings: what its signatures are
-# Earlier indexes' name (their signatures are the sketch alone); opening one
-# to write moves it to NAME (storage/migrate.py: nothing else changes).
+NAME = "minhash128x4/1+set15+order"  # stored in an index's settings: what its signatures are
+# Earlier indexes' names: their signatures are the sketch alone, or the
+# sketch and a short text's set sorted whatever its script; opening one to
+# write moves it to NAME (storage/migrate.py, the schema revisions 0006 and
+# 0010: the rows stay as they are, each read as what it holds).
 SKETCH_ONLY = "minhash128x4/1"
+SORTED_SETS = "minhash128x4/1+set15"
+ORDERED = 1  # the byte after a short text's units kept in the text's order (CJK)
 BINS = 128
 BITS = 4
 NBYTES = BINS * BITS // 8  # 64 bytes a document: the sketch
@@ -228,25 +252,59 @@ def _differing(x: int) -> int:
 
 def is_signature(value: object) -> bool:
     """Whether a stored value is a signature: the sketch's NBYTES bytes,
-    optionally followed by an exact set of 1 to SMALL strictly increasing
-    32-bit unit hashes (little-endian)."""
+    optionally followed by an exact set of 1 to SMALL 32-bit unit hashes
+    (little-endian): strictly increasing, or distinct and followed by the
+    byte ORDERED (in the text's order)."""
     if not isinstance(value, (bytes, bytearray, memoryview)):
         return False
     size = len(value)
     if size == NBYTES:
         return True
     extra = size - NBYTES
-    if extra <= 0 or extra % 4 or extra > 4 * SMALL:
+    ordered = extra % 4 == 1
+    if extra < 4 or (extra % 4 and not ordered) or extra // 4 > SMALL:
+        return False
+    if ordered and value[-1] != ORDERED:
         return False
     hashes = struct.unpack_from(f"<{extra // 4}I", value, NBYTES)
+    if ordered:
+        return len(set(hashes)) == len(hashes)
     return all(a < b for a, b in zip(hashes, hashes[1:], strict=False))
+
+
+# An exact set as read: its unit hashes in the order stored, and whether
+# that is the text's order (see the module's text).
+Exact = tuple[tuple[int, ...], bool]
+
+
+def _exact(signature: bytes) -> Exact | None:
+    """The exact set a signature keeps (a short text's), else None."""
+    extra = len(signature) - NBYTES
+    if extra <= 0:
+        return None
+    return struct.unpack_from(f"<{extra // 4}I", signature, NBYTES), extra % 4 == 1
 
 
 def exact_set(signature: bytes) -> frozenset[int] | None:
     """The unit hashes a signature keeps exactly (a short text's), else None."""
-    if len(signature) == NBYTES:
-        return None
-    return frozenset(struct.unpack_from(f"<{(len(signature) - NBYTES) // 4}I", signature, NBYTES))
+    found = _exact(signature)
+    return None if found is None else frozenset(found[0])
+
+
+def exact_many(signatures: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The exact sets of many signatures as arrays, for one_unit_many:
+    (units: (n, SMALL) uint32 in the order stored, padded with 0; sizes: 0
+    for none; ordered: kept in the text's order)."""
+    extra = [len(s) - NBYTES for s in signatures]
+    sizes = np.array([max(e, 0) // 4 for e in extra], dtype=np.intp)
+    ordered = np.array([e % 4 == 1 for e in extra], dtype=bool)
+    sets = np.zeros((len(signatures), SMALL), dtype=np.uint32)
+    if sizes.any():
+        filled = np.arange(SMALL)[None, :] < sizes[:, None]
+        ends = (NBYTES + 4 * sizes).tolist()
+        blob = b"".join(s[NBYTES:end] for s, end in zip(signatures, ends, strict=True))
+        sets[filled] = np.frombuffer(blob, dtype="<u4")
+    return sets, sizes, ordered
 
 
 # --- short texts: the one-unit rule and its keys ---------------------------------------------
@@ -270,26 +328,121 @@ def exact_set(signature: bytes) -> frozenset[int] | None:
 KEYED_BYTES = NBYTES + 4 * ONE_UNIT_SHARED  # the shortest signature with set keys
 
 
-def _compare_sets(a: frozenset[int], b: frozenset[int]) -> tuple[bool, float]:
+def _in_order(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    """How many units two sequences of distinct units share in the same
+    order: their longest common subsequence (the longest increasing run of
+    b's positions of a's units, by patience sorting)."""
+    where = {u: i for i, u in enumerate(b)}
+    tails: list[int] = []
+    for u in a:
+        j = where.get(u)
+        if j is not None:
+            k = bisect_left(tails, j)
+            if k == len(tails):
+                tails.append(j)
+            else:
+                tails[k] = j
+    return len(tails)
+
+
+def _one_edit(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    """Whether two sequences are at most one unit added, dropped or
+    replaced in place apart (an edit distance of at most 1)."""
+    if len(a) == len(b):
+        return sum(x != y for x, y in zip(a, b, strict=True)) <= 1
+    if abs(len(a) - len(b)) != 1:
+        return False
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    p = 0
+    while p < len(short) and short[p] == long[p]:
+        p += 1
+    return short[p:] == long[p + 1 :]
+
+
+def _compare_sets(a: Exact, b: Exact) -> tuple[bool, float]:
     """Whether two exact sets are at most one unit apart among at least
     ONE_UNIT_SHARED shared units, and their similarity: their Jaccard, at
-    least ONE_UNIT where they are."""
-    shared = len(a & b)
-    jaccard = shared / (len(a) + len(b) - shared)
-    close = shared >= ONE_UNIT_SHARED and max(len(a), len(b)) - shared <= 1
+    least ONE_UNIT where they are. Two kept in the text's order: the units
+    shared in order are the shared ones, less one for each shared unit out
+    of order, and one apart is one edit apart (see the module's text)."""
+    (ua, ordered_a), (ub, ordered_b) = a, b
+    kept = len(set(ua).intersection(ub))
+    close = kept >= ONE_UNIT_SHARED and max(len(ua), len(ub)) - kept <= 1
+    if ordered_a and ordered_b and kept:
+        in_order = _in_order(ua, ub)
+        close = close and in_order >= ONE_UNIT_SHARED and _one_edit(ua, ub)
+        kept = max(2 * in_order - kept, 0)  # each shared unit out of order: two changed
+    jaccard = kept / (len(ua) + len(ub) - kept)
     return close, max(jaccard, ONE_UNIT) if close else jaccard
 
 
 def one_unit_many(
-    shared: np.ndarray, size_a: np.ndarray, size_b: np.ndarray
+    sets_a: np.ndarray,
+    sizes_a: np.ndarray,
+    ordered_a: np.ndarray,
+    sets_b: np.ndarray,
+    sizes_b: np.ndarray,
+    ordered_b: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """_compare_sets of many pairs of exact sets at once, from their sizes and
-    the units each pair shares: (whether one unit apart, similarity), the
-    same answers and floats (tests/test_signature.py compares every case)."""
-    shared, size_a, size_b = np.asarray(shared), np.asarray(size_a), np.asarray(size_b)
-    jaccard = shared / (size_a + size_b - shared)
-    close = (shared >= ONE_UNIT_SHARED) & (np.maximum(size_a, size_b) - shared <= 1)
+    """_compare_sets of many pairs of exact sets at once (row i of the a
+    arrays with row i of the b arrays, as exact_many gives them): (whether
+    one unit apart, similarity), the same answers and floats
+    (tests/test_signature.py compares every case)."""
+    column = np.arange(SMALL)
+    valid_a = column[None, :] < sizes_a[:, None]
+    valid_b = column[None, :] < sizes_b[:, None]
+    same = (sets_a[:, :, None] == sets_b[:, None, :]) & valid_a[:, :, None] & valid_b[:, None, :]
+    kept = same.sum(axis=(1, 2))
+    close = (kept >= ONE_UNIT_SHARED) & (np.maximum(sizes_a, sizes_b) - kept <= 1)
+    both = np.flatnonzero(ordered_a & ordered_b & (kept > 0))
+    if both.size:
+        in_order = _in_order_many(same[both], int(sizes_a[both].max()))
+        near = close[both]  # one unit apart as sets: are they one edit apart?
+        if near.any():
+            at = both[near]
+            one_edit = _one_edit_many(sets_a[at], sizes_a[at], sets_b[at], sizes_b[at])
+            close[at] = (in_order[near] >= ONE_UNIT_SHARED) & one_edit
+        kept[both] = np.maximum(2 * in_order - kept[both], 0)
+    jaccard = kept / (sizes_a + sizes_b - kept)
     return close, np.where(close, np.maximum(jaccard, ONE_UNIT), jaccard)
+
+
+def _in_order_many(same: np.ndarray, largest: int) -> np.ndarray:
+    """_in_order of many pairs from their (pairs, SMALL, SMALL) matches of
+    units (a's units of at most ``largest``): the longest increasing run of
+    b's positions, by dynamic programming over a's units."""
+    has = np.asarray(same.any(axis=2))
+    position = same.argmax(axis=2)
+    best = np.zeros(has.shape, dtype=np.intp)
+    for i in range(largest):
+        here = has[:, i]
+        if not here.any():
+            continue
+        if i:
+            before = has[:, :i] & (position[:, :i] < position[:, i : i + 1])
+            best[:, i] = np.where(here, np.where(before, best[:, :i], 0).max(axis=1) + 1, 0)
+        else:
+            best[:, 0] = here
+    return best.max(axis=1)
+
+
+def _one_edit_many(
+    a: np.ndarray, size_a: np.ndarray, b: np.ndarray, size_b: np.ndarray
+) -> np.ndarray:
+    """_one_edit of many pairs of sequences (padded rows and their sizes)."""
+    column = np.arange(SMALL)[None, :]
+    equal = size_a == size_b
+    replaced = ((a != b) & (column < size_a[:, None])).sum(axis=1) <= 1
+    a_shorter = (size_a < size_b)[:, None]
+    short, long = np.where(a_shorter, a, b), np.where(a_shorter, b, a)
+    n = np.minimum(size_a, size_b)[:, None]
+    # the first place the shorter differs from the longer, and whether the
+    # rest of it is the longer's rest one unit on
+    first = np.cumprod((short == long) & (column < n), axis=1).sum(axis=1)
+    shifted = np.zeros_like(long)
+    shifted[:, :-1] = long[:, 1:]
+    rest = ~((short != shifted) & (column >= first[:, None]) & (column < n)).any(axis=1)
+    return np.where(equal, replaced, (np.abs(size_a - size_b) == 1) & rest)
 
 
 def one_unit(a: bytes | None, b: bytes | None) -> float | None:
@@ -297,18 +450,18 @@ def one_unit(a: bytes | None, b: bytes | None) -> float | None:
     apart (one added, dropped or replaced, or none) among at least
     ONE_UNIT_SHARED shared units, the pairs found at any fingerprint distance
     (their set keys meet); None for any other pair (a side without a set)."""
-    sa = None if a is None else exact_set(a)
-    sb = None if b is None else exact_set(b)
+    sa = None if a is None else _exact(a)
+    sb = None if b is None else _exact(b)
     if sa is None or sb is None:
         return None
     close, value = _compare_sets(sa, sb)
     return value if close else None
 
 
-def one_unit_apart(a: frozenset[int], b: frozenset[int]) -> bool:
-    """one_unit's question of two exact sets already read (the per-document
-    reference dedup of tests/dedup_reference.py asks it; see one_unit)."""
-    return _compare_sets(a, b)[0]
+def one_unit_apart(a: bytes, b: bytes) -> bool:
+    """one_unit's question alone (the per-document reference dedup of
+    tests/dedup_reference.py asks it; see one_unit)."""
+    return one_unit(a, b) is not None
 
 
 def one_unit_reaches(largest: int, threshold: float) -> bool:
@@ -330,7 +483,10 @@ def keys_of_sets(signatures: Sequence[bytes | None]) -> tuple[np.ndarray, np.nda
     at = [i for i, size in enumerate(sizes) if size >= ONE_UNIT_SHARED]
     if not at:
         return np.zeros(0, np.int64), np.zeros(0, np.intp)
-    blob = b"".join(bytes(signatures[i])[NBYTES:] for i in at)  # type: ignore[arg-type]
+    blob = b"".join(
+        bytes(signatures[i])[NBYTES : NBYTES + 4 * sizes[i]]  # type: ignore[arg-type]
+        for i in at
+    )
     mixed = mix(np.frombuffer(blob, dtype="<u4").astype(_U64) + _KEY_SALT).view(np.int64)
     if len(at) == 1:  # one set (a query's): the same keys without the grouping's calls
         own1 = np.bitwise_xor.reduce(mixed)
@@ -363,7 +519,7 @@ def similarity(a: bytes, b: bytes) -> float:
                 f"a signature is {NBYTES} bytes and an optional exact set, "
                 f"not {len(a)} and {len(b)} bytes"
             )
-        sa, sb = exact_set(a), exact_set(b)
+        sa, sb = _exact(a), _exact(b)
         if sa is not None and sb is not None:
             return _compare_sets(sa, sb)[1]
         a, b = a[:NBYTES], b[:NBYTES]
@@ -376,12 +532,12 @@ def similarity_to(signature: bytes) -> Callable[[bytes], float]:
     checked = check_signature(signature)
     assert checked is not None
     query = int.from_bytes(checked[:NBYTES], "little")
-    mine = exact_set(checked)
+    mine = _exact(checked)
     estimates, low, from_bytes, size = _ESTIMATES, _LOW_NIBBLES, int.from_bytes, NBYTES
 
     def estimate(other: bytes) -> float:
         if len(other) != size:
-            theirs = exact_set(other)
+            theirs = _exact(other)
             if mine is not None and theirs is not None:
                 return _compare_sets(mine, theirs)[1]
             other = other[:size]
@@ -440,18 +596,23 @@ def signature(text: str, config: FingerprintConfig) -> bytes:
     found = _distinct_units(prepare(text, config))
     if not found:
         raise EmptyTextError("the text has no word features (it is empty or only punctuation)")
-    return _signature_of(unit_hashes(found))
+    return _signature_of(unit_hashes(found), has_cjk("".join(found)))
 
 
-def _signature_of(hashes: np.ndarray) -> bytes:
-    """The sketch of distinct units' 64-bit hashes (NBYTES bytes: see
-    minhash_values), and their exact set where there are at most SMALL (see
-    the module's text); both from the same top 32 bits."""
+def _signature_of(hashes: np.ndarray, ordered: bool) -> bytes:
+    """The sketch of distinct units' 64-bit hashes, in the order first seen
+    (NBYTES bytes: see minhash_values), and their exact set where there are
+    at most SMALL (see the module's text): sorted, or (``ordered``, a text
+    with CJK) in that order and the byte ORDERED; both from the same top 32
+    bits (two units' top 32 bits alike: one value, the first)."""
     h32 = top32(hashes)
     made = pack(minhash_values(h32), BITS)
     if len(hashes) > SMALL:
         return made
-    exact = sorted(set(h32.tolist()))  # (two units' top 32 bits alike: one value)
+    if ordered:
+        exact = list(dict.fromkeys(h32.tolist()))
+        return made + struct.pack(f"<{len(exact)}I", *exact) + bytes((ORDERED,))
+    exact = sorted(set(h32.tolist()))
     return made + struct.pack(f"<{len(exact)}I", *exact)
 
 
@@ -539,8 +700,8 @@ def one_pass(text: str, config: FingerprintConfig) -> tuple[int, bytes]:
     cjk = has_cjk(prepared) if whole else has_cjk("".join(distinct))
     if not prepared.isascii() and cjk:  # the units: no CJK bigrams
         single = np.fromiter(map(_single, distinct), bool, count=len(distinct))
-        return fingerprint, _signature_of(hashes[single])
-    return fingerprint, _signature_of(hashes)
+        return fingerprint, _signature_of(hashes[single], True)
+    return fingerprint, _signature_of(hashes, False)
 
 
 def check_signature(value: object) -> bytes | None:
@@ -550,6 +711,7 @@ def check_signature(value: object) -> bytes | None:
     if not isinstance(value, (bytes, bytearray, memoryview)) or not is_signature(value):
         raise InvalidArgumentError(
             f"a signature is {NBYTES} bytes (and an optional exact set of 1 to "
-            f"{SMALL} increasing 32-bit hashes) or None, not {value!r:.60}"
+            f"{SMALL} 32-bit hashes, increasing or distinct and ordered) or None, "
+            f"not {value!r:.60}"
         )
     return bytes(value)

@@ -40,7 +40,6 @@ def decide_each(
     kept_keys: list[str] = []  # by their position in seen
     kept: list[bytes] = []  # likewise
     by_set_key: dict[int, list[int]] = {}
-    kept_sets: dict[int, frozenset[int]] = {}
     for doc, fp, signature in fingerprinted:
         counts.read += 1
         if fp is None or signature is None:
@@ -55,7 +54,7 @@ def decide_each(
         keys = set_keys(signature) if threshold > 0 else []
         if keys:
             nearest = _nearest_short(
-                fp, signature, keys, nearest, threshold, seen, kept, by_set_key, kept_sets
+                fp, signature, keys, nearest, threshold, seen, kept, by_set_key
             )
         if nearest is None:
             position = seen.add(fp)
@@ -63,8 +62,6 @@ def decide_each(
             kept.append(signature)
             for key in keys:
                 by_set_key.setdefault(key, []).append(position)
-            if keys:
-                kept_sets[position] = exact_set(signature)  # type: ignore[assignment]
             counts.kept += 1
             yield Decision(doc, fp, None, None)
         else:
@@ -83,7 +80,6 @@ def _nearest_short(
     seen: Seen,
     kept: list[bytes],
     by_set_key: dict[int, list[int]],
-    kept_sets: dict[int, frozenset[int]],
 ) -> tuple[int, int] | None:
     """The nearest of ``nearest`` and the kept short texts one unit apart
     (at any distance) that verify: (position, distance), the earliest among
@@ -95,7 +91,7 @@ def _nearest_short(
         keys = keys[:1]  # then only the same set can reach the threshold: its own key
     positions = {p for key in keys for p in by_set_key.get(key, ())}
     for position in positions:
-        if not one_unit_apart(mine, kept_sets[position]):
+        if not one_unit_apart(signature, kept[position]):
             continue
         if similarity(signature, kept[position]) < threshold:
             continue

@@ -13,7 +13,7 @@ import random
 import shutil
 import struct
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,14 @@ from typer.testing import CliRunner, Result
 
 from simindex import Match, SimIndex, hamming
 from simindex.cli import app
-from simindex.signature import NBYTES
+from simindex.fingerprint import DEFAULT_CONFIG
+from simindex.signature import (
+    DEFAULT_THRESHOLD,
+    NBYTES,
+    fingerprint_and_signature,
+    set_keys,
+    similarity,
+)
 from simindex.storage import locate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -146,13 +153,38 @@ def unprivileged() -> list[str]:
 
 def short_and_close(a: bytes | None, b: bytes | None) -> bool:
     """Both signatures keep their sets, which differ by at most one unit among
-    at least two shared, written out here from the rule's words."""
+    at least two shared, written out here from the rule's words; two kept in
+    their texts' order (a byte of 1 after the hashes): at most one unit
+    added, dropped or replaced in place (an edit distance of at most 1)."""
     if a is None or b is None or len(a) == NBYTES or len(b) == NBYTES:
         return False
-    sa = set(struct.unpack(f"<{(len(a) - NBYTES) // 4}I", a[NBYTES:]))
-    sb = set(struct.unpack(f"<{(len(b) - NBYTES) // 4}I", b[NBYTES:]))
+    ua = struct.unpack_from(f"<{(len(a) - NBYTES) // 4}I", a, NBYTES)
+    ub = struct.unpack_from(f"<{(len(b) - NBYTES) // 4}I", b, NBYTES)
+    sa, sb = set(ua), set(ub)
     shared = len(sa & sb)
+    if (len(a) - NBYTES) % 4 == 1 and (len(b) - NBYTES) % 4 == 1:
+        return shared >= 2 and edit_distance(ua, ub) <= 1
     return shared >= 2 and len(sa - sb) <= 1 and len(sb - sa) <= 1
+
+
+def edit_distance(a: Sequence[object], b: Sequence[object]) -> int:
+    """Levenshtein's distance (one added, dropped or replaced: one), by the table."""
+    row = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        previous, row[0] = row[0], i
+        for j, y in enumerate(b, 1):
+            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (x != y))
+    return row[-1]
+
+
+def in_order(a: Sequence[object], b: Sequence[object]) -> int:
+    """The longest common subsequence's length, by the table."""
+    row = [0] * (len(b) + 1)
+    for x in a:
+        previous = 0
+        for j, y in enumerate(b, 1):
+            previous, row[j] = row[j], previous + 1 if x == y else max(row[j], row[j - 1])
+    return row[-1]
 
 
 @contextmanager
@@ -182,6 +214,61 @@ def raw(location: str) -> Iterator[Any]:
 
 
 # --- the compiled paths ------------------------------------------------------------------------
+
+
+# Short texts' set keys (tests/test_short_sets.py, tests/test_short_order.py)
+
+Stored = dict[str, tuple[int, "bytes | None"]]
+
+
+def oracle(
+    stored: Stored,
+    text: str,
+    k: int = 8,
+    threshold: float = DEFAULT_THRESHOLD,
+    *,
+    sets: bool = True,
+) -> list[Match]:
+    """Brute force: within k, or (``sets``) short and one unit apart; verified."""
+    fp, sig = fingerprint_and_signature(text, DEFAULT_CONFIG)
+    found = []
+    for key, (other, other_sig) in stored.items():
+        d = hamming(fp, other)
+        close = sets and threshold > 0 and short_and_close(sig, other_sig)
+        if d > k and not close:
+            continue
+        estimate = None if other_sig is None else similarity(sig, other_sig)
+        if estimate is None or estimate >= threshold:
+            found.append(Match(key, d, other, estimate))
+    return sorted(found, key=lambda m: (m.distance, m.key))
+
+
+def stored_of(texts: dict[str, str]) -> Stored:
+    return {k: fingerprint_and_signature(t, DEFAULT_CONFIG) for k, t in texts.items()}
+
+
+def set_key_tables(location: str) -> tuple[set[tuple[int, int]], set[int], dict[int, bytes | None]]:
+    """(set key, id) stored, the ids due, and every row's signature by id."""
+    with raw(location) as cur:
+        cur.execute("SELECT set_key, id FROM simindex_set_keys")
+        keys = {(int(k), int(i)) for k, i in cur.fetchall()}
+        cur.execute("SELECT id FROM simindex_set_keys_due")
+        due = {int(r[0]) for r in cur.fetchall()}
+        cur.execute("SELECT id, signature FROM simindex_fingerprints")
+        rows = {int(i): None if s is None else bytes(s) for i, s in cur.fetchall()}
+    return keys, due, rows
+
+
+def assert_keys_complete(location: str, *, drained: bool) -> None:
+    """Every row's keys are stored or the row is due (and, ``drained``,
+    none is due and no key is left of a row gone or changed)."""
+    keys, due, rows = set_key_tables(location)
+    want = {(k, i) for i, sig in rows.items() if sig is not None for k in set_keys(sig)}
+    missing = {(k, i) for k, i in want - keys if i not in due}
+    assert not missing
+    if drained:
+        assert not due
+        assert keys == want
 
 
 def compiled_or_skip() -> None:

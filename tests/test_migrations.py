@@ -151,7 +151,7 @@ def test_revision_0009_makes_every_short_texts_keys_again(tmp_path: Path) -> Non
     with pytest.raises(IndexVersionError, match="revision 0008"):
         SimIndex(old, readonly=True)
     with SimIndex(old, hold=False) as upgraded, SimIndex(new, hold=False) as made:
-        assert upgraded.stats()["schema_revision"] == storage.HEAD == "0009"
+        assert upgraded.stats()["schema_revision"] == storage.HEAD
         far = 0
         for key, text in texts.items():
             got = upgraded.query(text)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from simindex import IndexVersionError, Match, SimIndex, dedup_stream, storage
+from simindex import IndexVersionError, SimIndex, dedup_stream, storage
 from simindex.blocks import BlockLayout
 from simindex.fingerprint import DEFAULT_CONFIG, hamming
 from simindex.signature import (
@@ -27,10 +27,16 @@ from simindex.signature import (
 )
 from simindex.storage import locate
 from simindex.storage.loading import FAST_LOAD_MIN
-from tests.helpers import raw, short_and_close
+from tests.helpers import (
+    assert_keys_complete,
+    oracle,
+    raw,
+    set_key_tables,
+    short_and_close,
+    stored_of,
+)
 
 _VOCAB = [a + b + c for a in "bdfgklmnprstvz" for b in "aeiouy" for c in "mnrstlk"]
-Stored = dict[str, tuple[int, "bytes | None"]]
 
 
 def short_texts(seed: int, n: int) -> dict[str, str]:
@@ -48,56 +54,6 @@ def short_texts(seed: int, n: int) -> dict[str, str]:
         one[rng.randrange(len(one))] = rng.choice(_VOCAB)
         texts[f"t{i}-2"] = " ".join(one)
     return texts
-
-
-def oracle(
-    stored: Stored,
-    text: str,
-    k: int = 8,
-    threshold: float = DEFAULT_THRESHOLD,
-    *,
-    sets: bool = True,
-) -> list[Match]:
-    """Brute force: within k, or (``sets``) short and one unit apart; verified."""
-    fp, sig = fingerprint_and_signature(text, DEFAULT_CONFIG)
-    found = []
-    for key, (other, other_sig) in stored.items():
-        d = hamming(fp, other)
-        close = sets and threshold > 0 and short_and_close(sig, other_sig)
-        if d > k and not close:
-            continue
-        estimate = None if other_sig is None else similarity(sig, other_sig)
-        if estimate is None or estimate >= threshold:
-            found.append(Match(key, d, other, estimate))
-    return sorted(found, key=lambda m: (m.distance, m.key))
-
-
-def stored_of(texts: dict[str, str]) -> Stored:
-    return {k: fingerprint_and_signature(t, DEFAULT_CONFIG) for k, t in texts.items()}
-
-
-def tables(location: str) -> tuple[set[tuple[int, int]], set[int], dict[int, bytes | None]]:
-    """(set key, id) stored, the ids due, and every row's signature by id."""
-    with raw(location) as cur:
-        cur.execute("SELECT set_key, id FROM simindex_set_keys")
-        keys = {(int(k), int(i)) for k, i in cur.fetchall()}
-        cur.execute("SELECT id FROM simindex_set_keys_due")
-        due = {int(r[0]) for r in cur.fetchall()}
-        cur.execute("SELECT id, signature FROM simindex_fingerprints")
-        rows = {int(i): None if s is None else bytes(s) for i, s in cur.fetchall()}
-    return keys, due, rows
-
-
-def assert_keys_complete(location: str, *, drained: bool) -> None:
-    """Every row's keys are stored or the row is due (and, ``drained``,
-    none is due and no key is left of a row gone or changed)."""
-    keys, due, rows = tables(location)
-    want = {(k, i) for i, sig in rows.items() if sig is not None for k in set_keys(sig)}
-    missing = {(k, i) for k, i in want - keys if i not in due}
-    assert not missing
-    if drained:
-        assert not due
-        assert keys == want
 
 
 @pytest.fixture
@@ -302,7 +258,7 @@ def test_a_large_load_marks_what_the_triggers_set_aside_would(
             "UPDATE simindex_fingerprints SET signature = "
             "(SELECT signature FROM simindex_fingerprints WHERE key = 't0') WHERE key = 't3'"
         )
-    keys_now, due, rows = tables(location)
+    keys_now, due, rows = set_key_tables(location)
     assert len(due) == 1
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import struct
 import sys
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 from simindex import EmptyTextError, InvalidArgumentError
 from simindex import signature as sig
 from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig, simhash
+from tests.helpers import edit_distance, in_order, short_and_close
 
 from .conftest import ROOT
 
@@ -67,6 +69,17 @@ def exact_rule(a: set[str], b: set[str]) -> float:
     return max(jaccard, 15 / 17) if one_apart and shared >= 2 else jaccard
 
 
+def ordered_rule(a: list[str], b: list[str]) -> float:
+    """What two short CJK texts' similarity is, from their distinct units in
+    order (the oracle): the shared units in order, less those out of order
+    (each moved unit is two changed), over the units of both; and one edit
+    apart among two kept or more counts as 15/17."""
+    ordered = in_order(a, b)
+    kept = max(ordered - (len(set(a) & set(b)) - ordered), 0)
+    jaccard = kept / (len(a) + len(b) - kept)
+    return max(jaccard, 15 / 17) if 0 < edit_distance(a, b) <= 1 and ordered >= 2 else jaccard
+
+
 def test_short_texts_are_compared_exactly() -> None:
     """Two texts of at most 15 distinct units: their Jaccard exactly, and one
     unit added, dropped or replaced among two or more shared counts as 15/17;
@@ -96,6 +109,64 @@ def test_short_texts_are_compared_exactly() -> None:
     assert len(short) > sig.NBYTES and len(long) == sig.NBYTES
     assert sig.similarity(short, long) == sig.similarity(short[: sig.NBYTES], long)
     assert sig.similarity_to(long)(short) == sig.similarity(short, long)
+
+
+_HAN = (
+    "的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年得就那要下以生会自着"
+    "去之过家学对可她里后小么心多天而能好都然没日于起还发成事只作当想看文无开手十用主"
+    "行方又如前所本见经头面公同三已老从动两长知民样现分将外但身些与高意进把法此实回二"
+    "理美点月明其种声全工己话儿者向情部正名定女问力机给等几很业最间新什打便位因重被走"
+    "电四第门相次东政海口使教西再平真听世气信北少关并内加化由却代军产入先山五太水万市"
+    "眼体别处总才场师书"
+)
+
+
+def test_short_cjk_texts_are_compared_in_order() -> None:
+    """Two texts with CJK of at most 15 distinct units: the units shared in
+    order (the longest common subsequence), less those out of order, over
+    the units of both, and one unit added, dropped or replaced in place
+    among two kept counts as 15/17
+    (the oracle's tables, not the code's patience sorting); reorderings of
+    the same characters are not equal. A CJK text against one without
+    (sorted) is compared as sets."""
+    rng = random.Random(9)
+    seen = set()
+    for _ in range(600):
+        a_chars = rng.sample(_HAN, rng.randint(1, 15))
+        b_chars = list(a_chars)
+        for _ in range(rng.choice([0, 1, 1, 1, 2, 3])):
+            edit = rng.choice(["replace", "insert", "delete", "move", "swap"])
+            at = rng.randrange(len(b_chars))
+            if edit == "replace":
+                b_chars[at] = rng.choice(_HAN)
+            elif edit == "insert" and len(b_chars) < 15:
+                b_chars.insert(at, rng.choice(_HAN))
+            elif edit == "delete" and len(b_chars) > 1:
+                b_chars.pop(at)
+            elif edit == "move":
+                b_chars.insert(rng.randrange(len(b_chars)), b_chars.pop(at))
+            else:
+                other = rng.randrange(len(b_chars))
+                b_chars[at], b_chars[other] = b_chars[other], b_chars[at]
+        a, b = "".join(a_chars), "".join(b_chars)
+        sa, sb = sig.signature(a, DEFAULT_CONFIG), sig.signature(b, DEFAULT_CONFIG)
+        assert sa[-1] == sb[-1] == sig.ORDERED and (len(sa) - sig.NBYTES) % 4 == 1
+        want = ordered_rule(list(dict.fromkeys(a)), list(dict.fromkeys(b)))
+        assert sig.similarity(sa, sb) == sig.similarity(sb, sa) == pytest.approx(want, abs=1e-12)
+        assert sig.similarity_to(sa)(sb) == sig.similarity(sa, sb)
+        assert (sig.one_unit(sa, sb) is not None) == short_and_close(sa, sb)
+        seen.add(round(want, 3))
+    assert {1.0, round(15 / 17, 3)} <= seen and min(seen) < 0.3
+    same = sig.signature("保存关闭", DEFAULT_CONFIG), sig.signature("关闭保存", DEFAULT_CONFIG)
+    assert sig.exact_set(same[0]) == sig.exact_set(same[1])
+    assert sig.similarity(*same) == 0.0  # two in order, two moved
+    latin = sig.signature("save close 保存 关闭", DEFAULT_CONFIG)  # CJK in it: in order
+    assert latin[-1] == sig.ORDERED
+    sorted_ = sig.signature("save close", DEFAULT_CONFIG)
+    assert (len(sorted_) - sig.NBYTES) % 4 == 0  # no CJK: sorted, as before
+    # A CJK row written before (its set sorted) is compared as a set.
+    old = same[1][: sig.NBYTES] + struct.pack("<4I", *sorted(sig.exact_set(same[1]) or ()))
+    assert sig.is_signature(old) and sig.similarity(same[0], old) == 1.0
 
 
 def test_the_one_word_edit_of_a_short_text_is_a_copy_at_the_default_threshold() -> None:
@@ -153,14 +224,21 @@ def test_one_word_edits_of_two_to_four_word_texts(a: str, b: str, copy: bool) ->
         bytes(sig.NBYTES) + (2).to_bytes(4, "little") + (1).to_bytes(4, "little"),  # unsorted
         bytes(sig.NBYTES) + (1).to_bytes(4, "little") * 2,  # a hash twice
         bytes(sig.NBYTES) + b"".join(i.to_bytes(4, "little") for i in range(16)),  # 16 units
+        bytes(sig.NBYTES) + (1).to_bytes(4, "little") * 2 + b"\x01",  # in order, twice
+        bytes(sig.NBYTES) + (2).to_bytes(4, "little") + b"\x02",  # an order byte not 1
+        bytes(sig.NBYTES) + b"\x01",  # the order of no unit
+        bytes(sig.NBYTES) + b"".join(i.to_bytes(4, "little") for i in range(16)) + b"\x01",
     ],
 )
 def test_an_exact_set_must_be_increasing_hashes_of_at_most_15_units(blob: bytes) -> None:
+    """Or distinct hashes in their text's order, and the byte 1."""
     assert not sig.is_signature(blob)
     with pytest.raises(InvalidArgumentError, match="a signature is 64 bytes"):
         sig.check_signature(blob)
     good = bytes(sig.NBYTES) + b"".join(i.to_bytes(4, "little") for i in range(15))
     assert sig.check_signature(good) == good
+    ordered = bytes(sig.NBYTES) + b"".join(i.to_bytes(4, "little") for i in range(15, 0, -1))
+    assert sig.check_signature(ordered + b"\x01") == ordered + b"\x01"
 
 
 def test_similarity_estimates_the_jaccard_of_the_unit_sets() -> None:
@@ -347,28 +425,56 @@ def test_one_unit_reaches_is_the_best_a_pair_one_unit_apart_can_do() -> None:
             (big, frozenset(range(largest - 1))),  # one unit added
             (big, frozenset(range(largest - 1)) | {1000}),  # one replaced
         ]
-        best = max(_compare_sets(a, b)[1] for a, b in shapes)
+        best = max(_compare_sets((tuple(a), False), (tuple(b), False))[1] for a, b in shapes)
         for threshold in (0.5, ONE_UNIT, 0.9, 0.95, 0.97, 0.99, 1.0):
             assert one_unit_reaches(largest, threshold) == (best >= threshold), (largest, threshold)
 
 
 def test_the_rule_of_many_pairs_is_the_rule_of_one() -> None:
-    """one_unit_many (pairs of exact sets as sizes and shared units, in
-    numpy) gives _compare_sets's answers and floats in every case."""
-    from simindex.signature import SMALL, _compare_sets, one_unit_many
+    """one_unit_many (pairs of exact sets as exact_many reads them, in
+    numpy) gives _compare_sets's answers and floats in every case: every
+    two sizes and shared count, sorted or in order, and pairs in order one
+    edit, a move, a swap or a few edits apart."""
+    from simindex.signature import SMALL, _compare_sets, exact_many, one_unit_many
 
-    cases = [
-        (shared, la, lb)
-        for la in range(1, SMALL + 1)
-        for lb in range(1, SMALL + 1)
-        for shared in range(min(la, lb) + 1)
-    ]
-    shared, la, lb = (np.array(column) for column in zip(*cases, strict=True))
-    close, value = one_unit_many(shared, la, lb)
-    for x, (s, a, b) in enumerate(cases):
-        one = frozenset(range(a))
-        other = frozenset(range(s)) | frozenset(range(100, 100 + b - s))
-        assert (bool(close[x]), float(value[x])) == _compare_sets(one, other), (s, a, b)
+    def blob(units: list[int], ordered: bool) -> bytes:
+        units = units if ordered else sorted(units)
+        return bytes(sig.NBYTES) + struct.pack(f"<{len(units)}I", *units) + b"\x01" * ordered
+
+    pairs = []
+    for la in range(1, SMALL + 1):
+        for lb in range(1, SMALL + 1):
+            for shared in range(min(la, lb) + 1):
+                one = list(range(la))
+                other = list(range(shared)) + list(range(100, 100 + lb - shared))
+                for oa, ob in ((False, False), (True, True), (True, False)):
+                    pairs.append((blob(one, oa), blob(other, ob)))
+    rng = random.Random(4)
+    for _ in range(3000):
+        one = rng.sample(range(40), rng.randint(1, SMALL))
+        other = list(one)
+        for _ in range(rng.choice([1, 1, 2, 3])):
+            at = rng.randrange(len(other))
+            edit = rng.choice(["replace", "insert", "delete", "move", "swap"])
+            if edit == "replace" and rng.random() < 0.5:
+                other[at] = rng.choice([u for u in range(40, 80) if u not in other])
+            elif edit == "insert" and len(other) < SMALL:
+                other.insert(at, rng.choice([u for u in range(40, 80) if u not in other]))
+            elif edit == "delete" and len(other) > 1:
+                other.pop(at)
+            elif edit in ("move", "replace"):
+                other.insert(rng.randrange(len(other)), other.pop(at))
+            else:
+                j = rng.randrange(len(other))
+                other[at], other[j] = other[j], other[at]
+        pairs.append((blob(one, True), blob(other, True)))
+    close, value = one_unit_many(
+        *exact_many([a for a, _ in pairs]), *exact_many([b for _, b in pairs])
+    )
+    for x, (a, b) in enumerate(pairs):
+        one_pair = _compare_sets(sig._exact(a), sig._exact(b))  # type: ignore[arg-type]
+        assert (bool(close[x]), float(value[x])) == one_pair, (a[64:].hex(), b[64:].hex())
+        assert one_pair[0] == short_and_close(a, b)
 
 
 def test_minhash_of_only_all_ones_hashes_is_the_empty_sketch() -> None:

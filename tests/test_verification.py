@@ -28,7 +28,7 @@ from simindex import (
     storage,
 )
 from simindex.fingerprint import DEFAULT_CONFIG, hamming
-from simindex.signature import DEFAULT_THRESHOLD, fingerprint_and_signature, similarity
+from simindex.signature import DEFAULT_THRESHOLD, NAME, fingerprint_and_signature, similarity
 from tests.helpers import error, short_and_close
 
 _VOCAB = [a + b + c for a in "bdfgklmnprstvz" for b in "aeiouy" for c in "mnrstlk"]
@@ -451,7 +451,7 @@ def test_an_older_index_upgrades_in_place_and_is_verified_once_rebuilt(
         )
     # The upgrade recorded the threshold it verifies at: a later default does not move it.
     meta = dict(sqlite3.connect(path).execute("SELECT name, value FROM simindex_meta").fetchall())
-    assert (meta["threshold"], meta["signature"]) == ("0.8", "minhash128x4/1+set15")
+    assert (meta["threshold"], meta["signature"]) == ("0.8", NAME)
     with SimIndex(path) as index:
         assert any("no verification signature" in w for w in info["warnings"])
         assert {m.key for m in index.query(some["p0"])} == {
@@ -500,7 +500,7 @@ def test_an_index_of_sketches_alone_is_read_and_upgraded(
         SimIndex(path, readonly=True)
     with SimIndex(path) as index:
         assert index.stats()["schema_revision"] == storage.HEAD
-        assert index.stats()["signature"] == "minhash128x4/1+set15"
+        assert index.stats()["signature"] == NAME
         # the rows of before read as they are: sketches, estimated
         assert index.query(query, k=12) == oracle(old, fp, sig, 12, DEFAULT_THRESHOLD)
         index.add("s1", short["s1"])  # written again: its set kept exactly
@@ -509,7 +509,7 @@ def test_an_index_of_sketches_alone_is_read_and_upgraded(
         assert got == oracle(old, fp, sig, 12, DEFAULT_THRESHOLD)
         assert "s1" in {m.key for m in got}  # one word apart: a copy
     meta = dict(sqlite3.connect(path).execute("SELECT name, value FROM simindex_meta").fetchall())
-    assert meta["signature"] == "minhash128x4/1+set15"
+    assert meta["signature"] == NAME
 
 
 def test_a_fingerprint_replacing_a_text_clears_its_signature(index: SimIndex) -> None:

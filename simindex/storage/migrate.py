@@ -26,7 +26,7 @@ from simindex.errors import (
     StorageError,
 )
 from simindex.fingerprint import BITS, FingerprintConfig
-from simindex.signature import DEFAULT_THRESHOLD, NAME, SKETCH_ONLY, check_threshold
+from simindex.signature import DEFAULT_THRESHOLD, NAME, SKETCH_ONLY, SORTED_SETS, check_threshold
 from simindex.storage import schema, short_sets
 from simindex.storage.dialects import COUNT_SQL, dialect_of
 from simindex.storage.location import Location
@@ -37,9 +37,10 @@ if TYPE_CHECKING:
 FORMAT_VERSION = 2  # the newest format this simindex reads (see Settings.format)
 # The Alembic revisions this simindex knows, oldest first (tests check them
 # against migrations/versions). Kept here so opening an index needs no Alembic.
-REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009")
+REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010")
 HEAD = REVISIONS[-1]
-EXACT_SETS_FROM = "0006"  # the first whose signatures may keep a short text's set (NAME)
+EXACT_SETS_FROM = "0006"  # the first whose signatures may keep a short text's set
+ORDERED_FROM = "0010"  # the first whose short CJK texts keep their units in order (NAME)
 PASSAGES_FROM = "0008"  # the first with the tables of passages (storage/passages.py)
 # simindex_meta's rows that are not settings: a rebuild's new settings leave them.
 KEPT_ROWS = ("changes", "passages_at")
@@ -158,12 +159,15 @@ def read_settings(conn: Connection, where: Location) -> tuple[Settings, str] | N
             f"{where} was written by {theirs} (format {fmt}, schema revision {revision}); "
             f"this is {_mine()}: upgrade simindex to open it"
         )
-    # Before revision 0006 the signatures were the sketch alone (SKETCH_ONLY):
-    # the upgrade renames them (its rows read as they are: a 64-byte
-    # signature is a sketch without an exact set).
+    # Before revision 0006 the signatures were the sketch alone (SKETCH_ONLY),
+    # before 0010 a short text's set was sorted whatever its script
+    # (SORTED_SETS): the upgrades rename them (the rows read as they are: a
+    # 64-byte signature is a sketch without an exact set, a sorted set is
+    # compared as a set).
     kind = rows.get("signature", NAME)
+    until = {SKETCH_ONLY: EXACT_SETS_FROM, SORTED_SETS: ORDERED_FROM}.get(kind)
     if kind != NAME and not (
-        kind == SKETCH_ONLY and REVISIONS.index(revision) < REVISIONS.index(EXACT_SETS_FROM)
+        until is not None and REVISIONS.index(revision) < REVISIONS.index(until)
     ):
         raise IndexVersionError(
             f"{where} stores signatures of another kind ({rows['signature']!r}); this is "
