@@ -318,14 +318,14 @@ def test_ctrl_c_through_c_code_still_exits_130(tmp_path: Path) -> None:
 def test_a_stopped_add_leaves_no_new_index(
     tmp_path: Path, command: Callable[..., Command], name: str, code: int
 ) -> None:
+    if signal.getsignal(getattr(signal, name)) == signal.SIG_IGN:
+        # The command keeps a signal ignored when it starts so (nohup), by
+        # design (simindex/signals.py); these tests then run under nohup.
+        pytest.skip(f"{name} is ignored in this process (run under nohup): the command keeps it so")
     index = tmp_path / "new.db"
     c = command("add", str(index), "-", "--key", "k", "--quiet")
     wait_for("the new index", index.exists)
     os.kill(c.pid, getattr(signal, name))
-    # Its input stays open until it has stopped: closed at once, the end of
-    # the input could reach its read before the signal does (a busy machine).
-    with contextlib.suppress(subprocess.TimeoutExpired):  # (then its input ends: finish)
-        c.proc.wait(timeout=DEADLINE_S / 4)
     got, err = c.finish()
     assert got == code, err
     assert err == f"Interrupted by {name}; nothing of the unfinished transaction was kept.\n"
