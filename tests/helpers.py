@@ -243,6 +243,25 @@ def oracle(
     return sorted(found, key=lambda m: (m.distance, m.key))
 
 
+def pairs_oracle(
+    stored: Stored, k: int = 8, threshold: float = DEFAULT_THRESHOLD
+) -> list[tuple[str, str, int, float]]:
+    """Brute force of duplicates(): every pair of signed rows within k, or
+    short and one unit apart, verified; (key a, key b, distance,
+    similarity), a < b, in duplicates()' order."""
+    keys = list(stored)
+    want = []
+    for i, a in enumerate(keys):
+        for b in keys[i + 1 :]:
+            (fa, sa), (fb, sb) = stored[a], stored[b]
+            assert sa is not None and sb is not None  # (texts: every row signed)
+            d = hamming(fa, fb)
+            estimate = similarity(sa, sb)
+            if (d <= k or short_and_close(sa, sb)) and estimate >= threshold:
+                want.append((*sorted((a, b)), d, estimate))
+    return sorted(want, key=lambda p: (p[2], p[0], p[1]))
+
+
 def stored_of(texts: dict[str, str]) -> Stored:
     return {k: fingerprint_and_signature(t, DEFAULT_CONFIG) for k, t in texts.items()}
 

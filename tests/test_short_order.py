@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from simindex import IndexVersionError, SimIndex, dedup_stream, storage
-from simindex.fingerprint import DEFAULT_CONFIG, hamming
+from simindex.fingerprint import DEFAULT_CONFIG
 from simindex.signature import (
     DEFAULT_THRESHOLD,
     NAME,
@@ -28,7 +28,7 @@ from simindex.signature import (
     one_unit,
     similarity,
 )
-from tests.helpers import assert_keys_complete, oracle, short_and_close, stored_of
+from tests.helpers import assert_keys_complete, oracle, pairs_oracle, short_and_close, stored_of
 
 REORDERED = [
     ("先保存再关闭", "先关闭再保存"),  # save, then close / close, then save
@@ -169,16 +169,7 @@ def test_every_way_of_asking_keeps_cjk_order(location: str) -> None:
     with SimIndex(location, hold=True) as index:
         assert index.query_many(queries) == [oracle(stored, t) for t in queries]
     everything = stored_of(texts)
-    keys = list(texts)
-    want = []
-    for i, a in enumerate(keys):
-        for b in keys[i + 1 :]:
-            (fa, sa), (fb, sb) = everything[a], everything[b]
-            d = hamming(fa, fb)
-            estimate = similarity(sa, sb)
-            if (d <= 8 or short_and_close(sa, sb)) and estimate >= DEFAULT_THRESHOLD:
-                want.append((*sorted((a, b)), d, estimate))
-    want.sort(key=lambda p: (p[2], p[0], p[1]))
+    want = pairs_oracle(everything)
     with SimIndex() as index:
         index.add_many(texts.items())
         assert [tuple(p) for p in index.duplicates()] == want

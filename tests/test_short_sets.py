@@ -16,20 +16,19 @@ import pytest
 
 from simindex import IndexVersionError, SimIndex, dedup_stream, storage
 from simindex.blocks import BlockLayout
-from simindex.fingerprint import DEFAULT_CONFIG, hamming
+from simindex.fingerprint import DEFAULT_CONFIG
 from simindex.signature import (
-    DEFAULT_THRESHOLD,
     NBYTES,
     fingerprint_and_signature,
     keys_of_sets,
     set_keys,
-    similarity,
 )
 from simindex.storage import locate
 from simindex.storage.loading import FAST_LOAD_MIN
 from tests.helpers import (
     assert_keys_complete,
     oracle,
+    pairs_oracle,
     raw,
     set_key_tables,
     short_and_close,
@@ -107,16 +106,7 @@ def test_every_way_of_asking_finds_short_texts_one_unit_apart(
 
 def test_duplicates_and_dedup_pair_them_alike(texts: dict[str, str]) -> None:
     stored = stored_of(texts)
-    keys = list(texts)
-    want = []
-    for i, a in enumerate(keys):
-        for b in keys[i + 1 :]:
-            (fa, sa), (fb, sb) = stored[a], stored[b]
-            d = hamming(fa, fb)
-            estimate = similarity(sa, sb)
-            if (d <= 8 or short_and_close(sa, sb)) and estimate >= DEFAULT_THRESHOLD:
-                want.append((*sorted((a, b)), d, estimate))
-    want.sort(key=lambda p: (p[2], p[0], p[1]))
+    want = pairs_oracle(stored)
     with SimIndex() as index:
         index.add_many(texts.items())
         assert [tuple(p) for p in index.duplicates()] == want
