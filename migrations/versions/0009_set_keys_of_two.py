@@ -23,13 +23,12 @@ import sqlalchemy as sa
 from alembic import op
 
 from simindex.storage import schema, short_sets
+from simindex.storage.dialects import dialect_of
 
 revision = "0009"
 down_revision = "0008"
 branch_labels = None
 depends_on = None
-
-EXISTING = "EXISTS (SELECT 1 FROM simindex_meta WHERE name = 'format')"
 
 
 def upgrade() -> None:
@@ -38,18 +37,7 @@ def upgrade() -> None:
         return  # (an empty database: the tables are made when the index is created)
     short_sets.mark_all(bind)
     short_sets.drain(bind)
-    if bind.dialect.name == "sqlite":
-        op.execute("CREATE TABLE simindex_revision_0009 (moved INTEGER)")
-        op.execute("DROP TABLE simindex_revision_0009")
-    else:
-        op.execute(
-            "UPDATE simindex_meta SET value = CAST(CAST(value AS BIGINT) + 1 AS TEXT) "
-            "WHERE name = 'generation'"
-        )
-        op.execute(
-            f"INSERT INTO simindex_meta (name, value) SELECT 'generation', '1' WHERE {EXISTING} "
-            f"AND NOT EXISTS (SELECT 1 FROM simindex_meta WHERE name = 'generation')"
-        )
+    dialect_of(bind).move_generation(bind)
 
 
 def downgrade() -> None:

@@ -22,12 +22,13 @@ from __future__ import annotations
 
 from alembic import op
 
+from simindex.storage.dialects import dialect_of
+
 revision = "0010"
 down_revision = "0009"
 branch_labels = None
 depends_on = None
 
-EXISTING = "EXISTS (SELECT 1 FROM simindex_meta WHERE name = 'format')"
 NAME = "minhash128x4/1+set15+order"
 BEFORE = "minhash128x4/1+set15"
 
@@ -37,18 +38,7 @@ def upgrade() -> None:
     op.execute(
         f"UPDATE simindex_meta SET value = '{NAME}' WHERE name = 'signature' AND value = '{BEFORE}'"
     )
-    if bind.dialect.name == "sqlite":
-        op.execute("CREATE TABLE simindex_revision_0010 (moved INTEGER)")
-        op.execute("DROP TABLE simindex_revision_0010")
-    else:
-        op.execute(
-            "UPDATE simindex_meta SET value = CAST(CAST(value AS BIGINT) + 1 AS TEXT) "
-            "WHERE name = 'generation'"
-        )
-        op.execute(
-            f"INSERT INTO simindex_meta (name, value) SELECT 'generation', '1' WHERE {EXISTING} "
-            f"AND NOT EXISTS (SELECT 1 FROM simindex_meta WHERE name = 'generation')"
-        )
+    dialect_of(bind).move_generation(bind)
 
 
 def downgrade() -> None:

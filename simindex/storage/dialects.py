@@ -199,6 +199,23 @@ class Dialect:
         """One row: (generation, changes counted), read together."""
         return f"SELECT {self.generation}, {CHANGES}"
 
+    def move_generation(self, conn: Connection) -> None:
+        """Move the generation in a migration that changes no table (what
+        a process holding the index, of an older simindex, reads its
+        settings again after, and refuses the newer revision): PostgreSQL's
+        stored generation row (made where missing, in an index), SQLite's
+        schema cookie (a table made and dropped)."""
+        meta = schema.META_TABLE
+        conn.exec_driver_sql(
+            f"UPDATE {meta} SET value = CAST(CAST(value AS BIGINT) + 1 AS TEXT) "
+            "WHERE name = 'generation'"
+        )
+        conn.exec_driver_sql(
+            f"INSERT INTO {meta} (name, value) SELECT 'generation', '1' "
+            f"WHERE EXISTS (SELECT 1 FROM {meta} WHERE name = 'format') "
+            f"AND NOT EXISTS (SELECT 1 FROM {meta} WHERE name = 'generation')"
+        )
+
     def matches_sql(self, lookup: str, *, caps: Capabilities) -> str | None:
         """The lookup ``lookup`` (named parameters) with the Hamming filter
         and the matches' rows in one statement, where the server counts bits
@@ -323,6 +340,10 @@ class _Sqlite(Dialect):
 
     def one_connection(self, where: Location) -> bool:
         return where.path is None
+
+    def move_generation(self, conn: Connection) -> None:
+        conn.exec_driver_sql("CREATE TABLE simindex_generation_moved (moved INTEGER)")
+        conn.exec_driver_sql("DROP TABLE simindex_generation_moved")
 
     def make_engine(
         self, where: Location, *, timeout: float, readonly: bool, immutable: bool
