@@ -706,6 +706,10 @@ class Editor:
         """A replacement or inserted word, drawn by its frequency in the passages."""
         return self.rng.choices(self.vocab, cum_weights=self.cum)[0]
 
+    def uniform_word(self) -> str:
+        """A replacement or inserted word drawn uniformly from the same 5,000."""
+        return self.rng.choice(self.vocab)
+
     def tokens(self, text: str) -> list[str]:
         """The text as a list of tokens that join back to it ("".join). English: words
         and the whitespace between (punctuation stays on its word). Chinese: jieba words,
@@ -1111,9 +1115,25 @@ def add_natural(pairs: list, texts: list[str], natural: list[dict]) -> None:
         pairs.append(("nat", r["kind"], *ij))
 
 
-def build_pairs(lang: str, src: dict, n: int, n_random: int, pool_size: int, seed: int, extra=None):
+def build_pairs(
+    lang: str,
+    src: dict,
+    n: int,
+    n_random: int,
+    pool_size: int,
+    seed: int,
+    extra=None,
+    copy_draw: str = "freq",
+):
     """(pairs, texts, counts): pairs are (class, kind, i, j) over the list texts.
-    extra(pool, add, pairs, counts), when given, adds more kinds (see build_hard)."""
+    extra(pool, add, pairs, counts), when given, adds more kinds (see build_hard).
+    copy_draw: how the word edits of the positive and borderline kinds draw
+    their new words: "freq" (Editor.word, by frequency, as the benchmarks
+    always did) or "uniform" (from the same 5,000 commonest, each as likely:
+    mostly content words, which move a Chinese copy's set of characters as a
+    real edit does; bench/experiments/edit_draws.py). The negatives keep
+    frequency draws, which make a half-rewritten text look closer: the
+    harder side of each."""
     rng = random.Random(f"{seed}-{lang}")
     per_source = max(1, pool_size // max(1, len(src)))
     pool: list[str] = []
@@ -1145,19 +1165,22 @@ def build_pairs(lang: str, src: dict, n: int, n_random: int, pool_size: int, see
     for t in pool:
         add(t)
     ed = Editor(lang, pool, rng)
+    if copy_draw not in ("freq", "uniform"):
+        raise ValueError(f"copy_draw is freq or uniform, not {copy_draw!r}")
+    draw = ed.uniform_word if copy_draw == "uniform" else None
     pairs = []
     makers = {
-        "edit2": lambda t: ed.word_edits(t, 0.02),
-        "edit5": lambda t: ed.word_edits(t, 0.05),
-        "edit10": lambda t: ed.word_edits(t, 0.10),
+        "edit2": lambda t: ed.word_edits(t, 0.02, draw),
+        "edit5": lambda t: ed.word_edits(t, 0.05, draw),
+        "edit10": lambda t: ed.word_edits(t, 0.10, draw),
         "sentence": ed.sentence,
         "reorder": ed.reorder,
         "rewrap": ed.rewrap,
         "punct": ed.punct,
         "trunc10": ed.trunc10,
         "append10": ed.append10,
-        "edit20": lambda t: ed.word_edits(t, 0.20),
-        "edit30": lambda t: ed.word_edits(t, 0.30),
+        "edit20": lambda t: ed.word_edits(t, 0.20, draw),
+        "edit30": lambda t: ed.word_edits(t, 0.30, draw),
         "replace50": lambda t: ed.replace_words(t, 0.50),
         "sent50": lambda t: ed50.replace_sentences(t, 0.50, multi),
     }

@@ -426,13 +426,20 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument(
+        "--draw",
+        choices=("freq", "uniform"),
+        default="freq",
+        help="how copies' word edits draw their new words (bench/thresholds.py; default freq)",
+    )
+    ap.add_argument(
         "--show-natural",
         action="store_true",
         help="print each natural pair (label, ratio, distance, the first 200 characters) to stderr",
     )
     output_options(ap)
     args = ap.parse_args(argv)
-    return save_output("quality", args, lambda: measure(args))
+    script = "quality" if args.draw == "freq" else "quality-uniform"
+    return save_output(script, args, lambda: measure(args))
 
 
 def measure(args: argparse.Namespace) -> int:
@@ -446,6 +453,7 @@ def measure(args: argparse.Namespace) -> int:
         "git": git_rev(),
         "cache": str(CACHE),
         "seed": args.seed,
+        "draw": args.draw,
         "n_per_kind": n,
         "n_random": n_random,
         "pool": pool,
@@ -465,7 +473,9 @@ def measure(args: argparse.Namespace) -> int:
             log(f"{lang}: no source could be read; skipped")
             out["languages"][lang] = {"error": "no source could be read"}
             continue
-        pairs, texts, counts = build_pairs(lang, src, n, n_random, pool, args.seed)
+        pairs, texts, counts = build_pairs(
+            lang, src, n, n_random, pool, args.seed, copy_draw=args.draw
+        )
         log(f"{lang}: natural pairs (every passage of every source)")
         natural, nat_stats = natural_pairs(lang, src)
         add_natural(pairs, texts, natural)
@@ -514,6 +524,7 @@ def measure(args: argparse.Namespace) -> int:
         return 0
     print(
         f"simindex quality: {out['date_utc']}, git {out['git']}, seed {args.seed}, "
+        f"copies' new words drawn by {'frequency' if args.draw == 'freq' else 'uniformly'}, "
         f"datasketch {out['datasketch']}, {out['seconds']} s"
     )
     print(f"cache {CACHE}")

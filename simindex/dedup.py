@@ -183,7 +183,7 @@ def dedup_stream(
     become strings).
     ``k``: the largest Hamming distance between two fingerprints that makes
     them near-duplicates, 0 to 15 (default 8, a new index's k).
-    ``threshold``: the similarity they need too, 0 to 1 (default 0.82, a new
+    ``threshold``: the similarity they need too, 0 to 1 (default 0.78, a new
     index's; 0: distance alone). ``config``:
     how texts are fingerprinted. ``workers``: processes that fingerprint
     (default: the CPUs this process may use; 1: this process).

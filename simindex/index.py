@@ -56,7 +56,7 @@ class SimIndex:
     fewer false candidates per query, k or fewer are looked up with probes,
     see ``simindex advise``), ``config`` the fingerprint configuration,
     ``threshold`` the similarity a candidate within k needs, by its
-    verification signature, to be a near-duplicate (default 0.82; 0: distance
+    verification signature, to be a near-duplicate (default 0.78; 0: distance
     alone; see query). All are chosen at creation and stored in the index:
     opening an existing index without them uses its own, and asking for
     different ones raises ConfigMismatchError (``rebuild`` changes them).
@@ -490,7 +490,7 @@ class SimIndex:
         A near-duplicate is within distance k (default: the index's k) and,
         where the query is a text and the stored document has a signature,
         at least ``threshold`` similar by their signatures (default: the
-        index's threshold, 0.82 for a new index; 0: distance alone, as a query
+        index's threshold, 0.78 for a new index; 0: distance alone, as a query
         by fingerprint always is). ``Match.similarity`` gives the estimate.
         Sorted by distance, then key; at most ``limit`` of them. A k above
         the index's is answered exactly too: by

@@ -31,6 +31,7 @@ KEPT = {  # one script a question a user asks
     "foundation",
     "peers",
     "quality",
+    "thresholds",
     "shorttext",
     "bulk",
     "holding",
@@ -251,9 +252,8 @@ def test_threads_benchmark_runs_and_is_exact() -> None:
     assert reads == ["1", "1", "1", "1"]
 
 
-@slow
-def test_quality_benchmark_quick_run() -> None:
-    """Offline, from the texts it caches; skipped until a full run has filled the cache."""
+def quality_cache_filled() -> None:
+    """Skip unless bench/quality.py has filled its cache of texts (it fetches)."""
     cache = os.environ.get("SIMINDEX_QUALITY_CACHE", "~/.cache/simindex-quality")
     root = Path(cache).expanduser()
     marks = [root / "199801.txt"] + [
@@ -268,6 +268,12 @@ def test_quality_benchmark_quick_run() -> None:
     ]
     if not all(m.exists() for m in marks):
         pytest.skip(f"{root} not filled: run `python bench/quality.py` once (it fetches)")
+
+
+@slow
+def test_quality_benchmark_quick_run() -> None:
+    """Offline, from the texts it caches; skipped until a full run has filled the cache."""
+    quality_cache_filled()
     out = json.loads(run_script("bench/quality.py", "--quick", "--json"))
     for lang in ("en", "zh"):
         pairs = out["languages"][lang]["pairs"]
@@ -278,6 +284,15 @@ def test_quality_benchmark_quick_run() -> None:
     assert sum(p["kind"] == "nat+" and "debian-edu" in p["a"] for p in zh["natural"]["pairs"]) >= 5
     # The ceilings need nothing beyond simindex (the MinHash row needs datasketch).
     assert {"cosine (exact)", "jaccard (exact)"} <= set(zh["results"])
+
+
+@slow
+def test_thresholds_benchmark_quick_run() -> None:
+    """The threshold per language: tuned on one seed, reported on the other."""
+    quality_cache_filled()
+    printed = run_script("bench/thresholds.py", "--quick", "--lang", "zh")
+    assert "## Chinese" in printed and "<- tuned" in printed
+    assert "negatives set aside as sharing >= half of their 3-grams" in printed
 
 
 @slow

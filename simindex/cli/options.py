@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 DEFAULT_K = 8
 WEIGHTINGS = ("tf", "sublinear", "binary")
 DEFAULT_WEIGHTING = "tf"
-DEFAULT_THRESHOLD = 0.82
+DEFAULT_THRESHOLD = 0.78
 CJK_MODES = ("words", "chars")
 DEFAULT_CJK = "chars"
 

@@ -134,7 +134,7 @@ def dedup(
     threshold: Annotated[
         float | None,
         typer.Option(
-            "--threshold", help="Similarity a pair needs (default 0.82; 0: distance alone)."
+            "--threshold", help="Similarity a pair needs (default 0.78; 0: distance alone)."
         ),
     ] = None,
     master: Annotated[
