@@ -26,7 +26,8 @@ numba's cache does not already hold the code: the simindex command
 registers one that says so on its progress bar, or in a Note. A worker
 process tells its parent's listeners (simindex.ingest.workers relays them).
 
-Nothing here imports numba, or anything else of simindex's, until ``load``.
+Nothing here imports numba, or anything else of simindex's but its
+listeners (simindex.listeners), until ``load``.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from types import ModuleType
 from typing import Any, NamedTuple, TypeVar
+
+from simindex.listeners import Listeners
 
 T = TypeVar("T")
 
@@ -59,34 +62,15 @@ class Compiling(NamedTuple):
 # done; from whichever thread compiles.
 Listener = Callable[[Compiling, bool], None]
 
-_lock = threading.Lock()
-_listeners: list[Listener] = []
-
-
-def listen(listener: Listener) -> None:
-    """Tell ``listener`` whenever numba compiles (once, however often called)."""
-    with _lock:
-        if listener not in _listeners:
-            _listeners.append(listener)
-
-
-def unlisten(listener: Listener) -> None:
-    with _lock:
-        if listener in _listeners:
-            _listeners.remove(listener)
+_listeners: Listeners[Listener] = Listeners()
+listen = _listeners.listen  # listen(listener): tell it whenever numba compiles
+unlisten = _listeners.unlisten
+tell = _listeners.tell  # tell(event, begun): ``step`` does; so does the relay from a worker
 
 
 def listened() -> bool:
     """Whether anyone listens (a worker pool relays its workers' compiles only then)."""
     return bool(_listeners)
-
-
-def tell(event: Compiling, begun: bool) -> None:
-    """Tell every listener (``step`` does; so does the relay from a worker)."""
-    with _lock:
-        listeners = list(_listeners)
-    for listener in listeners:
-        listener(event, begun)
 
 
 @contextmanager

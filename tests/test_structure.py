@@ -514,3 +514,15 @@ def test_the_layouts_are_searched_in_one_place() -> None:
                     if isinstance(node, ast.For) and "BITS // 4" in ast.unparse(node.iter):
                         loops.add((name, func.name))
     assert loops == {("simindex.blocks", "cheapest"), ("simindex.costs", "advise")}
+
+
+def test_listeners_are_kept_in_one_place() -> None:
+    """Whoever tells listeners (simindex.waits, simindex.compiling) keeps
+    them in a simindex.listeners.Listeners: no other module defines its own
+    listen / unlisten."""
+    defined = set()
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef) and node.name in ("listen", "unlisten"):
+                defined.add(name)
+    assert defined == {"simindex.listeners"}

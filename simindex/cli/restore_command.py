@@ -44,7 +44,7 @@ def restore(
 
     ready = prepare_restore(backup, index, timeout=lock_wait())
     source, target, rows = ready.source, ready.target, ready.fingerprints
-    with waits.noted(str(target), lock_wait()):  # (SQLite's backup API waits inside one call)
+    with waits.noted(target, lock_wait()):  # (SQLite's backup API waits inside one call)
         ready.run()
     shown = source.absolute()  # (as every command names an index file: absolute)
     if as_json:

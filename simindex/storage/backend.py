@@ -238,7 +238,7 @@ class Backend:
 
         # A wait for the lock (SQLite: inside BEGIN IMMEDIATE, retried while
         # busy; PostgreSQL: begin_write's) is told to whoever listens (waits.py).
-        with waits.noted(str(where), timeout) as taken:
+        with waits.noted(where, timeout) as taken:
             while True:
                 try:
                     conn = self.engine.connect()
