@@ -120,33 +120,38 @@ def _probed_tables(
     index_type = np.int32 if (len(spans) if joined else 1) * n < 2**31 else np.int64
     none = np.zeros(0, np.uint64)  # the sorted keys a table found by offset never searches
     all_starts = np.empty(sum(span + 2 for _, span in spans) if joined else 0, index_type)
-    all_order = np.empty(len(spans) * n if joined else 0, index_type)
+    size = len(spans) * n if joined else 0
     tables = []
     bases = [sum(b + 2 for _, b in spans[:t]) for t in range(len(spans))]  # in all_starts
     given = None
     if joined and seed is not None and seed[0] == spans:
         order_seed = seed[1]
-        if order_seed.shape == all_order.shape and order_seed.dtype == all_order.dtype:
-            given = order_seed
+        if order_seed.shape == (size,) and order_seed.dtype == index_type:
+            given = order_seed  # the joined order itself: taken as it is, not copied
+    all_order = given if given is not None else np.empty(size, index_type)
     for t, (shift, span) in enumerate(spans):
         keyed = sort_key(fps, span << shift)
-        order = stable_order(keyed) if given is None else given[t * n : (t + 1) * n]
         offsets = _offsets_fit(span.bit_length(), n)
         starts = None
         if joined:
             starts = all_starts[bases[t] : bases[t] + span + 2]
-            all_order[t * n : (t + 1) * n] = order
+            if given is None:
+                all_order[t * n : (t + 1) * n] = stable_order(keyed)
             table_order = all_order
         else:
+            order = stable_order(keyed)
             table_order = order.astype(index_type)
             if offsets:
                 starts = np.empty(span + 2, index_type)
         if starts is not None:
-            starts[0] = 0
-            np.cumsum(np.bincount(keyed, minlength=span + 1).astype(index_type), out=starts[1:])
-            if joined and t:
-                starts += index_type(t * n)
-        keys = none if offsets else keyed[order]
+            # Where each block value's rows begin: the counts summed, from
+            # the table's own part of the joined order (its first count
+            # carries that offset, so one pass makes both).
+            counts = np.bincount(keyed, minlength=span + 1).astype(index_type)
+            counts[0] += t * n if joined else 0
+            starts[0] = t * n if joined else 0
+            np.cumsum(counts, out=starts[1:])
+        keys = none if offsets else keyed[table_order]
         flips = [0] if found is None else [p.flips[0] for p in found if p.table == t]
         tables.append(_Probed(shift, span, starts, keys, table_order, np.array(flips, np.int64)))
     if not joined:

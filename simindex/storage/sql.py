@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,17 +14,46 @@ import numpy as np
 from simindex.blocks import BlockLayout
 from simindex.storage.backend import expect
 
+# What a statement compiled to, by its SQLAlchemy cache key, the dialect and
+# the parameter names (a process's indexes share them: an index opened again
+# compiles nothing it compiled before). A text is a function of its key, so
+# nothing can make an entry stale; the oldest go past _COMPILED_MAX.
+_compiled: dict[tuple[Any, ...], tuple[str, bool, tuple[str, ...]]] = {}
+_COMPILED_MAX = 512
+_compiled_lock = threading.Lock()
+
+
+def _compile(statement: Any, dialect: Any) -> tuple[str, bool, tuple[str, ...]]:
+    """(driver SQL, whether positional, the parameters' order), compiled once a process."""
+    cache_key = statement._generate_cache_key()
+    key = None
+    # (A parameter with a value of its own may be rendered into the text,
+    # which its cache key leaves out: such a statement is compiled each time.)
+    if cache_key is not None and all(
+        b.value is None and not b.literal_execute for b in cache_key.bindparams
+    ):
+        key = (dialect.name, dialect.driver, dialect.server_version_info, cache_key.key)
+        found = _compiled.get(key)
+        if found is not None:
+            return found
+    compiled = statement.compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
+    made = (str(compiled), bool(compiled.positional), tuple(compiled.positiontup or ()))
+    if key is not None:
+        with _compiled_lock:
+            while len(_compiled) >= _COMPILED_MAX:
+                del _compiled[next(iter(_compiled))]
+            _compiled[key] = made
+    return made
+
 
 class Sql:
-    """A statement compiled once to the driver's own SQL and parameter style."""
+    """A statement compiled to the driver's own SQL and parameter style (once
+    a process: see _compile)."""
 
     def __init__(self, statement: Any, dialect: Any, names: Sequence[str]) -> None:
-        compiled = statement.compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
-        self.text = str(compiled)
-        self.positional = bool(compiled.positional)
-        order = list(compiled.positiontup or []) if self.positional else list(names)
+        self.text, self.positional, order = _compile(statement, dialect)
         index = {name: i for i, name in enumerate(names)}
-        self._order = [index[name] for name in order]
+        self._order = [index[name] for name in (order if self.positional else names)]
         self._names = list(names)
 
     def params(self, values: Sequence[Any]) -> Any:
