@@ -66,7 +66,7 @@ from data import (  # noqa: E402
 
 from simindex import SimIndex  # noqa: E402
 from simindex.fingerprint import DEFAULT_CONFIG  # noqa: E402
-from simindex.signature import fingerprint_and_signature, similarity  # noqa: E402
+from simindex.signature import DEFAULT_THRESHOLD, fingerprint_and_signature, similarity  # noqa: E402
 
 THRESHOLD = 0.8
 FALSE_AT = 3  # a reported pair differing in this many units or more is not a copy
@@ -355,7 +355,7 @@ def table(title: str, corpus: Side, edits: Side, origin: list[int], quick: bool)
 
     log(f"{title}: SimIndex()")
     defaults = measure_index(corpus, edits, origin)
-    row("SimIndex() defaults (k=8, threshold=0.82)", defaults)
+    row(f"SimIndex() defaults (k=8, threshold={DEFAULT_THRESHOLD})", defaults)
     row("SimIndex(threshold=0)", measure_index(corpus, edits, origin, threshold=0))
     for name, gen, rule in ideas() if not quick else ():
         log(f"{title}: {name}")

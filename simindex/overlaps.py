@@ -33,7 +33,15 @@ from simindex.results import Overlap
 from simindex.storage.backend import expect
 from simindex.view import View, Views
 
-DEFAULT_THRESHOLD = 0.8  # the share of either text the other must hold
+# The share of either text the other must hold, by default: the lowest that
+# kept every returned text holding half of the asked one's shingles or more
+# (bench/experiments/partial_edits.py: at 0.5 a few same-genre texts holding
+# 48.6-49.5% came back; the winnowed share follows the exact one within about
+# 0.03); a quotation with 5% of its characters or words edited keeps a share
+# of 0.55-0.7, so at 0.8 (the default before) 1-2% of Chinese and a quarter of
+# English ones were found, at 0.53 93-96% of Chinese and all English ones
+# (docs/decisions/overlaps.md).
+DEFAULT_THRESHOLD = 0.53
 
 
 def not_kept(where: object) -> PassagesNotKeptError:
