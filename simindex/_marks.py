@@ -302,22 +302,9 @@ def marks(
     bigrams are not units (signature._single; fingerprint_and_signature's
     test on the prepared text). ``fold``: the bytes are NFKC but not yet
     case-folded (see casefold)."""
-    if fold:
-        folded = casefold(buf, classes, fold_index, fold_starts, fold_points)
-        return _marks_of(
-            folded,
-            classes,
-            stop_slots,
-            stop_words,
-            stop_starts,
-            probes,
-            drop_stopwords,
-            binary,
-            cjk_units,
-            out,
-        )
+    text = casefold(buf, classes, fold_index, fold_starts, fold_points) if fold else buf
     return _marks_of(
-        buf,
+        text,
         classes,
         stop_slots,
         stop_words,
