@@ -14,10 +14,11 @@ import numpy as np
 from simindex.blocks import BlockLayout
 from simindex.storage.backend import expect
 
-# What a statement compiled to, by its SQLAlchemy cache key, the dialect and
-# the parameter names (a process's indexes share them: an index opened again
-# compiles nothing it compiled before). A text is a function of its key, so
-# nothing can make an entry stale; the oldest go past _COMPILED_MAX.
+# What a statement compiled to, by its SQLAlchemy cache key and the dialect
+# (its class, parameter style and server version): a process's indexes share
+# them, so an index opened again compiles nothing it compiled before. A text
+# is a function of its key, so nothing can make an entry stale; the oldest go
+# past _COMPILED_MAX.
 _compiled: dict[tuple[Any, ...], tuple[str, bool, tuple[str, ...]]] = {}
 _COMPILED_MAX = 512
 _compiled_lock = threading.Lock()
@@ -32,7 +33,7 @@ def _compile(statement: Any, dialect: Any) -> tuple[str, bool, tuple[str, ...]]:
     if cache_key is not None and all(
         b.value is None and not b.literal_execute for b in cache_key.bindparams
     ):
-        key = (dialect.name, dialect.driver, dialect.server_version_info, cache_key.key)
+        key = (type(dialect), dialect.paramstyle, dialect.server_version_info, cache_key.key)
         found = _compiled.get(key)
         if found is not None:
             return found
