@@ -49,7 +49,7 @@ from simindex.signature import (
     one_unit_many,
     one_unit_reaches,
 )
-from simindex.tables import equal_pairs
+from simindex.tables import Sorted, equal_pairs
 
 
 class Decision(NamedTuple):
@@ -241,42 +241,7 @@ __all__ = ["Decision", "DedupCounts", "DedupStream", "dedup_stream"]
 # --- the kept documents, and a batch decided against them -----------------------------------
 
 _BATCH = 256  # documents decided at once (the workers' chunk)
-_TAIL = 4096  # keys a _Sorted holds apart before it merges them into its sorted arrays
 _CHAINED_BITS = 22  # a probed table of keys up to 2**22 keeps chains (20 MiB at most)
-
-
-class _Sorted:
-    """Keys with the kept positions under them, found by equal keys: a sorted
-    array, and the keys added since it was last merged, sorted apart (so a
-    merge moves the whole array once per _TAIL keys, not once a batch)."""
-
-    def __init__(self, dtype: type) -> None:
-        empty: tuple[np.ndarray, np.ndarray] = (np.zeros(0, dtype), np.zeros(0, np.int64))
-        self._main, self._tail = empty, empty
-
-    def add(self, keys: np.ndarray, positions: np.ndarray) -> None:
-        self._tail = _merged(self._tail, keys, positions)
-        if len(self._tail[0]) > _TAIL:
-            self._main = _merged(self._main, *self._tail)
-            self._tail = (self._tail[0][:0], self._tail[1][:0])
-
-    def find(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(index in wanted, position) for every kept key equal to a wanted one."""
-        found = [equal_pairs(keys, wanted) for keys, _ in (self._main, self._tail)]
-        at = np.concatenate([i for i, _ in found])
-        positions = np.concatenate(
-            [held[j] for (i, j), (_, held) in zip(found, (self._main, self._tail), strict=True)]
-        )
-        return at, positions
-
-
-def _merged(
-    into: tuple[np.ndarray, np.ndarray], keys: np.ndarray, positions: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    order = np.argsort(keys, kind="stable")
-    keys, positions = keys[order], positions[order]
-    at = np.searchsorted(into[0], keys, side="right")
-    return np.insert(into[0], at, keys), np.insert(into[1], at, positions)
 
 
 class _Chains:
@@ -386,7 +351,7 @@ class _Table(NamedTuple):
     mask: np.uint64  # the fingerprint bits it is keyed by
     shift: np.uint64  # its lowest bit: keys are (fp & mask) >> shift
     flips: np.ndarray  # the XORs of a key to look up (uint64, shifted like the keys)
-    keys: _Sorted | _Chains  # chains where a key has few bits and many flips
+    keys: Sorted | _Chains  # chains where a key has few bits and many flips
 
 
 class _Kept:
@@ -404,7 +369,7 @@ class _Kept:
         self._sets = _Column(np.uint32, SMALL)
         self._sizes = _Column(np.intp)
         self._ordered = _Column(np.bool_)
-        self._by_set_key = _Sorted(np.int64)
+        self._by_set_key = Sorted(np.int64)
         # Whether a set of n units (n + 1 the larger of a pair) is looked up
         # by all its keys, or by its own alone (signature.one_unit_reaches).
         self._reaches = np.array([one_unit_reaches(n + 1, threshold) for n in range(SMALL + 1)])
@@ -430,7 +395,7 @@ class _Kept:
                     np.uint64(mask),
                     np.uint64(shift),
                     np.array([x >> shift for x in xors], dtype=np.uint64),
-                    _Chains(width) if chained else _Sorted(np.uint64),
+                    _Chains(width) if chained else Sorted(np.uint64),
                 )
             )
 

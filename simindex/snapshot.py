@@ -19,8 +19,8 @@ from simindex.blocks import MAX_INDEX_K, BlockLayout, Probe, cheapest, probes
 from simindex.costs import held_table_us
 from simindex.tables import (
     Plan,
+    Sorted,
     earlier,
-    equal_pairs,
     keyed_by,
     plan_for,
     run_positions,
@@ -37,8 +37,8 @@ _OFFSETS_MAX_BITS = 26
 _OFFSET_LOOKUPS = 1 << 18  # a batch's lookups by offset made at once (bounds memory)
 _ADDED_COMPARED = 1 << 20  # Snapshot.added_within: comparisons made at once (bounds memory)
 
-# A sorted table in memory: (mask, sorted keys, positions in that order, probe flips).
-_Table = tuple[int, np.ndarray, np.ndarray, list[Any]]
+# A batch table in memory: (mask, its keys sorted, the probes' flips).
+_Table = tuple[int, Sorted, list[Any]]
 
 
 class _Probed(NamedTuple):
@@ -283,7 +283,7 @@ class Snapshot:
         """The memory its arrays take, the tables built so far included."""
         arrays = [self.ids, self.fps, *self._added, *(self.signatures or ())]
         for _plan, tables in self._tables.values():
-            arrays += [a for _mask, keys, order, _flips in tables for a in (keys, order)]
+            arrays += [a for _mask, table, _flips in tables for a in table.arrays]
         for probed in self._probed.values():
             for t in probed or ():
                 arrays += [t.keys, t.order, t.flips] + ([] if t.starts is None else [t.starts])
@@ -342,8 +342,7 @@ class Snapshot:
             tables: list[_Table] = []
             for t, mask in enumerate(plan.masks):
                 keyed, flips = keyed_by(self.fps, mask, plan.flips[t])
-                order = stable_order(keyed)
-                tables.append((mask, keyed[order], order, flips))
+                tables.append((mask, Sorted.of(keyed), flips))
             found = self._tables[k] = (plan, tables)
         return found
 
@@ -419,17 +418,16 @@ class Snapshot:
             return self._match_by_offsets(queries, k, probed)
         stored = self.fps
         plan, tables = self._tables_for(k)
-        masks = [np.uint64(mask) for mask, _, _, _ in tables]
+        masks = [np.uint64(mask) for mask, _, _ in tables]
         out_q, out_s, out_d = [], [], []
         for start in range(0, len(queries), _QUERY_CHUNK):
             chunk = queries[start : start + _QUERY_CHUNK]
-            for t, (mask, keyed_sorted, order, flips) in enumerate(tables):
+            for t, (mask, table, flips) in enumerate(tables):
                 keyed, _ = keyed_by(chunk, mask, [])
                 for flip in flips:  # the query's own value, then the probes
-                    q, at = equal_pairs(keyed_sorted, keyed ^ flip)
+                    q, s = table.find(keyed ^ flip)
                     if not q.size:
                         continue
-                    s = order[at]
                     distance = np.bitwise_count(stored[s] ^ chunk[q])
                     keep = distance <= k
                     q, s, distance = q[keep], s[keep], distance[keep]

@@ -151,3 +151,62 @@ def sort_key(fps: np.ndarray, mask: int) -> np.ndarray:
     if span <= 0xFFFF_FFFF:
         return keyed.astype(np.uint32)
     return keyed
+
+
+class Sorted:
+    """Keys with a position under each, found by equal keys (``find``): the
+    one sorted table every in-memory path looks keys up in. ``of`` sorts a
+    table once (a snapshot's batch tables); ``add`` grows one (streaming
+    dedup's kept documents), holding the keys added since the last merge
+    sorted apart, so that a merge moves the whole array once per TAIL keys,
+    not once a batch."""
+
+    TAIL = 4096
+
+    def __init__(
+        self, dtype: type, keys: np.ndarray | None = None, positions: np.ndarray | None = None
+    ) -> None:
+        empty: tuple[np.ndarray, np.ndarray] = (np.zeros(0, dtype), np.zeros(0, np.int64))
+        self._main: tuple[np.ndarray, np.ndarray] = (
+            empty if keys is None or positions is None else (keys, positions)
+        )
+        self._tail = empty
+
+    @classmethod
+    def of(cls, keys: np.ndarray) -> Sorted:
+        """The table of unsigned keys, each at its position in ``keys``."""
+        order = stable_order(keys)
+        return cls(keys.dtype.type, keys[order], order)
+
+    def add(self, keys: np.ndarray, positions: np.ndarray) -> None:
+        """Keys, each with its position (the next ones kept)."""
+        self._tail = _merged(self._tail, keys, positions)
+        if len(self._tail[0]) > self.TAIL:
+            self._main = _merged(self._main, *self._tail)
+            self._tail = (self._tail[0][:0], self._tail[1][:0])
+
+    def find(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(index in wanted, position) for every key equal to a wanted one."""
+        if not len(self._tail[0]):  # (a table sorted once: one lookup)
+            at, j = equal_pairs(self._main[0], wanted)
+            return at, self._main[1][j]
+        found = [equal_pairs(keys, wanted) for keys, _ in (self._main, self._tail)]
+        at = np.concatenate([i for i, _ in found])
+        positions = np.concatenate(
+            [held[j] for (_, j), (_, held) in zip(found, (self._main, self._tail), strict=True)]
+        )
+        return at, positions
+
+    @property
+    def arrays(self) -> list[np.ndarray]:
+        """The arrays it holds (their memory)."""
+        return [*self._main, *self._tail]
+
+
+def _merged(
+    into: tuple[np.ndarray, np.ndarray], keys: np.ndarray, positions: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    order = np.argsort(keys, kind="stable")
+    keys, positions = keys[order], positions[order]
+    at = np.searchsorted(into[0], keys, side="right")
+    return np.insert(into[0], at, keys), np.insert(into[1], at, positions)

@@ -14,7 +14,7 @@ import pytest
 from simindex import BlockLayout, dedup, hamming, pairs, signature, snapshot
 from simindex.blocks import even_widths, probe_radius, probes
 from simindex.snapshot import Snapshot
-from simindex.tables import plan_for
+from simindex.tables import Sorted, plan_for
 from tests.helpers import compiled_or_skip, flip
 
 
@@ -133,8 +133,8 @@ def test_streaming_dedup_finds_every_kept_within_k_as_brute_force(
 ) -> None:
     """What streaming dedup kept (simindex dedup CORPUS), looked up a batch at
     a time: k + 1 exact blocks up to 3, probes through chains of keys above; sorted
-    keys merged every 100 kept (dedup._TAIL) so the merges are exercised."""
-    monkeypatch.setattr(dedup, "_TAIL", 100)
+    keys merged every 100 kept (tables.Sorted.TAIL) so the merges are exercised."""
+    monkeypatch.setattr(Sorted, "TAIL", 100)
     rng = random.Random(k)
     tables = dedup._Kept(k, 0.0)
     assert any(isinstance(t.keys, dedup._Chains) for t in tables._tables) == (k > 3)
