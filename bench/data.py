@@ -1338,6 +1338,18 @@ def same_genre_pairs(lang: str, groups: list[list[str]], count: int, rng) -> tup
     return out, skipped
 
 
+CONTENT = 0.5  # a negative shares less than this of its 3-grams (Jaccard): bench/thresholds.py
+
+
+def three_grams(text: str, lang: str) -> set[str]:
+    """A text's character 3-grams (Chinese, whitespace dropped) or word 3-grams (English)."""
+    if lang == "zh":
+        s = "".join(text.split())
+        return {s[i : i + 3] for i in range(len(s) - 2)}
+    w = re.findall(r"\w+", text.lower())
+    return {" ".join(w[i : i + 3]) for i in range(len(w) - 2)}
+
+
 def build_hard(lang: str, n: int, seed: int, genre: dict):
     """build_pairs' extra: the harder benchmark's kinds, each from a random source of its own."""
 

@@ -36,7 +36,6 @@ were set aside is printed per kind. It measures; it changes nothing.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 from collections import Counter, defaultdict
@@ -50,6 +49,7 @@ for _p in (str(HERE), str(HERE.parent)):  # common and data, simindex
 from common import log, output_options, save_output  # noqa: E402
 from data import (  # noqa: E402
     CACHE,
+    CONTENT,
     EDITS10,
     HARD_NEGATIVE,
     HARD_POSITIVE,
@@ -60,6 +60,7 @@ from data import (  # noqa: E402
     build_pairs,
     hard_sources,
     read_sources,
+    three_grams,
 )
 
 from simindex import signature  # noqa: E402
@@ -67,7 +68,6 @@ from simindex.fingerprint import DEFAULT_CONFIG, hamming  # noqa: E402
 
 GRID = [round(0.60 + i / 100, 2) for i in range(27)]  # 0.60 .. 0.86
 SHOWN = (0.65, 0.70, 0.72, 0.75, 0.78, 0.80, 0.82)
-CONTENT = 0.5  # a negative shares less than this of its 3-grams (Jaccard)
 
 
 def scored(lang: str, src: dict, genre: dict, seed: int, args: argparse.Namespace):
@@ -101,15 +101,6 @@ def scored(lang: str, src: dict, genre: dict, seed: int, args: argparse.Namespac
         classes[kind] = cls
         out[kind].append((hamming(fa, fb), signature.similarity(sa, sb)))
     return classes, out, set_aside
-
-
-def three_grams(text: str, lang: str) -> set[str]:
-    """A text's character 3-grams (Chinese, whitespace dropped) or word 3-grams (English)."""
-    if lang == "zh":
-        s = "".join(text.split())
-        return {s[i : i + 3] for i in range(len(s) - 2)}
-    w = re.findall(r"\w+", text.lower())
-    return {" ".join(w[i : i + 3]) for i in range(len(w) - 2)}
 
 
 def rate(scores: list[tuple[int, float]], t: float, k: int = K) -> float:
