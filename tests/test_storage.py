@@ -208,3 +208,41 @@ def test_a_read_only_backend_refuses_every_write(tmp_path: Path) -> None:
     with readonly.reading() as conn:
         assert storage.read_settings(conn, where) is not None
     readonly.dispose()
+
+
+def test_an_index_opened_again_compiles_no_statement_again(tmp_path: Path) -> None:
+    """Statements are compiled once a process (storage/sql.py), for every
+    index of a layout (schema.build's tables are shared): opening an index
+    again and asking what was asked before compiles nothing new, and a
+    statement differing only in its IN list's length is another one."""
+    from simindex import SimIndex
+    from simindex.storage import sql
+
+    path = str(tmp_path / "again.db")
+    texts = [(f"k{i}", f"text {i} about the river bank and the school fair") for i in range(200)]
+    with SimIndex(path) as index:
+        index.add_many(texts)
+
+    def ask() -> None:
+        with SimIndex(path) as index:
+            index.query(texts[5][1])
+            index.query_many([texts[7][1], texts[9][1]])
+            index.add("one more", "another text about a river")
+            index.duplicates()
+
+    ask()
+    compiled = dict(sql._compiled)
+    ask()
+    assert sql._compiled == compiled
+    from sqlalchemy import bindparam, select
+    from sqlalchemy.dialects import sqlite
+
+    table = storage.schema.build(BlockLayout.for_k(3)).fingerprints
+    dialect = sqlite.dialect()
+    one = sql.Sql(select(table.c.id).where(table.c.id.in_([bindparam("a")])), dialect, ["a"])
+    two = sql.Sql(
+        select(table.c.id).where(table.c.id.in_([bindparam("a"), bindparam("b")])),
+        dialect,
+        ["a", "b"],
+    )
+    assert one.text != two.text and two.text.count("?") == 2

@@ -109,9 +109,9 @@ class Passages:
     def __init__(self, backend: Backend) -> None:
         self._dialect = backend.engine.dialect
 
-    @cached_property
+    @property
     def tables(self) -> schema.PassageTables:
-        return schema.build_passages()
+        return schema.passage_tables()
 
     @cached_property
     def _sql(self) -> _Statements:

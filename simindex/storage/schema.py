@@ -35,6 +35,7 @@ describes the current one for the code that reads and writes it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 from sqlalchemy import (
     BigInteger,
@@ -130,6 +131,7 @@ def constraint_names(table: str) -> tuple[str, str]:
     return f"pk_{table}", f"uq_{table}_key"
 
 
+@cache
 def build(
     layout: BlockLayout,
     *,
@@ -137,7 +139,11 @@ def build(
     lookups: bool = True,
     own_constraint_names: bool = False,
 ) -> Schema:
-    """The tables of an index with this block layout.
+    """The tables of an index with this block layout: made once a process
+    for each set of arguments, so that every index of the layout shares
+    them, and with them the statements compiled from them (storage/sql.py
+    keys its cache by SQLAlchemy's cache key, which names a table by its
+    identity). Nothing changes a table once made.
 
     ``name`` gives the fingerprint table another name (a rebuild fills a new
     table, then renames it); its constraints keep the names of the real one,
@@ -193,6 +199,13 @@ class PassageTables:
     docs: Table
     passages: Table
     hashes: Table
+
+
+@cache
+def passage_tables() -> PassageTables:
+    """build_passages() of a MetaData of their own, once a process (shared
+    by every index, as build's tables are)."""
+    return build_passages()
 
 
 def build_passages(metadata: MetaData | None = None) -> PassageTables:
