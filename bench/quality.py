@@ -524,7 +524,7 @@ def measure(args: argparse.Namespace) -> int:
         return 0
     print(
         f"simindex quality: {out['date_utc']}, git {out['git']}, seed {args.seed}, "
-        f"copies' new words drawn by {'frequency' if args.draw == 'freq' else 'uniformly'}, "
+        f"copies' new words drawn {'by frequency' if args.draw == 'freq' else 'uniformly'}, "
         f"datasketch {out['datasketch']}, {out['seconds']} s"
     )
     print(f"cache {CACHE}")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Recall on a real corpus: which pairs of this machine's copyright files does duplicates() report?
 
-    python bench/experiments/copyright_recall.py            # every file (about a minute)
+    python bench/experiments/copyright_recall.py            # every file (a few seconds)
     python bench/experiments/copyright_recall.py --no-save  # print only
 
 Every distinct /usr/share/doc/*/copyright and /usr/share/common-licenses

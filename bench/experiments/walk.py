@@ -1,8 +1,9 @@
 #!/usr/bin/env python
 """How many rooms does one call walk through? SimIndex.query(text) and SimIndex.add.
 
-    python bench/experiments/walk.py            # print the counts
+    python bench/experiments/walk.py            # the counts (bench/results/experiments/walk.txt)
     python bench/experiments/walk.py --calls    # and every simindex function entered
+    python bench/experiments/walk.py --no-save  # print only
 
 On a SQLite index of 2,000 short documents (held in memory after the first
 query), one warm call of each is traced with sys.setprofile: the simindex
@@ -22,7 +23,11 @@ from collections import Counter
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent.parent))
+for _p in (str(HERE.parent), str(HERE.parent.parent)):  # common, simindex
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
+
+from common import output_options, save_output  # noqa: E402
 
 from simindex import SimIndex  # noqa: E402
 
@@ -73,7 +78,12 @@ def traced(call):  # type: ignore[no-untyped-def]
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--calls", action="store_true", help="list the functions entered")
+    output_options(ap)
     args = ap.parse_args(argv)
+    return save_output("experiments/walk", args, lambda: walk(args.calls))
+
+
+def walk(calls: bool) -> int:
     rng = random.Random(1)
     words = [
         "".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(3, 9))) for _ in range(3000)
@@ -93,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'call':<6} {'functions':>9} {'modules':>7} {'crossings':>9} {'depth':>5}")
     for name, (functions, modules, crossings, depth, _) in rows:
         print(f"{name:<6} {functions:>9} {modules:>7} {crossings:>9} {depth:>5}")
-    if args.calls:
+    if calls:
         for name, (*_, entered) in rows:
             print(f"\n{name}:")
             for function, count in sorted(entered.items()):

@@ -33,7 +33,7 @@ import typer
 from simindex.blocks import MAX_INDEX_K, check_k
 from simindex.cli.errors import EXIT_INTERRUPTED, UserError, fail
 from simindex.errors import InvalidArgumentError, SimIndexError
-from simindex.signature import check_threshold
+from simindex.signature import DEFAULT_THRESHOLD, check_threshold
 from simindex.spark import _session
 from simindex.spark._pairs import DRIVER_ROWS, PAIR_ON
 
@@ -134,7 +134,8 @@ def dedup(
     threshold: Annotated[
         float | None,
         typer.Option(
-            "--threshold", help="Similarity a pair needs (default 0.78; 0: distance alone)."
+            "--threshold",
+            help=f"Similarity a pair needs (default {DEFAULT_THRESHOLD}; 0: distance alone).",
         ),
     ] = None,
     master: Annotated[
