@@ -87,6 +87,7 @@ def scored(lang: str, src: dict, genre: dict, seed: int, args: argparse.Namespac
     classes: dict[str, str] = {}
     out: dict[str, list[tuple[int, float]]] = defaultdict(list)
     set_aside: Counter[str] = Counter()
+    aside: list[tuple[int, float, float]] = []  # (distance, similarity, 3-gram Jaccard)
     grams: dict[int, set[str]] = {}
     for cls, kind, i, j in pairs:
         if cls == "border":
@@ -96,11 +97,15 @@ def scored(lang: str, src: dict, genre: dict, seed: int, args: argparse.Namespac
             b = grams.setdefault(j, three_grams(texts[j], lang))
             if a and b and len(a & b) >= CONTENT * len(a | b):
                 set_aside[kind] += 1
+                (fa, sa), (fb, sb) = marks[i], marks[j]
+                aside.append(
+                    (hamming(fa, fb), signature.similarity(sa, sb), len(a & b) / len(a | b))
+                )
                 continue
         (fa, sa), (fb, sb) = marks[i], marks[j]
         classes[kind] = cls
         out[kind].append((hamming(fa, fb), signature.similarity(sa, sb)))
-    return classes, out, set_aside
+    return classes, out, (set_aside, aside)
 
 
 def rate(scores: list[tuple[int, float]], t: float, k: int = K) -> float:
@@ -120,7 +125,7 @@ def measure(lang: str, args: argparse.Namespace) -> None:
         print(f"\n## {lang}: no source could be read ({status})")
         return
     tuned_classes, tuned, _ = scored(lang, src, genre, args.tune_seed, args)
-    classes, report, set_aside = scored(lang, src, genre, args.seed, args)
+    classes, report, (set_aside, aside) = scored(lang, src, genre, args.seed, args)
     negatives = [k for k, c in classes.items() if c == "neg"]
     positives = [k for k, c in classes.items() if c == "pos"]
     tuned_neg = [k for k, c in tuned_classes.items() if c == "neg"]
@@ -131,8 +136,15 @@ def measure(lang: str, args: argparse.Namespace) -> None:
     print(f"\n## {name}: copies' edits drawn {args.draw}ly, negatives by frequency")
     print("  " + ", ".join(f"{k} {len(report[k])}" for k in positives + negatives))
     if args.content_check:
-        aside = ", ".join(f"{k} {n}" for k, n in sorted(set_aside.items())) or "none"
-        print(f"  negatives set aside as sharing >= half of their 3-grams: {aside}")
+        counted = ", ".join(f"{k} {n}" for k, n in sorted(set_aside.items())) or "none"
+        print(f"  negatives set aside as sharing >= half of their 3-grams: {counted}")
+        at = signature.DEFAULT_THRESHOLD
+        passing = [j for d, s_, j in aside if d <= K and s_ >= at]
+        if passing:
+            print(
+                f"  of those, within k={K} and >= {at} (what they would add): {len(passing)}, "
+                f"sharing {min(passing):.2f}-{max(passing):.2f} of their 3-grams"
+            )
     print(
         f"  candidate stage (within k={K}, any threshold): copies with <= 10% edits "
         f"{copies(report, 0.0, EDITS10):.1%}, all positives {copies(report, 0.0, positives):.1%}"

@@ -33,14 +33,14 @@ from simindex.results import Overlap
 from simindex.storage.backend import expect
 from simindex.view import View, Views
 
-# The share of either text the other must hold, by default: the lowest that
-# kept every returned text holding half of the asked one's shingles or more
-# (bench/experiments/partial_edits.py: at 0.5 a few same-genre texts holding
-# 48.6-49.5% came back; the winnowed share follows the exact one within about
-# 0.03); a quotation with 5% of its characters or words edited keeps a share
-# of 0.55-0.7, so at 0.8 (the default before) 1-2% of Chinese and a quarter of
-# English ones were found, at 0.53 93-96% of Chinese and all English ones
-# (docs/decisions/overlaps.md).
+# The share of either text the other must hold, by default: the lowest at
+# which no text came back holding under half of the asked one's shingles
+# while the asked one held under half of its (bench/experiments/partial_edits.py:
+# at 0.5 a few same-genre texts did, just under half); a quotation with 5% of
+# its characters edited keeps a share of about 0.55-0.7 (Chinese: eight
+# characters a shingle), of its words about 0.7-0.8 (English), so at 0.8 (the
+# default before) 1-2% of Chinese and a quarter of English ones were found, at
+# 0.53 93-96% of Chinese and all English ones (docs/decisions/overlaps.md).
 DEFAULT_THRESHOLD = 0.53
 
 
