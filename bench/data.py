@@ -1350,6 +1350,21 @@ def three_grams(text: str, lang: str) -> set[str]:
     return {" ".join(w[i : i + 3]) for i in range(len(w) - 2)}
 
 
+class ContentCheck:
+    """The 3-gram Jaccard of two of a list's texts (three_grams; each text's
+    made once): a negative whose texts share CONTENT or more is a copy by its
+    content, set aside by the scripts that check negatives so."""
+
+    def __init__(self, texts: list[str], lang: str) -> None:
+        self.texts, self.lang = texts, lang
+        self._grams: dict[int, set[str]] = {}
+
+    def jaccard(self, i: int, j: int) -> float:
+        a = self._grams.setdefault(i, three_grams(self.texts[i], self.lang))
+        b = self._grams.setdefault(j, three_grams(self.texts[j], self.lang))
+        return len(a & b) / len(a | b) if a and b else 0.0
+
+
 def build_hard(lang: str, n: int, seed: int, genre: dict):
     """build_pairs' extra: the harder benchmark's kinds, each from a random source of its own."""
 

@@ -55,12 +55,12 @@ from data import (  # noqa: E402
     HARD_POSITIVE,
     NEGATIVE,
     POSITIVE,
+    ContentCheck,
     K,
     build_hard,
     build_pairs,
     hard_sources,
     read_sources,
-    three_grams,
 )
 
 from simindex import signature  # noqa: E402
@@ -88,21 +88,15 @@ def scored(lang: str, src: dict, genre: dict, seed: int, args: argparse.Namespac
     out: dict[str, list[tuple[int, float]]] = defaultdict(list)
     set_aside: Counter[str] = Counter()
     aside: list[tuple[int, float, float]] = []  # (distance, similarity, 3-gram Jaccard)
-    grams: dict[int, set[str]] = {}
+    check = ContentCheck(texts, lang)
     for cls, kind, i, j in pairs:
         if cls == "border":
             continue
-        if cls == "neg" and args.content_check:
-            a = grams.setdefault(i, three_grams(texts[i], lang))
-            b = grams.setdefault(j, three_grams(texts[j], lang))
-            if a and b and len(a & b) >= CONTENT * len(a | b):
-                set_aside[kind] += 1
-                (fa, sa), (fb, sb) = marks[i], marks[j]
-                aside.append(
-                    (hamming(fa, fb), signature.similarity(sa, sb), len(a & b) / len(a | b))
-                )
-                continue
         (fa, sa), (fb, sb) = marks[i], marks[j]
+        if cls == "neg" and args.content_check and (shared := check.jaccard(i, j)) >= CONTENT:
+            set_aside[kind] += 1
+            aside.append((hamming(fa, fb), signature.similarity(sa, sb), shared))
+            continue
         classes[kind] = cls
         out[kind].append((hamming(fa, fb), signature.similarity(sa, sb)))
     return classes, out, (set_aside, aside)

@@ -38,11 +38,11 @@ from common import output_options, save_output  # noqa: E402
 from data import (  # noqa: E402
     CONTENT,
     EDITS10,
+    ContentCheck,
     build_hard,
     build_pairs,
     hard_sources,
     read_sources,
-    three_grams,
 )
 
 from simindex import signature  # noqa: E402
@@ -73,18 +73,15 @@ def measure(lang: str, args: argparse.Namespace) -> None:
     )
     marks = [signature.fingerprint_and_signature(t, DEFAULT_CONFIG) for t in texts]
     values = [bins(s) for _, s in marks]
-    grams: dict[int, set[str]] = {}
+    check = ContentCheck(texts, lang)
     t = signature.DEFAULT_THRESHOLD
     rows_of: dict[str, list[tuple[int, float, np.ndarray]]] = defaultdict(list)
     classes: dict[str, str] = {}
     for cls, kind, i, j in pairs:
         if cls == "border":
             continue
-        if cls == "neg":
-            a = grams.setdefault(i, three_grams(texts[i], lang))
-            b = grams.setdefault(j, three_grams(texts[j], lang))
-            if a and b and len(a & b) >= CONTENT * len(a | b):
-                continue
+        if cls == "neg" and check.jaccard(i, j) >= CONTENT:
+            continue
         classes[kind] = cls
         d = hamming(marks[i][0], marks[j][0])
         rows_of[kind].append(
