@@ -166,6 +166,8 @@ class Sorted:
     def __init__(
         self, dtype: type, keys: np.ndarray | None = None, positions: np.ndarray | None = None
     ) -> None:
+        if (keys is None) != (positions is None):
+            raise ValueError("a sorted table's keys and positions come together")
         empty: tuple[np.ndarray, np.ndarray] = (np.zeros(0, dtype), np.zeros(0, np.int64))
         self._main: tuple[np.ndarray, np.ndarray] = (
             empty if keys is None or positions is None else (keys, positions)
