@@ -151,19 +151,31 @@ def _set_pairs(
 def _band_pairs(
     rows: Sequence[Row], k: int, threshold: float, found: list[tuple[int, int, int, float | None]]
 ) -> None:
-    keys, owner = keys_of_bands([r[3] for r in rows])
-    judged: set[tuple[int, int]] = set()  # (two rows sharing several bands: one judgement)
+    # Rows of one fingerprint are within k of each other (paired by the
+    # fingerprints): each fingerprint's rows are one group, keyed once, and
+    # two groups beyond k that meet pair all their rows (copies cost a
+    # group, not the square of their number).
+    groups: dict[int, list[int]] = {}
+    for i, row in enumerate(rows):
+        groups.setdefault(row[2] & _MASK64, []).append(i)
+    members = list(groups.values())
+    heads = [rows[group[0]] for group in members]
+    keys, owner = keys_of_bands([rows[i][3] for group in members for i in group])
+    owner = np.repeat(np.arange(len(members)), [len(g) for g in members])[owner]  # its group
+    judged: set[tuple[int, int]] = set()  # (two groups sharing several bands: one judgement)
     for run in _runs(keys, owner):
         for x, a in enumerate(run):
             for b in run[x + 1 :]:
-                distance = ((rows[a][2] ^ rows[b][2]) & _MASK64).bit_count()
+                distance = ((heads[a][2] ^ heads[b][2]) & _MASK64).bit_count()
                 if distance <= k or (a, b) in judged:
                     continue
                 judged.add((a, b))
-                estimate = meets(rows[a][3], rows[b][3])
-                if estimate is not None and estimate >= threshold:
-                    low, high = sorted((rows[a][0], rows[b][0]))
-                    found.append((low, high, distance, estimate))
+                for i in members[a]:
+                    for j in members[b]:
+                        estimate = meets(rows[i][3], rows[j][3])
+                        if estimate is not None and estimate >= threshold:
+                            low, high = sorted((rows[i][0], rows[j][0]))
+                            found.append((low, high, distance, estimate))
 
 
 def _runs(keys: np.ndarray, owner: np.ndarray) -> list[list[int]]:
@@ -199,7 +211,11 @@ def _short_rows(view: View, checks: Sequence[Verify | None]) -> tuple[list[list[
         made, owner = keys_of([r[3] if is_signature(r[3]) else None for r in due])
         for key, at in zip(made.tolist(), owner.tolist(), strict=True):
             by_key.setdefault(key, []).append(due[at])
-    return [[row for key in found for row in by_key.get(key, ())] for found in wanted], changes
+    # (each row once a query: a copy shares all its keys with it)
+    return [
+        list({row[0]: row for key in found for row in by_key.get(key, ())}.values())
+        for found in wanted
+    ], changes
 
 
 class Reader:
@@ -221,7 +237,8 @@ class Reader:
         return self.views.read(lambda view: self._query_many(view, queries, k, threshold))
 
     def pairs(self, k: int | None, threshold: float | None) -> Pairs:
-        """Every pair within k that verifies at the threshold, and the keys of their rows."""
+        """Every pair within k (or found by keys) that verifies at the
+        threshold, and the keys of their rows."""
         return self.views.read(lambda view: self._pairs(view, k, threshold))
 
     # --- one query -----------------------------------------------------------
@@ -497,7 +514,8 @@ class Reader:
 
     def _pairs(self, view: View, k: int | None, threshold: float | None) -> Pairs:
         """(id a, id b, distance, similarity) with a < b in id order (a added
-        first) of every pair within k that verifies at the threshold."""
+        first) of every pair within k, or found by keys (signature.meets),
+        that verifies at the threshold."""
         distance = view.settings.k if k is None else k
         at = view.settings.threshold if threshold is None else threshold
         store = view.store
@@ -514,8 +532,12 @@ class Reader:
             wanted = dict(zip(ids[paired].tolist(), signed, strict=True))
             rows = store.keys_for(conn, wanted)
             short = store.keyed_signatures(conn) if view.settings.marking and at > 0 else []
-        pairs = _keyed_pairs(short, distance, at)
+        keyed = _keyed_pairs(short, distance, at)
         rows.update((r[0], (r[1], r[3])) for r in short)
+        # (PostgreSQL reads each statement at its own moment: a row whose
+        # fingerprint moved between them is paired once, within k)
+        near = set(zip(first.tolist(), second.tolist(), strict=True))
+        pairs = [p for p in keyed if (p[0], p[1]) not in near]
         for ia, ib, dist in zip(first.tolist(), second.tolist(), d.tolist(), strict=True):
             if ia not in rows or ib not in rows:  # (PostgreSQL: removed meanwhile)
                 continue

@@ -292,7 +292,7 @@ def pairs_oracle(
             assert sa is not None and sb is not None  # (texts: every row signed)
             d = hamming(fa, fb)
             estimate = similarity(sa, sb)
-            if (d <= k or keys_meet(sa, sb)) and estimate >= threshold:
+            if (d <= k or (threshold > 0 and keys_meet(sa, sb))) and estimate >= threshold:
                 want.append((*sorted((a, b)), d, estimate))
     return sorted(want, key=lambda p: (p[2], p[0], p[1]))
 
