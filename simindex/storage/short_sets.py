@@ -28,11 +28,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from sqlalchemy import Connection, bindparam, text
 
 from simindex.signature import NBYTES, is_signature, keys_of
 from simindex.storage import schema
 from simindex.storage.dialects import dialect_of
+from simindex.storage.sql import Sql
 
 KEYS = schema.SET_KEYS_TABLE
 DUE = schema.SET_KEYS_DUE_TABLE
@@ -138,10 +140,12 @@ def drain(conn: Connection) -> int:
         keys, owner = keys_of(signatures)
         conn.execute(_FORGET, {"ids": done})
         if keys.size:
-            if insert is None:
-                insert = dialect.insert(schema.set_key_tables()[0]).on_conflict_do_nothing()
-            made_keys = zip(keys.tolist(), owner.tolist(), strict=True)
-            conn.execute(insert, [{"set_key": k, "id": ids[i]} for k, i in made_keys])
+            if insert is None:  # (the driver's executemany: ten keys a longer text)
+                statement = dialect.insert(schema.set_key_tables()[0]).on_conflict_do_nothing()
+                insert = Sql(statement, conn.dialect, ["set_key", "id"])
+            owners = np.asarray(ids, dtype=np.int64)[owner]
+            made_keys = list(zip(keys.tolist(), owners.tolist(), strict=True))
+            conn.exec_driver_sql(insert.text, insert.many(made_keys))
         conn.execute(_DONE, {"ids": done})
         made += len(ids)
     return made
