@@ -138,6 +138,9 @@ def test_writes_during_a_rebuild_wait_for_it_and_none_is_lost(location: str) -> 
     acknowledged: list[str] = []
     failures: list[BaseException] = []
     stop = threading.Event()
+    # Each writer has written once before the rebuilds start: however late
+    # the threads get the processor, the rebuilds run beside writers.
+    wrote = [threading.Event() for _ in range(2)]
 
     def write(n: int) -> None:
         with SimIndex(location, timeout=20) as writer:
@@ -148,13 +151,16 @@ def test_writes_during_a_rebuild_wait_for_it_and_none_is_lost(location: str) -> 
                     writer.add_fingerprint(key, (n << 32) | i)
                 except BaseException as exc:  # noqa: BLE001 - reported below
                     failures.append(exc)
+                    wrote[n].set()
                     return
                 acknowledged.append(key)
+                wrote[n].set()
                 i += 1
 
     threads = [threading.Thread(target=write, args=(n,)) for n in range(2)]
     for t in threads:
         t.start()
+    assert all(event.wait(60) for event in wrote)
     with SimIndex(location) as index:
         for blocks in (5, 4, 6):
             index.rebuild(blocks=blocks)  # the content stays: every write must survive
