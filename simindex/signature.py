@@ -94,8 +94,9 @@ ONE_UNIT_SHARED = 2  # ... that share at least this many units
 # sharing under half of its 3-grams), where both languages keep every
 # negative kind at or under 0.1% down to 0.72 and copies with 10% of their
 # words edited gain 8-13 points over 0.82; 0.78 keeps a margin for English,
-# whose false positives an independent evaluation reported in issue 39
-# found at 0.6% there (docs/decisions/thresholds.md). Indexes made before keep their own.
+# whose false positives the independent evaluation reported in issue 39
+# put at 0.6% there (docs/decisions/thresholds.md). Indexes made before keep
+# their own.
 DEFAULT_THRESHOLD = 0.78
 
 
