@@ -1483,8 +1483,9 @@ def thresholded(pairs, kinds, similarity, grid, shown: str) -> dict:
 
 
 def evaluate_product(pairs, kinds, made: list) -> dict:
-    """The product's row: a pair is found when its fingerprints are within k and
-    its signatures' estimate (simindex.signature.similarity) is at least t; at the
+    """The product's row: a pair is found when its fingerprints are within k (or
+    their signatures' keys meet: simindex.signature.meets, at any k) and its
+    signatures' estimate (simindex.signature.similarity) is at least t; at the
     defaults k = 8, t = THRESHOLD. made[i]: (fingerprint, signature) of text i.
 
     Besides the figures at the defaults, two operating points, each the highest
@@ -1495,27 +1496,35 @@ def evaluate_product(pairs, kinds, made: list) -> dict:
     (k = 0..16 at t = THRESHOLD) and the t curve at k = 8 show the trades."""
     d: dict[str, list[int]] = {k: [] for k in kinds}
     s: dict[str, list[float]] = {k: [] for k in kinds}
+    m: dict[str, list[bool]] = {k: [] for k in kinds}
     for _cls, kind, i, j in pairs:
         if made[i] is None or made[j] is None:  # no word: never a match
             d[kind].append(65)
             s[kind].append(-1.0)
+            m[kind].append(False)
             continue
         d[kind].append(hamming(made[i][0], made[j][0]))
         s[kind].append(product_signature.similarity(made[i][1], made[j][1]))
+        # (a candidate at any distance where their keys meet: signature.meets)
+        m[kind].append(product_signature.meets(made[i][1], made[j][1]) is not None)
     dist = {k: np.array(v) for k, v in d.items() if v}
     sim = {k: np.array(v) for k, v in s.items() if v}
+    met = {k: np.array(v, dtype=bool) for k, v in m.items() if v}
     pos = [k for k in POSITIVE if k in dist]
     neg = [k for k in NEGATIVE if k in dist]
 
     both = {
-        name: (np.concatenate([dist[k] for k in ks]), np.concatenate([sim[k] for k in ks]))
+        name: tuple(np.concatenate([x[k] for k in ks]) for x in (dist, sim, met))
         for name, ks in (("all", pos), ("ed<=10%", [k for k in EDITS10 if k in dist]))
     }
 
     def rates(k_: int, t: float) -> dict[str, float]:
-        at = {kind: float(np.mean((dist[kind] <= k_) & (sim[kind] >= t))) for kind in dist}
-        for name, (dd, ss) in both.items():
-            at[name] = float(np.mean((dd <= k_) & (ss >= t)))
+        at = {
+            kind: float(np.mean(((dist[kind] <= k_) | met[kind]) & (sim[kind] >= t)))
+            for kind in dist
+        }
+        for name, (dd, ss, mm) in both.items():
+            at[name] = float(np.mean(((dd <= k_) | mm) & (ss >= t)))
         return at
 
     def worst(at: dict) -> tuple[float, str | None]:

@@ -261,7 +261,9 @@ def legend(lang: str) -> list[str]:
         "negative kind's FP rate there.",
         f"+ {SHOWN[PRODUCT]}: simindex as it ships (SimIndex's query, duplicates and "
         f"clusters): a pair is found when DEFAULT_CONFIG's fingerprints are within "
-        f"k={K} and simindex.signature.similarity of the two signatures "
+        f"k={K} (or, at any k, the signatures' keys meet: simindex.signature.meets, "
+        "a short text one unit away or a longer one with a band of its sketch equal) "
+        "and simindex.signature.similarity of the two signatures "
         f"({product_signature.NAME}, from "
         "simindex.signature.fingerprint_and_signature) is >= "
         f"{THRESHOLD:.2f}; every column but best k / recall is at that k and t. best "

@@ -16,13 +16,15 @@ reader makes, and an independent evaluation of real text agreed with the
 uniform draws.
 
 Each pair is scored as simindex scores it (signature.fingerprint_and_signature
-at DEFAULT_CONFIG: a candidate within k = 8, kept when signature.similarity
-reaches the threshold). Per language, thresholds 0.60-0.86 are tuned on one
-seed's pairs (--tune-seed: the lowest keeping every negative kind's
-false-positive rate at or under --max-fp) and reported on another's
+at DEFAULT_CONFIG: a candidate within k = 8 or whose signatures' keys meet,
+signature.meets, kept when signature.similarity reaches the threshold).
+Per language, thresholds 0.60-0.86 are tuned on one seed's pairs
+(--tune-seed: the lowest keeping every negative kind's false-positive rate
+at or under --max-fp) and reported on another's
 (--seed): the recall of copies with up to 10% of their words edited, of all
 positive kinds, each negative kind's false-positive rate, and the candidate
-stage's bound (the copies within k whatever the threshold).
+stage's bound (the copies within k or meeting by keys, whatever the
+threshold; and within k alone, the fingerprint's share).
 
 A negative must be one by its content: a pair whose texts share half of
 their 3-grams or more (Jaccard of character 3-grams in Chinese, of word
@@ -71,7 +73,7 @@ SHOWN = (0.65, 0.70, 0.72, 0.75, 0.78, 0.80, 0.82)
 
 
 def scored(lang: str, src: dict, genre: dict, seed: int, args: argparse.Namespace):
-    """(kind -> class, kind -> [(distance, similarity)]) for one seed's pairs."""
+    """(kind -> class, kind -> [(distance, similarity, keys meet)]) for one seed's pairs."""
     pairs, texts, _ = build_pairs(
         lang,
         src,
@@ -85,9 +87,9 @@ def scored(lang: str, src: dict, genre: dict, seed: int, args: argparse.Namespac
     log(f"{lang} seed {seed}: {len(pairs)} pairs over {len(texts)} texts")
     marks = [signature.fingerprint_and_signature(t, DEFAULT_CONFIG) for t in texts]
     classes: dict[str, str] = {}
-    out: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    out: dict[str, list[tuple[int, float, bool]]] = defaultdict(list)
     set_aside: Counter[str] = Counter()
-    aside: list[tuple[int, float, float]] = []  # (distance, similarity, 3-gram Jaccard)
+    aside: list[tuple[bool, float, float]] = []  # (a candidate, similarity, 3-gram Jaccard)
     check = ContentCheck(texts, lang)
     for cls, kind, i, j in pairs:
         if cls == "border":
@@ -95,19 +97,21 @@ def scored(lang: str, src: dict, genre: dict, seed: int, args: argparse.Namespac
         (fa, sa), (fb, sb) = marks[i], marks[j]
         if cls == "neg" and args.content_check and (shared := check.jaccard(i, j)) >= CONTENT:
             set_aside[kind] += 1
-            aside.append((hamming(fa, fb), signature.similarity(sa, sb), shared))
+            near = hamming(fa, fb) <= K or signature.meets(sa, sb) is not None
+            aside.append((near, signature.similarity(sa, sb), shared))
             continue
         classes[kind] = cls
-        out[kind].append((hamming(fa, fb), signature.similarity(sa, sb)))
+        met = signature.meets(sa, sb) is not None
+        out[kind].append((hamming(fa, fb), signature.similarity(sa, sb), met))
     return classes, out, (set_aside, aside)
 
 
-def rate(scores: list[tuple[int, float]], t: float, k: int = K) -> float:
-    return sum(d <= k and s >= t for d, s in scores) / max(1, len(scores))
+def rate(scores: list[tuple[int, float, bool]], t: float, k: int = K) -> float:
+    return sum((d <= k or m) and s >= t for d, s, m in scores) / max(1, len(scores))
 
 
-def copies(out: dict, t: float, kinds) -> float:
-    found = [d <= K and s >= t for kind in kinds for d, s in out.get(kind, [])]
+def copies(out: dict, t: float, kinds, keys: bool = True) -> float:
+    found = [(d <= K or (m and keys)) and s >= t for kind in kinds for d, s, m in out.get(kind, [])]
     return sum(found) / max(1, len(found))
 
 
@@ -133,15 +137,18 @@ def measure(lang: str, args: argparse.Namespace) -> None:
         counted = ", ".join(f"{k} {n}" for k, n in sorted(set_aside.items())) or "none"
         print(f"  negatives set aside as sharing >= half of their 3-grams: {counted}")
         at = signature.DEFAULT_THRESHOLD
-        passing = [j for d, s_, j in aside if d <= K and s_ >= at]
+        passing = [j for near, s_, j in aside if near and s_ >= at]
         if passing:
             print(
-                f"  of those, within k={K} and >= {at} (what they would add): {len(passing)}, "
+                f"  of those, candidates and >= {at} (what they would add): {len(passing)}, "
                 f"sharing {min(passing):.2f}-{max(passing):.2f} of their 3-grams"
             )
     print(
-        f"  candidate stage (within k={K}, any threshold): copies with <= 10% edits "
-        f"{copies(report, 0.0, EDITS10):.1%}, all positives {copies(report, 0.0, positives):.1%}"
+        f"  candidate stage (within k={K} or keys meeting, any threshold): copies with <= 10% "
+        f"edits {copies(report, 0.0, EDITS10):.1%}, all positives "
+        f"{copies(report, 0.0, positives):.1%}; within k={K} alone: "
+        f"{copies(report, 0.0, EDITS10, keys=False):.1%}, "
+        f"{copies(report, 0.0, positives, keys=False):.1%}"
     )
     print(
         f"  tuned on seed {args.tune_seed}: the lowest threshold keeping every negative kind "

@@ -15,11 +15,12 @@ DedupCounts(read=3, kept=2, dropped=1, no_words=0)
 No index and no database: the kept fingerprints and signatures are held in
 memory as arrays (``_Kept``, the in-memory twin of an index's lookup), so a
 corpus of any size is deduplicated in one pass, with memory growing only with
-what is kept (about 200 bytes a kept document, beside its key; a short
-text's set keys add up to 256). Documents are decided a batch at a time,
-in numpy: the batch against what was kept before it, then within itself in
-the order read, so Python runs per document only to read and yield it (the
-worker processes fingerprint the next chunks meanwhile).
+what is kept (about 200 bytes a kept document, beside its key; its keys
+add up to 256 more: a short text's set keys, or a longer text's ten band
+keys, 160). Documents are decided a batch at a time, in numpy: the batch
+against what was kept before it, then within itself in the order read, so
+Python runs per document only to read and yield it (the worker processes
+fingerprint the next chunks meanwhile).
 ``simindex dedup CORPUS --out FILE`` is this function with files around it.
 """
 
@@ -42,10 +43,11 @@ from simindex.signature import (
     NBYTES,
     SMALL,
     WORDS,
+    bands_meet_many,
     check_threshold,
     estimates,
     exact_many,
-    keys_of_sets,
+    keys_of,
     one_unit_many,
     one_unit_reaches,
 )
@@ -169,7 +171,9 @@ def dedup_stream(
     text_field: str = "text",
 ) -> DedupStream:
     """Deduplicate a stream of documents: keep each one unless it is a
-    near-duplicate of an earlier kept one (within k, and at least
+    near-duplicate of an earlier kept one (within k, or at any distance
+    with signatures that meet by signature.meets: short texts one unit
+    apart, longer texts with a band of their sketches equal; and at least
     ``threshold`` similar by their verification signatures, as a query of
     an index finds them). Returns an iterator of a ``Decision`` for every
     document, in input order.
@@ -189,11 +193,12 @@ def dedup_stream(
     (default: the CPUs this process may use; 1: this process).
 
     A document is compared only with the documents kept before it: one that
-    is near a dropped document but not near any kept one is kept. Among kept
-    documents within k, it is the duplicate of the nearest (the earliest of
-    equals) that verifies. A document with no words to fingerprint is dropped
-    (``Decision.no_words``); kept ones are ``Decision.kept``; the others
-    carry ``duplicate_of`` and ``distance``.
+    is near a dropped document but not near any kept one is kept. Among the
+    kept documents it meets (within k, or by their keys), it is the
+    duplicate of the nearest (the earliest of equals) that verifies. A
+    document with no words to fingerprint is dropped (``Decision.no_words``);
+    kept ones are ``Decision.kept``; the others carry ``duplicate_of`` and
+    ``distance``.
 
     A stream: the input is read a batch of 256 documents ahead of the
     decisions (with workers, a few chunks of 256 more), and memory holds the
@@ -341,6 +346,27 @@ def _similarities(a: _Marks, i: np.ndarray, b: _Marks, j: np.ndarray) -> np.ndar
     return out
 
 
+def _meet(a: _Marks, i: np.ndarray, b: _Marks, j: np.ndarray) -> np.ndarray:
+    """Whether each pair (a[i], b[j]) found by their keys meets by the rule
+    (signature.meets): exact sets one unit apart where both keep one
+    (_one_unit), one band of the sketches equal where neither does
+    (signature.bands_meet_many); never one of each."""
+    sets_a, sets_b = a.sizes[i] > 0, b.sizes[j] > 0
+    out = np.zeros(len(i), dtype=bool)
+    both = sets_a & sets_b
+    if both.any():
+        out[both] = _one_unit(a, i[both], b, j[both])[0]
+    neither = ~(sets_a | sets_b)
+    if neither.any():
+        out[neither] = bands_meet_many(_sketches(a, i[neither]), _sketches(b, j[neither]))
+    return out
+
+
+def _sketches(a: _Marks, i: np.ndarray) -> np.ndarray:
+    """The sketches of a[i], their NBYTES bytes as (n, NBYTES) uint8 rows."""
+    return np.ascontiguousarray(a.words[i], dtype="<u8").view(np.uint8)
+
+
 def _one_unit(a: _Marks, i: np.ndarray, b: _Marks, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """signature.one_unit_many of the exact sets of a[i] and b[j]: whether
     one unit apart, and their similarity."""
@@ -358,8 +384,9 @@ class _Kept:
     """What a streaming dedup kept: fingerprints, signatures and keys, by the
     position they were kept at, found again by their tables' bits (the layout
     a new index for k gets: k + 1 exact blocks up to k = 3, above it fewer
-    blocks looked up with probes) and, for short texts, by the keys of their
-    sets (signature.set_keys). ``decide`` takes a batch at a time."""
+    blocks looked up with probes) and by their signatures' keys
+    (signature.keys_of: a short text's set keys, a longer text's band keys).
+    ``decide`` takes a batch at a time."""
 
     def __init__(self, k: int, threshold: float) -> None:
         self.k, self.threshold = k, threshold
@@ -369,7 +396,7 @@ class _Kept:
         self._sets = _Column(np.uint32, SMALL)
         self._sizes = _Column(np.intp)
         self._ordered = _Column(np.bool_)
-        self._by_set_key = Sorted(np.int64)
+        self._by_key = Sorted(np.int64)
         # Whether a set of n units (n + 1 the larger of a pair) is looked up
         # by all its keys, or by its own alone (signature.one_unit_reaches).
         self._reaches = np.array([one_unit_reaches(n + 1, threshold) for n in range(SMALL + 1)])
@@ -404,9 +431,9 @@ class _Kept:
     ) -> Iterator[Decision]:
         """The decisions about a batch of documents, in order, as if each were
         decided after the ones before it: kept unless a kept document (before
-        the batch, or kept in it before it) is within k, or a short text one
-        unit apart, and verifies; then the nearest of those (the earliest of
-        equals) is named."""
+        the batch, or kept in it before it) is within k, or meets it by
+        their keys (signature.meets), and verifies; then the nearest of
+        those (the earliest of equals) is named."""
         worded = [i for i, (_, fp, sig) in enumerate(batch) if fp is not None and sig is not None]
         signatures: list[bytes] = [batch[i][2] for i in worded]  # type: ignore[misc]
         new = _marks([batch[i][1] for i in worded], signatures)  # type: ignore[misc]
@@ -418,20 +445,19 @@ class _Kept:
             self._ordered.rows,
         )
         start = len(self.keys)
-        set_keys, owner, asked = self._set_keys(signatures, new)
+        keys, owner, asked = self._keys(signatures, new)
         # Against what was kept before: (document, position, distance, similarity).
         i, p = self._near_kept(new)
         if asked is not None:
-            at, positions = self._by_set_key.find(set_keys[asked])
-            i2, p2 = owner[asked][at], positions
-            apart = _one_unit(new, i2, old, p2)[0]
-            i, p = np.concatenate([i, i2[apart]]), np.concatenate([p, p2[apart]])
+            at, positions = self._by_key.find(keys[asked])
+            i2, p2 = self._met(new, owner[asked][at], old, positions)
+            i, p = np.concatenate([i, i2]), np.concatenate([p, p2])
         d = np.bitwise_count(new.fps[i] ^ old.fps[p]).astype(np.intp)
         sim = _similarities(new, i, old, p)
-        ok = sim >= self.threshold  # (a pair found by its set key is in, whatever its distance)
+        ok = sim >= self.threshold  # (a pair found by its keys is in, whatever its distance)
         before = (i[ok], p[ok], d[ok], sim[ok])
         # Within the batch: (document, the earlier one, distance, similarity).
-        i, j = self._near_in_batch(new, set_keys, owner, asked)
+        i, j = self._near_in_batch(new, keys, owner, asked)
         d = np.bitwise_count(new.fps[i] ^ new.fps[j]).astype(np.intp)
         sim = _similarities(new, i, new, j)
         ok = sim >= self.threshold
@@ -455,22 +481,38 @@ class _Kept:
             *(np.concatenate([before[n], x[by_kept]]) for n, x in enumerate((i, rank[j], d, sim))),
             n=len(worded),
         )
-        self._keep(new, kept, rank, set_keys, owner, [batch[w][0].key for w in worded])
+        self._keep(new, kept, rank, keys, owner, [batch[w][0].key for w in worded])
         yield from self._decisions(batch, worded, kept, best, counts)
 
-    def _set_keys(
+    def _keys(
         self, signatures: list[bytes], new: _Marks
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """The batch's set keys (signature.keys_of_sets), their owners, and
-        which of them a document looks up (all, or its own key alone where a
-        set one unit apart cannot verify); no keys when the threshold is 0."""
+        """The batch's keys (signature.keys_of), their owners, and which of
+        them a document looks up: every band key; every set key, or a set's
+        own key alone where a set one unit apart cannot verify
+        (one_unit_reaches). No keys when the threshold is 0."""
         if self.threshold == 0:
             empty = np.zeros(0, np.int64)
             return empty, empty.astype(np.intp), None
-        keys, owner = keys_of_sets(signatures)
-        own = np.ones(len(owner), dtype=bool)
+        keys, owner = keys_of(signatures)
+        own = np.ones(len(owner), dtype=bool)  # (a set's keys: its own first, together)
         own[1:] = owner[1:] != owner[:-1]
-        return keys, owner, own | self._reaches[new.sizes[owner]]
+        sizes = new.sizes[owner]
+        return keys, owner, own | (sizes == 0) | self._reaches[sizes]
+
+    def _met(
+        self, a: _Marks, i: np.ndarray, b: _Marks, j: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The pairs (a[i], b[j]) found by a shared key that are farther
+        apart than k (those within k the fingerprints find) and meet (_meet),
+        each once (two copies share every band)."""
+        far = np.bitwise_count(a.fps[i] ^ b.fps[j]) > self.k
+        i, j = i[far], j[far]
+        if len(i) > 1:
+            pairs = np.unique(np.stack([i, j]), axis=1)
+            i, j = pairs[0], pairs[1]
+        met = _meet(a, i, b, j)
+        return i[met], j[met]
 
     def _near_kept(self, new: _Marks) -> tuple[np.ndarray, np.ndarray]:
         """(document, position) of every kept fingerprint within k of one."""
@@ -490,20 +532,19 @@ class _Kept:
         return i[near], p[near]
 
     def _near_in_batch(
-        self, new: _Marks, set_keys: np.ndarray, owner: np.ndarray, asked: np.ndarray | None
+        self, new: _Marks, keys: np.ndarray, owner: np.ndarray, asked: np.ndarray | None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(document, an earlier one) of the batch within k, or short texts
-        one unit apart (found by their set keys)."""
+        """(document, an earlier one) of the batch within k, or meeting by
+        their keys beyond it (see _met)."""
         distance = np.bitwise_count(new.fps[:, None] ^ new.fps[None, :])
         j, i = np.nonzero(np.triu(distance <= self.k, 1))
-        if asked is not None and len(set_keys):
-            order = np.argsort(set_keys, kind="stable")
-            at, found = equal_pairs(set_keys[order], set_keys[asked])
+        if asked is not None and len(keys):
+            order = np.argsort(keys, kind="stable")
+            at, found = equal_pairs(keys[order], keys[asked])
             i2, j2 = owner[asked][at], owner[order][found]
             earlier = j2 < i2
-            i2, j2 = i2[earlier], j2[earlier]
-            apart = _one_unit(new, i2, new, j2)[0]
-            i, j = np.concatenate([i, i2[apart]]), np.concatenate([j, j2[apart]])
+            i2, j2 = self._met(new, i2[earlier], new, j2[earlier])
+            i, j = np.concatenate([i, i2]), np.concatenate([j, j2])
         return i, j
 
     def _keep(
@@ -511,7 +552,7 @@ class _Kept:
         new: _Marks,
         kept: np.ndarray,
         rank: np.ndarray,
-        set_keys: np.ndarray,
+        signature_keys: np.ndarray,
         owner: np.ndarray,
         keys: list[str],
     ) -> None:
@@ -526,9 +567,9 @@ class _Kept:
         for table in self._tables:
             values = (new.fps[at] & table.mask) >> table.shift
             table.keys.add(values, positions)
-        if len(set_keys):
+        if len(signature_keys):
             mine = kept[owner]
-            self._by_set_key.add(set_keys[mine], rank[owner[mine]].astype(np.int64))
+            self._by_key.add(signature_keys[mine], rank[owner[mine]].astype(np.int64))
 
     def _decisions(
         self,

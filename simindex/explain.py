@@ -55,6 +55,7 @@ from simindex.fingerprint import (
 )
 from simindex.signature import (
     DEFAULT_THRESHOLD,
+    bands_meet,
     check_signature,
     check_threshold,
     one_unit,
@@ -128,6 +129,9 @@ class Explanation:
     # Both signatures keep short sets at most one unit apart, and the
     # threshold is above 0: found by their set keys at any distance.
     sets_one_unit_apart: bool = False
+    # Neither keeps a short set, one band of their sketches is equal, and the
+    # threshold is above 0: found by their band keys at any distance.
+    bands_equal: bool = False
 
     @property
     def within_k(self) -> bool:
@@ -141,9 +145,10 @@ class Explanation:
 
     @property
     def near_duplicates(self) -> bool:
-        """What a query answers: within k (or short texts one unit apart), and
-        verified where it can be."""
-        return (self.within_k or self.sets_one_unit_apart) and self.verified is not False
+        """What a query answers: within k (or found by keys: short texts one
+        unit apart, a band equal), and verified where it can be."""
+        keyed = self.sets_one_unit_apart or self.bands_equal
+        return (self.within_k or keyed) and self.verified is not False
 
     @property
     def layout_k(self) -> int:
@@ -167,10 +172,13 @@ class Explanation:
         answered, _, table = self._lookup()
         off = 0 if table is None else sum(self.blocks[b].differing for b in self.tables[table])
         how = f"table {table}" + (f" (a probe {off} bit{'s' * (off > 1)} off)" if off else "")
-        if not self.within_k and self.sets_one_unit_apart:
+        if not self.within_k and (self.sets_one_unit_apart or self.bands_equal):
             head = (
                 f"distance {self.distance} > k={self.k}, but short texts one unit apart: "
                 "a query finds one from the other by their set keys"
+                if self.sets_one_unit_apart
+                else f"distance {self.distance} > k={self.k}, but one band of their sketches "
+                "is equal: a query finds one from the other by their band keys"
             )
             if self.verified:
                 return f"near-duplicates: {head}, and similarity {self.similarity:.2f} >= " + (
@@ -233,6 +241,7 @@ class Explanation:
             "verified": self.verified,
             "near_duplicates": self.near_duplicates,
             "sets_one_unit_apart": self.sets_one_unit_apart,
+            "bands_equal": self.bands_equal,
             "verdict": self.verdict(),
             "blocks": [
                 {"width": b.width, "differing": b.differing, "agrees": b.agrees}
@@ -278,8 +287,9 @@ def explain(
     for the scores), and the units only one of them has. A fingerprint (an
     int) for either side gives the distance, blocks and tables only, and
     the similarity where ``signatures`` gives that side's stored signature.
-    ``set_keys``: whether short texts one unit apart are found at any
-    distance (an index of schema revision 0007 on; see matching.py).
+    ``set_keys``: whether texts found by keys (short texts one unit apart,
+    longer ones with a band equal) are found at any distance (an index that
+    keeps keys; see matching.py).
     Raises EmptyTextError for a text with no word features.
     """
     check_k(k)
@@ -323,7 +333,9 @@ def explain(
     if sigs[0] is not None and sigs[1] is not None:
         base = replace(base, similarity=similarity(sigs[0], sigs[1]))
         close = one_unit(sigs[0], sigs[1]) is not None
-        base = replace(base, sets_one_unit_apart=close and threshold > 0 and set_keys)
+        banded = bands_meet(sigs[0], sigs[1])
+        keyed = threshold > 0 and set_keys
+        base = replace(base, sets_one_unit_apart=close and keyed, bands_equal=banded and keyed)
     ua, ub = unit_sets
     if ua is not None and ub is not None:
         sa, sb = set(ua), set(ub)

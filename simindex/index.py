@@ -492,6 +492,9 @@ class SimIndex:
         at least ``threshold`` similar by their signatures (default: the
         index's threshold, 0.78 for a new index; 0: distance alone, as a query
         by fingerprint always is). ``Match.similarity`` gives the estimate.
+        A verified text query also finds, at any distance, the stored texts
+        its signature's keys meet (signature.meets: a short text one unit
+        away, a longer one with a band of its sketch equal), verified alike.
         Sorted by distance, then key; at most ``limit`` of them. A k above
         the index's is answered exactly too: by
         probing the block indexes with every value within a few bits of the
@@ -598,12 +601,14 @@ class SimIndex:
 
     def duplicates(self, k: int | None = None, *, threshold: float | None = None) -> list[Pair]:
         """Every pair of stored near-duplicates: within distance k (default: the
-        index's k) and, where both have a signature, at least ``threshold``
-        similar (default: the index's; 0: distance alone).
+        index's k), or, threshold above 0, whose signatures' keys meet
+        (signature.meets, at any distance), and, where both have a
+        signature, at least ``threshold`` similar (default: the index's; 0:
+        distance alone).
 
         Reads the fingerprints in one snapshot and pairs them in memory (see
-        pairs.pairs_within): exact for any k from 0 to 15. Sorted by distance,
-        then keys.
+        pairs.pairs_within), and the signed rows, paired by their keys:
+        exact for any k from 0 to 15. Sorted by distance, then keys.
         """
         found, keys = self._pairs(k, threshold)
         pairs = []

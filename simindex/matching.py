@@ -12,13 +12,14 @@ both have a signature is a match only when their estimated similarity
 (``add_fingerprint``, a query by fingerprint, an index not yet rebuilt from
 its texts) is matched by distance alone.
 
-Short texts (the third way in): a query whose signature keeps its set of
-units exactly, verified (threshold above 0), also matches a row at any
-distance whose exact set is at most one unit away (signature.one_unit, the
-rule every way asks) and similar enough: a one-word edit of a six-word text
-moves its fingerprint past k. Such rows are found by their set keys
-(Verify.keys, signature.keys_of_sets), and every path adds them to its
-candidates.
+Keys (the third way in): a verified query (threshold above 0) also
+matches a row at any distance whose signature meets its own by the rule
+every way asks (signature.meets) and is similar enough: a short text whose
+exact set is at most one unit away (a one-word edit of a six-word text moves
+its fingerprint past k), or a longer text with one band of its sketch
+equal (a copy with a tenth of its words edited, one time in four). Such
+rows are found by their keys (Verify.keys, signature.keys_of), and every
+path adds them to its candidates.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import numpy as np
 
 from simindex.fingerprint import to_signed, to_unsigned
 from simindex.results import Match
-from simindex.signature import as_words, estimates, one_unit, similarity_to
+from simindex.signature import as_words, estimates, meets, similarity_to
 
 _MASK64 = (1 << 64) - 1
 Row = tuple[int, str, int, "bytes | None"]  # (id, key, signed fingerprint, signature), as stored
@@ -39,9 +40,9 @@ Row = tuple[int, str, int, "bytes | None"]  # (id, key, signed fingerprint, sign
 class Verify(NamedTuple):
     """How a query's candidates within k are judged: its signature (None:
     distance alone) and the similarity they need (0: any); and ``keys``, its
-    short set's keys (signature.keys_of_sets; empty: none, or the index has no
-    keys, or the threshold is 0), which also match rows beyond k whose sets
-    are one unit apart (see the module's text)."""
+    signature's keys (signature.keys_of; empty: none, or the index has no
+    keys, or the threshold is 0), which also match rows beyond k whose
+    signatures meet its own (see the module's text)."""
 
     signature: bytes | None
     threshold: float
@@ -60,18 +61,18 @@ def within(
     rows: Iterable[Row], fingerprint: int, k: int, verify: Verify | None = None
 ) -> list[Match]:
     """The rows (id, key, signed fingerprint, signature) within distance k of
-    an unsigned fingerprint, or at any distance one unit apart from a short
-    query (see Verify.keys), and, where both sides have a signature, similar
+    an unsigned fingerprint, or at any distance meeting a keyed query's
+    signature (see Verify.keys), and, where both sides have a signature, similar
     enough (see Verify): each once, sorted by distance, then key."""
     found: dict[int, Match] = {}
     query = None if verify is None else verify.signature
     compare = None if query is None else similarity_to(query)
     threshold = 0.0 if verify is None else verify.threshold
-    short = query is not None and verify is not None and bool(verify.keys)
+    keyed = query is not None and verify is not None and bool(verify.keys)
     for row_id, key, stored, signature in rows:
         other = to_unsigned(stored)
         distance = (other ^ fingerprint).bit_count()
-        if distance > k and not (short and one_unit(query, signature) is not None):
+        if distance > k and not (keyed and meets(query, signature) is not None):
             continue
         estimate = None
         if compare is not None and signature is not None:

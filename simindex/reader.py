@@ -38,14 +38,17 @@ from simindex.pairs import pairs_within
 from simindex.planner import Way, plan_batch, plan_query
 from simindex.results import FullScanWarning, Match
 from simindex.signature import (
+    KEYED_BYTES,
     NBYTES,
     exact_set,
     fingerprint_and_signature,
     is_signature,
+    keys_of,
+    keys_of_bands,
+    keys_of_one,
     keys_of_sets,
-    one_unit,
+    meets,
     one_unit_reaches,
-    set_keys,
     similarity,
 )
 from simindex.snapshot import Seed, Snapshot
@@ -82,28 +85,39 @@ def as_query(
     at = settings.threshold if threshold is None else threshold
     if isinstance(query, str):
         fingerprint, signature = fingerprint_and_signature(query, settings.config)
-        keys = tuple(set_keys(signature)) if settings.marking and at > 0 else ()
+        keys = tuple(keys_of_one(signature)) if settings.marking and at > 0 else ()
         return fingerprint, Verify(signature, at, keys)
     return check_fingerprint(query), Verify(None, at)
 
 
-def _short_pairs(
+def _keyed_pairs(
     rows: Sequence[Row], k: int, threshold: float
 ) -> list[tuple[int, int, int, float | None]]:
-    """(id a, id b, distance, similarity), a < b, of the pairs of short rows
-    farther apart than k that are at most one unit apart and similar enough
-    (the pairs within k come from the fingerprints). Rows of one set are
-    paired among themselves; distinct sets are paired through their set
-    keys (two sets one unit apart share one), each pair of sets judged once
-    by the rule (signature.one_unit), and a key's sets skipped when none of
-    them is large enough to reach the threshold (one_unit_reaches)."""
+    """(id a, id b, distance, similarity), a < b, of the pairs of rows
+    farther apart than k whose signatures meet by the rule (signature.meets)
+    and are similar enough (the pairs within k come from the fingerprints).
+    Short rows of one set are paired among themselves; distinct sets are
+    paired through their set keys (two sets one unit apart share one), each
+    pair of sets judged once, and a key's sets skipped when none of them is
+    large enough to reach the threshold (one_unit_reaches). Longer rows are
+    paired through their band keys, each pair beyond k judged once."""
+    found: list[tuple[int, int, int, float | None]] = []
+    _set_pairs([r for r in rows if _keyed_set(r[3])], k, threshold, found)
+    _band_pairs([r for r in rows if r[3] is not None and len(r[3]) == NBYTES], k, threshold, found)
+    return found
+
+
+def _keyed_set(signature: bytes | None) -> bool:
+    return signature is not None and len(signature) >= KEYED_BYTES and is_signature(signature)
+
+
+def _set_pairs(
+    rows: Sequence[Row], k: int, threshold: float, found: list[tuple[int, int, int, float | None]]
+) -> None:
     groups: dict[bytes, list[int]] = {}
     for i, row in enumerate(rows):
-        signature = row[3]
-        if signature is not None and is_signature(signature):
-            groups.setdefault(bytes(signature[NBYTES:]), []).append(i)
+        groups.setdefault(bytes(row[3][NBYTES:]), []).append(i)  # type: ignore[index]
     members = list(groups.values())
-    found: list[tuple[int, int, int, float | None]] = []
 
     def pair(a: list[int], b: list[int] | None, estimate: float) -> None:
         for x, i in enumerate(a):
@@ -119,37 +133,74 @@ def _short_pairs(
     signatures = [rows[group[0]][3] for group in members]
     sizes = [len(exact_set(sig) or ()) for sig in signatures]  # type: ignore[arg-type]
     keys, owner = keys_of_sets(signatures)
+    judged: set[tuple[int, int]] = set()  # (a key shared by chance: two sets, one judgement)
+    for run in _runs(keys, owner):
+        largest = max(sizes[g] for g in run)
+        if not one_unit_reaches(largest, threshold):
+            continue  # one unit apart, no two of these reach the threshold
+        for x, a in enumerate(run):
+            for b in run[x + 1 :]:
+                if (a, b) in judged:
+                    continue
+                judged.add((a, b))
+                estimate = meets(signatures[a], signatures[b])
+                if estimate is not None and estimate >= threshold:
+                    pair(members[a], members[b], estimate)
+
+
+def _band_pairs(
+    rows: Sequence[Row], k: int, threshold: float, found: list[tuple[int, int, int, float | None]]
+) -> None:
+    # Rows of one fingerprint are within k of each other (paired by the
+    # fingerprints): each fingerprint's rows are one group, keyed once, and
+    # two groups beyond k that meet pair all their rows (copies cost a
+    # group, not the square of their number).
+    groups: dict[int, list[int]] = {}
+    for i, row in enumerate(rows):
+        groups.setdefault(row[2] & _MASK64, []).append(i)
+    members = list(groups.values())
+    heads = [rows[group[0]] for group in members]
+    keys, owner = keys_of_bands([rows[i][3] for group in members for i in group])
+    owner = np.repeat(np.arange(len(members)), [len(g) for g in members])[owner]  # its group
+    judged: set[tuple[int, int]] = set()  # (two groups sharing several bands: one judgement)
+    for run in _runs(keys, owner):
+        for x, a in enumerate(run):
+            for b in run[x + 1 :]:
+                distance = ((heads[a][2] ^ heads[b][2]) & _MASK64).bit_count()
+                if distance <= k or (a, b) in judged:
+                    continue
+                judged.add((a, b))
+                for i in members[a]:
+                    for j in members[b]:
+                        estimate = meets(rows[i][3], rows[j][3])
+                        if estimate is not None and estimate >= threshold:
+                            low, high = sorted((rows[i][0], rows[j][0]))
+                            found.append((low, high, distance, estimate))
+
+
+def _runs(keys: np.ndarray, owner: np.ndarray) -> list[list[int]]:
+    """The owners (sorted, each once) of each key that two or more share."""
     if not keys.size:
-        return found
+        return []
     order = np.argsort(keys, kind="stable")
     keys, owner = keys[order], owner[order]
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
     ends = np.r_[starts[1:], len(keys)]
-    judged: set[tuple[int, int]] = set()  # (a key shared by chance: two sets, one judgement)
+    runs = []
     for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
-        if end - start < 2:
-            continue
-        near = sorted(set(owner[start:end].tolist()))
-        largest = max(sizes[g] for g in near)
-        if not one_unit_reaches(largest, threshold):
-            continue  # one unit apart, no two of these reach the threshold
-        for x, a in enumerate(near):
-            for b in near[x + 1 :]:
-                if (a, b) in judged:
-                    continue
-                judged.add((a, b))
-                estimate = one_unit(signatures[a], signatures[b])
-                if estimate is not None and estimate >= threshold:
-                    pair(members[a], members[b], estimate)
-    return found
+        if end - start > 1:
+            owners = sorted(set(owner[start:end].tolist()))
+            if len(owners) > 1:
+                runs.append(owners)
+    return runs
 
 
 def _short_rows(view: View, checks: Sequence[Verify | None]) -> tuple[list[list[Row]], int | None]:
-    """Per query, the rows its short set's keys find (Verify.keys), among
+    """Per query, the rows its signature's keys find (Verify.keys), among
     the stored keys and the keys of the rows still due (storage/short_sets.py,
     made here): candidates at any distance, which matching.within judges by
     its rule; and the changes counted when they were read (None: nothing
-    read, no query being short). A statement a batch (a few for thousands
+    read, no query keyed). A statement a batch (a few for thousands
     of keys)."""
     wanted = [() if v is None else v.keys for v in checks]
     if not any(wanted):
@@ -157,10 +208,14 @@ def _short_rows(view: View, checks: Sequence[Verify | None]) -> tuple[list[list[
     keys = [key for found in wanted for key in found]
     by_key, due, changes = view.store.set_rows(keys, view.generation)
     if due:  # a row due shares a key with every query it can match
-        made, owner = keys_of_sets([r[3] if is_signature(r[3]) else None for r in due])
+        made, owner = keys_of([r[3] if is_signature(r[3]) else None for r in due])
         for key, at in zip(made.tolist(), owner.tolist(), strict=True):
             by_key.setdefault(key, []).append(due[at])
-    return [[row for key in found for row in by_key.get(key, ())] for found in wanted], changes
+    # (each row once a query: a copy shares all its keys with it)
+    return [
+        list({row[0]: row for key in found for row in by_key.get(key, ())}.values())
+        for found in wanted
+    ], changes
 
 
 class Reader:
@@ -182,7 +237,8 @@ class Reader:
         return self.views.read(lambda view: self._query_many(view, queries, k, threshold))
 
     def pairs(self, k: int | None, threshold: float | None) -> Pairs:
-        """Every pair within k that verifies at the threshold, and the keys of their rows."""
+        """Every pair within k (or found by keys) that verifies at the
+        threshold, and the keys of their rows."""
         return self.views.read(lambda view: self._pairs(view, k, threshold))
 
     # --- one query -----------------------------------------------------------
@@ -458,7 +514,8 @@ class Reader:
 
     def _pairs(self, view: View, k: int | None, threshold: float | None) -> Pairs:
         """(id a, id b, distance, similarity) with a < b in id order (a added
-        first) of every pair within k that verifies at the threshold."""
+        first) of every pair within k, or found by keys (signature.meets),
+        that verifies at the threshold."""
         distance = view.settings.k if k is None else k
         at = view.settings.threshold if threshold is None else threshold
         store = view.store
@@ -474,9 +531,13 @@ class Reader:
             signed = fps[paired].view(np.int64).tolist()
             wanted = dict(zip(ids[paired].tolist(), signed, strict=True))
             rows = store.keys_for(conn, wanted)
-            short = store.short_signatures(conn) if view.settings.marking and at > 0 else []
-        pairs = _short_pairs(short, distance, at)
+            short = store.keyed_signatures(conn) if view.settings.marking and at > 0 else []
+        keyed = _keyed_pairs(short, distance, at)
         rows.update((r[0], (r[1], r[3])) for r in short)
+        # (PostgreSQL reads each statement at its own moment: a row whose
+        # fingerprint moved between them is paired once, within k)
+        near = set(zip(first.tolist(), second.tolist(), strict=True))
+        pairs = [p for p in keyed if (p[0], p[1]) not in near]
         for ia, ib, dist in zip(first.tolist(), second.tolist(), d.tolist(), strict=True):
             if ia not in rows or ib not in rows:  # (PostgreSQL: removed meanwhile)
                 continue

@@ -512,6 +512,91 @@ def set_keys(signature: bytes) -> list[int]:
     return keys_of_sets([signature])[0].tolist()
 
 
+# --- longer texts: bands of the sketch, a second way in ----------------------------------
+#
+# A copy with a tenth of its words edited moves its fingerprint past k = 8
+# about one time in four, while its sketch still agrees in most bins. So a
+# signature without an exact set (a text of more than SMALL units) is also
+# stored under BANDS keys, one for each run of BAND_BYTES bytes (twelve
+# four-bit bins) of its sketch: the run's bytes and its place, salted, then
+# mixed. Two such texts share a key when one run is equal in both (MinHash
+# LSH: Indyk and Motwani 1998; Broder 1997), and are then candidates at any
+# distance, verified at the threshold like every other candidate. Measured
+# in bench/experiments/bands.py (docs/decisions/signature-bands.md): of
+# copies with up to 10% of their words edited, found 89% -> 97% (Chinese),
+# 88% -> 98% (English); a random pair shares a band with probability about
+# 10 p^12, p = J + (1 - J)/16 the chance that a bin agrees.
+BANDS = 10
+BAND_BYTES = 6  # twelve bins of four bits
+_BAND_SALT = _U64(0x9E3779B97F4A7C15)  # band keys: the run's 48 bits and its place, salted, mixed
+
+
+def keys_of_bands(signatures: Sequence[bytes | None]) -> tuple[np.ndarray, np.ndarray]:
+    """The band keys (signed 64-bit, as stored) of many signatures at once:
+    (keys, owner), owner the position of the signature each key is of, BANDS
+    keys for each signature without an exact set, in band order; none for a
+    None or a signature that keeps a set (those have set keys)."""
+    at = [i for i, s in enumerate(signatures) if s is not None and len(s) == NBYTES]
+    if not at:
+        return np.zeros(0, np.int64), np.zeros(0, np.intp)
+    blob = b"".join(bytes(signatures[i])[: BANDS * BAND_BYTES] for i in at)  # type: ignore[arg-type]
+    runs = np.zeros((len(at), BANDS, 8), np.uint8)
+    runs[:, :, :BAND_BYTES] = np.frombuffer(blob, np.uint8).reshape(len(at), BANDS, BAND_BYTES)
+    place = np.arange(BANDS, dtype=_U64) << _U64(8 * BAND_BYTES)
+    values = runs.view("<u8").reshape(len(at), BANDS) | place
+    keys = mix(values + _BAND_SALT).view(np.int64).ravel()
+    return keys, np.repeat(np.array(at, dtype=np.intp), BANDS)
+
+
+def bands_meet(a: bytes, b: bytes) -> bool:
+    """Whether two signatures without an exact set have one band equal
+    (their band keys meet; see keys_of_bands)."""
+    if len(a) != NBYTES or len(b) != NBYTES:
+        return False
+    step = BAND_BYTES
+    return any(a[i : i + step] == b[i : i + step] for i in range(0, BANDS * step, step))
+
+
+def bands_meet_many(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """bands_meet of each row of a with the same row of b: (n, NBYTES) uint8
+    sketches, each row of a signature without an exact set."""
+    size = BANDS * BAND_BYTES
+    same = a[:, :size] == b[:, :size]
+    return same.reshape(len(a), BANDS, BAND_BYTES).all(axis=2).any(axis=1)
+
+
+def keys_of(signatures: Sequence[bytes | None]) -> tuple[np.ndarray, np.ndarray]:
+    """Every key of many signatures: a short text's set keys (keys_of_sets),
+    a longer text's band keys (keys_of_bands); (keys, owner) as those give.
+    Two signatures whose keys meet are candidates at any distance, which
+    ``meets`` then judges."""
+    sets, set_owner = keys_of_sets(signatures)
+    bands, band_owner = keys_of_bands(signatures)
+    if not len(bands):
+        return sets, set_owner
+    if not len(sets):
+        return bands, band_owner
+    return np.concatenate([sets, bands]), np.concatenate([set_owner, band_owner])
+
+
+def keys_of_one(signature: bytes) -> list[int]:
+    """keys_of of one signature, as a list."""
+    return keys_of([signature])[0].tolist()
+
+
+def meets(a: bytes | None, b: bytes | None) -> float | None:
+    """The rule of the candidates found by keys, at any fingerprint distance,
+    asked by every way of answering: the similarity of two signatures whose
+    exact sets are at most one unit apart (one_unit), or, neither keeping a
+    set, that have one band of their sketches equal (bands_meet); None for
+    any other pair (whose keys met by chance, if they did)."""
+    if a is None or b is None:
+        return None
+    if len(a) == NBYTES and len(b) == NBYTES:
+        return similarity(a, b) if bands_meet(a, b) else None
+    return one_unit(a, b)
+
+
 def similarity(a: bytes, b: bytes) -> float:
     """The Jaccard similarity (0 to 1) of the unit sets behind two
     signatures: exact where both keep their set (see the module's text),

@@ -40,6 +40,7 @@ from simindex.fingerprint import DEFAULT_CONFIG  # noqa: E402
 from simindex.pairs import leader_clusters  # noqa: E402
 from simindex.results import Cluster, Pair  # noqa: E402
 from simindex.signature import fingerprint_and_signature, similarity  # noqa: E402
+from tests.helpers import keys_meet  # noqa: E402
 
 WIDTH = 1500  # bytes overwritten at each offset (as the issue's report did)
 QUERIES = 300  # a batch that query_many answers in memory
@@ -86,14 +87,16 @@ class Truth:
 
 
 def brute_force(docs: list[tuple[str, str]], k: int, threshold: float) -> list[Pair]:
-    """Every pair within k whose signatures are at least threshold similar, by
-    comparing every document with every other."""
+    """Every pair within k, or whose keys meet (tests.helpers.keys_meet),
+    whose signatures are at least threshold similar, by comparing every
+    document with every other."""
     signed = [fingerprint_and_signature(text, DEFAULT_CONFIG) for _, text in docs]
     fps = np.array([fp for fp, _ in signed], dtype=np.uint64)
     pairs = []
     for i in range(len(docs)):
         distance = np.bitwise_count(fps[i + 1 :] ^ fps[i])
-        for j in (np.flatnonzero(distance <= k) + i + 1).tolist():
+        meet = [threshold > 0 and keys_meet(signed[i][1], sig) for _, sig in signed[i + 1 :]]
+        for j in (np.flatnonzero((distance <= k) | np.array(meet, bool)) + i + 1).tolist():
             estimate = similarity(signed[i][1], signed[j][1])
             if estimate >= threshold:
                 a, b = sorted((docs[i][0], docs[j][0]))

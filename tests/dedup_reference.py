@@ -5,7 +5,9 @@ before the batches, kept here as the oracle).
 ``decide_each`` takes the same (document, fingerprint, signature) stream the
 batch path takes and gives the same Decision for each; ``Seen`` holds the
 kept fingerprints in a dict per table of the layout a new index for k gets
-(k + 1 exact blocks up to k = 3, probes above), short texts by their set keys.
+(k + 1 exact blocks up to k = 3, probes above), and every kept signature by
+its keys (signature.keys_of_one: a short text's set keys, a longer text's
+band keys), the candidates at any distance, each asked signature.meets.
 """
 
 from __future__ import annotations
@@ -17,13 +19,7 @@ import numpy as np
 from simindex.blocks import BlockLayout, probes
 from simindex.dedup import Decision, DedupCounts
 from simindex.ingest import Doc
-from simindex.signature import (
-    exact_set,
-    one_unit_apart,
-    one_unit_reaches,
-    set_keys,
-    similarity,
-)
+from simindex.signature import keys_of_one, meets, similarity
 
 _SEEN_BITMAP_BITS = 24  # Seen: a bitmap of a table's values up to 2**24 bytes (16 MiB)
 
@@ -39,7 +35,7 @@ def decide_each(
     seen = Seen(k)
     kept_keys: list[str] = []  # by their position in seen
     kept: list[bytes] = []  # likewise
-    by_set_key: dict[int, list[int]] = {}
+    by_key: dict[int, list[int]] = {}
     for doc, fp, signature in fingerprinted:
         counts.read += 1
         if fp is None or signature is None:
@@ -51,17 +47,15 @@ def decide_each(
             return threshold == 0 or similarity(signature, kept[position]) >= threshold
 
         nearest = seen.nearest(fp, verified)
-        keys = set_keys(signature) if threshold > 0 else []
+        keys = keys_of_one(signature) if threshold > 0 else []
         if keys:
-            nearest = _nearest_short(
-                fp, signature, keys, nearest, threshold, seen, kept, by_set_key
-            )
+            nearest = _nearest_keyed(fp, signature, keys, nearest, threshold, seen, kept, by_key)
         if nearest is None:
             position = seen.add(fp)
             kept_keys.append(doc.key)
             kept.append(signature)
             for key in keys:
-                by_set_key.setdefault(key, []).append(position)
+                by_key.setdefault(key, []).append(position)
             counts.kept += 1
             yield Decision(doc, fp, None, None)
         else:
@@ -71,7 +65,7 @@ def decide_each(
             yield Decision(doc, fp, kept_keys[position], distance, estimate)
 
 
-def _nearest_short(
+def _nearest_keyed(
     fingerprint: int,
     signature: bytes,
     keys: list[int],
@@ -79,19 +73,15 @@ def _nearest_short(
     threshold: float,
     seen: Seen,
     kept: list[bytes],
-    by_set_key: dict[int, list[int]],
+    by_key: dict[int, list[int]],
 ) -> tuple[int, int] | None:
-    """The nearest of ``nearest`` and the kept short texts one unit apart
-    (at any distance) that verify: (position, distance), the earliest among
-    equals."""
-    mine = exact_set(signature)
-    assert mine is not None  # (it has keys)
+    """The nearest of ``nearest`` and the kept documents sharing a key with
+    this one (at any distance) whose signatures meet (signature.meets) and
+    verify: (position, distance), the earliest among equals."""
     best = None if nearest is None else (nearest[1], nearest[0])
-    if not one_unit_reaches(len(mine) + 1, threshold):
-        keys = keys[:1]  # then only the same set can reach the threshold: its own key
-    positions = {p for key in keys for p in by_set_key.get(key, ())}
+    positions = {p for key in keys for p in by_key.get(key, ())}
     for position in positions:
-        if not one_unit_apart(signature, kept[position]):
+        if meets(signature, kept[position]) is None:
             continue
         if similarity(signature, kept[position]) < threshold:
             continue

@@ -29,7 +29,7 @@ from simindex.signature import (
     DEFAULT_THRESHOLD,
     NBYTES,
     fingerprint_and_signature,
-    set_keys,
+    keys_of_one,
     similarity,
 )
 from simindex.storage import locate
@@ -167,6 +167,40 @@ def short_and_close(a: bytes | None, b: bytes | None) -> bool:
     return shared >= 2 and len(sa - sb) <= 1 and len(sb - sa) <= 1
 
 
+def bands_equal(a: bytes | None, b: bytes | None) -> bool:
+    """Neither signature keeps a set, and one of the ten runs of six bytes
+    (twelve bins) at the start of their sketches is the same in both,
+    written out here from the rule's words."""
+    if a is None or b is None or len(a) != NBYTES or len(b) != NBYTES:
+        return False
+    return any(a[6 * i : 6 * i + 6] == b[6 * i : 6 * i + 6] for i in range(10))
+
+
+def banded_pair(seed: int = 0, k: int = 8, words: int = 120) -> tuple[str, str]:
+    """Two texts of random words, the second with a twelfth of its words
+    replaced, whose fingerprints are more than k apart while one band of
+    their sketches is equal and their similarity reaches the default
+    threshold: a copy only the band keys find (drawn until one is)."""
+    rng = random.Random(seed)
+    vocab = [f"w{i}" for i in range(3000)]
+    while True:
+        a = [rng.choice(vocab) for _ in range(words)]
+        b = list(a)
+        for at in rng.sample(range(words), words // 12):
+            b[at] = rng.choice(vocab)
+        (fa, sa), (fb, sb) = (
+            fingerprint_and_signature(" ".join(t), DEFAULT_CONFIG) for t in (a, b)
+        )
+        if hamming(fa, fb) > k and bands_equal(sa, sb) and similarity(sa, sb) >= DEFAULT_THRESHOLD:
+            return " ".join(a), " ".join(b)
+
+
+def keys_meet(a: bytes | None, b: bytes | None) -> bool:
+    """The pairs found at any fingerprint distance: short texts one unit
+    apart (short_and_close), longer texts with a band equal (bands_equal)."""
+    return short_and_close(a, b) or bands_equal(a, b)
+
+
 def edit_distance(a: Sequence[object], b: Sequence[object]) -> int:
     """Levenshtein's distance (one added, dropped or replaced: one), by the table."""
     row = list(range(len(b) + 1))
@@ -229,12 +263,13 @@ def oracle(
     *,
     sets: bool = True,
 ) -> list[Match]:
-    """Brute force: within k, or (``sets``) short and one unit apart; verified."""
+    """Brute force: within k, or (``sets``) short and one unit apart or a
+    band equal (keys_meet); verified."""
     fp, sig = fingerprint_and_signature(text, DEFAULT_CONFIG)
     found = []
     for key, (other, other_sig) in stored.items():
         d = hamming(fp, other)
-        close = sets and threshold > 0 and short_and_close(sig, other_sig)
+        close = sets and threshold > 0 and keys_meet(sig, other_sig)
         if d > k and not close:
             continue
         estimate = None if other_sig is None else similarity(sig, other_sig)
@@ -247,7 +282,7 @@ def pairs_oracle(
     stored: Stored, k: int = 8, threshold: float = DEFAULT_THRESHOLD
 ) -> list[tuple[str, str, int, float]]:
     """Brute force of duplicates(): every pair of signed rows within k, or
-    short and one unit apart, verified; (key a, key b, distance,
+    whose keys meet (keys_meet), verified; (key a, key b, distance,
     similarity), a < b, in duplicates()' order."""
     keys = list(stored)
     want = []
@@ -257,7 +292,7 @@ def pairs_oracle(
             assert sa is not None and sb is not None  # (texts: every row signed)
             d = hamming(fa, fb)
             estimate = similarity(sa, sb)
-            if (d <= k or short_and_close(sa, sb)) and estimate >= threshold:
+            if (d <= k or (threshold > 0 and keys_meet(sa, sb))) and estimate >= threshold:
                 want.append((*sorted((a, b)), d, estimate))
     return sorted(want, key=lambda p: (p[2], p[0], p[1]))
 
@@ -282,7 +317,7 @@ def assert_keys_complete(location: str, *, drained: bool) -> None:
     """Every row's keys are stored or the row is due (and, ``drained``,
     none is due and no key is left of a row gone or changed)."""
     keys, due, rows = set_key_tables(location)
-    want = {(k, i) for i, sig in rows.items() if sig is not None for k in set_keys(sig)}
+    want = {(k, i) for i, sig in rows.items() if sig is not None for k in keys_of_one(sig)}
     missing = {(k, i) for k, i in want - keys if i not in due}
     assert not missing
     if drained:

@@ -1,9 +1,11 @@
 """Streaming corpus dedup (simindex.dedup): the decisions against a brute-force
 oracle, the counts, the input read as a stream, and the arguments checked.
 
-The oracle keeps a document unless it is within k of an earlier kept one and
-at least the threshold similar to it by their verification signatures (of the
-kept ones that are, the nearest, the earliest of equals). The corpora are
+The oracle keeps a document unless it is within k of an earlier kept one (or
+at any distance, their keys meet: short texts one unit apart, longer texts
+with a band of their sketches equal) and at least the threshold similar to it
+by their verification signatures (of the kept ones that are, the nearest, the
+earliest of equals). The corpora are
 random texts over a small vocabulary (so that some land within k by chance)
 and near-copies of earlier documents with a few words changed.
 """
@@ -31,6 +33,7 @@ from simindex import (
     EmptyTextError,
     FingerprintConfig,
     InvalidArgumentError,
+    SimIndex,
     dedup_stream,
     hamming,
     ingest,
@@ -38,9 +41,16 @@ from simindex import (
 )
 from simindex.dedup import DedupCounts, _Kept
 from simindex.ingest import Doc
-from simindex.signature import DEFAULT_THRESHOLD, NBYTES, SMALL, signature, similarity
+from simindex.signature import (
+    DEFAULT_THRESHOLD,
+    NBYTES,
+    SMALL,
+    bands_meet,
+    signature,
+    similarity,
+)
 from tests.dedup_reference import decide_each
-from tests.helpers import flip, short_and_close
+from tests.helpers import flip, keys_meet
 
 VOCABULARY = [f"w{i}" for i in range(60)]
 NO_WORDS = ["", "!!!", "  \n "]
@@ -84,7 +94,8 @@ def oracle(
     threshold: float = DEFAULT_THRESHOLD,
 ) -> list[Expected]:
     """Brute force: compare each document with every document kept before it
-    (within k, and at least `threshold` similar; 0: distance alone)."""
+    (within k, or their keys meet, and at least `threshold` similar; 0:
+    distance alone)."""
     kept: list[tuple[str, int, bytes]] = []
     decisions: list[Expected] = []
     for key, text in docs:
@@ -99,7 +110,7 @@ def oracle(
             for position, (_, other, other_sig) in enumerate(kept)
             if (
                 (distance := hamming(fp, other)) <= k
-                or (threshold > 0 and short_and_close(sig, other_sig))
+                or (threshold > 0 and keys_meet(sig, other_sig))
             )
             and (estimate := similarity(sig, other_sig)) >= threshold
         ]
@@ -157,15 +168,16 @@ def test_planted_near_duplicates_are_dropped_as_copies_of_the_kept_ones(k: int) 
     for d in dropped:
         assert d.duplicate_of in kept_keys
         assert d.distance is not None and d.distance >= 0
-        # Beyond k only a short text one unit apart from the one it copies.
+        # Beyond k only a short text one unit apart from the one it copies,
+        # or a longer one with a band of its sketch equal.
         original = signature(texts[d.duplicate_of], DEFAULT_CONFIG)
-        close = short_and_close(signature(d.doc.text, DEFAULT_CONFIG), original)
+        close = keys_meet(signature(d.doc.text, DEFAULT_CONFIG), original)
         assert d.distance <= k or close
         assert d.similarity is not None and DEFAULT_THRESHOLD <= d.similarity <= 1.0
     assert all(d.similarity is None for d in decisions if d.kept or d.no_words)
-    if k >= 3:  # some candidates within k are not verified: distance alone drops more
-        by_distance = oracle(docs, k, threshold=0)
-        assert sum(dup is not None for _, _, dup, _, _ in by_distance) > len(dropped)
+    if k >= 3:  # some candidates within k are not verified: kept, within k of a kept one
+        fps = [fp for d in decisions if d.kept and (fp := d.fingerprint) is not None]
+        assert any(hamming(a, b) <= k for n, a in enumerate(fps) for b in fps[:n])
     # A copy with no word changed is never kept (it is at 0 from its original).
     first_of: dict[str, str] = {}
     for d in decisions:
@@ -179,20 +191,28 @@ def test_planted_near_duplicates_are_dropped_as_copies_of_the_kept_ones(k: int) 
 def test_a_document_near_only_a_dropped_one_is_kept() -> None:
     base = random_text(random.Random(3), 40)
     rng = random.Random(4)
-    # Walk away from the base a word at a time until a copy is beyond k of it
-    # yet within k of the step before it (which is dropped, as near the base).
+    # A copy of the base within k of it (dropped, as its copy), and a copy of
+    # that copy within k of it, both verified, yet beyond k of the base and
+    # not found from it by its keys and verified (kept: compared with the base).
     k = 4
-    steps = [base]
+    a, sa = simhash(base), signature(base, DEFAULT_CONFIG)
+
+    def copy_of(text: str, fp: int, sig: bytes, changes: int) -> tuple[str, int, bytes] | None:
+        other = near_copy(rng, text, rng.randint(1, changes))
+        o_fp, o_sig = simhash(other), signature(other, DEFAULT_CONFIG)
+        ok = hamming(fp, o_fp) <= k and similarity(sig, o_sig) >= DEFAULT_THRESHOLD
+        return (other, o_fp, o_sig) if ok else None
+
     for _ in range(10_000):
-        steps.append(near_copy(rng, steps[-1], 1))
-        a, b, c = (simhash(t) for t in (steps[0], steps[-2], steps[-1]))
-        if hamming(a, b) <= k and hamming(b, c) <= k and hamming(a, c) > k:
+        near = copy_of(base, a, sa, 3)
+        far = None if near is None else copy_of(*near, 6)
+        if near is None or far is None or hamming(a, far[1]) <= k:
+            continue
+        if not (keys_meet(sa, far[2]) and similarity(sa, far[2]) >= DEFAULT_THRESHOLD):
             break
-        if hamming(a, c) > k:
-            steps = [base]
     else:
         pytest.fail("no chain base - near - far found")
-    docs = [("base", steps[0]), ("near", steps[-2]), ("far", steps[-1])]
+    docs = [("base", base), ("near", near[0]), ("far", far[0])]
     decisions = list(dedup_stream(docs, k=k, workers=1))
     assert [d.kept for d in decisions] == [True, False, True]
     assert decisions[1].duplicate_of == "base"
@@ -206,6 +226,70 @@ def test_the_nearest_kept_document_is_named_and_the_earliest_of_equals() -> None
     assert as_expected(decisions) == oracle(docs, 15)
     assert [d.duplicate_of for d in decisions[2:]] == ["a", "a"]
     assert all(d.distance == 0 for d in decisions[2:])
+
+
+def far_copy_with_a_band_equal(k: int = 8) -> tuple[str, str]:
+    """A longer text (60 words of 400, more than SMALL distinct) and a copy
+    with words replaced one at a time until its fingerprint is more than k
+    from the text's, while a band of their sketches stays equal and they
+    stay similar enough: the first seed that gets there."""
+    vocabulary = [f"v{i}" for i in range(400)]
+    for seed in itertools.count():
+        rng = random.Random(seed)
+        words = [rng.choice(vocabulary) for _ in range(60)]
+        text, copy = " ".join(words), list(words)
+        fp, sig = simhash(text), signature(text, DEFAULT_CONFIG)
+        for _ in range(12):
+            copy[rng.randrange(len(copy))] = rng.choice(vocabulary)
+            other = " ".join(copy)
+            other_sig = signature(other, DEFAULT_CONFIG)
+            if not bands_meet(sig, other_sig) or similarity(sig, other_sig) < DEFAULT_THRESHOLD:
+                break
+            if hamming(fp, simhash(other)) > k:
+                return text, other
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def test_a_longer_copy_beyond_k_with_a_band_equal_is_dropped() -> None:
+    """Found by its band keys (signature.keys_of_bands) at any distance, as a
+    query of an index finds it: against a kept document, within a batch and
+    across batches, by the batch path and the reference alike."""
+    text, copy = far_copy_with_a_band_equal()
+    sig, copy_sig = signature(text, DEFAULT_CONFIG), signature(copy, DEFAULT_CONFIG)
+    assert len(sig) == len(copy_sig) == NBYTES  # (no exact set: longer texts)
+    docs = [("a", text), ("b", copy)]
+    decisions = list(dedup_stream(docs, k=8, workers=1))
+    assert as_expected(decisions) == oracle(docs, 8)
+    assert [d.duplicate_of for d in decisions] == [None, "a"]
+    assert decisions[1].distance is not None and decisions[1].distance > 8
+    assert decisions[1].similarity == similarity(sig, copy_sig) >= DEFAULT_THRESHOLD
+    # Threshold 0 (distance alone): no keys, so beyond k it is kept.
+    assert [d.kept for d in dedup_stream(docs, k=8, threshold=0, workers=1)] == [True, True]
+    items = list(ingest.fingerprint_docs(simindex.dedup._as_docs(docs), DEFAULT_CONFIG, workers=1))
+    reference = as_expected(list(decide_each(items, 8, DEFAULT_THRESHOLD)))
+    assert reference == as_expected(decisions)
+    for sizes in ([2], [1, 1]):  # within one batch, then across two
+        kept, counts, at = _Kept(8, DEFAULT_THRESHOLD), DedupCounts(), 0
+        batched: list[Decision] = []
+        for size in sizes:
+            batched += kept.decide(items[at : at + size], counts)
+            at += size
+        assert as_expected(batched) == reference
+
+
+def test_a_longer_copy_beyond_k_is_paired_by_duplicates_as_dedup_drops_it() -> None:
+    """dedup and an index's duplicates() and query() ask the same rule."""
+    text, copy = far_copy_with_a_band_equal()
+    docs = [("a", text), ("b", copy), ("c", random_text(random.Random(8), 40))]
+    decisions = list(dedup_stream(docs, workers=1))
+    assert [d.duplicate_of for d in decisions] == [None, "a", None]
+    b = decisions[1]
+    with SimIndex() as index:
+        index.add_many(docs[::2])
+        assert [(m.key, m.distance) for m in index.query(copy)] == [("a", b.distance)]
+        index.add("b", copy)
+        pairs = [tuple(p) for p in index.duplicates()]
+    assert pairs == [("a", "b", b.distance, b.similarity)]
 
 
 def test_documents_with_no_words_are_dropped_as_such() -> None:
@@ -383,9 +467,10 @@ def short_signature(units: list[int], rng: random.Random) -> bytes:
 
 def marks_corpus(seed: int, n: int) -> list[tuple[Doc, int | None, bytes | None]]:
     """Fingerprints and signatures made to land near each other: copies of
-    earlier ones a few bits and sketch bins away (chains a ~ b ~ c), the top
-    bit set, short texts' exact sets one unit apart, repeats within a batch,
-    and documents with no words."""
+    earlier ones a few bits and sketch bins away (chains a ~ b ~ c), or at a
+    random distance (found by their keys alone: sets one unit apart, or
+    sketches with a band equal), the top bit set, short texts' exact sets one
+    unit apart, repeats within a batch, and documents with no words."""
     rng = random.Random(seed)
     out: list[tuple[str, int | None, bytes | None]] = []
     for i in range(n):
@@ -397,7 +482,7 @@ def marks_corpus(seed: int, n: int) -> list[tuple[Doc, int | None, bytes | None]
         if earlier and roll < 0.6:
             _, fp, sig = rng.choice(earlier[-300:] if rng.random() < 0.7 else earlier)
             assert fp is not None and sig is not None
-            fp = flip(fp, rng.randrange(0, 12), rng)
+            fp = flip(fp, rng.randrange(0, 12), rng) if rng.random() < 0.8 else rng.getrandbits(64)
             sketch = bytearray(sig[:NBYTES])
             for _ in range(rng.choice([0, 1, 4, 12, 30])):
                 sketch[rng.randrange(NBYTES)] = rng.randrange(256)
@@ -431,8 +516,9 @@ def marks_corpus(seed: int, n: int) -> list[tuple[Doc, int | None, bytes | None]
 )
 def test_a_batch_decides_as_one_document_at_a_time(seed: int, k: int, threshold: float) -> None:
     """Near-duplicates within one batch and across batches, chains, top-bit
-    fingerprints and short texts with exact sets: the batch path's decisions
-    are the reference's (simindex's per-document path before batches)."""
+    fingerprints, short texts with exact sets and longer ones found by a band
+    at any distance: the batch path's decisions are the reference's
+    (simindex's per-document path before batches)."""
     batched, reference = both_ways(marks_corpus(seed, 900), k, threshold)
     assert batched == reference
     assert any(dup is not None for _, _, dup, _, _ in reference)
@@ -452,13 +538,19 @@ def test_real_texts_in_batches_decide_as_one_at_a_time(k: int, threshold: float)
 
 def test_a_chain_within_one_batch_is_decided_in_order() -> None:
     """a ~ b ~ c in one batch, a and c apart: b is dropped as a's copy, so c is kept."""
-    sig = bytes(NBYTES)
     a = 0
     b = flip(a, 3, random.Random(1))
     c = flip(b, 3, random.Random(2))
     while hamming(a, c) <= 3:
         c = flip(b, 3, random.Random(c))
-    items = marked([("a", a, sig), ("b", b, sig), ("c", c, sig)])
+    # Sketches a bin apart in every band (no band equal: no keys meet).
+    sketches = [bytearray(NBYTES) for _ in range(3)]
+    for band in range(0, 60, 6):
+        sketches[1][band] = sketches[2][band] = sketches[2][band + 1] = 1
+    a_sig, b_sig, c_sig = map(bytes, sketches)
+    assert not bands_meet(a_sig, b_sig) and not bands_meet(b_sig, c_sig)
+    assert not bands_meet(a_sig, c_sig)
+    items = marked([("a", a, a_sig), ("b", b, b_sig), ("c", c, c_sig)])
     batched, reference = both_ways(items, 3, 0.5)
     assert batched == reference
     assert [dup for _, _, dup, _, _ in batched] == [None, "a", None]

@@ -25,7 +25,7 @@ from simindex.blocks import DEFAULT_K
 from simindex.explain import Explanation, explain
 from simindex.fingerprint import feature_hash, features
 from simindex.signature import DEFAULT_THRESHOLD
-from tests.helpers import T1, T2, error, ok, ok_json
+from tests.helpers import T1, T2, banded_pair, error, ok, ok_json
 
 EDITED = T1.replace("nine", "eight").replace("first", "second")
 TF = FingerprintConfig()  # term-frequency weights: weights are counts in these examples
@@ -217,6 +217,21 @@ def test_short_texts_one_unit_apart_beyond_k_are_near_duplicates() -> None:
     assert not two.sets_one_unit_apart
 
 
+def test_longer_texts_with_a_band_equal_beyond_k_are_near_duplicates() -> None:
+    """Found by their band keys at any distance when verified, as a query
+    answers them; not at threshold 0, nor by a strict threshold."""
+    a, b = banded_pair(3)
+    e = explain(a, b, k=8)
+    assert e.distance > 8 and e.bands_equal and not e.sets_one_unit_apart and e.near_duplicates
+    assert e.verdict().startswith("near-duplicates: distance") and "band keys" in e.verdict()
+    with SimIndex() as index:
+        index.add("a", a)
+        assert [m.key for m in index.query(b)] == ["a"]
+        assert index.explain(a, b).near_duplicates
+    assert not explain(a, b, k=8, threshold=0.99).near_duplicates
+    assert not explain(a, b, k=8, threshold=0.0).bands_equal
+
+
 def test_errors() -> None:
     with pytest.raises(EmptyTextError, match="text b"):
         explain(T1, " ... ", k=3)
@@ -364,7 +379,7 @@ def test_cli_json_schema(files: tuple[Path, Path]) -> None:
         "matching_tables", "features_a", "features_b", "shared_features", "cosine",
         "weighted_jaccard", "expected_distance", "together", "apart",
         "threshold", "similarity", "verified", "near_duplicates", "sets_one_unit_apart",
-        "unit_jaccard", "units_a",
+        "bands_equal", "unit_jaccard", "units_a",
         "units_b", "shared_units", "only_a", "only_b",
     }  # fmt: skip
     assert (out["a"], out["b"]) == (simhash(T1), simhash(EDITED))
@@ -374,7 +389,8 @@ def test_cli_json_schema(files: tuple[Path, Path]) -> None:
     assert all(set(x) == {"feature", "a", "b", "score"} for x in out["together"] + out["apart"])
     # Two texts: both signatures, and their unit sets, are there.
     assert out["verified"] is (out["similarity"] >= out["threshold"])
-    assert out["near_duplicates"] is (out["within_k"] and out["verified"])
+    keyed = out["sets_one_unit_apart"] or out["bands_equal"]
+    assert out["near_duplicates"] is ((out["within_k"] or keyed) and out["verified"])
     shared, ua, ub = out["shared_units"], out["units_a"], out["units_b"]
     assert 0 < shared <= min(ua, ub) and out["unit_jaccard"] == round(
         shared / (ua + ub - shared), 4

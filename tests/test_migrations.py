@@ -22,6 +22,7 @@ from simindex import (
     storage,
 )
 from simindex.storage import schema
+from tests.helpers import assert_keys_complete, banded_pair
 
 
 def digest(path: Path) -> str:
@@ -125,6 +126,54 @@ def test_an_unreachable_database_is_one_clear_error_without_the_password() -> No
 
 def test_the_migrations_ship_beside_the_package() -> None:
     assert (storage.migrations_dir() / "versions" / "0001_create_index.py").is_file()
+
+
+def test_revision_0011_makes_band_keys_and_marks_long_rows(tmp_path: Path) -> None:
+    """An index of revision 0010 has set keys alone, and triggers that mark
+    short rows alone: upgraded, every longer row has its band keys, the
+    triggers mark a longer row another program writes, and the copies only
+    the band keys find are found as in an index made today."""
+    texts: dict[str, str] = {}
+    for i in range(12):
+        a, b = banded_pair(100 + i)
+        texts[f"t{i}"], texts[f"t{i}-copy"] = a, b
+    old, new = tmp_path / "old.db", tmp_path / "new.db"
+    for path in (old, new):
+        with SimIndex(path, hold=False) as index:
+            index.add_many(texts.items())
+    con = sqlite3.connect(old)
+    with con:  # what revision 0010 left: no band keys, short rows marked alone
+        con.execute("DELETE FROM simindex_set_keys")
+        for name, when in (
+            ("inserted", "AFTER INSERT ON simindex_fingerprints WHEN length(NEW.signature) > 64"),
+            (
+                "updated",
+                "AFTER UPDATE OF id, signature ON simindex_fingerprints WHEN "
+                "length(NEW.signature) > 64 OR length(OLD.signature) > 64 OR NEW.id IS NOT OLD.id",
+            ),
+        ):
+            con.execute(f"DROP TRIGGER simindex_set_keys_{name}")
+            con.execute(
+                f"CREATE TRIGGER simindex_set_keys_{name} {when} BEGIN INSERT INTO "
+                "simindex_set_keys_due (id) SELECT NEW.id WHERE NOT EXISTS "
+                "(SELECT 1 FROM simindex_set_keys_due WHERE id = NEW.id); END"
+            )
+        con.execute("UPDATE simindex_alembic_version SET version_num = '0010'")
+    con.close()
+    with SimIndex(old, hold=False) as upgraded, SimIndex(new, hold=False) as made:
+        assert upgraded.stats()["schema_revision"] == storage.HEAD
+        assert_keys_complete(str(old), drained=True)
+        for i in range(12):
+            got = upgraded.query(texts[f"t{i}"])
+            assert got == made.query(texts[f"t{i}"])
+            assert [m.key for m in got if m.distance > 8] == [f"t{i}-copy"]
+        assert upgraded.duplicates() == made.duplicates()
+    con = sqlite3.connect(old)
+    with con:  # another program writes a longer row: marked due
+        con.execute("UPDATE simindex_fingerprints SET signature = signature WHERE key = 't0'")
+        due = con.execute("SELECT count(*) FROM simindex_set_keys_due").fetchone()[0]
+    con.close()
+    assert due == 1
 
 
 def test_revision_0009_makes_every_short_texts_keys_again(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from simindex.storage import locate
 from simindex.storage.loading import FAST_LOAD_MIN
 from tests.helpers import (
     assert_keys_complete,
+    banded_pair,
     oracle,
     pairs_oracle,
     raw,
@@ -102,6 +103,23 @@ def test_every_way_of_asking_finds_short_texts_one_unit_apart(
         assert index.query_many(queries) == [oracle(stored, t) for t in queries]
         for text in queries[:30]:
             assert index.query(text) == oracle(stored, text)
+
+
+def test_copies_of_two_texts_whose_bands_meet_pair_every_copy(location: str) -> None:
+    """Copies of a longer text (one fingerprint, one signature) are one
+    group to all pairs by band keys: each copy of one is paired with each
+    of the other, beyond k, and nothing twice; a query finds every copy."""
+    a, b = banded_pair(7)
+    texts = {f"a{i}": a for i in range(5)} | {f"b{i}": b for i in range(4)}
+    texts |= {f"c{i}": t for i, t in enumerate(banded_pair(8))}
+    stored = stored_of(texts)
+    want = pairs_oracle(stored)
+    assert sum(p[2] > 8 for p in want) == 5 * 4 + 1
+    with SimIndex(location) as index:
+        index.add_many(texts.items())
+        assert [tuple(p) for p in index.duplicates()] == want
+        assert index.query(b) == oracle(stored, b)
+        assert len(index.query(b)) == 9
 
 
 def test_duplicates_and_dedup_pair_them_alike(texts: dict[str, str]) -> None:

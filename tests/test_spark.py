@@ -29,7 +29,14 @@ import pytest
 from simindex import SimIndex
 from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig, simhash, to_signed, to_unsigned
 from simindex.pairs import leader_clusters
-from simindex.signature import DEFAULT_THRESHOLD, NBYTES, fingerprint_and_signature, similarity
+from simindex.signature import (
+    DEFAULT_THRESHOLD,
+    NBYTES,
+    bands_meet,
+    fingerprint_and_signature,
+    meets,
+    similarity,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -139,12 +146,29 @@ def indexed(rows: list[Row]) -> SimIndex:
 
 
 def brute(rows: list[Row], k: int, threshold: float) -> set[tuple[Any, ...]]:
+    """Every pair within k, or (threshold above 0) at any distance whose
+    signatures meet (signature.meets), verified at the threshold. meets is
+    asked of the pairs that can meet: both keeping a set, or neither with a
+    run of six bytes (a band) equal, which numpy finds here."""
     fps = np.array([fp for _, fp, _ in rows], dtype=np.uint64)
+    sigs = [sig for _, _, sig in rows]
+    sketch = np.array([sig is not None and len(sig) == NBYTES for sig in sigs])
+    runs = np.zeros((len(rows), 10, 6), np.uint8)
+    for i in np.flatnonzero(sketch).tolist():
+        runs[i] = np.frombuffer(sigs[i][:60], np.uint8).reshape(10, 6)
+    kept = np.array([sig is not None and len(sig) > NBYTES for sig in sigs])
     out = set()
     for i in range(len(rows)):
         d = np.bitwise_count(fps[i] ^ fps[i + 1 :])
-        for j in (np.flatnonzero(d <= k) + i + 1).tolist():
-            sa, sb = rows[i][2], rows[j][2]
+        near = d <= k
+        if threshold > 0 and sketch[i]:
+            near |= (runs[i] == runs[i + 1 :]).all(axis=2).any(axis=1) & sketch[i + 1 :]
+        if threshold > 0 and kept[i]:
+            near |= kept[i + 1 :]
+        for j in (np.flatnonzero(near) + i + 1).tolist():
+            sa, sb = sigs[i], sigs[j]
+            if d[j - i - 1] > k and meets(sa, sb) is None:
+                continue
             estimate = None if sa is None or sb is None else similarity(sa, sb)
             if estimate is None or estimate >= threshold:
                 ka, kb = sorted((rows[i][0], rows[j][0]))
@@ -321,7 +345,7 @@ def test_short_texts_a_popular_set_key_is_joined_as_groups(spark: Any) -> None:
     of groups (set key, fingerprint), not of rows (before, 400 texts of two
     sets made some 80,000 joined rows), and the pairs still equal the index's."""
     from simindex.spark import near_duplicates
-    from simindex.spark._pairs import _numbered, _set_candidates
+    from simindex.spark._pairs import _keyed_candidates, _numbered
 
     text = "your parcel has shipped today thanks for ordering"
     docs = [(f"a{i}", text) for i in range(200)]
@@ -330,13 +354,64 @@ def test_short_texts_a_popular_set_key_is_joined_as_groups(spark: Any) -> None:
     rows = [(key, *fingerprint_and_signature(t, DEFAULT_CONFIG)) for key, t in docs]
     assert len({fp for _, fp, _ in rows}) == 4
     df = frame(spark, rows)
-    candidates = _set_candidates(_numbered(df), 8).collect()
+    candidates = _keyed_candidates(_numbered(df), 8).collect()
     assert 0 < len(candidates) <= 6 * 8  # pairs of the 4 fingerprints, a few keys each
     with SimIndex(":memory:") as index:
         index.add_many(docs)
         want = want_pairs(index, 8)
     assert any(p[2] > 8 for p in want)  # (the case is there)
     assert got_pairs(near_duplicates(df, k=8)) == want
+
+
+def _edited_copies(kind: str, wanted: int) -> list[tuple[str, str, str]]:
+    """(key, text, copy's text) of ``wanted`` texts of 40 distinct words and
+    copies with a few of them replaced, searched seed by seed: ``"pair"``,
+    fingerprints more than 8 apart, one band of the sketch equal
+    (signature.bands_meet) and similarity at least DEFAULT_THRESHOLD;
+    ``"below"``, the same but similarity under it."""
+    vocab = [f"w{i}" for i in range(400)]
+    found: list[tuple[str, str, str]] = []
+    for seed in range(2000):
+        rng = random.Random(seed)
+        words = rng.sample(vocab, 40)
+        edited = list(words)
+        for i in rng.sample(range(40), rng.randint(2, 12)):
+            edited[i] = rng.choice(vocab)
+        text, copy = " ".join(words), " ".join(edited)
+        (fa, sa), (fb, sb) = (fingerprint_and_signature(t, DEFAULT_CONFIG) for t in (text, copy))
+        if len(sa) != NBYTES or len(sb) != NBYTES or (fa ^ fb).bit_count() <= 8:
+            continue
+        if bands_meet(sa, sb) and (similarity(sa, sb) >= DEFAULT_THRESHOLD) == (kind == "pair"):
+            found.append((f"{kind}{seed}", text, copy))
+            if len(found) == wanted:
+                return found
+    raise AssertionError(f"fewer than {wanted} {kind} copies")
+
+
+def test_longer_texts_with_a_band_equal_are_pairs_beyond_k(spark: Any) -> None:
+    """Longer texts (more than 15 distinct units: no exact set) whose copies,
+    a few words edited, moved their fingerprints more than k away but keep
+    one band of the sketch equal: paired at any distance (their band keys
+    joined), verified at the threshold (the "below" copies are not), exactly
+    as the brute force and SimIndex.duplicates() pair them; not at threshold 0."""
+    from simindex.spark import near_duplicates
+
+    paired = _edited_copies("pair", 4)
+    edited = paired + _edited_copies("below", 2)
+    docs = [doc for key, text, copy in edited for doc in ((key, text), (f"{key}-copy", copy))]
+    rows: list[Row] = [
+        (key, *fingerprint_and_signature(text, DEFAULT_CONFIG)) for key, text in docs
+    ]
+    df = frame(spark, rows)
+    got = got_pairs(near_duplicates(df, k=8))
+    assert {(a, b) for a, b, d, _ in got if d > 8} == {(key, f"{key}-copy") for key, _, _ in paired}
+    assert set(got) == brute(rows, 8, DEFAULT_THRESHOLD)
+    with SimIndex(":memory:") as index:
+        index.add_many(docs)
+        assert got == want_pairs(index, 8)
+    at_zero = got_pairs(near_duplicates(df, k=8, threshold=0))
+    assert all(d <= 8 for _, _, d, _ in at_zero)
+    assert set(at_zero) == brute(rows, 8, 0.0)
 
 
 @pytest.mark.parametrize(

@@ -29,7 +29,7 @@ from simindex import (
 )
 from simindex.fingerprint import DEFAULT_CONFIG, hamming
 from simindex.signature import DEFAULT_THRESHOLD, NAME, fingerprint_and_signature, similarity
-from tests.helpers import error, short_and_close
+from tests.helpers import error, keys_meet
 
 _VOCAB = [a + b + c for a in "bdfgklmnprstvz" for b in "aeiouy" for c in "mnrstlk"]
 Stored = dict[str, tuple[int, bytes | None]]
@@ -81,7 +81,7 @@ def oracle(
     found = []
     for key, (other, other_sig) in stored.items():
         d = hamming(fp, other)
-        if d > k and not (sets and threshold > 0 and short_and_close(sig, other_sig)):
+        if d > k and not (sets and threshold > 0 and keys_meet(sig, other_sig)):
             continue
         estimate = None if sig is None or other_sig is None else similarity(sig, other_sig)
         if estimate is not None and estimate < threshold:
@@ -245,7 +245,7 @@ def test_duplicates_and_clusters_equal_brute_force(
                 (fa, sa), (fb, sb) = stored[a], stored[b]
                 d = hamming(fa, fb)
                 estimate = None if sa is None or sb is None else similarity(sa, sb)
-                near = d <= 8 or (at > 0 and short_and_close(sa, sb))
+                near = d <= 8 or (at > 0 and keys_meet(sa, sb))
                 if near and (estimate is None or estimate >= at):
                     want.append((*sorted((a, b)), d, estimate))
         want.sort(key=lambda p: (p[2], p[0], p[1]))

@@ -204,13 +204,15 @@ def fingerprint_rows(lang: str, sc: list[dict]) -> dict:
 
         def product(i: int, j: int) -> float:
             (fa, sa), (fb, sb) = sc[i]["product"], sc[j]["product"]
-            return product_signature.similarity(sa, sb) if hamming(fa, fb) <= K else -1.0
+            near = hamming(fa, fb) <= K or product_signature.meets(sa, sb) is not None
+            return product_signature.similarity(sa, sb) if near else -1.0
 
         rows[SHOWN[PRODUCT]] = (
             product,
             fine,
             THRESHOLD,
-            "simindex as it ships: candidates within k = 8 of DEFAULT_CONFIG's fingerprint, "
+            "simindex as it ships: candidates within k = 8 of DEFAULT_CONFIG's fingerprint "
+            "or whose signatures' keys meet (simindex.signature.meets), "
             f"kept when simindex.signature.similarity >= {THRESHOLD:.2f} (both from "
             "simindex.signature.fingerprint_and_signature)",
         )

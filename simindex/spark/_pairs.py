@@ -64,11 +64,11 @@ from simindex.fingerprint import to_signed, to_unsigned
 from simindex.pairs import group_pairs, pairs_plan, pairs_within, prefix_mask, visit_flips
 from simindex.signature import (
     DEFAULT_THRESHOLD,
-    KEYED_BYTES,
+    NBYTES,
     check_threshold,
     is_signature,
-    keys_of_sets,
-    one_unit,
+    keys_of,
+    meets,
     similarity,
 )
 from simindex.spark._fingerprints import check_columns, check_order
@@ -116,7 +116,11 @@ def near_duplicates(
     ``threshold`` similar (default DEFAULT_THRESHOLD; 0: distance alone), as
     (key_a, key_b, distance int, similarity double): exactly the pairs
     ``SimIndex.duplicates()`` gives for the same rows, key_a < key_b, the
-    similarity NULL where a side has no signature.
+    similarity NULL where a side has no signature. With a threshold above
+    0, also the pairs at any distance whose signatures meet
+    (signature.meets: short texts one unit apart, longer texts with one band
+    of the sketch equal), found by their keys (signature.keys_of) and
+    verified at the threshold alike.
 
     ``fps``: (key, fingerprint long[, signature binary][, position long]), as
     ``fingerprints`` makes it (keys unique; rows with a NULL fingerprint are
@@ -165,8 +169,8 @@ def near_duplicates(
         else:
             found = _pair_rows(rows.select("row", "fp"), plan, distance, limit, n)
         found = found.select("row_a", "row_b", "distance", F.lit(False).alias("beyond"))
-        if at > 0 and "signature" in fps.columns:  # short texts one unit apart, at any distance
-            found = found.unionByName(_set_pairs(rows, distance))
+        if at > 0 and "signature" in fps.columns:  # signatures that meet, at any distance
+            found = found.unionByName(_keyed_pairs(rows, distance))
         few = False
         if driver:  # the candidates counted: few are broadcast to the rows (_verified)
             found = found.localCheckpoint(eager=True)
@@ -571,17 +575,17 @@ def _verified(
     return ordered.mapInArrow(_similar(threshold), SCHEMA)
 
 
-def _set_pairs(rows: DataFrame, k: int) -> DataFrame:
+def _keyed_pairs(rows: DataFrame, k: int) -> DataFrame:
     """(row_a, row_b, distance, beyond) of the rows farther apart than k
-    that share a set key (signature.keys_of_sets): the candidates of short
-    texts one unit apart, which _similar judges by the rule
-    (signature.one_unit). The rows are joined as groups of one set key and
-    fingerprint (_set_candidates), so a key thousands of equal texts share
-    costs one group, not the square of its rows."""
+    that share a key (signature.keys_of: a short text's set keys, a longer
+    text's band keys): the candidates at any distance, which _similar judges
+    by the rule (signature.meets). The rows are joined as groups of one key
+    and fingerprint (_keyed_candidates), so a key thousands of equal texts
+    share costs one group, not the square of its rows."""
     from pyspark.sql import functions as F
 
     pairs = (
-        _set_candidates(rows, k)
+        _keyed_candidates(rows, k)
         .select(F.explode("rows_a").alias("x"), "rows_b", "distance")
         .select("x", F.explode("rows_b").alias("y"), "distance")
     )
@@ -594,21 +598,21 @@ def _set_pairs(rows: DataFrame, k: int) -> DataFrame:
     )
 
 
-def _set_candidates(rows: DataFrame, k: int) -> DataFrame:
-    """(rows_a, rows_b, distance): the groups of rows sharing a set key whose
-    fingerprints are farther apart than k. A group is the rows of one set key
+def _keyed_candidates(rows: DataFrame, k: int) -> DataFrame:
+    """(rows_a, rows_b, distance): the groups of rows sharing a key whose
+    fingerprints are farther apart than k. A group is the rows of one key
     and one fingerprint (rows of one fingerprint are never beyond k of each
     other), so the join grows with the distinct fingerprints of a key."""
     from pyspark.sql import functions as F
 
-    short = rows.where(F.length("signature") >= KEYED_BYTES).select("row", "fp", "signature")
-    keyed = short.mapInArrow(_explode_keys, "set_key long, row long, fp long")
-    groups = keyed.groupBy("set_key", "fp").agg(F.collect_list("row").alias("rows"))
-    a = groups.select("set_key", F.col("fp").alias("fp_a"), F.col("rows").alias("rows_a"))
-    b = groups.select("set_key", F.col("fp").alias("fp_b"), F.col("rows").alias("rows_b"))
+    signed = rows.where(F.length("signature") >= NBYTES).select("row", "fp", "signature")
+    keyed = signed.mapInArrow(_explode_keys, "sig_key long, row long, fp long")
+    groups = keyed.groupBy("sig_key", "fp").agg(F.collect_list("row").alias("rows"))
+    a = groups.select("sig_key", F.col("fp").alias("fp_a"), F.col("rows").alias("rows_a"))
+    b = groups.select("sig_key", F.col("fp").alias("fp_b"), F.col("rows").alias("rows_b"))
     distance = F.bit_count(F.col("fp_a").bitwiseXOR(F.col("fp_b"))).cast("int")
     return (
-        a.join(b, "set_key")
+        a.join(b, "sig_key")
         .where(F.col("fp_a") < F.col("fp_b"))
         .select("rows_a", "rows_b", distance.alias("distance"))
         .where(F.col("distance") > k)
@@ -616,18 +620,18 @@ def _set_candidates(rows: DataFrame, k: int) -> DataFrame:
 
 
 def _explode_keys(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """(set_key, row, fp): a row once for each of its set keys."""
+    """(sig_key, row, fp): a row once for each of its keys (signature.keys_of)."""
     import numpy as np
     import pyarrow as pa
 
     for batch in batches:
         signatures = [s if is_signature(s) else None for s in batch.column("signature").to_pylist()]
-        keys, owner = keys_of_sets(signatures)
+        keys, owner = keys_of(signatures)
         rows = np.asarray(batch.column("row").to_numpy(zero_copy_only=False))[owner]
         fps = np.asarray(batch.column("fp").to_numpy(zero_copy_only=False))[owner]
         yield pa.RecordBatch.from_arrays(
             [pa.array(keys, pa.int64()), pa.array(rows, pa.int64()), pa.array(fps, pa.int64())],
-            names=["set_key", "row", "fp"],
+            names=["sig_key", "row", "fp"],
         )
 
 
@@ -654,8 +658,8 @@ def _similar(threshold: float) -> Any:
             )
             for sig_a, sig_b, beyond in sigs:
                 estimate = None if sig_a is None or sig_b is None else similarity(sig_a, sig_b)
-                if beyond and one_unit(sig_a, sig_b) is None:
-                    estimate = None  # (dropped: a set key shared by chance)
+                if beyond and meets(sig_a, sig_b) is None:
+                    estimate = None  # (dropped: a key shared by chance)
                     keep.append(False)
                 else:
                     keep.append(estimate is None or estimate >= threshold)

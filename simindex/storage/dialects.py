@@ -82,10 +82,10 @@ $$"""
 # So a write never runs against a layout a rebuild is replacing meanwhile.
 _ADVISORY_KEY = "hashtext('simindex:' || COALESCE(current_schema(), ''))"
 
-# Short texts' set keys (short_sets.py): triggers on the fingerprint table
-# put the id of every row written with a short set (a signature longer than
-# NBYTES), or whose signature or id changed, in the due table, and drop the
-# keys and mark of a row deleted.
+# The keys of signatures (short_sets.py): triggers on the fingerprint table
+# put the id of every row written with a signature (NBYTES or longer: a
+# short text's set keys, a longer text's band keys), or whose signature or id
+# changed, in the due table, and drop the keys and mark of a row deleted.
 _KEYS, _DUE, _FP = schema.SET_KEYS_TABLE, schema.SET_KEYS_DUE_TABLE, schema.FINGERPRINT_TABLE
 # SQLite: a trigger per kind of change, per row. Its statements must not
 # conflict: the conflict policy of the statement that fires a trigger
@@ -97,11 +97,11 @@ _MARK_NEW = (
 )
 _SQLITE_MARKS = {
     "simindex_set_keys_inserted": (
-        f"AFTER INSERT ON {_FP} WHEN length(NEW.signature) > {NBYTES} BEGIN {_MARK_NEW}; END"
+        f"AFTER INSERT ON {_FP} WHEN length(NEW.signature) >= {NBYTES} BEGIN {_MARK_NEW}; END"
     ),
     "simindex_set_keys_updated": (
         f"AFTER UPDATE OF id, signature ON {_FP} "
-        f"WHEN length(NEW.signature) > {NBYTES} OR length(OLD.signature) > {NBYTES} "
+        f"WHEN length(NEW.signature) >= {NBYTES} OR length(OLD.signature) >= {NBYTES} "
         f"OR NEW.id IS NOT OLD.id BEGIN {_MARK_NEW}; END"
     ),
     "simindex_set_keys_deleted": (
@@ -126,11 +126,11 @@ DECLARE
 BEGIN
   IF TG_OP = 'INSERT' THEN
     EXECUTE 'INSERT INTO ' || s || '.{_DUE} (id) SELECT id FROM simindex_new '
-      'WHERE octet_length(signature) > {NBYTES} ON CONFLICT DO NOTHING';
+      'WHERE octet_length(signature) >= {NBYTES} ON CONFLICT DO NOTHING';
   ELSIF TG_OP = 'UPDATE' THEN
     EXECUTE 'INSERT INTO ' || s || '.{_DUE} (id) SELECT n.id FROM simindex_new n '
       'LEFT JOIN simindex_old o ON o.id = n.id WHERE o.id IS NULL '
-      'OR octet_length(n.signature) > {NBYTES} OR octet_length(o.signature) > {NBYTES} '
+      'OR octet_length(n.signature) >= {NBYTES} OR octet_length(o.signature) >= {NBYTES} '
       'ON CONFLICT DO NOTHING';
   ELSIF TG_OP = 'DELETE' THEN
     EXECUTE 'DELETE FROM ' || s || '.{_KEYS} k USING simindex_old o WHERE k.id = o.id';
@@ -293,6 +293,11 @@ class Dialect:
         """Whether every trigger mark_short_sets makes is there (and enabled)."""
         raise NotImplementedError
 
+    def remark_short_sets(self, conn: Connection) -> None:
+        """Make the triggers of mark_short_sets again, as this simindex
+        writes them (an upgrade whose triggers mark other rows)."""
+        self.mark_short_sets(conn)
+
     def short_sets_aside(self, conn: Connection) -> int | None:
         """Inside a large load (the write lock held, so nobody else writes
         until it commits, and readers never see the table without the
@@ -417,6 +422,11 @@ class _Sqlite(Dialect):
     def mark_short_sets(self, conn: Connection) -> None:
         for name, body in _SQLITE_MARKS.items():
             conn.exec_driver_sql(f"CREATE TRIGGER IF NOT EXISTS {name} {body}")
+
+    def remark_short_sets(self, conn: Connection) -> None:
+        for name in _SQLITE_MARKS:
+            conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS {name}")
+        self.mark_short_sets(conn)
 
     def marking_short_sets(self, conn: Connection) -> bool:
         names = ", ".join(f"'{name}'" for name in _SQLITE_MARKS)

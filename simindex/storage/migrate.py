@@ -37,7 +37,19 @@ if TYPE_CHECKING:
 FORMAT_VERSION = 2  # the newest format this simindex reads (see Settings.format)
 # The Alembic revisions this simindex knows, oldest first (tests check them
 # against migrations/versions). Kept here so opening an index needs no Alembic.
-REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010")
+REVISIONS = (
+    "0001",
+    "0002",
+    "0003",
+    "0004",
+    "0005",
+    "0006",
+    "0007",
+    "0008",
+    "0009",
+    "0010",
+    "0011",
+)
 HEAD = REVISIONS[-1]
 EXACT_SETS_FROM = "0006"  # the first whose signatures may keep a short text's set
 ORDERED_FROM = "0010"  # the first whose short CJK texts keep their units in order (NAME)

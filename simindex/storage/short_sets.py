@@ -1,14 +1,15 @@
-"""The keys of short texts' sets: how a short text finds the texts one unit apart.
+"""The keys of signatures: how a text finds the texts its fingerprint moved past k.
 
 A one-word edit of a six-word text moves its fingerprint past any k the
-block indexes answer, so a row whose signature keeps a set of at least
-four units is also stored under its set keys (signature.set_keys) in
-``simindex_set_keys`` (set key, row id), and a short query looks its own
-keys up there (matching.py holds the rule that decides).
+block indexes answer, and a tenth of a longer text's words edited moves it
+past k = 8 one time in four; so a row with a signature is also stored under
+its keys (signature.keys_of: a short text's set keys, a longer text's band
+keys) in ``simindex_set_keys`` (key, row id), and a verified query looks
+its own keys up there (signature.meets holds the rule that decides).
 
 Every writer keeps the table right, simindex or not: triggers on the
 fingerprint table (each database's own, made by its Dialect: dialects.py)
-put the id of every row written with a short set (or whose signature or id
+put the id of every row written with a signature (or whose signature or id
 changed) in ``simindex_set_keys_due``, and drop the keys of a row deleted.
 simindex makes the keys of the rows due at the end of each of its write
 transactions (``drain``, Backend's before_commit), and a reader takes every
@@ -27,11 +28,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from sqlalchemy import Connection, bindparam, text
 
-from simindex.signature import NBYTES, is_signature, keys_of_sets
+from simindex.signature import NBYTES, is_signature, keys_of
 from simindex.storage import schema
 from simindex.storage.dialects import dialect_of
+from simindex.storage.sql import Sql
 
 KEYS = schema.SET_KEYS_TABLE
 DUE = schema.SET_KEYS_DUE_TABLE
@@ -82,13 +85,13 @@ _MARK_UPDATED = text(
 
 def mark_loaded(conn: Connection, before: int) -> None:
     """At the end of the load: the rows it inserted (ids above ``before``)
-    with a short set are due, as the insert trigger would have marked them,
+    with a signature are due, as the insert trigger would have marked them,
     and the triggers are made again."""
     length = dialect_of(conn).byte_length
     conn.execute(
         text(
             f"INSERT INTO {DUE} (id) SELECT id FROM {_FP} f WHERE id > :before "
-            f"AND {length}(signature) > {NBYTES} "
+            f"AND {length}(signature) >= {NBYTES} "
             f"AND NOT EXISTS (SELECT 1 FROM {DUE} d WHERE d.id = f.id)"
         ),
         {"before": before},
@@ -97,23 +100,26 @@ def mark_loaded(conn: Connection, before: int) -> None:
 
 
 def mark_all(conn: Connection) -> None:
-    """Every row with a short set due again (its keys remade at the next
+    """Every row with a signature due again (its keys remade at the next
     drain): after a rebuild, or where the triggers were missing."""
     conn.exec_driver_sql(f"DELETE FROM {KEYS}")
     conn.exec_driver_sql(f"DELETE FROM {DUE}")
     length = dialect_of(conn).byte_length
     conn.exec_driver_sql(
-        f"INSERT INTO {DUE} (id) SELECT id FROM {_FP} WHERE {length}(signature) > {NBYTES}"
+        f"INSERT INTO {DUE} (id) SELECT id FROM {_FP} WHERE {length}(signature) >= {NBYTES}"
     )
 
 
+# One table object a process: a statement's compiled form is cached by its
+# tables' identity (storage/sql.py), so a new one each drain compiled again.
+_KEY_TABLE = schema.set_key_tables()[0]
 _DUE_IDS = text(f"SELECT id FROM {DUE} WHERE id > :after ORDER BY id LIMIT {_CHUNK}")
 _FORGET = text(f"DELETE FROM {KEYS} WHERE id IN :ids").bindparams(bindparam("ids", expanding=True))
 _DONE = text(f"DELETE FROM {DUE} WHERE id IN :ids").bindparams(bindparam("ids", expanding=True))
 
 
 def drain(conn: Connection) -> int:
-    """Make the set keys of the rows due (in the caller's write transaction),
+    """Make the keys of the rows due (in the caller's write transaction),
     and take them off the due table; returns the rows made."""
     dialect = dialect_of(conn)
     rows_sql = dialect.lock_rows(f"SELECT id, signature FROM {_FP} WHERE id IN :ids")
@@ -134,13 +140,15 @@ def drain(conn: Connection) -> int:
         if not done:
             continue
         signatures = [bytes(r[1]) if is_signature(r[1]) else None for r in found]
-        keys, owner = keys_of_sets(signatures)
+        keys, owner = keys_of(signatures)
         conn.execute(_FORGET, {"ids": done})
         if keys.size:
-            if insert is None:
-                insert = dialect.insert(schema.set_key_tables()[0]).on_conflict_do_nothing()
-            made_keys = zip(keys.tolist(), owner.tolist(), strict=True)
-            conn.execute(insert, [{"set_key": k, "id": ids[i]} for k, i in made_keys])
+            if insert is None:  # (the driver's executemany: ten keys a longer text)
+                statement = dialect.insert(_KEY_TABLE).on_conflict_do_nothing()
+                insert = Sql(statement, conn.dialect, ["set_key", "id"])
+            owners = np.asarray(ids, dtype=np.int64)[owner]
+            made_keys = list(zip(keys.tolist(), owners.tolist(), strict=True))
+            conn.exec_driver_sql(insert.text, insert.many(made_keys))
         conn.execute(_DONE, {"ids": done})
         made += len(ids)
     return made

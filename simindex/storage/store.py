@@ -30,7 +30,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from simindex.blocks import BlockLayout, Probe, can_probe, probes
 from simindex.fingerprint import BITS, to_signed
-from simindex.signature import KEYED_BYTES, WORDS
+from simindex.signature import NBYTES, WORDS
 from simindex.storage import consistency, loading, schema, short_sets
 from simindex.storage.backend import Backend, Versions, Write, db_error, expect
 from simindex.storage.checks import Checks
@@ -384,14 +384,13 @@ class Store:
         sql.text += f" UNION ALL SELECT -1, ({self._generation}), NULL, NULL, ({CHANGES}), NULL"
         return sql
 
-    def short_signatures(self, conn: Connection) -> list[Row]:
-        """(id, key, signed fingerprint, signature) of every row whose
-        signature keeps a set of at least four units, in the caller's
-        transaction (all pairs of short texts)."""
+    def keyed_signatures(self, conn: Connection) -> list[Row]:
+        """(id, key, signed fingerprint, signature) of every row with a
+        signature (those with keys: signature.keys_of), in the caller's
+        transaction (all pairs found by keys)."""
         t = self.tables.fingerprints
-        size = func.length(t.c.signature)
         statement = select(t.c.id, t.c.key, t.c.fingerprint, t.c.signature).where(
-            size >= KEYED_BYTES
+            func.length(t.c.signature) >= NBYTES
         )
         return [tuple(r) for r in conn.execute(statement)]
 

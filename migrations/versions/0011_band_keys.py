@@ -1,0 +1,51 @@
+"""Longer texts stored under band keys too.
+
+From this revision a row whose signature keeps no exact set (a text of more
+than 15 distinct units) is also stored under ten keys, one for each run of
+twelve bins of its sketch (simindex/signature.py: keys_of_bands), in the
+table that keeps short texts' set keys; a verified query looks its own up,
+and two texts with one band equal are candidates at any fingerprint
+distance (signature.meets). The triggers that mark the rows whose keys are
+due now mark every row with a signature (they marked short sets only), so
+they are made again; every row's keys are made (one pass over the rows with
+a signature: no text needed, the bands are the stored sketch's). It moves
+the generation (SQLite: the schema cookie; PostgreSQL: the stored
+generation), so a process of an older simindex holding the index reads its
+settings again and refuses it (it would miss the band keys of the rows it
+writes); a simindex from before this revision refuses the index.
+
+Revision ID: 0011
+Revises: 0010
+Create Date: 2026-12-05
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+from simindex.storage import schema, short_sets
+from simindex.storage.dialects import dialect_of
+
+revision = "0011"
+down_revision = "0010"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    bind = op.get_bind()
+    if not sa.inspect(bind).has_table(schema.FINGERPRINT_TABLE):
+        return  # (an empty database: the tables are made when the index is created)
+    dialect = dialect_of(bind)
+    dialect.remark_short_sets(bind)
+    short_sets.mark_all(bind)
+    short_sets.drain(bind)
+    dialect.move_generation(bind)
+
+
+def downgrade() -> None:
+    # A simindex of revision 0010 verifies every candidate the band keys
+    # give by its own rule (they are never one unit apart), so its answers
+    # stay its own; its triggers would mark long rows needlessly.
+    pass
