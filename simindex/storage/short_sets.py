@@ -110,6 +110,9 @@ def mark_all(conn: Connection) -> None:
     )
 
 
+# One table object a process: a statement's compiled form is cached by its
+# tables' identity (storage/sql.py), so a new one each drain compiled again.
+_KEY_TABLE = schema.set_key_tables()[0]
 _DUE_IDS = text(f"SELECT id FROM {DUE} WHERE id > :after ORDER BY id LIMIT {_CHUNK}")
 _FORGET = text(f"DELETE FROM {KEYS} WHERE id IN :ids").bindparams(bindparam("ids", expanding=True))
 _DONE = text(f"DELETE FROM {DUE} WHERE id IN :ids").bindparams(bindparam("ids", expanding=True))
@@ -141,7 +144,7 @@ def drain(conn: Connection) -> int:
         conn.execute(_FORGET, {"ids": done})
         if keys.size:
             if insert is None:  # (the driver's executemany: ten keys a longer text)
-                statement = dialect.insert(schema.set_key_tables()[0]).on_conflict_do_nothing()
+                statement = dialect.insert(_KEY_TABLE).on_conflict_do_nothing()
                 insert = Sql(statement, conn.dialect, ["set_key", "id"])
             owners = np.asarray(ids, dtype=np.int64)[owner]
             made_keys = list(zip(keys.tolist(), owners.tolist(), strict=True))
