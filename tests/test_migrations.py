@@ -143,7 +143,12 @@ def test_revision_0011_makes_band_keys_and_marks_long_rows(tmp_path: Path) -> No
             index.add_many(texts.items())
     con = sqlite3.connect(old)
     with con:  # what revision 0010 left: no band keys, short rows marked alone
-        con.execute("DELETE FROM simindex_set_keys")
+        con.execute("DROP TABLE simindex_set_keys")  # (with a rowid, as 0007 made it)
+        con.execute(
+            "CREATE TABLE simindex_set_keys (set_key BIGINT NOT NULL, id BIGINT NOT NULL, "
+            "CONSTRAINT pk_simindex_set_keys PRIMARY KEY (set_key, id))"
+        )
+        con.execute("CREATE INDEX ix_simindex_set_keys_id ON simindex_set_keys (id)")
         for name, when in (
             ("inserted", "AFTER INSERT ON simindex_fingerprints WHEN length(NEW.signature) > 64"),
             (
@@ -163,6 +168,14 @@ def test_revision_0011_makes_band_keys_and_marks_long_rows(tmp_path: Path) -> No
     with SimIndex(old, hold=False) as upgraded, SimIndex(new, hold=False) as made:
         assert upgraded.stats()["schema_revision"] == storage.HEAD
         assert_keys_complete(str(old), drained=True)
+        for path in (old, new):  # the key table WITHOUT ROWID, its index on id
+            con = sqlite3.connect(path)
+            found = con.execute(
+                "SELECT type, sql FROM sqlite_master WHERE tbl_name = 'simindex_set_keys'"
+            ).fetchall()
+            con.close()
+            assert sorted(t for t, _ in found) == ["index", "table"]
+            assert any("WITHOUT ROWID" in sql for t, sql in found if t == "table")
         for i in range(12):
             got = upgraded.query(texts[f"t{i}"])
             assert got == made.query(texts[f"t{i}"])

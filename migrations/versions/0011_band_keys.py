@@ -7,8 +7,10 @@ table that keeps short texts' set keys; a verified query looks its own up,
 and two texts with one band equal are candidates at any fingerprint
 distance (signature.meets). The triggers that mark the rows whose keys are
 due now mark every row with a signature (they marked short sets only), so
-they are made again; every row's keys are made (one pass over the rows with
-a signature: no text needed, the bands are the stored sketch's). It moves
+they are made again; on SQLite the key table is made again WITHOUT ROWID
+(ten keys a longer text take about a third less); every row's keys are
+made (one pass over the rows with a signature: no text needed, the bands
+are the stored sketch's). It moves
 the generation (SQLite: the schema cookie; PostgreSQL: the stored
 generation), so a process of an older simindex holding the index reads its
 settings again and refuses it (it would miss the band keys of the rows it
@@ -38,7 +40,7 @@ def upgrade() -> None:
     if not sa.inspect(bind).has_table(schema.FINGERPRINT_TABLE):
         return  # (an empty database: the tables are made when the index is created)
     dialect = dialect_of(bind)
-    dialect.remark_short_sets(bind)
+    dialect.remake_set_keys(bind)
     short_sets.mark_all(bind)
     short_sets.drain(bind)
     dialect.move_generation(bind)

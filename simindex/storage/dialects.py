@@ -298,6 +298,13 @@ class Dialect:
         writes them (an upgrade whose triggers mark other rows)."""
         self.mark_short_sets(conn)
 
+    def remake_set_keys(self, conn: Connection) -> None:
+        """Make the key table as this simindex describes it (schema.py), and
+        its triggers again (remark_short_sets), its keys gone: revision
+        0011's upgrade, which then makes every key."""
+        conn.exec_driver_sql(f"DELETE FROM {_KEYS}")
+        self.remark_short_sets(conn)
+
     def short_sets_aside(self, conn: Connection) -> int | None:
         """Inside a large load (the write lock held, so nobody else writes
         until it commits, and readers never see the table without the
@@ -426,6 +433,14 @@ class _Sqlite(Dialect):
     def remark_short_sets(self, conn: Connection) -> None:
         for name in _SQLITE_MARKS:
             conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS {name}")
+        self.mark_short_sets(conn)
+
+    def remake_set_keys(self, conn: Connection) -> None:
+        # The table WITHOUT ROWID (schema.set_key_tables): made again, empty.
+        for name in _SQLITE_MARKS:
+            conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS {name}")
+        conn.exec_driver_sql(f"DROP TABLE IF EXISTS {_KEYS}")
+        schema.set_key_tables()[0].create(conn)
         self.mark_short_sets(conn)
 
     def marking_short_sets(self, conn: Connection) -> bool:
