@@ -218,6 +218,31 @@ def _short_rows(view: View, checks: Sequence[Verify | None]) -> tuple[list[list[
     ], changes
 
 
+_NONE = (np.zeros(0, np.intp), np.zeros(0, np.intp))
+
+
+def _bands_asked(checks: Sequence[Verify | None]) -> tuple[np.ndarray, np.ndarray]:
+    """The band keys of the queries that have them (a longer text's, see
+    signature.keys_of_bands), and the query each is of."""
+    keys: list[int] = []
+    owner: list[int] = []
+    for at, verify in enumerate(checks):
+        if verify is not None and verify.keys and _banded(verify):
+            keys += verify.keys
+            owner += [at] * len(verify.keys)
+    return np.array(keys, np.int64), np.array(owner, np.intp)
+
+
+def _sets_only(checks: Sequence[Verify | None]) -> list[Verify | None]:
+    """The queries with their band keys left out (a snapshot found those)."""
+    return [v._replace(keys=()) if v is not None and _banded(v) else v for v in checks]
+
+
+def _banded(verify: Verify) -> bool:
+    """Whether a query's keys are band keys: a signature without an exact set."""
+    return verify.signature is not None and len(verify.signature) == NBYTES
+
+
 class Reader:
     """The queries of one index (checked arguments: SimIndex checks them)."""
 
@@ -455,15 +480,27 @@ class Reader:
             self.accel.replace(snapshot, merged)
             snapshot = merged
         queries = np.array(fps, dtype=np.uint64)
-        # Short queries' rows one unit apart, read before the versions are
+        # Rows found by keys (matching.Verify.keys): a longer text's by its
+        # band keys among the signatures held, when the snapshot holds every
+        # row's (what a whole read read, so no page of the key table it did
+        # not read can lose one); the rest (short texts' set keys, rows
+        # written since) from the key table, read before the versions are
         # confirmed, with the changes counted then: a held query stands only
         # if they are the changes it confirms (a write between, this object's
         # own included, asks it again).
-        short, short_changes = _short_rows(view, checks)
+        banded = snapshot.holds_bands
+        band_q, band_s = snapshot.meeting(*_bands_asked(checks)) if banded else _NONE
+        short, short_changes = _short_rows(view, _sets_only(checks) if banded else checks)
         if len(fps) == 1:  # a single query (the held path): no batch bookkeeping
             s = snapshot.near(fps[0], k)
             q = np.zeros(len(s), dtype=np.intp)
-            if not s.size and not snapshot.added_ids.size and not confirm and not short[0]:
+            if (
+                not s.size
+                and not band_s.size
+                and not snapshot.added_ids.size
+                and not confirm
+                and not short[0]
+            ):
                 return [[]]
         elif len(fps) <= _ONE_BY_ONE:
             found = [snapshot.near(fp, k) for fp in fps]
@@ -471,6 +508,10 @@ class Reader:
             s = np.concatenate(found)
         else:
             q, s, _ = snapshot.match(queries, k)
+        if band_s.size:  # (a pair found both ways once: within k, it is found by distance)
+            beyond = np.bitwise_count(snapshot.fps[band_s] ^ queries[band_q]) > k
+            q = np.concatenate([q, band_q[beyond]])
+            s = np.concatenate([s, band_s[beyond]])
         if snapshot.signatures is not None and s.size:
             # Verified in memory first: only the rows that can still match are read.
             keep = unverified(q, s, checks, snapshot.signatures)

@@ -539,13 +539,27 @@ def keys_of_bands(signatures: Sequence[bytes | None]) -> tuple[np.ndarray, np.nd
     at = [i for i, s in enumerate(signatures) if s is not None and len(s) == NBYTES]
     if not at:
         return np.zeros(0, np.int64), np.zeros(0, np.intp)
-    blob = b"".join(bytes(signatures[i])[: BANDS * BAND_BYTES] for i in at)  # type: ignore[arg-type]
-    runs = np.zeros((len(at), BANDS, 8), np.uint8)
-    runs[:, :, :BAND_BYTES] = np.frombuffer(blob, np.uint8).reshape(len(at), BANDS, BAND_BYTES)
+    blob = b"".join(bytes(signatures[i]) for i in at)  # type: ignore[arg-type]
+    keys = _band_keys(np.frombuffer(blob, np.uint8).reshape(len(at), NBYTES))
+    return keys.ravel(), np.repeat(np.array(at, dtype=np.intp), BANDS)
+
+
+def band_keys_of_words(words: np.ndarray) -> np.ndarray:
+    """The band keys of sketches held as words (as_words' matrix): (n, BANDS)
+    signed 64-bit keys, row by row, the keys keys_of_bands gives their bytes."""
+    sketches = np.ascontiguousarray(words, dtype="<u8").view(np.uint8)
+    return _band_keys(sketches.reshape(len(words), NBYTES))
+
+
+def _band_keys(sketches: np.ndarray) -> np.ndarray:
+    """(n, NBYTES) uint8 sketches -> their (n, BANDS) band keys: each run of
+    BAND_BYTES with its place, salted and mixed."""
+    n = len(sketches)
+    runs = np.zeros((n, BANDS, 8), np.uint8)
+    runs[:, :, :BAND_BYTES] = sketches[:, : BANDS * BAND_BYTES].reshape(n, BANDS, BAND_BYTES)
     place = np.arange(BANDS, dtype=_U64) << _U64(8 * BAND_BYTES)
-    values = runs.view("<u8").reshape(len(at), BANDS) | place
-    keys = mix(values + _BAND_SALT).view(np.int64).ravel()
-    return keys, np.repeat(np.array(at, dtype=np.intp), BANDS)
+    values = runs.view("<u8").reshape(n, BANDS) | place
+    return mix(values + _BAND_SALT).view(np.int64)
 
 
 def bands_meet(a: bytes, b: bytes) -> bool:

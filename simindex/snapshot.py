@@ -17,6 +17,7 @@ import numpy as np
 
 from simindex.blocks import MAX_INDEX_K, BlockLayout, Probe, cheapest, probes
 from simindex.costs import held_table_us
+from simindex.signature import BANDS, band_keys_of_words
 from simindex.tables import (
     Plan,
     Sorted,
@@ -187,6 +188,8 @@ class Snapshot:
         version: object,
         signatures: tuple[np.ndarray, np.ndarray] | None = None,
         orders: dict[int, Seed] | None = None,
+        *,
+        every_signature: bool = True,
     ) -> None:
         self.ids = ids
         self.fps = fps.astype(np.uint64, copy=False)
@@ -195,6 +198,10 @@ class Snapshot:
         # have one, position by position, or None (not held): what lets a
         # query drop candidates that fail verification before reading them.
         self.signatures = signatures
+        # Whether those are every held row's (a row without one has none):
+        # not after a merge, whose added rows' signatures are not held.
+        self._every_signature = every_signature
+        self._bands: tuple[np.ndarray, np.ndarray] | None = None  # see meeting
         self._tables: dict[int, tuple[Plan, list[_Table]]] = {}
         self._probed: dict[int, list[_Probed] | None] = {}
         self._joined: dict[int, _Joined | None] = {}
@@ -235,7 +242,45 @@ class Snapshot:
                 np.concatenate([words[keep], np.zeros((len(last), words.shape[1]), np.uint64)]),
                 np.concatenate([present[keep], np.zeros(len(last), bool)]),
             )
-        return Snapshot(ids, fps, self.version, signatures)
+        return Snapshot(ids, fps, self.version, signatures, every_signature=False)
+
+    @property
+    def holds_bands(self) -> bool:
+        """Whether ``meeting`` finds every row whose band keys meet a query's:
+        every row's signature held (a row without one has no band keys), and
+        no row written since the snapshot was read."""
+        return self._every_signature and not self.added_ids.size
+
+    def meeting(self, keys: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(owner, position) of the held rows that have one of the band keys
+        (signature.band_keys_of_words; ``owner``: whose each key is), each
+        pair once: a superset (keys are compared by their top 32 bits), which
+        the caller judges by signature.meets on the rows it reads. The keys
+        of every held sketch are sorted on first use and kept (80 bytes a row)."""
+        empty = np.zeros(0, np.intp)
+        if self.signatures is None or not len(keys):
+            return empty, empty
+        bands = self._bands
+        if bands is None:
+            words, present = self.signatures
+            at = np.flatnonzero(present).astype(np.uint32)
+            top = band_keys_of_words(words[at]).view(np.uint64).ravel() >> np.uint64(32)
+            held = top.astype(np.uint32)
+            order = np.argsort(held, kind="stable")
+            bands = self._bands = (held[order], np.repeat(at, BANDS)[order])
+        sorted_keys, positions = bands
+        wanted = (np.asarray(keys, np.int64).view(np.uint64) >> np.uint64(32)).astype(np.uint32)
+        lo = np.searchsorted(sorted_keys, wanted, side="left")
+        n = np.searchsorted(sorted_keys, wanted, side="right") - lo
+        total = int(n.sum())
+        if not total:
+            return empty, empty
+        offsets = np.repeat(lo - (np.cumsum(n) - n), n) + np.arange(total)
+        pairs = np.unique(
+            np.repeat(np.asarray(owner, np.int64), n) * len(self.ids)
+            + positions[offsets].astype(np.int64)
+        )
+        return (pairs // len(self.ids)).astype(np.intp), (pairs % len(self.ids)).astype(np.intp)
 
     def added_within(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(query position, id) of every added row within distance k of each
@@ -281,7 +326,7 @@ class Snapshot:
     @property
     def nbytes(self) -> int:
         """The memory its arrays take, the tables built so far included."""
-        arrays = [self.ids, self.fps, *self._added, *(self.signatures or ())]
+        arrays = [self.ids, self.fps, *self._added, *(self.signatures or ()), *(self._bands or ())]
         for _plan, tables in self._tables.values():
             arrays += [a for _mask, table, _flips in tables for a in table.arrays]
         for probed in self._probed.values():

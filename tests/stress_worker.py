@@ -132,9 +132,19 @@ def mutate(rng: random.Random, text: str, plan: dict[str, Any]) -> str:
 # --- checks shared by readers and writers -------------------------------------
 
 
-def check_matches(query: int, matches: list[Any], k: int, limit: int | None, where: str) -> None:
+def check_matches(
+    query: int,
+    matches: list[Any],
+    k: int,
+    limit: int | None,
+    where: str,
+    threshold: float | None = None,
+) -> None:
     """A result on its own: distances are the popcount of the xor, within k,
-    sorted by (distance, key), each key once, at most `limit` of them."""
+    sorted by (distance, key), each key once, at most `limit` of them. A
+    text's query (``threshold``, its index's) may also match beyond k a row
+    found by its keys (signature.meets), and so with a similarity at least
+    the threshold."""
     if limit is not None and len(matches) > limit:
         raise Violation(f"{where}: {len(matches)} matches for limit={limit}")
     previous: tuple[int, str] | None = None
@@ -146,7 +156,8 @@ def check_matches(query: int, matches: list[Any], k: int, limit: int | None, whe
         true = (m.fingerprint ^ query).bit_count()
         if m.distance != true:
             raise Violation(f"{where}: {m} says distance {m.distance}, the xor has {true} bits")
-        if m.distance > k:
+        keyed = threshold is not None and m.similarity is not None and m.similarity >= threshold
+        if m.distance > k and not keyed:
             raise Violation(f"{where}: {m} is further than k={k}")
         order = (m.distance, m.key)
         if previous is not None and order <= previous:
@@ -356,8 +367,9 @@ class Reader:
         k: int,
         limit: int | None,
         where: str,
+        threshold: float | None = None,
     ) -> None:
-        check_matches(q, matches, k, limit, where)
+        check_matches(q, matches, k, limit, where, threshold)
         for m in matches:
             if m.key in self.fixed and m.fingerprint != self.fixed[m.key]:
                 raise Violation(f"{where}: fixed key {m.key} came back as {m.fingerprint:#x}")
@@ -376,7 +388,7 @@ class Reader:
         elif r < 0.38:
             text = mutate(self.rng, self.rng.choice(self.plan["texts"]), self.plan)
             q = ix.fingerprint(text)
-            self._check(q, None, ix.query(text), self.k, None, "query(text)")
+            self._check(q, None, ix.query(text), self.k, None, "query(text)", ix.threshold)
             self.done["query_text"] += 1
         elif r < 0.56:
             big = r >= 0.46

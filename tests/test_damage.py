@@ -7,8 +7,8 @@ give the undamaged index's answers (checked against brute force) or
 DamagedIndexError (the CLI: exit 2 and one ``Error:`` line), never another
 answer, a KeyError or a traceback. The fast suite tries a few offsets (the
 ones that gave a KeyError, a UnicodeDecodeError or a wrong batch before the
-reads were checked: storage/consistency.py); every 997th byte of the file is
-the slow test. The unit tests of consistency.py's checks come first.
+reads were checked: storage/consistency.py); about 800 offsets spread across
+the file are the slow test. The unit tests of consistency.py's checks come first.
 """
 
 from __future__ import annotations
@@ -20,12 +20,14 @@ import numpy as np
 import pytest
 
 from simindex import DamagedIndexError, SimIndex, planner
-from simindex.signature import NBYTES
+from simindex.fingerprint import DEFAULT_CONFIG
+from simindex.signature import NBYTES, fingerprint_and_signature
 from simindex.storage import Location, consistency, locate
 from tests.damage_helper import Truth, brute_force, build, damage, documents, outcomes
+from tests.helpers import banded_pair, oracle
 
 ROWS = 4000
-STEP = 997  # the slow sweep: an offset every STEP bytes (no page boundary twice)
+OFFSETS = 800  # the slow sweep: about this many offsets, at an odd step (see sweep)
 HEADER = 100  # SQLite's file header: garbage there is no SQLite file at all
 
 
@@ -72,6 +74,30 @@ def test_a_block_column_that_disagrees_is_met_by_every_whole_read(db_path: Path,
         for read in (ix.duplicates, ix.clusters, lambda: ix.query_many(batch, k=8)):
             with pytest.raises(DamagedIndexError, match="1 fingerprints read disagree"):
                 read()
+
+
+@pytest.mark.parametrize("hold", [False, True])
+def test_a_whole_read_finds_copies_by_bands_without_the_key_table(
+    db_path: Path, hold: bool
+) -> None:
+    """A batch read in memory, and a held snapshot, pair longer texts by the
+    band keys of the signatures they read (Snapshot.meeting), not from the
+    key table, whose pages no whole read reads: key rows lost (here deleted,
+    as a damaged page would lose them) lose such a read no copy."""
+    pairs = [banded_pair(seed) for seed in range(3)]
+    docs = documents(200) + [(f"b{i}", b) for i, (_, b) in enumerate(pairs)]
+    stored = {key: fingerprint_and_signature(text, DEFAULT_CONFIG) for key, text in docs}
+    with SimIndex(db_path) as ix:
+        ix.add_many(docs)
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("DELETE FROM simindex_set_keys")
+    conn.close()
+    batch = [a for a, _ in pairs] * (planner.BATCH_MIN // 3 + 1)
+    with SimIndex(db_path, create=False, hold=hold) as ix:
+        for _ in range(2):  # (with hold=True, the second from the snapshot held)
+            got = ix.query_many(batch)
+            assert got == [oracle(stored, text) for text in batch]
+            assert all(any(m.key.startswith("b") and m.distance > 8 for m in g) for g in got)
 
 
 def test_a_stored_number_that_is_no_integer_is_damage(file_location: Location) -> None:
@@ -136,6 +162,15 @@ def healthy(
     return path, build(path, docs, stored=request.param == "stored snapshot")
 
 
+def sweep(size: int) -> list[int]:
+    """About OFFSETS offsets across a file of ``size`` bytes, every 997th
+    byte or further apart: a step that is odd, so that no two fall at the
+    same place in their pages (the band keys' table made the file 2 MB,
+    2,000 offsets at every 997th byte, a quarter of an hour)."""
+    step = max(997, size // OFFSETS) | 1
+    return list(range(0, size, step))
+
+
 def allowed(at: int, found: dict[str, str]) -> bool:
     """Each read gave the undamaged answer or DamagedIndexError; with the
     file header overwritten (no SQLite file at all) NotAnIndexError too."""
@@ -186,7 +221,7 @@ def test_every_damaged_offset_answers_right_or_raises(
     healthy: tuple[Path, Truth], docs: list[tuple[str, str]], tmp_path: Path
 ) -> None:
     size = healthy[0].stat().st_size
-    seen = try_offsets(healthy, docs, tmp_path, list(range(0, size, STEP)))
+    seen = try_offsets(healthy, docs, tmp_path, sweep(size))
     wrong = {at: found for at, found in seen.items() if not allowed(at, found)}
     assert not wrong, wrong
 

@@ -15,7 +15,7 @@ from simindex import BlockLayout, dedup, hamming, pairs, signature, snapshot
 from simindex.blocks import even_widths, probe_radius, probes
 from simindex.snapshot import Snapshot
 from simindex.tables import Sorted, plan_for
-from tests.helpers import compiled_or_skip, flip
+from tests.helpers import bands_equal, compiled_or_skip, flip
 
 
 @pytest.mark.parametrize("k", [0, 1, 3, 5, 7, 9, 12])
@@ -214,6 +214,38 @@ def test_one_query_in_memory_equals_brute_force(
     monkeypatch.setattr(snapshot, "single_layout", original)
     assert tried >= (1 if k <= 1 else 2)
     assert joined >= (1 if offsets and k >= 2 else 0)
+
+
+def test_a_snapshot_meets_every_held_sketch_a_band_of_a_query_equals() -> None:
+    """Snapshot.meeting against brute force: every (query, row) whose
+    sketches have one band equal (tests.helpers.bands_equal, from the rule's
+    words), each once; never a row held without a signature; and it says it
+    no longer knows every row once rows are added or merged."""
+    rng = np.random.default_rng(3)
+    n = 400
+    sketches = rng.integers(0, 256, (n, signature.NBYTES), dtype=np.uint8)
+    for i in range(100, n):  # copies: one band of an earlier row, or several
+        for band in rng.choice(10, size=1 + i % 3, replace=False).tolist():
+            at = slice(6 * band, 6 * band + 6)
+            sketches[i, at] = sketches[i % 100, at]
+    words = sketches.view("<u8").astype(np.uint64)
+    present = rng.random(n) > 0.1
+    queries = [bytes(sketches[i]) for i in rng.choice(n, 30).tolist()]
+    queries += [bytes(rng.integers(0, 256, signature.NBYTES, dtype=np.uint8)) for _ in range(5)]
+    keys, owner = signature.keys_of_bands(queries)
+    held = Snapshot(np.arange(n) * 7, np.zeros(n, np.uint64), None, (words, present))
+    assert held.holds_bands
+    q, s = held.meeting(keys, owner)
+    got = list(zip(q.tolist(), s.tolist(), strict=True))
+    want = [
+        (qi, si)
+        for qi, query in enumerate(queries)
+        for si in range(n)
+        if present[si] and bands_equal(query, bytes(sketches[si]))
+    ]
+    assert got == sorted(want) and len(want) > 2 * len(queries)
+    held.add([5], [1])
+    assert not held.holds_bands and not held.merged().holds_bands
 
 
 @pytest.mark.parametrize("dtype", [np.uint16, np.uint32, np.uint64])
