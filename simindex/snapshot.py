@@ -17,7 +17,7 @@ import numpy as np
 
 from simindex.blocks import MAX_INDEX_K, BlockLayout, Probe, cheapest, probes
 from simindex.costs import held_table_us
-from simindex.signature import BANDS, band_keys_of_words
+from simindex.signature import band_keys_of_words
 from simindex.tables import (
     Plan,
     Sorted,
@@ -37,6 +37,9 @@ _OFFSETS_PER_ROW = 8
 _OFFSETS_MAX_BITS = 26
 _OFFSET_LOOKUPS = 1 << 18  # a batch's lookups by offset made at once (bounds memory)
 _ADDED_COMPARED = 1 << 20  # Snapshot.added_within: comparisons made at once (bounds memory)
+_BANDS_AT_ONCE = 1 << 18  # Snapshot.meeting: sketches keyed at once (bounds memory)
+_HALF = np.uint64(32)
+_LOW = np.uint64(0xFFFF_FFFF)
 
 # A batch table in memory: (mask, its keys sorted, the probes' flips).
 _Table = tuple[int, Sorted, list[Any]]
@@ -201,7 +204,7 @@ class Snapshot:
         # Whether those are every held row's (a row without one has none):
         # not after a merge, whose added rows' signatures are not held.
         self._every_signature = every_signature
-        self._bands: tuple[np.ndarray, np.ndarray] | None = None  # see meeting
+        self._bands: np.ndarray | None = None  # see meeting
         self._tables: dict[int, tuple[Plan, list[_Table]]] = {}
         self._probed: dict[int, list[_Probed] | None] = {}
         self._joined: dict[int, _Joined | None] = {}
@@ -253,34 +256,36 @@ class Snapshot:
 
     def meeting(self, keys: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(owner, position) of the held rows that have one of the band keys
-        (signature.band_keys_of_words; ``owner``: whose each key is), each
-        pair once: a superset (keys are compared by their top 32 bits), which
-        the caller judges by signature.meets on the rows it reads. The keys
-        of every held sketch are sorted on first use and kept (80 bytes a row)."""
+        (signature.band_keys_of_words; ``owner``: whose each key is), a pair
+        once for each key it meets by: a superset (keys are compared by their
+        top 32 bits), which the caller judges by signature.meets on the rows
+        it reads. Every held sketch's keys are sorted on first use and kept:
+        one array of 64-bit entries, a key's top 32 bits above its row's
+        position (80 bytes a row), made _BANDS_AT_ONCE sketches at a time."""
         empty = np.zeros(0, np.intp)
         if self.signatures is None or not len(keys):
             return empty, empty
         bands = self._bands
         if bands is None:
             words, present = self.signatures
-            at = np.flatnonzero(present).astype(np.uint32)
-            top = band_keys_of_words(words[at]).view(np.uint64).ravel() >> np.uint64(32)
-            held = top.astype(np.uint32)
-            order = np.argsort(held, kind="stable")
-            bands = self._bands = (held[order], np.repeat(at, BANDS)[order])
-        sorted_keys, positions = bands
-        wanted = (np.asarray(keys, np.int64).view(np.uint64) >> np.uint64(32)).astype(np.uint32)
-        lo = np.searchsorted(sorted_keys, wanted, side="left")
-        n = np.searchsorted(sorted_keys, wanted, side="right") - lo
+            at = np.flatnonzero(present)
+            parts = [np.zeros(0, np.uint64)]
+            for start in range(0, len(at), _BANDS_AT_ONCE):
+                rows = at[start : start + _BANDS_AT_ONCE]
+                top = band_keys_of_words(words[rows]).view(np.uint64) >> _HALF
+                parts.append(((top << _HALF) | rows.astype(np.uint64)[:, None]).ravel())
+            bands = np.concatenate(parts)
+            bands.sort()
+            self._bands = bands
+        wanted = np.asarray(keys, np.int64).view(np.uint64) >> _HALF << _HALF
+        lo = np.searchsorted(bands, wanted, side="left")
+        n = np.searchsorted(bands, wanted | _LOW, side="right") - lo
         total = int(n.sum())
         if not total:
             return empty, empty
         offsets = np.repeat(lo - (np.cumsum(n) - n), n) + np.arange(total)
-        pairs = np.unique(
-            np.repeat(np.asarray(owner, np.int64), n) * len(self.ids)
-            + positions[offsets].astype(np.int64)
-        )
-        return (pairs // len(self.ids)).astype(np.intp), (pairs % len(self.ids)).astype(np.intp)
+        positions = (bands[offsets] & _LOW).astype(np.intp)
+        return np.repeat(np.asarray(owner, np.intp), n), positions
 
     def added_within(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(query position, id) of every added row within distance k of each
@@ -326,7 +331,8 @@ class Snapshot:
     @property
     def nbytes(self) -> int:
         """The memory its arrays take, the tables built so far included."""
-        arrays = [self.ids, self.fps, *self._added, *(self.signatures or ()), *(self._bands or ())]
+        arrays = [self.ids, self.fps, *self._added, *(self.signatures or ())]
+        arrays += [] if self._bands is None else [self._bands]
         for _plan, tables in self._tables.values():
             arrays += [a for _mask, table, _flips in tables for a in table.arrays]
         for probed in self._probed.values():

@@ -216,11 +216,15 @@ def test_one_query_in_memory_equals_brute_force(
     assert joined >= (1 if offsets and k >= 2 else 0)
 
 
-def test_a_snapshot_meets_every_held_sketch_a_band_of_a_query_equals() -> None:
+def test_a_snapshot_meets_every_held_sketch_a_band_of_a_query_equals(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Snapshot.meeting against brute force: every (query, row) whose
     sketches have one band equal (tests.helpers.bands_equal, from the rule's
-    words), each once; never a row held without a signature; and it says it
-    no longer knows every row once rows are added or merged."""
+    words), once for each band equal; never a row held without a signature;
+    its keys made a few sketches at a time; and it says it no longer knows
+    every row once rows are added or merged."""
+    monkeypatch.setattr(snapshot, "_BANDS_AT_ONCE", 7)
     rng = np.random.default_rng(3)
     n = 400
     sketches = rng.integers(0, 256, (n, signature.NBYTES), dtype=np.uint8)
@@ -236,14 +240,21 @@ def test_a_snapshot_meets_every_held_sketch_a_band_of_a_query_equals() -> None:
     held = Snapshot(np.arange(n) * 7, np.zeros(n, np.uint64), None, (words, present))
     assert held.holds_bands
     q, s = held.meeting(keys, owner)
-    got = list(zip(q.tolist(), s.tolist(), strict=True))
-    want = [
+    got = sorted(zip(q.tolist(), s.tolist(), strict=True))
+    want = sorted(
+        (qi, si)
+        for qi, query in enumerate(queries)
+        for si in range(n)
+        for band in range(10)
+        if present[si] and query[6 * band : 6 * band + 6] == bytes(sketches[si, 6 * band :][:6])
+    )
+    assert got == want and len(set(want)) > 2 * len(queries)
+    assert set(want) == {
         (qi, si)
         for qi, query in enumerate(queries)
         for si in range(n)
         if present[si] and bands_equal(query, bytes(sketches[si]))
-    ]
-    assert got == sorted(want) and len(want) > 2 * len(queries)
+    }
     held.add([5], [1])
     assert not held.holds_bands and not held.merged().holds_bands
 
