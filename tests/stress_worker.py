@@ -156,7 +156,7 @@ def check_matches(
         true = (m.fingerprint ^ query).bit_count()
         if m.distance != true:
             raise Violation(f"{where}: {m} says distance {m.distance}, the xor has {true} bits")
-        keyed = threshold is not None and m.similarity is not None and m.similarity >= threshold
+        keyed = bool(threshold) and m.similarity is not None and m.similarity >= threshold
         if m.distance > k and not keyed:
             raise Violation(f"{where}: {m} is further than k={k}")
         order = (m.distance, m.key)
