@@ -28,7 +28,7 @@ from simindex.view import Views
 CROWDED_SHARE = 0.01
 CROWDED_MIN_ROWS = 10
 CROWDED_ROWS = 10_000
-REPAIRABLE = ("blocks", "missing index", "triggers")  # what check(repair=True) mends
+REPAIRABLE = ("blocks", "missing index", "triggers", "keys")  # what check(repair=True) mends
 
 
 def crowded(rows: int, count: int, expected: float) -> bool:
@@ -130,6 +130,9 @@ def check(views: Views, *, repair: bool = False) -> CheckReport:
             if any(p.kind == "triggers" for p in problems):
                 storage.count_again(conn)
                 repaired.append("made the triggers that count and mark changes again")
+            if any(p.kind == "keys" for p in problems):
+                view.store.checks.make_keys_again(conn)
+                repaired.append("made every row's keys again")
         return check(views)._replace(repaired=repaired)
     return CheckReport(not problems, [p.text for p in problems], [])
 
@@ -159,6 +162,7 @@ def _problems(views: Views) -> list[Problem]:
                     problems.append(Problem("passages", f"{text}: rebuild from the texts"))
             columns_wrong = any(p.kind == "column" for p in problems)
             bad = [] if columns_wrong else store.checks.bad_blocks(conn)
+            lacking = store.checks.lacking_keys(conn)
     except ClosedIndexError:
         raise  # (not the index's problem: the caller's)
     except SimIndexError as exc:
@@ -167,6 +171,12 @@ def _problems(views: Views) -> list[Problem]:
         shown = ", ".join(map(str, bad[:10])) + (", ..." if len(bad) > 10 else "")
         text = f"{len(bad)} rows have block columns that disagree with their fingerprint"
         problems.append(Problem("blocks", f"{text} (ids {shown})"))
+    if lacking:
+        text = (
+            f"{lacking} rows lack some of their keys in the key table: a query of the "
+            f"database may miss their copies beyond k (check --repair makes every key again)"
+        )
+        problems.append(Problem("keys", text))
     return problems
 
 

@@ -18,7 +18,7 @@ from sqlalchemy import Connection
 
 from simindex import DamagedIndexError, SimIndex, StorageError, storage
 from simindex.upkeep import crowded
-from tests.helpers import invoke, ok
+from tests.helpers import banded_pair, invoke, ok
 
 
 def fill(location: str) -> None:
@@ -70,6 +70,30 @@ def test_check_finds_and_repairs_damaged_blocks_and_missing_indexes(filled: str)
         assert report.ok and len(report.repaired) == 2
         assert index.check().ok
         assert index.query((1 * 0x9E3779B97F4A7C15) % 2**64)[0].key == "k1"
+
+
+def test_check_finds_and_repairs_rows_that_lack_keys(location: str) -> None:
+    """Key rows lost (deleted here, as a damaged page of the key table would
+    lose them) hide a copy beyond k from a query of the database: check
+    counts the rows that lack a key, and --repair makes every key again."""
+    original, copy = banded_pair(1)
+    texts = {f"t{i}": f"some other text number {i} with words of its own" for i in range(20)}
+    with SimIndex(location) as index:
+        index.add_many([*texts.items(), ("original", original)])
+        assert index.check().ok
+        assert [m.key for m in index.query(copy)] == ["original"]
+    with raw(location) as conn:
+        conn.exec_driver_sql(
+            "DELETE FROM simindex_set_keys WHERE id IN "
+            "(SELECT id FROM simindex_fingerprints WHERE key IN ('original', 't3'))"
+        )
+    result = invoke("check", location)
+    assert result.exit_code == 1 and "2 rows lack some of their keys" in result.stdout
+    with SimIndex(location, hold=False) as index:
+        assert index.query(copy) == []  # (the loss check reports)
+        report = index.check(repair=True)
+        assert report.ok and report.repaired == ["made every row's keys again"]
+        assert [m.key for m in index.query(copy)] == ["original"]
 
 
 def test_check_reports_a_corrupted_file(filled_file: Path) -> None:

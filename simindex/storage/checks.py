@@ -1,6 +1,7 @@
 """What check and repair ask of the fingerprint table (``Store.checks``):
 the database's own integrity check, the schema against the layout, block
-columns against their fingerprints, and the most crowded buckets; and
+columns against their fingerprints, the key table against the signatures,
+and the most crowded buckets; and
 whether rows a query expected and did not read back are gone or damaged."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 from sqlalchemy import Connection, and_, bindparam, func, inspect, select, union_all
 
-from simindex.storage import consistency, schema
+from simindex.storage import consistency, schema, short_sets
 from simindex.storage.backend import expect
 from simindex.storage.sql import Sql, block_rows
 
@@ -26,7 +27,7 @@ _CHUNK = 500  # ids per IN (...) list, well under every database's parameter lim
 class Problem(NamedTuple):
     """Something check found wrong: its kind (what repair looks at: "column",
     "missing index", "index", "integrity", "settings", "blocks", "read",
-    "passages") and
+    "passages", "keys") and
     the sentence a person reads."""
 
     kind: str
@@ -119,6 +120,16 @@ class Checks:
                     for r, f in zip(rows, fixed, strict=True)
                 ],
             )
+
+    def lacking_keys(self, conn: Connection) -> int:
+        """How many rows lack some of their keys (short_sets.lacking)."""
+        return short_sets.lacking(conn)
+
+    def make_keys_again(self, conn: Connection) -> None:
+        """Every row's keys made again from its signature, in the caller's
+        write transaction."""
+        short_sets.mark_all(conn)
+        short_sets.drain(conn)
 
     def largest_buckets(self, conn: Connection) -> list[tuple[int, int]]:
         """For each table, (its most common block values' row count, table number)."""
