@@ -505,7 +505,8 @@ class SimIndex:
         Once probed queries (a k above the layout's, such as the default 8)
         have spent in the database about what reading the whole index would
         cost (~1 us a fingerprint), the index reads its fingerprints and
-        signatures into memory (~70 bytes each, ~135 with signatures;
+        signatures into memory (~70 bytes each, ~135 with signatures, ~215
+        once text queries ask for their band keys;
         indexes of up to 20M; see ``hold``) and answers those from there,
         with its own writes applied, until anyone else writes to it: the same
         answers, several times sooner (on PostgreSQL from schema revision
