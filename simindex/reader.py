@@ -508,7 +508,7 @@ class Reader:
             s = np.concatenate(found)
         else:
             q, s, _ = snapshot.match(queries, k)
-        if band_s.size:  # (a pair found both ways once: within k, it is found by distance)
+        if band_s.size:  # (within k a pair is found by distance; beyond, once a band shared)
             beyond = np.bitwise_count(snapshot.fps[band_s] ^ queries[band_q]) > k
             q = np.concatenate([q, band_q[beyond]])
             s = np.concatenate([s, band_s[beyond]])
