@@ -128,8 +128,7 @@ class Checks:
     def make_keys_again(self, conn: Connection) -> None:
         """Every row's keys made again from its signature, in the caller's
         write transaction."""
-        short_sets.mark_all(conn)
-        short_sets.drain(conn)
+        short_sets.make_all(conn)
 
     def largest_buckets(self, conn: Connection) -> list[tuple[int, int]]:
         """For each table, (its most common block values' row count, table number)."""

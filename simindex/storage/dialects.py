@@ -518,10 +518,11 @@ def _on_sqlite_connect(timeout: float, *, query_only: bool) -> Any:
             cursor.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
             # Let CREATE INDEX sort with helper threads (bulk loads rebuild indexes).
             cursor.execute(f"PRAGMA threads = {min(4, os.cpu_count() or 1)}")
-            # Check each B-tree page's cells as it is first read: a page of
-            # garbage inside an index otherwise answers a lookup "no such
-            # row" without a word (tests/test_damage.py; about 3 us more a
-            # lookup by key on a cold connection, 3% on a scan).
+            # Check each B-tree page's cells as it is read: a page of garbage
+            # inside an index otherwise answers a lookup "no such row"
+            # without a word (tests/test_damage.py). Through the memory map a
+            # page is checked each time it is touched: a probed query from
+            # the database takes about twice as long (docs/speed.md).
             cursor.execute("PRAGMA cell_size_check = ON")
             if query_only:
                 cursor.execute("PRAGMA query_only = ON")

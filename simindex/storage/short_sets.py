@@ -110,6 +110,13 @@ def mark_all(conn: Connection) -> None:
     )
 
 
+def make_all(conn: Connection) -> None:
+    """Every row's keys made again from its signature, now (mark_all, then
+    drain): check --repair, and triggers made again where they were missing."""
+    mark_all(conn)
+    drain(conn)
+
+
 # One table object a process: a statement's compiled form is cached by its
 # tables' identity (storage/sql.py), so a new one each drain compiled again.
 _KEY_TABLE = schema.set_key_tables()[0]
