@@ -37,6 +37,7 @@ loops are.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
@@ -47,7 +48,13 @@ from simindex.compiling import Compiling
 from simindex.fingerprint import FingerprintConfig, prepare
 from simindex.tokenize import _CJK, PIECE_CHARS, has_cjk, nfkc, normalize, stopwords
 
-SWITCH_CHARS = 4 << 20  # characters fingerprinted the Python way before the switch
+# Characters fingerprinted the Python way before the switch: about what the
+# switch costs a process (importing numba, loading the loop from numba's
+# cache and building the tables: 1.0-1.3 s), as the Python path reads short
+# English documents at about 0.7 us a character (bench/dedup.py's corpus), so
+# a process that switches spends at most about twice what it would have
+# with the compiled pass from the start.
+SWITCH_CHARS = 3 << 19
 _OUT_BYTES = 64 + 4 * 15 + 1  # the sketch, the largest exact set and its order byte
 # What the listeners of simindex.compiling are told while numba compiles the
 # loop, the first time on a machine: 14.2 s on 2 busy cores with numba's cache
@@ -72,68 +79,93 @@ def marks(text: str, config: FingerprintConfig, probes: np.ndarray) -> tuple[int
     the caller computes them the Python way. ``probes``: the sketch's probe
     table (signature._probe_table). Raises nothing of its own: a text with no
     word gives (0, b"") and the caller raises EmptyTextError."""
+    return marks_many([text], config, probes)[0]
+
+
+def marks_many(
+    texts: Sequence[str], config: FingerprintConfig, probes: np.ndarray
+) -> list[tuple[int, bytes] | None]:
+    """``marks`` of each text, in one call of the compiled loop (a call
+    costs about as much as a short text's marks): None for each text this
+    pass does not serve, and for all of them while "auto" waits (it counts
+    the characters of the texts it would serve)."""
+    made: list[tuple[int, bytes] | None] = [None] * len(texts)
     mode = compiling.mode()
     if (
         mode == "never"
         or config.ngram != 1
         or config.cjk != "chars"
         or config.weighting == "sublinear"
-        or len(text) > PIECE_CHARS
     ):
-        return None
+        return made
+    served = [i for i, text in enumerate(texts) if len(text) <= PIECE_CHARS]
     if mode == "auto" and not compiling.tried(_LOOP):
-        _auto["seen"] += len(text)
+        _auto["seen"] += sum(len(texts[i]) for i in served)
         if _auto["seen"] < SWITCH_CHARS:
-            return None
+            return made
     run = _loaded()
-    if run is None:
-        return None
-    fold = False
-    if text.isascii():  # prepared as it is, normalised by lower()
-        buf = np.frombuffer(text.lower().encode("ascii"), np.uint8)
-        cjk_units = False
-    else:
-        buf = np.frombuffer(text.encode("utf-8", "surrogatepass"), np.uint8)
-        if buf.max() < 0xE3 or not has_cjk(text):
-            # No CJK (no code point from U+3000, or none found): prepare()
-            # gives the text as it is, and normalize()'s NFKC is done here
-            # (the same object when the text is NFKC already), its case
-            # folding in the loop.
-            normal = nfkc(text)
-            if normal is not text:
-                buf = np.frombuffer(normal.encode("utf-8", "surrogatepass"), np.uint8)
-            fold, cjk_units = True, False
-        else:
-            prepared = prepare(text, config)
-            buf = np.frombuffer(normalize(prepared).encode("utf-8", "surrogatepass"), np.uint8)
-            cjk_units = not prepared.isascii() and has_cjk(prepared)
+    if run is None or not served:
+        return made
+    n = len(served)
+    data: list[bytes] = []
+    cjk_units = np.empty(n, np.bool_)
+    fold = np.empty(n, np.bool_)
+    for j, i in enumerate(served):
+        bytes_of, cjk_units[j], fold[j] = _normalised(texts[i], config)
+        data.append(bytes_of)
+    bounds = np.zeros(n + 1, np.int64)
+    np.cumsum([len(b) for b in data], out=bounds[1:])
+    fingerprints = np.empty(n, np.uint64)
+    sizes = np.empty(n, np.int64)
+    out = np.empty((n, _OUT_BYTES), np.uint8)
     slots, words, starts = _stop_table()
-    out = np.empty(_OUT_BYTES, np.uint8)
-    fingerprint, size = run(
-        buf, classes(), slots, words, starts, probes, config.stopwords,
-        config.weighting == "binary", cjk_units, fold, *_fold_table(), out,
+    run(
+        np.frombuffer(b"".join(data), np.uint8), bounds, cjk_units, fold, classes(), slots,
+        words, starts, probes, config.stopwords, config.weighting == "binary", *_fold_table(),
+        fingerprints, sizes, out,
     )  # fmt: skip
-    if size < 0:
-        return 0, b""
-    return int(fingerprint), out[:size].tobytes()
+    for j, i in enumerate(served):
+        size = int(sizes[j])
+        made[i] = (0, b"") if size < 0 else (int(fingerprints[j]), out[j, :size].tobytes())
+    return made
+
+
+def _normalised(text: str, config: FingerprintConfig) -> tuple[bytes, bool, bool]:
+    """A text's UTF-8 bytes as the loop reads them, whether its CJK bigrams
+    are left out of its units (``cjk_units``), and whether the loop folds
+    its case (``fold``)."""
+    if text.isascii():  # prepared as it is, normalised by lower()
+        return text.lower().encode("ascii"), False, False
+    data = text.encode("utf-8", "surrogatepass")
+    if max(data) < 0xE3 or not has_cjk(text):
+        # No CJK (no code point from U+3000, or none found): prepare() gives
+        # the text as it is, and normalize()'s NFKC is done here (the same
+        # object when the text is NFKC already), its case folding in the loop.
+        normal = nfkc(text)
+        if normal is not text:
+            data = normal.encode("utf-8", "surrogatepass")
+        return data, False, True
+    prepared = prepare(text, config)
+    data = normalize(prepared).encode("utf-8", "surrogatepass")
+    return data, not prepared.isascii() and has_cjk(prepared), False
 
 
 def _loaded() -> Any:
-    return compiling.load(_LOOP, ["marks"], COMPILING, _warmed)
+    return compiling.load(_LOOP, ["marks_many"], COMPILING, _warmed)
 
 
 def _warmed(loop: Any) -> Any:
-    """The loop of simindex/_marks.py, run once on a short text (with case
-    folding and without)."""
+    """The loop of simindex/_marks.py, run once on two short texts (with
+    case folding and without), with the types the calls above give it."""
     slots, words, starts = _stop_table()
     probes = np.zeros((128, 32), np.int64)
-    out = np.empty(_OUT_BYTES, np.uint8)
-    for fold in (False, True):
-        loop.marks(
-            np.frombuffer(b"a b", np.uint8), classes(), slots, words, starts, probes, True,
-            False, False, fold, *_fold_table(), out,
-        )  # fmt: skip
-    return loop.marks
+    loop.marks_many(
+        np.frombuffer(b"a bc d", np.uint8), np.array([0, 3, 6], np.int64),
+        np.zeros(2, np.bool_), np.array([False, True]), classes(), slots, words, starts,
+        probes, True, False, *_fold_table(), np.empty(2, np.uint64), np.empty(2, np.int64),
+        np.empty((2, _OUT_BYTES), np.uint8),
+    )  # fmt: skip
+    return loop.marks_many
 
 
 @cache

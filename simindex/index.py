@@ -273,7 +273,7 @@ class SimIndex:
                 "passages (overlaps) are made from the texts: give rebuild a source"
             )
         if source is not None:
-            made = ((key, *fingerprint_and_signature(text, wanted), text) for key, text in source)
+            made = _marked(source, wanted)
             fingerprints = made if keeps else (item[:3] for item in made)
         settings = storage.Settings(
             layout=layout,
@@ -363,17 +363,7 @@ class SimIndex:
 
         items = ingest.as_pairs(items, key_field=key_field, text_field=text_field)
 
-        def making() -> Iterator[Item]:
-            for key, text in items:
-                try:
-                    fingerprint, signature = _fingerprinted(key, text, config)
-                except EmptyTextError:
-                    if skip_empty:
-                        continue
-                    raise
-                yield key, fingerprint, signature, text
-
-        made: Iterable[Item] = making()
+        made: Iterable[Item] = _marked(items, config, skip_empty=skip_empty)
         if not self.passages:  # (the texts are not held)
             made = (item[:3] for item in made)
         return self.add_fingerprints(
@@ -750,16 +740,37 @@ class SimIndex:
         )
 
 
+def _marked(
+    pairs: Iterable[tuple[str, str]], config: FingerprintConfig, *, skip_empty: bool = False
+) -> Iterator[tuple[str, int, bytes, str]]:
+    """(key, fingerprint, signature, text) of each (key, text), the texts
+    fingerprinted a chunk at a time in this process (ingest.fingerprint_docs:
+    an error comes after the pairs before it); a text with no words is an
+    EmptyTextError that names its key, or left out with ``skip_empty``."""
+    from simindex import ingest
+
+    docs = (ingest.Doc(key, text, "", 0) for key, text in pairs)
+    for doc, fingerprint, signature in ingest.fingerprint_docs(docs, config, workers=1):
+        if fingerprint is None or signature is None:
+            if skip_empty:
+                continue
+            raise _empty(doc.key)
+        yield doc.key, fingerprint, signature, doc.text
+
+
+def _empty(key: str) -> EmptyTextError:
+    return EmptyTextError(
+        f"the text of {key!r} has no word features (it is empty or only punctuation)", key=key
+    )
+
+
 def _fingerprinted(key: str, text: str, config: FingerprintConfig) -> tuple[int, bytes]:
     """A document's fingerprint and signature; a text with no words is an
     EmptyTextError that names its key."""
     try:
         return fingerprint_and_signature(text, config)
     except EmptyTextError as exc:
-        raise EmptyTextError(
-            f"the text of {key!r} has no word features (it is empty or only punctuation)",
-            key=key,
-        ) from exc
+        raise _empty(key) from exc
 
 
 class _Closed:

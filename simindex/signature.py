@@ -746,6 +746,27 @@ def fingerprint_and_signature(text: str, config: FingerprintConfig) -> tuple[int
     return made
 
 
+def marks_of_many(
+    texts: Sequence[str], config: FingerprintConfig
+) -> list[tuple[int, bytes] | None]:
+    """fingerprint_and_signature of each text, None for a text with no word:
+    where the compiled pass serves, all of them in one call of it (a call
+    costs about as much as a short text's pass). Raises
+    InvalidArgumentError for a text that is not a str."""
+    for text in texts:
+        if not isinstance(text, str):
+            raise InvalidArgumentError(f"text must be a str, not {type(text).__name__}")
+    made: list[tuple[int, bytes] | None] = []
+    for text, marks in zip(texts, fastmarks.marks_many(texts, config, _probes()), strict=True):
+        if marks is None:
+            try:
+                marks = one_pass(text, config)
+            except EmptyTextError:
+                marks = (0, b"")
+        made.append(marks if marks[1] else None)
+    return made
+
+
 def one_pass(text: str, config: FingerprintConfig) -> tuple[int, bytes]:
     """fingerprint_and_signature in Python, for every configuration and
     length: equal to (simhash(text, config), signature(text, config)).

@@ -747,13 +747,13 @@ def _compiling_for_the_first_time(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     from simindex.cli import output
 
     seen: list[str] = []
-    real = _marks.marks
+    real = _marks.marks_many
 
     def compile_step(*args: object) -> object:
         seen.extend(task.description for bar in output._WAITS.bars for task in bar.tasks)
         return real(*args)
 
-    monkeypatch.setattr(_marks, "marks", compile_step)
+    monkeypatch.setattr(_marks, "marks_many", compile_step)
     monkeypatch.setattr(compiling, "cached", lambda function: False)
     fastmarks.available()  # (loaded once, so that the monkeypatch puts it back)
     monkeypatch.delitem(compiling._loaded, "simindex._marks")
@@ -775,7 +775,7 @@ def test_the_bar_says_while_numba_compiles(monkeypatch: pytest.MonkeyPatch) -> N
     with progress(100, False, console=Console(file=terminal, force_terminal=True)) as bar:
         bar.add_task("adding", total=100, docs=0)
         assert fastmarks.available()
-        assert seen == ["compiling the fast path (once, about 15 s)"] * 2
+        assert seen == ["compiling the fast path (once, about 15 s)"]
         assert [task.description for task in bar.tasks] == ["adding"]
     assert "Note" not in terminal.getvalue()
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from simindex import compiling, fastmarks
 from simindex.errors import EmptyTextError
 from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig
-from simindex.signature import _probes, fingerprint_and_signature, one_pass
+from simindex.signature import _probes, fingerprint_and_signature, marks_of_many, one_pass
 from simindex.tokenize import PIECE_CHARS
 from tests.helpers import compiled_or_skip
 
@@ -143,6 +143,30 @@ def test_what_the_pass_does_not_serve_takes_the_python_path() -> None:
     assert fastmarks.marks("word " * (PIECE_CHARS // 5 + 1), DEFAULT_CONFIG, _probes()) is None
 
 
+@pytest.mark.parametrize("config", CONFIGS[:2], ids=["default", "kept"])
+def test_many_texts_in_one_call_equal_each_alone(config: FingerprintConfig) -> None:
+    long = "word " * (PIECE_CHARS // 5 + 1)  # not served: None, and the Python path
+    texts = [*random_texts(11, 300), long, " ,.!? _", "中文 文本 我们", "Straße ǅ"]
+    random.Random(3).shuffle(texts)
+    made = fastmarks.marks_many(texts, config, _probes())
+    assert made == [fastmarks.marks(text, config, _probes()) for text in texts]
+    assert made[texts.index(long)] is None
+    assert made[texts.index(" ,.!? _")] == (0, b"")
+
+    def python(text: str) -> tuple[int, bytes] | None:
+        try:
+            return one_pass(text, config)
+        except EmptyTextError:
+            return None
+
+    expected = [python(text) for text in texts]
+    assert marks_of_many(texts, config) == expected
+    compiling.use("never")
+    assert fastmarks.marks_many(texts, config, _probes()) == [None] * len(texts)
+    assert marks_of_many(texts, config) == expected
+    assert fastmarks.marks_many([], config, _probes()) == []
+
+
 def test_auto_turns_on_after_the_characters_it_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(compiling._loaded, "simindex._marks")
     monkeypatch.setitem(fastmarks._auto, "seen", 0)
@@ -176,7 +200,7 @@ def test_the_first_compile_is_told_while_it_runs_and_a_cached_one_is_not(
 
     told: list[tuple[str, bool]] = []
     during: list[list[tuple[str, bool]]] = []
-    real = _marks.marks
+    real = _marks.marks_many
 
     def compile_step(*args: object) -> object:  # numba compiling: what was told by then
         during.append(list(told))
@@ -185,19 +209,19 @@ def test_the_first_compile_is_told_while_it_runs_and_a_cached_one_is_not(
     def listener(event: compiling.Compiling, begun: bool) -> None:
         told.append((event.note(), begun))
 
-    monkeypatch.setattr(_marks, "marks", compile_step)
+    monkeypatch.setattr(_marks, "marks_many", compile_step)
     monkeypatch.delitem(compiling._loaded, "simindex._marks")
     compiling.listen(listener)
     try:
         monkeypatch.setattr(compiling, "cached", lambda function: True)  # in numba's cache
         assert fastmarks.available()
-        assert told == [] and len(during) == 2  # (one call a case-folding variant)
+        assert told == [] and len(during) == 1  # (one call: a text case-folded, one not)
         del compiling._loaded["simindex._marks"]
         monkeypatch.setattr(compiling, "cached", lambda function: False)  # a first compile
         during.clear()
         assert fastmarks.available()
         note = "compiling the fast path (once, about 15 s)"
-        assert during == [[(note, True)], [(note, True)]]
+        assert during == [[(note, True)]]
         assert told == [(note, True), (note, False)]
         compiled.kernels()  # (loaded once, so that the monkeypatch puts it back)
         monkeypatch.delitem(compiling._loaded, "simindex._loops")
@@ -213,5 +237,5 @@ def test_numbas_cache_is_read_for_what_it_holds() -> None:
     from simindex import _marks, compiling
 
     assert fastmarks.available()  # compiled, so in numba's cache
-    assert compiling.cached(_marks.marks)
+    assert compiling.cached(_marks.marks_many)
     assert not compiling.cached(lambda: None)  # not a numba function: as if not cached

@@ -38,7 +38,7 @@ from simindex.errors import EmptyTextError, InvalidArgumentError
 from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig
 from simindex.ingest.doc import Doc
 from simindex.signals import starting_processes
-from simindex.signature import fingerprint_and_signature
+from simindex.signature import fingerprint_and_signature, marks_of_many
 
 _MAX_CHUNK_CHARS = 1 << 20  # a chunk also ends at this many characters: big documents
 
@@ -74,7 +74,7 @@ def fingerprint_docs(
         raise InvalidArgumentError(f"chunk_size must be at least 1, not {chunk_size}")
     count = usable_cpus() if workers is None else workers
     if count <= 1:
-        return _serial(docs, config)
+        return _serial(_Chunks(iter(docs), chunk_size), config)
     return _parallel(iter(docs), config, count, chunk_size)
 
 
@@ -98,11 +98,75 @@ def _fingerprint(text: str, config: FingerprintConfig) -> Marks:
         return None, None
 
 
-def _serial(
-    docs: Iterable[Doc], config: FingerprintConfig
+def _marks_of(texts: list[str], config: FingerprintConfig) -> _Result:
+    """Fingerprints and signatures of texts, up to the first error: (done,
+    error, its traceback). All of them in one call where it can
+    (signature.marks_of_many); after an error, one at a time to find the
+    text that raised it."""
+    try:
+        return [(None, None) if m is None else m for m in marks_of_many(texts, config)], None, ""
+    except Exception:
+        pass
+    done: list[Marks] = []
+    try:
+        for text in texts:
+            done.append(_fingerprint(text, config))
+    except Exception as exc:
+        return done, exc, traceback.format_exc()
+    return done, None, ""
+
+
+def _marked(
+    chunk: list[Doc], result: _Result, *, worker: bool
 ) -> Iterator[tuple[Doc, int | None, bytes | None]]:
-    for doc in docs:
-        yield (doc, *_fingerprint(doc.text, config))
+    """A chunk's documents with their marks, up to the one that failed; then its error."""
+    done, error, trace = result
+    for doc, (fingerprint, signature) in zip(chunk[: len(done)], done, strict=True):
+        yield doc, fingerprint, signature
+    if error is not None:
+        if worker:
+            raise error from _WorkerTraceback(trace)
+        raise error
+
+
+class _Chunks:
+    """The source's documents a chunk at a time: ``size`` of them, or fewer
+    up to about a million characters. An error the source raises ends the
+    chunk it was taking; ``end`` raises it after the documents before it."""
+
+    def __init__(self, source: Iterator[Doc], size: int) -> None:
+        self._source = source
+        self._size = size
+        self._failure: list[Exception] = []
+
+    def take(self) -> list[Doc]:
+        chunk: list[Doc] = []
+        chars = 0
+        if self._failure:
+            return chunk
+        try:
+            for doc in self._source:
+                chunk.append(doc)
+                chars += len(doc.text) if isinstance(doc.text, str) else 0
+                if len(chunk) >= self._size or chars >= _MAX_CHUNK_CHARS:
+                    break
+        except Exception as exc:
+            self._failure.append(exc)
+        return chunk
+
+    def end(self) -> None:
+        if self._failure:
+            raise self._failure[0]
+
+
+def _serial(
+    chunks: _Chunks, config: FingerprintConfig, *first: list[Doc]
+) -> Iterator[tuple[Doc, int | None, bytes | None]]:
+    for chunk in first:
+        yield from _marked(chunk, _marks_of([d.text for d in chunk], config), worker=False)
+    while chunk := chunks.take():
+        yield from _marked(chunk, _marks_of([d.text for d in chunk], config), worker=False)
+    chunks.end()
 
 
 # In a worker process: the configuration, set once by _init_worker.
@@ -149,13 +213,7 @@ def _end_with(parent: multiprocessing.process.BaseProcess) -> None:
 def _fingerprint_chunk(texts: list[str]) -> _Result:
     """Fingerprints and signatures of texts, up to the first error: (done,
     error, its traceback)."""
-    done: list[Marks] = []
-    try:
-        for text in texts:
-            done.append(_fingerprint(text, _worker_config))
-    except Exception as exc:
-        return done, exc, traceback.format_exc()
-    return done, None, ""
+    return _marks_of(texts, _worker_config)
 
 
 class _WorkerTraceback(Exception):
@@ -196,29 +254,11 @@ def _start_resource_tracker() -> None:
 def _parallel(
     source: Iterator[Doc], config: FingerprintConfig, workers: int, chunk_size: int
 ) -> Iterator[tuple[Doc, int | None, bytes | None]]:
-    failure: list[Exception] = []  # an error raised by the source, raised after its docs
-
-    def take() -> list[Doc]:
-        chunk: list[Doc] = []
-        chars = 0
-        if failure:
-            return chunk
-        try:
-            for doc in source:
-                chunk.append(doc)
-                chars += len(doc.text) if isinstance(doc.text, str) else 0
-                if len(chunk) >= chunk_size or chars >= _MAX_CHUNK_CHARS:
-                    break
-        except Exception as exc:
-            failure.append(exc)
-        return chunk
-
-    first = take()
-    second = take()
+    chunks = _Chunks(source, chunk_size)
+    first = chunks.take()
+    second = chunks.take()
     if not second:  # all of it in one chunk: no pool
-        yield from _serial(first, config)
-        if failure:
-            raise failure[0]
+        yield from _serial(chunks, config, first)
         return
 
     with starting_processes():
@@ -246,20 +286,16 @@ def _parallel(
         ended = False
         while pending:
             while not ended and len(pending) < 2 * workers:
-                chunk = take()
+                chunk = chunks.take()
                 if chunk:
                     submit(chunk)
                 else:
                     ended = True
             chunk, future = pending.popleft()
-            done, error, trace = future.result()
+            result = future.result()
             del future
-            for doc, (fingerprint, signature) in zip(chunk[: len(done)], done, strict=True):
-                yield doc, fingerprint, signature
-            if error is not None:
-                raise error from _WorkerTraceback(trace)
-        if failure:
-            raise failure[0]
+            yield from _marked(chunk, result, worker=True)
+        chunks.end()
     finally:
         # Normal end, an error, or the consumer stopped (GeneratorExit): drop
         # the queued chunks, let the workers finish the ones they hold, and
