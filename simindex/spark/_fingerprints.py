@@ -10,12 +10,13 @@ closure and travels with the job, so every executor uses the driver's.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from simindex.errors import EmptyTextError, InvalidArgumentError
 from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig, simhash, to_signed
-from simindex.signature import fingerprint_and_signature
+from simindex.signature import marks_of_many
 from simindex.validate import as_config
 
 if TYPE_CHECKING:
@@ -115,22 +116,19 @@ def _fingerprinter(
             ]
         )
         for batch in batches:
-            fps: list[int | None] = []
-            sigs: list[bytes | None] = []
-            for text in batch.column("text").to_pylist():
-                fp: int | None = None
-                sig: bytes | None = None
-                if text is not None:
-                    try:
-                        if signatures:
-                            value, sig = fingerprint_and_signature(text, config)
-                        else:
-                            value = simhash(text, config)
-                        fp = to_signed(value)
-                    except EmptyTextError:
-                        pass
-                fps.append(fp)
-                sigs.append(sig)
+            texts = batch.column("text").to_pylist()
+            fps: list[int | None] = [None] * len(texts)
+            sigs: list[bytes | None] = [None] * len(texts)
+            present = [i for i, text in enumerate(texts) if text is not None]
+            if signatures:  # the batch's texts in one call of the compiled pass
+                made = marks_of_many([texts[i] for i in present], config)
+                for i, marks in zip(present, made, strict=True):
+                    if marks is not None:
+                        fps[i], sigs[i] = to_signed(marks[0]), marks[1]
+            else:
+                for i in present:
+                    with contextlib.suppress(EmptyTextError):
+                        fps[i] = to_signed(simhash(texts[i], config))
             yield pa.RecordBatch.from_arrays(
                 [
                     batch.column("key"),
