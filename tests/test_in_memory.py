@@ -127,14 +127,39 @@ def test_pairs_plan_probes_only_where_it_pays() -> None:
     assert (len(plan.masks), plan.radius) == (3, 2)
 
 
+@pytest.mark.parametrize("dtype", [np.uint64, np.int64])
+def test_a_growing_sorted_table_finds_every_equal_key_in_order(dtype: type) -> None:
+    """tables.Sorted grown batch by batch (runs merged as they grow) finds
+    every (wanted index, position) with equal keys, in wanted's order then
+    the order kept, as a scan of everything added does."""
+    rng = np.random.default_rng(3)
+    table = Sorted(dtype)
+    keys: list[int] = []
+    for size in [1, 5, 0, 40, 3, 200, 7, 7, 7, 1000, 2, 90, 600]:
+        low = -(1 << 63) if dtype is np.int64 else 0
+        values = rng.integers(low, low + 50, size, dtype=dtype)  # many equal keys
+        values[::3] = rng.integers(low, -low - 1 if low else (1 << 63), size, dtype=dtype)[::3]
+        table.add(values, np.arange(len(keys), len(keys) + size, dtype=np.int64))
+        keys += values.tolist()
+        wanted = np.concatenate([rng.integers(low, low + 60, 80, dtype=dtype), values[:5]])
+        at, positions = table.find(wanted)
+        want = [
+            (w, p)
+            for w, value in enumerate(wanted.tolist())
+            for p, key in enumerate(keys)
+            if key == value
+        ]
+        assert list(zip(at.tolist(), positions.tolist(), strict=True)) == want
+    assert len(table._runs) <= 6  # (each run under half the one before)
+
+
 @pytest.mark.parametrize("k", [0, 3, 5, 8, 11])
 def test_streaming_dedup_finds_every_kept_within_k_as_brute_force(
     k: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What streaming dedup kept (simindex dedup CORPUS), looked up a batch at
-    a time: k + 1 exact blocks up to 3, probes through chains of keys above; sorted
-    keys merged every 100 kept (tables.Sorted.TAIL) so the merges are exercised."""
-    monkeypatch.setattr(Sorted, "TAIL", 100)
+    a time: k + 1 exact blocks up to 3 (tables.Sorted's runs, merged as they
+    grow), probes through chains of keys above."""
     rng = random.Random(k)
     tables = dedup._Kept(k, 0.0)
     assert any(isinstance(t.keys, dedup._Chains) for t in tables._tables) == (k > 3)
