@@ -18,7 +18,8 @@ turns, for --rounds rounds:
 - ``map, no check``: the memory map, no cell check (simindex before the check);
 - ``map, check``: the memory map and the check (simindex at 325ce05);
 - ``cache C MB, check``: no memory map, the check, a page cache of C MB
-  (``PRAGMA cache_size = -C*1024``), for each C of --caches.
+  (``PRAGMA cache_size = -C*1024``), for each C of --caches (simindex's
+  setting since this measurement: 64 MB).
 
 Each way is set on every connection after simindex's own settings (a
 listener on the engine's "connect" event replaces simindex.storage.dialects'
@@ -82,7 +83,7 @@ def measure(n: int, args: argparse.Namespace, folder: str) -> None:
             def on_connect(connection, record) -> None:  # type: ignore[no-untyped-def]
                 inner(connection, record)
                 cursor = connection.cursor()
-                cursor.execute(f"PRAGMA mmap_size = {dialects.MMAP_BYTES if mapped else 0}")
+                cursor.execute(f"PRAGMA mmap_size = {1 << 40 if mapped else 0}")
                 cursor.execute(f"PRAGMA cell_size_check = {'ON' if check else 'OFF'}")
                 cursor.execute(f"PRAGMA cache_size = {-1024 * mb if mb else -2000}")
                 cursor.close()

@@ -27,7 +27,7 @@ from simindex.storage import schema
 from simindex.storage.location import Location, file_access
 
 BUSY_TIMEOUT_S = 30.0
-MMAP_BYTES = 1 << 40  # address space, not memory (SQLite caps it at its build limit, ~2 GB)
+CACHE_KIB = 64 << 10  # SQLite's page cache a connection, at most (it grows as pages are read)
 WRITE_OPTION = "simindex_write"  # execution option of a write transaction's connection
 
 # What a lookup reads beside its rows to notice a rebuild made elsewhere:
@@ -513,17 +513,19 @@ def _on_sqlite_connect(timeout: float, *, query_only: bool) -> Any:
         try:
             cursor.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
             cursor.execute("PRAGMA synchronous = NORMAL")
-            # Read pages through a memory map instead of a read() call each: the
-            # lookups of a query touch a few dozen pages scattered over the file.
-            cursor.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
             # Let CREATE INDEX sort with helper threads (bulk loads rebuild indexes).
             cursor.execute(f"PRAGMA threads = {min(4, os.cpu_count() or 1)}")
             # Check each B-tree page's cells as it is read: a page of garbage
             # inside an index otherwise answers a lookup "no such row"
-            # without a word (tests/test_damage.py). Through the memory map a
-            # page is checked each time it is touched: a probed query from
-            # the database takes about twice as long (docs/speed.md).
+            # without a word (tests/test_damage.py). Pages are read into
+            # SQLite's own cache, which checks a page once, when read (a
+            # memory map, the default before, checks it each time a query
+            # touches it: a probed query took 1.7x as long), and the cache
+            # is large enough to keep a million rows' index pages: a probed
+            # query at 1M as fast as with the memory map and no check, at 10M
+            # about 1.4x (bench/results/experiments/page_checks*.txt).
             cursor.execute("PRAGMA cell_size_check = ON")
+            cursor.execute(f"PRAGMA cache_size = {-CACHE_KIB}")
             if query_only:
                 cursor.execute("PRAGMA query_only = ON")
         except UnicodeDecodeError as exc:
