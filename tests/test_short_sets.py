@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from simindex import IndexVersionError, SimIndex, dedup_stream, storage
@@ -387,3 +388,22 @@ def test_a_load_sets_the_marking_triggers_aside_where_they_cost_it_per_row(
                 transaction.rollback()
     finally:
         backend.engine.dispose()
+
+
+def test_the_ids_lacking_a_key_pair_are_those_a_scan_finds() -> None:
+    """short_sets._absent (what check counts) against sets of pairs: keys
+    of both signs, a pair wanted twice, held pairs of other ids (stale)."""
+    from simindex.storage.short_sets import _absent
+
+    rng = np.random.default_rng(9)
+    for _ in range(200):
+        n, m = rng.integers(0, 40, 2)
+        keys = rng.integers(-4, 4, n, dtype=np.int64) * (1 << 61)
+        ids = rng.integers(0, 6, n, dtype=np.int64)
+        held_keys = rng.integers(-4, 4, m, dtype=np.int64) * (1 << 61)
+        held_ids = rng.integers(0, 8, m, dtype=np.int64)
+        held = set(zip(held_keys.tolist(), held_ids.tolist(), strict=True))
+        want = sorted(
+            {i for k, i in zip(keys.tolist(), ids.tolist(), strict=True) if (k, i) not in held}
+        )
+        assert _absent(keys, ids, held_keys, held_ids).tolist() == want

@@ -181,9 +181,27 @@ def lacking(conn: Connection) -> int:
         ids = [int(r[0]) for r in found]
         after = ids[-1]
         keys, owner = keys_of([bytes(r[1]) if is_signature(r[1]) else None for r in found])
-        owners = np.asarray(ids, dtype=np.int64)[owner]
-        want = set(zip(keys.tolist(), owners.tolist(), strict=True))
-        have = conn.execute(_KEYS_BETWEEN, {"low": ids[0], "high": after})
-        missing = want - {(int(k), int(i)) for k, i in have}
-        count += len({i for _, i in missing} - due)
+        have = conn.execute(_KEYS_BETWEEN, {"low": ids[0], "high": after}).fetchall()
+        held = np.array([tuple(row) for row in have], dtype=np.int64).reshape(-1, 2)
+        lack = _absent(keys, np.asarray(ids, dtype=np.int64)[owner], held[:, 0], held[:, 1])
+        count += len(set(lack.tolist()) - due)
     return count
+
+
+def _absent(
+    keys: np.ndarray, ids: np.ndarray, held_keys: np.ndarray, held_ids: np.ndarray
+) -> np.ndarray:
+    """The ids of the (key, id) pairs wanted that are not among those held:
+    both sorted together by key, id and side, a pair present where its
+    group of equal (key, id) holds a held one."""
+    k = np.concatenate([keys.astype(np.int64), held_keys])
+    i = np.concatenate([ids, held_ids])
+    side = np.concatenate([np.zeros(len(keys), np.int8), np.ones(len(held_keys), np.int8)])
+    order = np.lexsort((side, i, k))
+    k, i, side = k[order], i[order], side[order]
+    if not len(k):
+        return i
+    starts = np.flatnonzero(np.r_[True, (k[1:] != k[:-1]) | (i[1:] != i[:-1])])
+    present = np.maximum.reduceat(side, starts)  # (the held sort after the wanted)
+    group = np.cumsum(np.r_[False, (k[1:] != k[:-1]) | (i[1:] != i[:-1])])
+    return np.unique(i[(side == 0) & (present[group] == 0)])
