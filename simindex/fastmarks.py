@@ -99,12 +99,14 @@ def marks_many(
     ):
         return made
     served = [i for i, text in enumerate(texts) if len(text) <= PIECE_CHARS]
+    if not served:
+        return made
     if mode == "auto" and not compiling.tried(_LOOP):
         _auto["seen"] += sum(len(texts[i]) for i in served)
         if _auto["seen"] < SWITCH_CHARS:
             return made
     run = _loaded()
-    if run is None or not served:
+    if run is None:
         return made
     n = len(served)
     data: list[bytes] = []

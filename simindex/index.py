@@ -363,7 +363,12 @@ class SimIndex:
 
         items = ingest.as_pairs(items, key_field=key_field, text_field=text_field)
 
-        made: Iterable[Item] = _marked(items, config, skip_empty=skip_empty)
+        made: Iterable[Item] = _marked(
+            items,
+            config,
+            skip_empty=skip_empty,
+            batch_size=batch_size if isinstance(batch_size, int) and batch_size > 0 else None,
+        )
         if not self.passages:  # (the texts are not held)
             made = (item[:3] for item in made)
         return self.add_fingerprints(
@@ -741,16 +746,24 @@ class SimIndex:
 
 
 def _marked(
-    pairs: Iterable[tuple[str, str]], config: FingerprintConfig, *, skip_empty: bool = False
+    pairs: Iterable[tuple[str, str]],
+    config: FingerprintConfig,
+    *,
+    skip_empty: bool = False,
+    batch_size: int | None = None,
 ) -> Iterator[tuple[str, int, bytes, str]]:
     """(key, fingerprint, signature, text) of each (key, text), the texts
     fingerprinted a chunk at a time in this process (ingest.fingerprint_docs:
-    an error comes after the pairs before it); a text with no words is an
-    EmptyTextError that names its key, or left out with ``skip_empty``."""
+    an error comes after the pairs before it), a chunk no larger than a
+    ``batch_size`` (a batch is written once its last text is read, not a
+    chunk later); a text with no words is an EmptyTextError that names its
+    key, or left out with ``skip_empty``."""
     from simindex import ingest
 
     docs = (ingest.Doc(key, text, "", 0) for key, text in pairs)
-    for doc, fingerprint, signature in ingest.fingerprint_docs(docs, config, workers=1):
+    chunk = min(256, batch_size or 256)
+    marked = ingest.fingerprint_docs(docs, config, workers=1, chunk_size=chunk)
+    for doc, fingerprint, signature in marked:
         if fingerprint is None or signature is None:
             if skip_empty:
                 continue

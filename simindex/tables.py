@@ -200,9 +200,10 @@ class Sorted:
         """Keys, each with its position (the next ones kept)."""
         if not len(keys):
             return
+        keys = keys.astype(self._dtype, copy=False)
         order = np.argsort(keys, kind="stable")
         runs = self._runs
-        runs.append((keys[order].astype(self._dtype, copy=False), positions[order]))
+        runs.append((keys[order], positions[order]))
         while len(runs) > 1 and 2 * len(runs[-1][0]) >= len(runs[-2][0]):
             later = runs.pop()
             runs[-1] = _merged(runs[-1], *later)

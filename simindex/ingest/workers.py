@@ -54,10 +54,12 @@ def fingerprint_docs(
     None if it has no words), in input order.
 
     ``workers``: processes to use (default: the CPUs this process may use);
-    1 or fewer fingerprints here, with no pool. Documents go to the workers in
-    chunks of ``chunk_size`` (or fewer, up to about a million characters), at
-    most two chunks a worker in flight, so the input is read only that far ahead
-    of the consumer. An input that fits in one chunk is done here: a pool would
+    1 or fewer fingerprints here, with no pool. Documents are fingerprinted in
+    chunks of ``chunk_size`` (or fewer, up to about a million characters), a
+    chunk in one call of the compiled pass where it serves: here, a chunk at
+    a time (the input read a chunk ahead of the consumer); in the workers, at
+    most two chunks a worker in flight, so the input is read only that far
+    ahead. An input that fits in one chunk is done here: a pool would
     only add its start-up. An error (other than no words) stops it after the
     documents before the one that failed, as it would in one process; so does an
     error raised by ``docs`` itself. Stopping early (``close()``, an exception,
@@ -74,7 +76,7 @@ def fingerprint_docs(
         raise InvalidArgumentError(f"chunk_size must be at least 1, not {chunk_size}")
     count = usable_cpus() if workers is None else workers
     if count <= 1:
-        return _serial(_Chunks(iter(docs), chunk_size), config)
+        return _serial(_Chunks(iter(docs), chunk_size, BaseException), config)
     return _parallel(iter(docs), config, count, chunk_size)
 
 
@@ -132,17 +134,23 @@ def _marked(
 class _Chunks:
     """The source's documents a chunk at a time: ``size`` of them, or fewer
     up to about a million characters. An error the source raises ends the
-    chunk it was taking; ``end`` raises it after the documents before it."""
+    chunk it was taking; ``end`` raises it after the documents before it.
+    ``held``: what is held so (in this process, a Ctrl-C too: the documents
+    read before it are still written, as they were one at a time)."""
 
-    def __init__(self, source: Iterator[Doc], size: int) -> None:
+    def __init__(
+        self, source: Iterator[Doc], size: int, held: type[BaseException] = Exception
+    ) -> None:
         self._source = source
         self._size = size
-        self._failure: list[Exception] = []
+        self._held = held
+        self._failure: list[BaseException] = []
+        self._ended = False
 
     def take(self) -> list[Doc]:
         chunk: list[Doc] = []
         chars = 0
-        if self._failure:
+        if self._failure or self._ended:
             return chunk
         try:
             for doc in self._source:
@@ -150,7 +158,9 @@ class _Chunks:
                 chars += len(doc.text) if isinstance(doc.text, str) else 0
                 if len(chunk) >= self._size or chars >= _MAX_CHUNK_CHARS:
                     break
-        except Exception as exc:
+            else:
+                self._ended = True  # (not asked again: a terminal would wait)
+        except self._held as exc:
             self._failure.append(exc)
         return chunk
 
@@ -163,7 +173,8 @@ def _serial(
     chunks: _Chunks, config: FingerprintConfig, *first: list[Doc]
 ) -> Iterator[tuple[Doc, int | None, bytes | None]]:
     for chunk in first:
-        yield from _marked(chunk, _marks_of([d.text for d in chunk], config), worker=False)
+        if chunk:
+            yield from _marked(chunk, _marks_of([d.text for d in chunk], config), worker=False)
     while chunk := chunks.take():
         yield from _marked(chunk, _marks_of([d.text for d in chunk], config), worker=False)
     chunks.end()

@@ -525,6 +525,7 @@ def _on_sqlite_connect(timeout: float, *, query_only: bool) -> Any:
             # query at 1M as fast as with the memory map and no check, at 10M
             # about 1.4x (bench/results/experiments/page_checks*.txt).
             cursor.execute("PRAGMA cell_size_check = ON")
+            cursor.execute("PRAGMA mmap_size = 0")  # (whatever SQLite's build defaults to)
             cursor.execute(f"PRAGMA cache_size = {-CACHE_KIB}")
             if query_only:
                 cursor.execute("PRAGMA query_only = ON")
