@@ -293,15 +293,27 @@ def marks_many(
     sizes: Any,
     out: Any,
 ) -> None:
-    """marks of many texts in one call (a call from Python costs several
-    microseconds, as much as a short text's marks): text d is
-    ``buf[bounds[d]:bounds[d + 1]]`` with its own ``cjk_units[d]`` and
-    ``fold[d]``; its fingerprint goes to ``fingerprints[d]``, its
-    signature's length (-1: no word) to ``sizes[d]`` and the signature to
-    ``out[d]``."""
+    """The fingerprints and signatures of many texts in one call (a call
+    from Python costs several microseconds, as much as a short text's
+    pass). Text d is the normalised UTF-8 bytes ``buf[bounds[d]:bounds[d +
+    1]]``; its fingerprint goes to ``fingerprints[d]``, its signature to
+    ``out[d]`` (64 bytes of sketch, then the exact set's 4 bytes a unit
+    where there are at most 15 units) and the signature's length to
+    ``sizes[d]`` (-1 for a text with no word).
+
+    Tokens are tokenize.words(text, "chars")'s: a CJK run's characters and
+    character bigrams, else runs of [^\\W_] joined by an apostrophe between
+    two of them. Distinct tokens are counted by their bytes (xxh64 finds
+    them; equal hashes are compared byte by byte). ``cjk_units[d]``: the CJK
+    bigrams are not units (signature._single; fingerprint_and_signature's
+    test on the prepared text). ``fold[d]``: the bytes are NFKC but not yet
+    case-folded (see casefold)."""
     for d in range(len(bounds) - 1):
-        fingerprint, size = marks(
-            buf[bounds[d] : bounds[d + 1]],
+        text = buf[bounds[d] : bounds[d + 1]]
+        if fold[d]:
+            text = casefold(text, classes, fold_index, fold_starts, fold_points)
+        fingerprint, size = _marks_of(
+            text,
             classes,
             stop_slots,
             stop_words,
@@ -310,58 +322,10 @@ def marks_many(
             drop_stopwords,
             binary,
             cjk_units[d],
-            fold[d],
-            fold_index,
-            fold_starts,
-            fold_points,
             out[d],
         )
         fingerprints[d] = fingerprint
         sizes[d] = size
-
-
-@njit(nogil=True, cache=True)
-def marks(
-    buf: Any,
-    classes: Any,
-    stop_slots: Any,
-    stop_words: Any,
-    stop_starts: Any,
-    probes: Any,
-    drop_stopwords: bool,
-    binary: bool,
-    cjk_units: bool,
-    fold: bool,
-    fold_index: Any,
-    fold_starts: Any,
-    fold_points: Any,
-    out: Any,
-) -> Any:
-    """The fingerprint of a normalised text's UTF-8 bytes ``buf`` and its
-    signature, written to ``out`` (64 bytes of sketch, then the exact set's
-    4 bytes a unit where there are at most 15 units): (fingerprint, the
-    signature's length), the length -1 for a text with no word.
-
-    Tokens are tokenize.words(text, "chars")'s: a CJK run's characters and
-    character bigrams, else runs of [^\\W_] joined by an apostrophe between
-    two of them. Distinct tokens are counted by their bytes (xxh64 finds
-    them; equal hashes are compared byte by byte). ``cjk_units``: the CJK
-    bigrams are not units (signature._single; fingerprint_and_signature's
-    test on the prepared text). ``fold``: the bytes are NFKC but not yet
-    case-folded (see casefold)."""
-    text = casefold(buf, classes, fold_index, fold_starts, fold_points) if fold else buf
-    return _marks_of(
-        text,
-        classes,
-        stop_slots,
-        stop_words,
-        stop_starts,
-        probes,
-        drop_stopwords,
-        binary,
-        cjk_units,
-        out,
-    )
 
 
 @njit(nogil=True, cache=True)
@@ -377,7 +341,8 @@ def _marks_of(
     cjk_units: bool,
     out: Any,
 ) -> Any:
-    """marks, of bytes already normalised."""
+    """A text's fingerprint and signature (see marks_many), of bytes
+    normalised and case-folded."""
     cps, at, cjk = _decode(buf, classes)
     b = buf
     if cjk:

@@ -121,8 +121,9 @@ def marks_many(
     sizes = np.empty(n, np.int64)
     out = np.empty((n, _OUT_BYTES), np.uint8)
     slots, words, starts = _stop_table()
+    buf = np.frombuffer(bytearray(b"".join(data)), np.uint8)  # (writable: as casefold's)
     run(
-        np.frombuffer(b"".join(data), np.uint8), bounds, cjk_units, fold, classes(), slots,
+        buf, bounds, cjk_units, fold, classes(), slots,
         words, starts, probes, config.stopwords, config.weighting == "binary", *_fold_table(),
         fingerprints, sizes, out,
     )  # fmt: skip
@@ -162,7 +163,7 @@ def _warmed(loop: Any) -> Any:
     slots, words, starts = _stop_table()
     probes = np.zeros((128, 32), np.int64)
     loop.marks_many(
-        np.frombuffer(b"a bc d", np.uint8), np.array([0, 3, 6], np.int64),
+        np.frombuffer(bytearray(b"a bc d"), np.uint8), np.array([0, 3, 6], np.int64),
         np.zeros(2, np.bool_), np.array([False, True]), classes(), slots, words, starts,
         probes, True, False, *_fold_table(), np.empty(2, np.uint64), np.empty(2, np.int64),
         np.empty((2, _OUT_BYTES), np.uint8),
