@@ -599,6 +599,26 @@ def test_fingerprint_arguments() -> None:
     assert usable_cpus() >= 1
 
 
+def test_a_worker_turns_the_compiled_pass_on_when_the_parent_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """_parallel tells the workers to switch once the job has sent
+    fastmarks.SWITCH_CHARS characters in all; a worker at "auto" then turns
+    the pass on, one at "never" (the parent's switch, given at start) not."""
+    from simindex import compiling
+    from simindex.ingest import workers
+
+    monkeypatch.setitem(compiling._state, "mode", "auto")
+    expected = workers._marks_of(["some words here"], CONFIG)
+    assert workers._fingerprint_chunk(["some words here"], False) == expected
+    assert compiling.mode() == "auto"
+    assert workers._fingerprint_chunk(["some words here"], True) == expected
+    assert compiling.mode() == "always"
+    compiling.use("never")
+    workers._fingerprint_chunk(["some words here"], True)
+    assert compiling.mode() == "never"
+
+
 def test_what_a_worker_tells_of_numba_compiling_is_told_in_the_parent() -> None:
     from simindex import compiling
     from simindex.ingest import workers

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
-from simindex import compiling
+from simindex import compiling, fastmarks
 from simindex.errors import EmptyTextError, InvalidArgumentError
 from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig
 from simindex.ingest.doc import Doc
@@ -186,7 +186,7 @@ _worker_config = DEFAULT_CONFIG
 _Result = tuple[list[Marks], Exception | None, str]
 
 
-def _init_worker(config: FingerprintConfig, relay: Any = None) -> None:
+def _init_worker(config: FingerprintConfig, relay: Any = None, mode: str = "auto") -> None:
     global _worker_config
     # Ctrl-C reaches the whole process group: the parent handles it and stops
     # the pool; a worker interrupted mid-chunk would only print a traceback.
@@ -194,6 +194,7 @@ def _init_worker(config: FingerprintConfig, relay: Any = None) -> None:
     # instruction; this covers a fork server someone else started.)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _worker_config = config
+    compiling.use(mode)  # the parent's switch for compiled code
     if relay is not None:
         _relayed_to(relay)
     parent = multiprocessing.parent_process()
@@ -221,9 +222,13 @@ def _end_with(parent: multiprocessing.process.BaseProcess) -> None:
     os._exit(1)
 
 
-def _fingerprint_chunk(texts: list[str]) -> _Result:
+def _fingerprint_chunk(texts: list[str], switch: bool = False) -> _Result:
     """Fingerprints and signatures of texts, up to the first error: (done,
-    error, its traceback)."""
+    error, its traceback). ``switch``: the job has read enough for the
+    compiled pass to pay (see _parallel): with the switch at "auto", it
+    turns on here now."""
+    if switch and compiling.mode() == "auto":
+        compiling.use("always")
     return _marks_of(texts, _worker_config)
 
 
@@ -280,14 +285,20 @@ def _parallel(
             max_workers=workers,
             mp_context=context,
             initializer=_init_worker,
-            initargs=(config, None if relay is None else relay.queue),
+            initargs=(config, None if relay is None else relay.queue, compiling.mode()),
         )
     pending: deque[tuple[list[Doc], Future[_Result]]] = deque()
+    sent = [0]  # characters sent to the workers
 
     def submit(chunk: list[Doc]) -> None:
         texts = [d.text for d in chunk]
+        # With the switch at "auto", the workers turn the compiled pass on
+        # once the job has sent SWITCH_CHARS characters in all, not each
+        # after as many of its own.
+        switch = sent[0] >= fastmarks.SWITCH_CHARS
+        sent[0] += sum(len(t) for t in texts if isinstance(t, str))
         with starting_processes():  # a submit may start a worker (the first, the fork server)
-            future = executor.submit(_fingerprint_chunk, texts)
+            future = executor.submit(_fingerprint_chunk, texts, switch)
         pending.append((chunk, future))
 
     try:
