@@ -294,10 +294,10 @@ def marks_many(
     out: Any,
 ) -> None:
     """The fingerprints and signatures of many texts in one call (a call
-    from Python costs several microseconds, as much as a short text's
-    pass). Text d is the normalised UTF-8 bytes ``buf[bounds[d]:bounds[d +
-    1]]``; its fingerprint goes to ``fingerprints[d]``, its signature to
-    ``out[d]`` (64 bytes of sketch, then the exact set's 4 bytes a unit
+    from Python a text costs more than a short text's pass). Text d is the
+    normalised UTF-8 bytes ``buf[bounds[d]:bounds[d + 1]]``; its
+    fingerprint goes to ``fingerprints[d]``, its signature to ``out[d]``
+    (64 bytes of sketch, then the exact set's 4 bytes a unit
     where there are at most 15 units) and the signature's length to
     ``sizes[d]`` (-1 for a text with no word).
 

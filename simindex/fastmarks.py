@@ -85,8 +85,8 @@ def marks(text: str, config: FingerprintConfig, probes: np.ndarray) -> tuple[int
 def marks_many(
     texts: Sequence[str], config: FingerprintConfig, probes: np.ndarray
 ) -> list[tuple[int, bytes] | None]:
-    """``marks`` of each text, in one call of the compiled loop (a call
-    costs about as much as a short text's marks): None for each text this
+    """``marks`` of each text, in one call of the compiled loop (a call a
+    text costs more than a short text's marks): None for each text this
     pass does not serve, and for all of them while "auto" waits (it counts
     the characters of the texts it would serve)."""
     made: list[tuple[int, bytes] | None] = [None] * len(texts)

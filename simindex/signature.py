@@ -751,7 +751,7 @@ def marks_of_many(
 ) -> list[tuple[int, bytes] | None]:
     """fingerprint_and_signature of each text, None for a text with no word:
     where the compiled pass serves, all of them in one call of it (a call
-    costs about as much as a short text's pass). Raises
+    a text costs more than a short text's pass). Raises
     InvalidArgumentError for a text that is not a str."""
     for text in texts:
         if not isinstance(text, str):
