@@ -735,13 +735,10 @@ def fingerprint_and_signature(text: str, config: FingerprintConfig) -> tuple[int
     tf or binary weights, a text of at most PIECE_CHARS characters, and the
     process's switch: see fastmarks); else one_pass, its Python
     implementation and the reference the tests hold it to: the same bits.
-    Raises EmptyTextError for a text with no word."""
-    if not isinstance(text, str):
-        raise InvalidArgumentError(f"text must be a str, not {type(text).__name__}")
-    made = fastmarks.marks(text, config, _probes())
+    Raises EmptyTextError for a text with no word. (marks_of_many of one
+    text.)"""
+    made = marks_of_many([text], config)[0]
     if made is None:
-        return one_pass(text, config)
-    if not made[1]:
         raise EmptyTextError("the text has no word features (it is empty or only punctuation)")
     return made
 

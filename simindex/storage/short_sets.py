@@ -201,7 +201,6 @@ def _absent(
     k, i, side = k[order], i[order], side[order]
     if not len(k):
         return i
-    starts = np.flatnonzero(np.r_[True, (k[1:] != k[:-1]) | (i[1:] != i[:-1])])
-    present = np.maximum.reduceat(side, starts)  # (the held sort after the wanted)
-    group = np.cumsum(np.r_[False, (k[1:] != k[:-1]) | (i[1:] != i[:-1])])
-    return np.unique(i[(side == 0) & (present[group] == 0)])
+    new = np.r_[True, (k[1:] != k[:-1]) | (i[1:] != i[:-1])]  # a group of equal pairs begins
+    present = np.maximum.reduceat(side, np.flatnonzero(new))
+    return np.unique(i[(side == 0) & (present[np.cumsum(new) - 1] == 0)])
