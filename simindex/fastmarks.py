@@ -64,13 +64,29 @@ _OUT_BYTES = 64 + 4 * 15 + 1  # the sketch, the largest exact set and its order 
 COMPILING = Compiling("the fast path", 15)
 
 _LOOP = "simindex._marks"  # the loop's module, as simindex.compiling loads it
-_auto = {"seen": 0}  # characters fingerprinted the Python way while "auto" waits
+# Characters fingerprinted the Python way while "auto" waits, and those a
+# caller said it is about to fingerprint (``expect``).
+_auto = {"seen": 0, "expected": 0}
 
 
 def available() -> bool:
     """Whether the compiled pass can run here (numba installed, the loop
     compiled, and the switch not at "never")."""
     return _loaded() is not None
+
+
+def expect(chars: int) -> None:
+    """Say this process is about to fingerprint about ``chars`` characters
+    (the simindex command says it of its input's bytes): with the switch at
+    "auto", a job of SWITCH_CHARS or more turns the pass on at its first
+    text, where it would have read SWITCH_CHARS the Python way first."""
+    _auto["expected"] = max(0, chars)
+
+
+def due(chars: int) -> bool:
+    """Whether "auto" turns the pass on after ``chars`` characters read the
+    Python way (in this process, or sent to its workers: ``expect``)."""
+    return max(chars, _auto["expected"]) >= SWITCH_CHARS
 
 
 def marks(text: str, config: FingerprintConfig, probes: np.ndarray) -> tuple[int, bytes] | None:
@@ -103,7 +119,7 @@ def marks_many(
         return made
     if mode == "auto" and not compiling.tried(_LOOP):
         _auto["seen"] += sum(len(texts[i]) for i in served)
-        if _auto["seen"] < SWITCH_CHARS:
+        if not due(_auto["seen"]):
             return made
     run = _loaded()
     if run is None:

@@ -792,6 +792,30 @@ def test_a_note_says_it_where_no_bar_is_drawn(
     assert result.stderr == ""
 
 
+@pytest.mark.parametrize("command", ["add", "dedup", "query"])
+def test_a_command_says_how_much_text_it_will_read_to_the_switch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """The commands that fingerprint their sources tell the compiled pass's
+    "auto" switch the bytes they hold (fastmarks.expect), so a large input
+    is read compiled from its first text."""
+    from simindex import fastmarks
+
+    told: list[int] = []
+    monkeypatch.setattr(fastmarks, "expect", told.append)
+    source = tmp_path / "a.jsonl"
+    source.write_text(json.dumps({"id": "a", "text": T1}) + "\n", encoding="utf-8")
+    ok("add", tmp_path / "x.db", source)
+    told.clear()
+    args = {
+        "add": ["add", tmp_path / "y.db", source],
+        "dedup": ["dedup", source, "--out", tmp_path / "out.jsonl"],
+        "query": ["query", tmp_path / "x.db", "--batch", source],
+    }[command]
+    ok(*args)
+    assert told == [source.stat().st_size]
+
+
 # --- 12. how a file is keyed --------------------------------------------------------
 
 

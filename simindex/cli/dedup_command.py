@@ -29,6 +29,7 @@ from simindex.cli.files import (
     Skipped,
     check_outputs,
     folders_without_files,
+    input_size,
     written_together,
 )
 from simindex.cli.options import (
@@ -249,7 +250,7 @@ def _dedup_corpus(
         on_empty_folder=empty_folders,
         records=written.as_read,
     )
-    total = ingest.source_size(sources, skip=own) or None
+    total = input_size(sources, own)
     without_words = 0  # files found in folders with no words, skipped as not_text says
     try:
         with written_together() as outputs:

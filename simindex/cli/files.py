@@ -71,6 +71,18 @@ def check_sources(index: str, paths: list[str]) -> list[str]:
     return own
 
 
+def input_size(paths: list[str], skip: list[str] | None = None) -> int | None:
+    """The bytes of text the sources hold, for a progress bar (None: not
+    known, as for stdin). A command that fingerprints them says so to the
+    compiled pass's switch (fastmarks.expect): a large input turns it on at
+    the first text."""
+    from simindex import fastmarks
+
+    total = ingest.source_size(paths, skip=skip or ())
+    fastmarks.expect(total)
+    return total or None
+
+
 def partial_name(path: str) -> str:
     """Where an output is written until the end: beside the file it names (a
     symbolic link's target: the link stays a link)."""

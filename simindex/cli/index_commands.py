@@ -263,7 +263,13 @@ def add(
     --skip-existing.
     """
     from simindex import ingest
-    from simindex.cli.files import NotText, Skipped, check_sources, folders_without_files
+    from simindex.cli.files import (
+        NotText,
+        Skipped,
+        check_sources,
+        folders_without_files,
+        input_size,
+    )
 
     if batch_size is not None and batch_size < 1:
         raise UserError(f"--batch-size must be at least 1, not {batch_size}")
@@ -302,7 +308,7 @@ def add(
                 on_empty_folder=empty_folders,
             )
         )
-    total = ingest.source_size(paths, skip=own) or None
+    total = input_size(paths, own)
     skipped: list[str] = []
     new_file = _new_index_file(index)
     try:
@@ -521,12 +527,12 @@ def _query_batch(
     """Stream JSON Lines of queries through query_many, behind a progress
     bar; True if any matched."""
     from simindex import ingest
-    from simindex.cli.files import check_sources
+    from simindex.cli.files import check_sources, input_size
 
     ingest.check_paths([source])
     check_sources(index, [source])
     any_found = False
-    total = ingest.source_size([source]) or None
+    total = input_size([source])
     with open_index(index) as ix, progress(total, quiet, unit="queries") as bar:
         task = bar.add_task("querying", total=total, docs=0)
         pass_bytes = _BAR_PASS_BYTES if not bar.disable else None
@@ -677,7 +683,13 @@ def rebuild(
     fails, the old index is left as it was.
     """
     from simindex import ingest
-    from simindex.cli.files import NotText, Skipped, check_sources, folders_without_files
+    from simindex.cli.files import (
+        NotText,
+        Skipped,
+        check_sources,
+        folders_without_files,
+        input_size,
+    )
 
     check_k(k, MAX_INDEX_K)
     check_fields(fmt, key_field, text_field)
@@ -713,7 +725,7 @@ def rebuild(
             rows = ix.rebuild(k=k, blocks=blocks, threshold=threshold, overlaps=overlaps)
         else:
             wanted = config or ix.config
-            total = ingest.source_size(paths, skip=own) or None
+            total = input_size(paths, own)
             skipped: list[str] = []
             with progress(total, quiet) as bar:
                 task = bar.add_task("rebuilding", total=total, docs=0)

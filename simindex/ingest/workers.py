@@ -293,9 +293,9 @@ def _parallel(
     def submit(chunk: list[Doc]) -> None:
         texts = [d.text for d in chunk]
         # With the switch at "auto", the workers turn the compiled pass on
-        # once the job has sent SWITCH_CHARS characters in all, not each
-        # after as many of its own.
-        switch = sent[0] >= fastmarks.SWITCH_CHARS
+        # once the job has sent SWITCH_CHARS characters in all (or expects
+        # to: fastmarks.expect), not each after as many of its own.
+        switch = fastmarks.due(sent[0])
         sent[0] += sum(len(t) for t in texts if isinstance(t, str))
         with starting_processes():  # a submit may start a worker (the first, the fork server)
             future = executor.submit(_fingerprint_chunk, texts, switch)
