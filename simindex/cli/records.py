@@ -125,31 +125,39 @@ class Sink:
 
     def take(self, doc: Doc, kept: bool) -> None:
         """A document decided on: written if kept."""
-        with self._writing():
-            if self._parquet is not None:
-                self._parquet.take(doc, kept)
-            elif not kept:
-                return
-            elif self.plan.kind == "jsonl":
-                assert self._text is not None
-                if self.plan.as_read:
-                    self._text.write(f"{doc.record}\n")
-                else:
-                    key_field, text_field = self.fields
-                    self._text.write(json_line({key_field: doc.key, text_field: doc.text}))
-            elif self.plan.as_read:
-                header, row = cast(tuple[list[str], list[str]], doc.record)
-                if self._header is None:
-                    self._header = header
-                    self._csv.writerow(header)
-                elif header != self._header:
-                    raise UserError(
-                        f"{doc.where}: its file's header differs from the first CSV file's; "
-                        f"a CSV output has one (--out NAME.jsonl writes key and text only)"
-                    )
-                self._csv.writerow(row)
+        try:  # (as _writing, without a context a document)
+            self._take(doc, kept)
+        except OSError as exc:
+            failed = self._failed(exc)
+            if failed is None:
+                raise
+            raise failed from exc
+
+    def _take(self, doc: Doc, kept: bool) -> None:
+        if self._parquet is not None:
+            self._parquet.take(doc, kept)
+        elif not kept:
+            return
+        elif self.plan.kind == "jsonl":
+            assert self._text is not None
+            if self.plan.as_read:
+                self._text.write(f"{doc.record}\n")
             else:
-                self._csv.writerow((doc.key, doc.text))
+                key_field, text_field = self.fields
+                self._text.write(json_line({key_field: doc.key, text_field: doc.text}))
+        elif self.plan.as_read:
+            header, row = cast(tuple[list[str], list[str]], doc.record)
+            if self._header is None:
+                self._header = header
+                self._csv.writerow(header)
+            elif header != self._header:
+                raise UserError(
+                    f"{doc.where}: its file's header differs from the first CSV file's; "
+                    f"a CSV output has one (--out NAME.jsonl writes key and text only)"
+                )
+            self._csv.writerow(row)
+        else:
+            self._csv.writerow((doc.key, doc.text))
 
     def write(self, line: str) -> None:
         """A line of text as it is (a --report line), compressed as the plan says."""
@@ -187,9 +195,17 @@ class Sink:
         try:
             yield
         except OSError as exc:
-            if self._raw is None or self._raw is sys.stdout.buffer:
+            failed = self._failed(exc)
+            if failed is None:
                 raise
-            raise UserError(f"cannot write {self.name}: {exc.strerror or exc}") from exc
+            raise failed from exc
+
+    def _failed(self, exc: OSError) -> UserError | None:
+        """What a write's OSError is raised as: a UserError naming the file,
+        or None, itself, on standard output (the CLI reports a closed pipe)."""
+        if self._raw is None or self._raw is sys.stdout.buffer:
+            return None
+        return UserError(f"cannot write {self.name}: {exc.strerror or exc}")
 
 
 class _ParquetOut:

@@ -418,11 +418,10 @@ def _lines(source: Source, name: str) -> Iterator[tuple[int, str, int]]:
     """(line number, text with its line ending, bytes) of each line; BOM
     dropped. The bytes are the line's, or the compressed bytes read for it."""
     offset = 0
-    raws = iter(source.data)
+    raws = _read(source, name)
     consumed, counted = source.consumed, 0
     for number in itertools.count(1):
-        with reading(name, source.packing):
-            raw = next(raws, None)
+        raw = next(raws, None)
         if raw is None:
             return
         try:
@@ -438,6 +437,14 @@ def _lines(source: Source, name: str) -> Iterator[tuple[int, str, int]]:
             now = consumed()
             yield number, line, now - counted
             counted = now
+
+
+def _read(source: Source, name: str) -> Iterator[bytes]:
+    """The raw lines of a source, errors in reading them as ``reading`` says
+    (one context for all of them: what this generator's consumer does runs
+    outside it, and a close passes through)."""
+    with reading(name, source.packing):
+        yield from source.data
 
 
 def read_lines(path: str) -> Iterator[tuple[int, str, int]]:
@@ -491,13 +498,13 @@ def _jsonl_docs(path: str, name: str, fields: _Fields, in_folder: bool = False) 
                 skipped += size
                 continue
             where = f"{name} line {number}"
-            record = json_object(_strip_eol(line), where)
+            line = _strip_eol(line)
+            record = json_object(line, where)
             key = key_of(record.get(key_field), where, key_field)
             text = record.get(text_field)
             if not isinstance(text, str):
                 raise SourceError(f"{where} has no string field {text_field!r} for the text")
-            line_read = _strip_eol(line) if fields.records else None
-            yield Doc(key, text, where, skipped + size, line_read)
+            yield Doc(key, text, where, skipped + size, line if fields.records else None)
             skipped = 0
 
 
