@@ -131,7 +131,10 @@ def test_dedup_refuses_to_write_over_an_index(tmp_path: Path) -> None:
     before = index.read_bytes()
     error("dedup", corpus, "--out", index, contains=("SQLite database",))
     error("dedup", corpus, "--out", tmp_path / "u.jsonl", "--report", index, contains=("SQLite",))
+    # An index given as the corpus is no corpus either (SQLite reads its head, never open()).
+    error("dedup", index, "--out", tmp_path / "u.jsonl", contains=("an index?), not a corpus",))
     assert index.read_bytes() == before and contents(index) == {"a": simhash(T1)}
+    assert not (tmp_path / "u.jsonl").exists()
 
 
 def test_dedup_refuses_an_output_that_standard_input_reads(tmp_path: Path) -> None:
