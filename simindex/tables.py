@@ -229,20 +229,21 @@ class Hashed:
     equal keys (``find``): streaming dedup's kept documents. A hash table of
     chains: a slot for each key's hash (Fibonacci hashing of its 64 bits),
     the newest entry under it, and for each entry the one before it under
-    the same slot; at least twice as many slots as entries (the slots are
-    doubled and the chains linked again as it grows, so an entry is linked
-    about twice in all). A batch's lookups are one gather of the slots and
-    a step along every chain at once, each a few entries long: the time a
-    lookup takes does not grow with the table, where a sorted table's grew
-    as log n (and merging sorted runs moved every key log n times)."""
+    the same slot; at least as many slots as entries (the slots are doubled
+    and the chains linked again as it grows, so an entry is linked about
+    twice in all). A batch's lookups are one gather of the slots and a step
+    along every chain at once, each a few entries long: the time a lookup
+    takes does not grow with the table, where a sorted table's grew as
+    log n (and merging sorted runs moved every key log n times). Memory:
+    the key, its position, 4 bytes of chain and 4-8 of slots an entry."""
 
     def __init__(self, dtype: type) -> None:
         self._dtype = dtype
         self._bits = 10
-        self._head = np.full(1 << self._bits, -1, np.int64)  # slot -> its newest entry
+        self._head = np.full(1 << self._bits, -1, np.int32)  # slot -> its newest entry
         self._keys = Column(dtype)  # by entry
         self._positions = Column(np.int64)
-        self._after = Column(np.int64)  # entry -> the one before it in its slot (-1: none)
+        self._after = Column(np.int32)  # entry -> the one before it in its slot (-1: none)
 
     def _slots(self, keys: np.ndarray) -> np.ndarray:
         hashed = keys.astype(np.uint64) * _GOLDEN  # (wraps: a signed key's bits as they are)
@@ -255,26 +256,28 @@ class Hashed:
         start = self._keys.size
         self._keys.extend(keys.astype(self._dtype, copy=False))
         self._positions.extend(positions)
-        if 2 * self._keys.size > len(self._head):
-            while 2 * self._keys.size > 1 << self._bits:
+        if self._keys.size > len(self._head):
+            while self._keys.size > 1 << self._bits:
                 self._bits += 1
-            self._head = np.full(1 << self._bits, -1, np.int64)
-            self._after = Column(np.int64)
+            index = np.int32 if self._bits < 31 else np.int64  # (entries <= slots)
+            self._head = np.full(1 << self._bits, -1, index)
+            self._after = Column(index)
             start = 0
         self._link(start)
 
     def _link(self, start: int) -> None:
         """Put the entries from ``start`` on their slots' chains, in order."""
-        entries = np.arange(start, self._keys.size, dtype=np.int64)
+        index = self._head.dtype
+        entries = np.arange(start, self._keys.size, dtype=index)
         slots = self._slots(self._keys.rows[start:])
         order = np.argsort(slots, kind="stable")
         slots, entries = slots[order], entries[order]
         first = np.ones(len(slots), dtype=bool)  # the first of its slot among these
         first[1:] = slots[1:] != slots[:-1]
-        after = np.empty(len(slots), dtype=np.int64)
+        after = np.empty(len(slots), dtype=index)
         after[first] = self._head[slots[first]]
         after[~first] = entries[:-1][~first[1:]]
-        by_entry = np.empty(len(slots), dtype=np.int64)
+        by_entry = np.empty(len(slots), dtype=index)
         by_entry[entries - start] = after
         self._after.extend(by_entry)
         last = np.ones(len(slots), dtype=bool)
@@ -289,7 +292,7 @@ class Hashed:
         rows = np.flatnonzero(entries >= 0)
         entries = entries[rows]
         keys, after = self._keys.rows, self._after.rows
-        found_rows, found = [np.zeros(0, np.intp)], [np.zeros(0, np.int64)]
+        found_rows, found = [np.zeros(0, np.intp)], [np.zeros(0, entries.dtype)]
         while entries.size:
             equal = keys[entries] == wanted[rows]
             found_rows.append(rows[equal])
