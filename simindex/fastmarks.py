@@ -75,6 +75,23 @@ def available() -> bool:
     return _loaded() is not None
 
 
+def running(config: FingerprintConfig) -> bool:
+    """Whether ``marks_many`` runs the compiled loop for this configuration
+    now (loaded, and serving it), without loading it: the loop lets go of
+    the GIL, so another thread may fingerprint while this one works."""
+    return (
+        _serves(config)
+        and compiling.mode() != "never"
+        and compiling.tried(_LOOP)
+        and _loaded() is not None
+    )
+
+
+def _serves(config: FingerprintConfig) -> bool:
+    """Whether the loop serves a configuration (see the module's text)."""
+    return config.ngram == 1 and config.cjk == "chars" and config.weighting != "sublinear"
+
+
 def expect(chars: int) -> None:
     """Say this process is about to fingerprint about ``chars`` characters
     (the simindex command says it of its input's bytes): with the switch at
@@ -107,12 +124,7 @@ def marks_many(
     the characters of the texts it would serve)."""
     made: list[tuple[int, bytes] | None] = [None] * len(texts)
     mode = compiling.mode()
-    if (
-        mode == "never"
-        or config.ngram != 1
-        or config.cjk != "chars"
-        or config.weighting == "sublinear"
-    ):
+    if mode == "never" or not _serves(config):
         return made
     served = [i for i, text in enumerate(texts) if len(text) <= PIECE_CHARS]
     if not served:

@@ -762,7 +762,7 @@ def _marked(
 
     docs = (ingest.Doc(key, text, "", 0) for key, text in pairs)
     chunk = min(256, batch_size or 256)
-    marked = ingest.fingerprint_docs(docs, config, workers=1, chunk_size=chunk)
+    marked = ingest.fingerprint_docs(docs, config, workers=1, chunk_size=chunk, ahead=False)
     for doc, fingerprint, signature in marked:
         if fingerprint is None or signature is None:
             if skip_empty:

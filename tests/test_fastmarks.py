@@ -170,6 +170,7 @@ def test_many_texts_in_one_call_equal_each_alone(config: FingerprintConfig) -> N
 def test_auto_turns_on_after_the_characters_it_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(compiling._loaded, "simindex._marks")
     monkeypatch.setitem(fastmarks._auto, "seen", 0)
+    monkeypatch.setitem(fastmarks._auto, "expected", 0)  # (a command run in this process says it)
     monkeypatch.setattr(fastmarks, "SWITCH_CHARS", 100)
     compiling.use("auto")
     text = "forty characters of text, or about that."

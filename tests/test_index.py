@@ -458,6 +458,32 @@ def test_add_many_in_batches(index: SimIndex) -> None:
     assert len(index) == 12
 
 
+@pytest.mark.parametrize("mode", ["never", "always"])
+def test_add_many_writes_a_batch_before_it_asks_for_more(
+    tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch is written once its last text is read: a source that yields as
+    texts come (a log followed) never waits for a batch's texts to be
+    written, with the compiled pass on or off (no chunk is read ahead)."""
+    from simindex import compiling
+
+    monkeypatch.setitem(compiling._state, "mode", mode)
+    path = tmp_path / "ix.db"
+    index = SimIndex(path)
+    seen: list[int] = []
+
+    def texts() -> Iterator[tuple[str, str]]:
+        for i in range(40):
+            if i and i % 5 == 0:
+                with SimIndex(path, readonly=True) as other:
+                    seen.append(len(other))
+            yield f"d{i}", f"line {i} of a log about topic {i % 7}"
+
+    assert index.add_many(texts(), batch_size=5) == 40
+    assert seen == list(range(5, 40, 5))
+    index.close()
+
+
 @pytest.mark.parametrize("held", [False, True])
 @pytest.mark.parametrize(("index_k", "blocks"), [(3, None), (3, 5), (2, None), (1, None)])
 def test_a_k_above_the_index_probes_and_equals_brute_force(

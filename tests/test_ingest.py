@@ -16,10 +16,12 @@ import sys
 import types
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from simindex import (
+    DEFAULT_CONFIG,
     EmptyTextError,
     FingerprintConfig,
     InvalidArgumentError,
@@ -39,6 +41,7 @@ from simindex.ingest import (
     usable_cpus,
 )
 from simindex.signature import is_signature, signature
+from tests.helpers import compiled_or_skip
 
 CONFIG = FingerprintConfig()
 EN = [
@@ -578,6 +581,52 @@ def test_source_error_comes_after_the_documents_read_before_it(workers: int) -> 
             got.append(item)
     assert got == expected(docs)
     assert no_children()
+
+
+def test_a_chunk_is_fingerprinted_in_a_thread_while_the_compiled_pass_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With one worker and the compiled pass on, the next chunk is
+    fingerprinted in a thread while the consumer takes this one: the same
+    marks in the same order, and an error in a text or in the source still
+    after the documents before it."""
+    import threading
+
+    from simindex import compiling
+    from simindex.ingest import workers
+
+    compiled_or_skip()
+    monkeypatch.setitem(compiling._state, "mode", "always")
+    threads: set[str] = set()
+    real = workers._marks_of
+
+    def spied(texts: list[str], config: FingerprintConfig) -> Any:
+        threads.add(threading.current_thread().name)
+        return real(texts, config)
+
+    monkeypatch.setattr(workers, "_marks_of", spied)
+    config = DEFAULT_CONFIG  # (one the compiled pass serves; CONFIG is not)
+    monkeypatch.setattr(sys.modules[__name__], "CONFIG", config)  # (expected()'s)
+    docs = mixed_docs(500)
+    assert list(fingerprint_docs(docs, config, workers=1, chunk_size=50)) == expected(docs)
+    assert any(name.startswith("simindex-fingerprints") for name in threads), threads
+    bad = list(docs)
+    bad[333] = Doc("bad", None, "here", 0)  # type: ignore[arg-type]
+    got = []
+    with pytest.raises(InvalidArgumentError, match="text must be a str"):
+        for item in fingerprint_docs(bad, config, workers=1, chunk_size=50):
+            got.append(item)
+    assert got == expected(docs[:333])
+
+    def source() -> Iterator[Doc]:
+        yield from docs
+        raise SourceError("broken at the end")
+
+    got = []
+    with pytest.raises(SourceError, match="broken at the end"):
+        for item in fingerprint_docs(source(), config, workers=1, chunk_size=64):
+            got.append(item)
+    assert got == expected(docs)
 
 
 def test_read_docs_into_fingerprint_docs(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -30,7 +30,7 @@ import threading
 import traceback
 from collections import deque
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any
 
 from simindex import compiling, fastmarks
@@ -49,6 +49,7 @@ def fingerprint_docs(
     *,
     workers: int | None = None,
     chunk_size: int = 256,
+    ahead: bool = True,
 ) -> Iterator[tuple[Doc, int | None, bytes | None]]:
     """Each document with its fingerprint and verification signature (both
     None if it has no words), in input order.
@@ -56,8 +57,12 @@ def fingerprint_docs(
     ``workers``: processes to use (default: the CPUs this process may use);
     1 or fewer fingerprints here, with no pool. Documents are fingerprinted in
     chunks of ``chunk_size`` (or fewer, up to about a million characters), a
-    chunk in one call of the compiled pass where it serves: here, a chunk at
-    a time (the input read a chunk ahead of the consumer); in the workers, at
+    chunk in one call of the compiled pass where it serves: here, with
+    ``ahead``, a chunk ahead of the consumer (in a thread while the compiled
+    pass runs: it lets go of the GIL, so the next chunk is fingerprinted
+    while the consumer takes this one), else a chunk read only once the
+    consumer asks past the one before (a document waits for no input after
+    its chunk's: add_many's batches); in the workers, at
     most two chunks a worker in flight, so the input is read only that far
     ahead. An input that fits in one chunk is done here: a pool would
     only add its start-up. An error (other than no words) stops it after the
@@ -76,7 +81,7 @@ def fingerprint_docs(
         raise InvalidArgumentError(f"chunk_size must be at least 1, not {chunk_size}")
     count = usable_cpus() if workers is None else workers
     if count <= 1:
-        return _serial(_Chunks(iter(docs), chunk_size, BaseException), config)
+        return _serial(_Chunks(iter(docs), chunk_size, BaseException), config, ahead=ahead)
     return _parallel(iter(docs), config, count, chunk_size)
 
 
@@ -170,14 +175,42 @@ class _Chunks:
 
 
 def _serial(
-    chunks: _Chunks, config: FingerprintConfig, *first: list[Doc]
+    chunks: _Chunks, config: FingerprintConfig, *first: list[Doc], ahead: bool = True
 ) -> Iterator[tuple[Doc, int | None, bytes | None]]:
-    for chunk in first:
-        if chunk:
-            yield from _marked(chunk, _marks_of([d.text for d in chunk], config), worker=False)
-    while chunk := chunks.take():
-        yield from _marked(chunk, _marks_of([d.text for d in chunk], config), worker=False)
-    chunks.end()
+    """The chunks fingerprinted in this process. With ``ahead``, a chunk
+    ahead of the consumer: while the compiled pass runs (fastmarks.running),
+    in a thread of its own, as the loop lets go of the GIL (so it
+    fingerprints while this thread reads the next chunk and the consumer
+    decides or writes); the Python path, which holds the GIL, in this
+    thread. Without, a chunk at a time, in this thread."""
+    pending: deque[tuple[list[Doc], Future[_Result]]] = deque()
+    most = 2 if ahead else 1  # chunks in hand
+    with ThreadPoolExecutor(1, thread_name_prefix="simindex-fingerprints") as pool:
+
+        def submit(chunk: list[Doc]) -> None:
+            texts = [d.text for d in chunk]
+            if ahead and fastmarks.running(config):
+                future = pool.submit(_marks_of, texts, config)
+            else:
+                future = Future()
+                future.set_result(_marks_of(texts, config))
+            pending.append((chunk, future))
+
+        try:
+            for chunk in first:
+                if chunk:
+                    submit(chunk)
+            while True:
+                while len(pending) < most and (chunk := chunks.take()):
+                    submit(chunk)
+                if not pending:
+                    break
+                chunk, future = pending.popleft()
+                yield from _marked(chunk, future.result(), worker=False)
+            chunks.end()
+        finally:
+            for _, future in pending:  # (stopped early: the chunk under way ends first)
+                future.cancel()
 
 
 # In a worker process: the configuration, set once by _init_worker.
