@@ -51,7 +51,7 @@ from simindex.signature import (
     one_unit_many,
     one_unit_reaches,
 )
-from simindex.tables import Column, Hashed, equal_pairs
+from simindex.tables import Sorted, equal_pairs
 
 
 class Decision(NamedTuple):
@@ -260,7 +260,7 @@ class _Chains:
     def __init__(self, width: int) -> None:
         self._kept = np.zeros(1 << width, dtype=bool)
         self._head = np.full(1 << width, -1, dtype=np.int32)
-        self._after = Column(np.int32)  # by position
+        self._after = _Column(np.int32)  # by position
 
     def add(self, keys: np.ndarray, positions: np.ndarray) -> None:
         """Keep positions (the next ones, in order) under keys."""
@@ -293,6 +293,29 @@ class _Chains:
             found_rows.append(rows)
             found.append(positions)
         return np.concatenate(found_rows), np.concatenate(found).astype(np.int64)
+
+
+class _Column:
+    """Rows appended a batch at a time (capacity doubled), read as one array."""
+
+    def __init__(self, dtype: type, width: int = 0) -> None:
+        self._data: np.ndarray = np.zeros((64, width) if width else 64, dtype)
+        self.size = 0
+
+    def extend(self, rows: np.ndarray) -> None:
+        end = self.size + len(rows)
+        if end > len(self._data):
+            grown = np.zeros(
+                (max(end, 2 * len(self._data)), *self._data.shape[1:]), self._data.dtype
+            )
+            grown[: self.size] = self._data[: self.size]
+            self._data = grown
+        self._data[self.size : end] = rows
+        self.size = end
+
+    @property
+    def rows(self) -> np.ndarray:
+        return self._data[: self.size]
 
 
 class _Marks(NamedTuple):
@@ -354,7 +377,7 @@ class _Table(NamedTuple):
     mask: np.uint64  # the fingerprint bits it is keyed by
     shift: np.uint64  # its lowest bit: keys are (fp & mask) >> shift
     flips: np.ndarray  # the XORs of a key to look up (uint64, shifted like the keys)
-    keys: Hashed | _Chains  # chains where a key has few bits and many flips
+    keys: Sorted | _Chains  # chains where a key has few bits and many flips
 
 
 class _Kept:
@@ -368,12 +391,12 @@ class _Kept:
     def __init__(self, k: int, threshold: float) -> None:
         self.k, self.threshold = k, threshold
         self.keys: list[str] = []  # the kept documents' keys, by position
-        self._fps = Column(np.uint64)
-        self._words = Column(np.uint64, WORDS)
-        self._sets = Column(np.uint32, SMALL)
-        self._sizes = Column(np.intp)
-        self._ordered = Column(np.bool_)
-        self._by_key = Hashed(np.int64)
+        self._fps = _Column(np.uint64)
+        self._words = _Column(np.uint64, WORDS)
+        self._sets = _Column(np.uint32, SMALL)
+        self._sizes = _Column(np.intp)
+        self._ordered = _Column(np.bool_)
+        self._by_key = Sorted(np.int64)
         # Whether a set of n units (n + 1 the larger of a pair) is looked up
         # by all its keys, or by its own alone (signature.one_unit_reaches).
         self._reaches = np.array([one_unit_reaches(n + 1, threshold) for n in range(SMALL + 1)])
@@ -399,7 +422,7 @@ class _Kept:
                     np.uint64(mask),
                     np.uint64(shift),
                     np.array([x >> shift for x in xors], dtype=np.uint64),
-                    _Chains(width) if chained else Hashed(np.uint64),
+                    _Chains(width) if chained else Sorted(np.uint64),
                 )
             )
 

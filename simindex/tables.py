@@ -6,9 +6,6 @@ same pigeonhole argument as the database: for a layout of tables
 bit of at least one table's mask, so sorting by ``fp & mask`` and comparing
 only equal runs (and the runs a probe's flips away) finds every pair. They
 work for any k <= 15, whatever layout the index itself was built with.
-
-Two tables of keys with positions: ``Sorted``, sorted once (a snapshot's
-batch tables), and ``Hashed``, grown a batch at a time (streaming dedup).
 """
 
 from __future__ import annotations
@@ -174,132 +171,69 @@ def sort_key(fps: np.ndarray, mask: int) -> np.ndarray:
 
 
 class Sorted:
-    """Keys with a position under each, sorted once (``of``: a snapshot's
-    batch tables), found by equal keys (``find``)."""
+    """Keys with a position under each, found by equal keys (``find``): the
+    one sorted table every in-memory path looks keys up in. ``of`` sorts a
+    table once (a snapshot's batch tables); ``add`` grows one (streaming
+    dedup's kept documents) as sorted runs, each less than half the one
+    before it: a batch added merges the runs it is not less than half of,
+    so a key is moved about log2(n) times in all, not once a batch (which
+    made a stream of n documents take time growing as n squared), and a
+    lookup searches about log2(n) runs."""
 
-    def __init__(self, keys: np.ndarray, positions: np.ndarray) -> None:
-        self._keys, self._positions = keys, positions
+    def __init__(
+        self, dtype: type, keys: np.ndarray | None = None, positions: np.ndarray | None = None
+    ) -> None:
+        if (keys is None) != (positions is None):
+            raise ValueError("a sorted table's keys and positions come together")
+        self._dtype = dtype
+        self._runs: list[tuple[np.ndarray, np.ndarray]] = (
+            [] if keys is None or positions is None else [(keys, positions)]
+        )
 
     @classmethod
     def of(cls, keys: np.ndarray) -> Sorted:
         """The table of unsigned keys, each at its position in ``keys``."""
         order = stable_order(keys)
-        return cls(keys[order], order)
+        return cls(keys.dtype.type, keys[order], order)
+
+    def add(self, keys: np.ndarray, positions: np.ndarray) -> None:
+        """Keys, each with its position (the next ones kept)."""
+        if not len(keys):
+            return
+        keys = keys.astype(self._dtype, copy=False)
+        order = np.argsort(keys, kind="stable")
+        runs = self._runs
+        runs.append((keys[order], positions[order]))
+        while len(runs) > 1 and 2 * len(runs[-1][0]) >= len(runs[-2][0]):
+            later = runs.pop()
+            runs[-1] = _merged(runs[-1], *later)
 
     def find(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(index in wanted, position) for every key equal to a wanted one, in
-        wanted's order, then the positions'."""
-        at, j = equal_pairs(self._keys, wanted)
-        return at, self._positions[j]
+        """(index in wanted, position) for every key equal to a wanted one."""
+        if len(self._runs) == 1:  # (a table sorted once: one lookup)
+            at, j = equal_pairs(self._runs[0][0], wanted)
+            return at, self._runs[0][1][j]
+        order = np.argsort(wanted, kind="stable")
+        found = [equal_pairs(keys, wanted, order) for keys, _ in self._runs]
+        at = np.concatenate([np.zeros(0, np.intp), *(i for i, _ in found)])
+        positions = np.concatenate(
+            [
+                np.zeros(0, np.int64),
+                *(run[1][j] for (_, j), run in zip(found, self._runs, strict=True)),
+            ]
+        )
+        back = np.argsort(at, kind="stable")  # (the runs hold positions in the order kept)
+        return at[back], positions[back]
 
     @property
     def arrays(self) -> list[np.ndarray]:
         """The arrays it holds (their memory)."""
-        return [self._keys, self._positions]
+        return [array for run in self._runs for array in run]
 
 
-class Column:
-    """Rows appended a batch at a time (capacity doubled), read as one array."""
-
-    def __init__(self, dtype: type, width: int = 0) -> None:
-        self._data: np.ndarray = np.zeros((64, width) if width else 64, dtype)
-        self.size = 0
-
-    def extend(self, rows: np.ndarray) -> None:
-        end = self.size + len(rows)
-        if end > len(self._data):
-            grown = np.zeros(
-                (max(end, 2 * len(self._data)), *self._data.shape[1:]), self._data.dtype
-            )
-            grown[: self.size] = self._data[: self.size]
-            self._data = grown
-        self._data[self.size : end] = rows
-        self.size = end
-
-    @property
-    def rows(self) -> np.ndarray:
-        return self._data[: self.size]
-
-
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / the golden ratio: Fibonacci hashing
-
-
-class Hashed:
-    """Keys with a position under each, grown a batch at a time and found by
-    equal keys (``find``): streaming dedup's kept documents. A hash table of
-    chains: a slot for each key's hash (Fibonacci hashing of its 64 bits),
-    the newest entry under it, and for each entry the one before it under
-    the same slot; at least as many slots as entries (the slots are doubled
-    and the chains linked again as it grows, so an entry is linked about
-    twice in all). A batch's lookups are one gather of the slots and a step
-    along every chain at once, each a few entries long: the time a lookup
-    takes does not grow with the table, where a sorted table's grew as
-    log n (and merging sorted runs moved every key log n times). Memory:
-    the key, its position, 4 bytes of chain and 4-8 of slots an entry."""
-
-    def __init__(self, dtype: type) -> None:
-        self._dtype = dtype
-        self._bits = 10
-        self._head = np.full(1 << self._bits, -1, np.int32)  # slot -> its newest entry
-        self._keys = Column(dtype)  # by entry
-        self._positions = Column(np.int64)
-        self._after = Column(np.int32)  # entry -> the one before it in its slot (-1: none)
-
-    def _slots(self, keys: np.ndarray) -> np.ndarray:
-        hashed = keys.astype(np.uint64) * _GOLDEN  # (wraps: a signed key's bits as they are)
-        return (hashed >> np.uint64(64 - self._bits)).astype(np.intp)
-
-    def add(self, keys: np.ndarray, positions: np.ndarray) -> None:
-        """Keys, each with its position (in the order kept)."""
-        if not len(keys):
-            return
-        start = self._keys.size
-        self._keys.extend(keys.astype(self._dtype, copy=False))
-        self._positions.extend(positions)
-        if self._keys.size > len(self._head):
-            while self._keys.size > 1 << self._bits:
-                self._bits += 1
-            index = np.int32 if self._bits < 31 else np.int64  # (entries <= slots)
-            self._head = np.full(1 << self._bits, -1, index)
-            self._after = Column(index)
-            start = 0
-        self._link(start)
-
-    def _link(self, start: int) -> None:
-        """Put the entries from ``start`` on their slots' chains, in order."""
-        index = self._head.dtype
-        entries = np.arange(start, self._keys.size, dtype=index)
-        slots = self._slots(self._keys.rows[start:])
-        order = np.argsort(slots, kind="stable")
-        slots, entries = slots[order], entries[order]
-        first = np.ones(len(slots), dtype=bool)  # the first of its slot among these
-        first[1:] = slots[1:] != slots[:-1]
-        after = np.empty(len(slots), dtype=index)
-        after[first] = self._head[slots[first]]
-        after[~first] = entries[:-1][~first[1:]]
-        by_entry = np.empty(len(slots), dtype=index)
-        by_entry[entries - start] = after
-        self._after.extend(by_entry)
-        last = np.ones(len(slots), dtype=bool)
-        last[:-1] = first[1:]
-        self._head[slots[last]] = entries[last]
-
-    def find(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(index in wanted, position) for every key equal to a wanted one, in
-        wanted's order, then the order added."""
-        wanted = wanted.astype(self._dtype, copy=False)
-        entries = self._head[self._slots(wanted)]
-        rows = np.flatnonzero(entries >= 0)
-        entries = entries[rows]
-        keys, after = self._keys.rows, self._after.rows
-        found_rows, found = [np.zeros(0, np.intp)], [np.zeros(0, entries.dtype)]
-        while entries.size:
-            equal = keys[entries] == wanted[rows]
-            found_rows.append(rows[equal])
-            found.append(entries[equal])
-            entries = after[entries]
-            live = entries >= 0
-            rows, entries = rows[live], entries[live]
-        at, entries = np.concatenate(found_rows), np.concatenate(found)
-        order = np.lexsort((entries, at))
-        return at[order], self._positions.rows[entries[order]]
+def _merged(
+    into: tuple[np.ndarray, np.ndarray], keys: np.ndarray, positions: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Two sorted runs as one; equal keys: ``into``'s first (kept earlier)."""
+    at = np.searchsorted(into[0], keys, side="right")
+    return np.insert(into[0], at, keys), np.insert(into[1], at, positions)

@@ -14,7 +14,7 @@ import pytest
 from simindex import BlockLayout, dedup, hamming, pairs, signature, snapshot
 from simindex.blocks import even_widths, probe_radius, probes
 from simindex.snapshot import Snapshot
-from simindex.tables import Hashed, plan_for
+from simindex.tables import Sorted, plan_for
 from tests.helpers import bands_equal, compiled_or_skip, flip
 
 
@@ -128,13 +128,12 @@ def test_pairs_plan_probes_only_where_it_pays() -> None:
 
 
 @pytest.mark.parametrize("dtype", [np.uint64, np.int64])
-def test_a_growing_hashed_table_finds_every_equal_key_in_order(dtype: type) -> None:
-    """tables.Hashed grown batch by batch (its slots doubled and its chains
-    linked again as it grows) finds every (wanted index, position) with
-    equal keys, in wanted's order then the order kept, as a scan of
-    everything added does."""
+def test_a_growing_sorted_table_finds_every_equal_key_in_order(dtype: type) -> None:
+    """tables.Sorted grown batch by batch (runs merged as they grow) finds
+    every (wanted index, position) with equal keys, in wanted's order then
+    the order kept, as a scan of everything added does."""
     rng = np.random.default_rng(3)
-    table = Hashed(dtype)
+    table = Sorted(dtype)
     keys: list[int] = []
     for size in [1, 5, 0, 40, 3, 200, 7, 7, 7, 1000, 2, 90, 600]:
         low = -(1 << 63) if dtype is np.int64 else 0
@@ -151,7 +150,7 @@ def test_a_growing_hashed_table_finds_every_equal_key_in_order(dtype: type) -> N
             if key == value
         ]
         assert list(zip(at.tolist(), positions.tolist(), strict=True)) == want
-    assert len(table._head) >= len(keys) > 1024  # (grown from 1,024 slots)
+    assert len(table._runs) <= 6  # (each run under half the one before)
 
 
 @pytest.mark.parametrize("k", [0, 3, 5, 8, 11])
@@ -159,8 +158,8 @@ def test_streaming_dedup_finds_every_kept_within_k_as_brute_force(
     k: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What streaming dedup kept (simindex dedup CORPUS), looked up a batch at
-    a time: k + 1 exact blocks up to 3 (tables.Hashed, grown as it goes),
-    probes through chains of keys above."""
+    a time: k + 1 exact blocks up to 3 (tables.Sorted's runs, merged as they
+    grow), probes through chains of keys above."""
     rng = random.Random(k)
     tables = dedup._Kept(k, 0.0)
     assert any(isinstance(t.keys, dedup._Chains) for t in tables._tables) == (k > 3)
