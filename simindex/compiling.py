@@ -111,6 +111,7 @@ def _checked(mode: str, where: str) -> str:
 _state: dict[str, Any] = {
     "mode": _checked(os.environ.get(ENVIRONMENT) or "auto", ENVIRONMENT),
     "numba": None,  # None untried; then True, or the ImportError numba's import raised
+    "expected": 0,  # characters of text the process said it is about to read (expect)
 }
 _loaded: dict[str, Any] = {}  # module of loops -> what its user kept, or None (once tried)
 _why: dict[str, BaseException] = {}  # module of loops -> why it did not load
@@ -122,6 +123,21 @@ def use(mode: str) -> None:
     compiled code pays), ``"always"`` (compiled from the first call, where
     it loads) or ``"never"`` (the numpy or Python path everywhere)."""
     _state["mode"] = _checked(mode, "mode")
+
+
+def expect(chars: int) -> None:
+    """Say this process is about to fingerprint about ``chars`` characters,
+    until it says otherwise (0: nothing known): with the switch at "auto",
+    the text pass turns on at its first text for a job of
+    fastmarks.SWITCH_CHARS or more. The simindex command says it of its
+    sources' bytes, and 0 as each command begins."""
+    _state["expected"] = max(0, chars)
+
+
+def expected() -> int:
+    """What ``expect`` was last told (0: nothing)."""
+    chars: int = _state["expected"]
+    return chars
 
 
 def mode() -> str:

@@ -201,7 +201,8 @@ def dedup_stream(
     ``distance``.
 
     A stream: the input is read a batch of 256 documents ahead of the
-    decisions (with workers, a few chunks of 256 more), and memory holds the
+    decisions (one more while the compiled pass fingerprints it in a
+    thread; with workers, a few chunks of 256 more), and memory holds the
     kept documents' fingerprints, signatures and keys, never their texts,
     beside fixed lookup tables (40 MiB at most, at k = 4, 5 and 8). The arguments are checked now
     (``InvalidArgumentError``); an error in the input (a malformed line) is

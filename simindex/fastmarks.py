@@ -64,9 +64,7 @@ _OUT_BYTES = 64 + 4 * 15 + 1  # the sketch, the largest exact set and its order 
 COMPILING = Compiling("the fast path", 15)
 
 _LOOP = "simindex._marks"  # the loop's module, as simindex.compiling loads it
-# Characters fingerprinted the Python way while "auto" waits, and those a
-# caller said it is about to fingerprint (``expect``).
-_auto = {"seen": 0, "expected": 0}
+_auto = {"seen": 0}  # characters fingerprinted the Python way while "auto" waits
 
 
 def available() -> bool:
@@ -92,18 +90,11 @@ def _serves(config: FingerprintConfig) -> bool:
     return config.ngram == 1 and config.cjk == "chars" and config.weighting != "sublinear"
 
 
-def expect(chars: int) -> None:
-    """Say this process is about to fingerprint about ``chars`` characters
-    (the simindex command says it of its input's bytes): with the switch at
-    "auto", a job of SWITCH_CHARS or more turns the pass on at its first
-    text, where it would have read SWITCH_CHARS the Python way first."""
-    _auto["expected"] = max(0, chars)
-
-
 def due(chars: int) -> bool:
     """Whether "auto" turns the pass on after ``chars`` characters read the
-    Python way (in this process, or sent to its workers: ``expect``)."""
-    return max(chars, _auto["expected"]) >= SWITCH_CHARS
+    Python way (in this process, or sent to its workers), or for a job said
+    to be that large (simindex.compiling.expect)."""
+    return max(chars, compiling.expected()) >= SWITCH_CHARS
 
 
 def marks(text: str, config: FingerprintConfig, probes: np.ndarray) -> tuple[int, bytes] | None:

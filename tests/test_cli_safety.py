@@ -800,12 +800,13 @@ def test_a_command_says_how_much_text_it_will_read_to_the_switch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
 ) -> None:
     """The commands that fingerprint their sources tell the compiled pass's
-    "auto" switch the bytes they hold (fastmarks.expect), so a large input
-    is read compiled from its first text."""
-    from simindex import fastmarks
+    "auto" switch the bytes they hold (compiling.expect), so a large input
+    is read compiled from its first text; each command begins by saying 0
+    (what a command before it in this process said holds no more)."""
+    from simindex import compiling
 
     told: list[int] = []
-    monkeypatch.setattr(fastmarks, "expect", told.append)
+    monkeypatch.setattr(compiling, "expect", told.append)
     source = tmp_path / "a.jsonl"
     source.write_text(json.dumps({"id": "a", "text": T1}) + "\n", encoding="utf-8")
     ok("add", tmp_path / "x.db", source)
@@ -816,7 +817,7 @@ def test_a_command_says_how_much_text_it_will_read_to_the_switch(
         "query": ["query", tmp_path / "x.db", "--batch", source],
     }[command]
     ok(*args)
-    assert told == [source.stat().st_size]
+    assert told == [0, source.stat().st_size]
 
 
 # --- 12. how a file is keyed --------------------------------------------------------

@@ -362,8 +362,8 @@ class Reader:
 @pytest.mark.parametrize(("workers", "ahead"), [(1, 2 * 256 - 1), (2, 6 * 256)])
 def test_the_input_is_read_as_a_stream(workers: int, ahead: int) -> None:
     # Decided a batch of 256 at a time: in this process a batch is read when
-    # the decision of its first document is asked for, and one more is
-    # fingerprinted while it is decided; two workers also hold
+    # the decision of its first document is asked for, and one more while
+    # the compiled pass fingerprints it in a thread; two workers also hold
     # at most two chunks (of 256 documents) each in flight: 5 * 256
     # documents ahead at most, and a chunk to spare.
     reader = Reader(ahead, n=6_000)

@@ -170,7 +170,7 @@ def test_many_texts_in_one_call_equal_each_alone(config: FingerprintConfig) -> N
 def test_auto_turns_on_after_the_characters_it_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(compiling._loaded, "simindex._marks")
     monkeypatch.setitem(fastmarks._auto, "seen", 0)
-    monkeypatch.setitem(fastmarks._auto, "expected", 0)  # (a command run in this process says it)
+    monkeypatch.setitem(compiling._state, "expected", 0)  # (a command run in this process says it)
     monkeypatch.setattr(fastmarks, "SWITCH_CHARS", 100)
     compiling.use("auto")
     text = "forty characters of text, or about that."
@@ -183,14 +183,14 @@ def test_auto_turns_on_after_the_characters_it_is_given(monkeypatch: pytest.Monk
 def test_auto_turns_on_at_once_for_a_job_said_to_be_large(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(compiling._loaded, "simindex._marks")
     monkeypatch.setitem(fastmarks._auto, "seen", 0)
-    monkeypatch.setitem(fastmarks._auto, "expected", 0)
+    monkeypatch.setitem(compiling._state, "expected", 0)
     monkeypatch.setattr(fastmarks, "SWITCH_CHARS", 100)
     compiling.use("auto")
     text = "forty characters of text, or about that."
-    fastmarks.expect(99)
+    compiling.expect(99)
     assert not fastmarks.due(0) and fastmarks.due(100)
     assert fastmarks.marks(text, DEFAULT_CONFIG, _probes()) is None  # a small job waits
-    fastmarks.expect(100)
+    compiling.expect(100)
     assert fastmarks.due(0)
     assert fastmarks.marks(text, DEFAULT_CONFIG, _probes()) == one_pass(text, DEFAULT_CONFIG)
 

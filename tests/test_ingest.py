@@ -428,6 +428,25 @@ def test_stdin_text_lines_and_jsonl(monkeypatch: pytest.MonkeyPatch) -> None:
         docs_of(["-"], fmt="jsonl")
 
 
+def test_standard_input_stays_open_when_its_reading_stops_early(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A stream of stdin's lines closed after one, or stopped by a line that
+    is not UTF-8, leaves standard input open for what reads it next."""
+    from simindex.ingest import read_lines
+
+    fake_stdin(monkeypatch, b"one\ntwo\nthree\n")
+    lines = read_lines("-")
+    assert next(lines) == (1, "one", 4)
+    lines.close()
+    assert not sys.stdin.buffer.closed
+    assert [text for _, text, _ in read_lines("-")] == ["two", "three"]
+    fake_stdin(monkeypatch, b"ok\nno \xff\nafter\n")
+    with pytest.raises(SourceError):
+        list(read_lines("-"))
+    assert not sys.stdin.buffer.closed
+
+
 def test_text_that_is_not_utf8_is_said_one_way(monkeypatch: pytest.MonkeyPatch) -> None:
     """Read whole or by lines, from a file, stdin or a compressed file: the
     line, then the byte in the file, the input or the text it holds."""

@@ -74,12 +74,12 @@ def check_sources(index: str, paths: list[str]) -> list[str]:
 def input_size(paths: list[str], skip: list[str] | None = None) -> int | None:
     """The bytes of text the sources hold, for a progress bar (None: not
     known, as for stdin). A command that fingerprints them says so to the
-    compiled pass's switch (fastmarks.expect): a large input turns it on at
+    compiled pass's switch (compiling.expect): a large input turns it on at
     the first text."""
-    from simindex import fastmarks
+    from simindex import compiling
 
     total = ingest.source_size(paths, skip=skip or ())
-    fastmarks.expect(total)
+    compiling.expect(total)
     return total or None
 
 

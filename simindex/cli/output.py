@@ -210,3 +210,4 @@ def listen_for_compiling() -> None:
         _WAITS.now.clear()
         _WAITS.noted = False
     compiling.listen(_WAITS.told)
+    compiling.expect(0)  # (what an earlier command in this process said of its input)

@@ -442,9 +442,11 @@ def _lines(source: Source, name: str) -> Iterator[tuple[int, str, int]]:
 def _read(source: Source, name: str) -> Iterator[bytes]:
     """The raw lines of a source, errors in reading them as ``reading`` says
     (one context for all of them: what this generator's consumer does runs
-    outside it, and a close passes through)."""
+    outside it). Not ``yield from``: closing this generator would close
+    the stream, and standard input's is kept open (opening.stdin)."""
     with reading(name, source.packing):
-        yield from source.data
+        for raw in source.data:  # noqa: UP028 (see above)
+            yield raw
 
 
 def read_lines(path: str) -> Iterator[tuple[int, str, int]]:

@@ -57,12 +57,12 @@ def fingerprint_docs(
     ``workers``: processes to use (default: the CPUs this process may use);
     1 or fewer fingerprints here, with no pool. Documents are fingerprinted in
     chunks of ``chunk_size`` (or fewer, up to about a million characters), a
-    chunk in one call of the compiled pass where it serves: here, with
-    ``ahead``, a chunk ahead of the consumer (in a thread while the compiled
-    pass runs: it lets go of the GIL, so the next chunk is fingerprinted
-    while the consumer takes this one), else a chunk read only once the
-    consumer asks past the one before (a document waits for no input after
-    its chunk's: add_many's batches); in the workers, at
+    chunk in one call of the compiled pass where it serves: here, a chunk
+    read only once the consumer asks past the one before (a document waits
+    for no input after its chunk's: add_many's batches), but with ``ahead``
+    while the compiled pass runs, a chunk ahead, fingerprinted in a thread
+    while the consumer takes the one before (the loop lets go of the GIL);
+    in the workers, at
     most two chunks a worker in flight, so the input is read only that far
     ahead. An input that fits in one chunk is done here: a pool would
     only add its start-up. An error (other than no words) stops it after the
@@ -177,19 +177,21 @@ class _Chunks:
 def _serial(
     chunks: _Chunks, config: FingerprintConfig, *first: list[Doc], ahead: bool = True
 ) -> Iterator[tuple[Doc, int | None, bytes | None]]:
-    """The chunks fingerprinted in this process. With ``ahead``, a chunk
-    ahead of the consumer: while the compiled pass runs (fastmarks.running),
+    """The chunks fingerprinted in this process. With ``ahead``, while the
+    compiled pass runs (fastmarks.running), a chunk ahead of the consumer,
     in a thread of its own, as the loop lets go of the GIL (so it
     fingerprints while this thread reads the next chunk and the consumer
-    decides or writes); the Python path, which holds the GIL, in this
-    thread. Without, a chunk at a time, in this thread."""
+    decides or writes). Else a chunk at a time, in this thread (the Python
+    path holds the GIL: reading ahead would gain nothing)."""
     pending: deque[tuple[list[Doc], Future[_Result]]] = deque()
-    most = 2 if ahead else 1  # chunks in hand
     with ThreadPoolExecutor(1, thread_name_prefix="simindex-fingerprints") as pool:
+
+        def threaded() -> bool:  # (the Python path reads no chunk ahead: it would gain nothing)
+            return ahead and fastmarks.running(config)
 
         def submit(chunk: list[Doc]) -> None:
             texts = [d.text for d in chunk]
-            if ahead and fastmarks.running(config):
+            if threaded():
                 future = pool.submit(_marks_of, texts, config)
             else:
                 future = Future()
@@ -201,7 +203,7 @@ def _serial(
                 if chunk:
                     submit(chunk)
             while True:
-                while len(pending) < most and (chunk := chunks.take()):
+                while len(pending) < (2 if threaded() else 1) and (chunk := chunks.take()):
                     submit(chunk)
                 if not pending:
                     break
@@ -327,7 +329,7 @@ def _parallel(
         texts = [d.text for d in chunk]
         # With the switch at "auto", the workers turn the compiled pass on
         # once the job has sent SWITCH_CHARS characters in all (or expects
-        # to: fastmarks.expect), not each after as many of its own.
+        # to: compiling.expect), not each after as many of its own.
         switch = fastmarks.due(sent[0])
         sent[0] += sum(len(t) for t in texts if isinstance(t, str))
         with starting_processes():  # a submit may start a worker (the first, the fork server)
