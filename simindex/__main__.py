@@ -52,6 +52,23 @@ def _raise_again(unraisable: sys.UnraisableHookArgs) -> None:
         sys.__unraisablehook__(unraisable)
 
 
+_printed: list[KeyboardInterrupt] = []  # Ctrl-Cs C code printed and cleared (_keep_printed)
+
+
+def _keep_printed(kind: type[BaseException], value: BaseException, tb: object) -> None:
+    """sys.excepthook while the command runs. C code that meets an error it
+    cannot pass on prints it (PyErr_Print, through this hook) and raises
+    another: numpy's extension modules, when an import they make is
+    interrupted, raise ImportError("numpy._core.multiarray failed to
+    import") after printing the KeyboardInterrupt. A KeyboardInterrupt is
+    kept here, unprinted, for main to report as the interrupt it was; any
+    other exception is printed as Python prints it."""
+    if isinstance(value, KeyboardInterrupt):
+        _printed.append(value)
+        return
+    sys.__excepthook__(kind, value, tb)  # type: ignore[arg-type]
+
+
 _ending: dict[str, object] = {"code": None}  # the exit code main is ending with
 _INTERRUPTED = {signals.EXIT_BASE + signum for signum in signals.HELD}  # 130, 143, 129
 
@@ -109,6 +126,7 @@ def main() -> None:
             # (Inside the try: a Ctrl-C may land while the handlers are set.)
             atexit.register(_keep_exit_code)
             sys.unraisablehook = _raise_again
+            sys.excepthook = _keep_printed
             signals.stop_on_signals()
             gc.disable()  # while the command's modules load (see the docstring)
             from simindex import cli
@@ -122,8 +140,9 @@ def main() -> None:
         except Exception as exc:
             # A Ctrl-C inside some of Python's own machinery comes out wrapped:
             # importing a class whose __set_name__ it interrupts raises
-            # RuntimeError("Error calling __set_name__ ...") from it.
-            interrupt = _interrupt_in(exc)
+            # RuntimeError("Error calling __set_name__ ...") from it; C code
+            # may print it and raise another in its place (_keep_printed).
+            interrupt = _interrupt_in(exc) or (_printed[0] if _printed else None)
             if interrupt is None:
                 raise
             _interrupted(interrupt)

@@ -637,6 +637,24 @@ def test_an_interrupt_python_would_ignore_is_delivered_again() -> None:
     _one_line_and_130(code)
 
 
+def test_an_interrupt_c_code_prints_and_replaces_is_still_one_line_and_130() -> None:
+    """numpy's extension modules, when an import they make is interrupted,
+    print the KeyboardInterrupt (PyErr_Print) and raise ImportError instead
+    (seen once in the Ctrl-C sweep above, landing inside numpy's import):
+    the command still says one line and exits 130."""
+    code = (
+        "import ctypes, sys; from simindex.__main__ import main\n"
+        "sys.argv[1:] = ['-h']\n"
+        "import simindex.cli\n"
+        "def run(argv=None):\n"
+        "    ctypes.pythonapi.PyRun_SimpleString(b'raise KeyboardInterrupt')  # printed\n"
+        "    raise ImportError('numpy._core.multiarray failed to import')\n"
+        "simindex.cli.main = run\n"
+        "main()\n"
+    )
+    _one_line_and_130(code)
+
+
 # --- 10. --workers ---------------------------------------------------------------
 
 
