@@ -23,7 +23,7 @@ import io
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import IO, Any, cast
+from typing import IO, Any, NoReturn, cast
 
 from simindex import ingest
 from simindex.cli.errors import UserError
@@ -128,10 +128,7 @@ class Sink:
         try:  # (as _writing, without a context a document)
             self._take(doc, kept)
         except OSError as exc:
-            failed = self._failed(exc)
-            if failed is None:
-                raise
-            raise failed from exc
+            self._failed(exc)
 
     def _take(self, doc: Doc, kept: bool) -> None:
         if self._parquet is not None:
@@ -195,17 +192,14 @@ class Sink:
         try:
             yield
         except OSError as exc:
-            failed = self._failed(exc)
-            if failed is None:
-                raise
-            raise failed from exc
+            self._failed(exc)
 
-    def _failed(self, exc: OSError) -> UserError | None:
-        """What a write's OSError is raised as: a UserError naming the file,
-        or None, itself, on standard output (the CLI reports a closed pipe)."""
+    def _failed(self, exc: OSError) -> NoReturn:
+        """Raise a write's OSError as a UserError naming the file, or as
+        itself on standard output (the CLI reports a closed pipe)."""
         if self._raw is None or self._raw is sys.stdout.buffer:
-            return None
-        return UserError(f"cannot write {self.name}: {exc.strerror or exc}")
+            raise exc
+        raise UserError(f"cannot write {self.name}: {exc.strerror or exc}") from exc
 
 
 class _ParquetOut:
