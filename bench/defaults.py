@@ -77,6 +77,13 @@ def holding_rows(printed: str) -> list[Row]:
     faiss = re.search(r"single p50 ([\d,]+) us, batched ([\d,]+) q/s", printed)
     single = f"faiss single {faiss.group(1)} us" if faiss else "faiss not installed"
     batched = f"faiss batched {faiss.group(2)} q/s" if faiss else "faiss not installed"
+    # The targets beside faiss are ratios: the figure over faiss's, in the same run.
+    held_x = many_x = ""
+    if faiss:
+        held_us = number(cells(printed, "query, held (hold=True), p50")[1])
+        many_qps = number(cells(printed, "query_many(Q), default hold, stored")[1])
+        held_x = f", {held_us / number(faiss.group(1)):.2f}x faiss"
+        many_x = f" ({many_qps / number(faiss.group(2)):.2f}x faiss)"
     open_stored = cells(printed, "open + Q queries, default hold, stored")
     open_nothing = cells(printed, "open + Q queries, default hold, nothing stored")
     held = cells(printed, "query, held (hold=True), p50")
@@ -89,7 +96,7 @@ def holding_rows(printed: str) -> list[Row]:
             f"{open_stored[1]} us ({open_stored[2]}x numpy) stored; "
             f"{open_nothing[1]} us ({open_nothing[2]}x) nothing stored",
             at_numpy,
-            "<= 0.25x numpy",
+            "<= 0.2x numpy",
             "holding.py",
         ),
         (
@@ -101,16 +108,16 @@ def holding_rows(printed: str) -> list[Row]:
         ),
         (
             "single query held in memory (hold=True), p50",
-            f"{held[1]} us ({held[2]}x numpy)",
+            f"{held[1]} us ({held[2]}x numpy{held_x})",
             single,
             "<= 0.25x faiss single",
             "holding.py",
         ),
         (
             "query_many of the 2,000",
-            f"{many_stored[1]} q/s stored; {many_nothing[1]} q/s nothing stored",
+            f"{many_stored[1]} q/s stored{many_x}; {many_nothing[1]} q/s nothing stored",
             batched,
-            ">= faiss batched",
+            ">= 3x faiss batched",
             "holding.py",
         ),
     ]
@@ -143,7 +150,7 @@ def allpairs_rows(printed: str) -> list[Row]:
             "duplicates() at the default k (8), reading included",
             f"{eight[0]} s",
             "",
-            "<= 2 s",
+            "<= 1 s",
             "allpairs.py",
         ),
         (
