@@ -438,9 +438,10 @@ class Snapshot:
             if len(table.flips) == 1:  # no probes: one slice (cheaper than the arrays below)
                 if table.starts is not None:
                     lo, hi = table.starts[key : key + 2].tolist()
-                else:
-                    lo = int(table.keys.searchsorted(key, side="left"))
-                    hi = int(table.keys.searchsorted(key, side="right"))
+                else:  # (the key as the keys' type: a Python int would convert them all)
+                    typed = table.keys.dtype.type(key)
+                    lo = int(table.keys.searchsorted(typed, side="left"))
+                    hi = int(table.keys.searchsorted(typed, side="right"))
                 found.append(table.order[lo:hi])
                 continue
             wanted = table.flips ^ key
