@@ -1,17 +1,19 @@
 """What each way of answering costs: every cost model, and the layout advisor.
 
 The estimates assume fingerprints spread uniformly over the 64 bits (real
-corpora share more bits, so they are lower bounds on the candidates) and were
-measured on a 2-core machine at a million fingerprints. They only ever choose
-between ways that give the same answers: a wrong estimate costs time, never
-a result.
+corpora share more bits, so they are lower bounds on the candidates). Every
+constant they multiply by is in one block below, written by
+``python bench/costs.py --write``, which measures each by timing this
+package's own code (at a million fingerprints, on the machine it ran on);
+each says how above it. They only ever choose between ways that give the
+same answers: a wrong estimate costs time, never a result.
 
 - The database lookup (lookup_cost): seeks and candidate rows of one query.
 - A new index's number of blocks (default_blocks) and the advisor (advise).
 - Reading the index into memory (READ_US_PER_ROW, HOLD_S_PER_ROW, STORED_S_PER_ROW).
-- In memory: one table of a batch query (batch_table_cost), one table of a
-  single query (held_table_us), and one table of all pairs (pairs_table_ns,
-  pairs_by_offsets, pairs_lookup).
+- In memory: one table of a batch query (batch_table_cost, in binary-search
+  steps), a single query (held_query_us), and one table of all pairs
+  (pairs_table_ns, pairs_by_offsets, pairs_lookup; compiled_table_ns).
 
 Who decides with them: planner.py (which way), accelerator.py (when to read),
 blocks.BlockLayout.for_k (through DEFAULT_BLOCKS, which a test keeps equal to
@@ -20,6 +22,7 @@ default_blocks), snapshot.py and pairs.py (which in-memory tables).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from math import comb, expm1, log2
 
@@ -34,13 +37,107 @@ from simindex.blocks import (
 from simindex.errors import InvalidArgumentError
 from simindex.fingerprint import BITS
 
-# -- the database lookup ---------------------------------------------------
+# -- measured by `python bench/costs.py --write` on this
+# machine (2 cores) at c2c92ae-dirty (uncommitted changes), 2026-12-06;
+# bench/results/costs.txt gives each beside the value before. Measure again
+# rather than edit them by hand. --
+# microseconds an index seek of a query from the database (SQLite, hold=False, 1,000,000
+# fingerprints), fitted with _ROW_US over queries at 7 (layout, k); the rest of a query, which the
+# model leaves out, 44 us
+_SEEK_US = 0.975
+# microseconds a candidate row of such a query, the same fit
+_ROW_US = 0.684
+# bytes a fingerprint in a file besides its lookup indexes (files of 1,000,000 fingerprints at 4
+# layouts, fitted with _INDEX_BYTES)
+_ROW_BYTES = 56.7
+# bytes a fingerprint in one lookup index, the same fit
+_INDEX_BYTES = 20.2
+# microseconds a row of a batch's read of the index into memory (1,000,000 fingerprints)
+READ_US_PER_ROW = 0.826
+# seconds a row of holding it, read from its rows and sorted (the first query with hold=True,
+# nothing stored, less a later query)
+HOLD_S_PER_ROW = 1.29e-06
+# seconds a row of holding it from the stored snapshot (the same, snapshot stored)
+STORED_S_PER_ROW = 8.91e-08
+# microseconds a joined query (more than one table, all by offset) besides its lookups and
+# candidates: Snapshot.near timed over 136 forced layouts at n = 20,000, 200,000, 1,000,000, one
+# non-negative least-squares fit of relative error for all eight
+_HELD_JOINED_US = 33.7
+# microseconds a query looped over its tables (not joined) besides them, the same fit
+_HELD_QUERY_US = 7.78
+# microseconds a table without probes (one slice) in that loop, the same fit
+_HELD_EXACT_US = 3.47
+# microseconds a candidate row of a table without probes in that loop, the same fit
+_HELD_EXACT_ROW_US = 0.0058
+# microseconds a probed table in that loop besides its probes and rows, the same fit
+_HELD_PROBED_US = 21.2
+# microseconds a lookup by offset (joined, or a probe in that loop), the same fit
+_HELD_OFFSET_US = 0.0348
+# microseconds a probe found by binary search in that loop, the same fit
+_HELD_SEARCH_US = 0.144
+# microseconds a candidate row, joined or probed, the same fit
+_HELD_ROW_US = 0.00687
+# packed_key + stable_order + the two gathers of a table of 16-bit keys (a real plan's mask), time
+# at n minus at n/2, per row
+_SORT_16_NS = 20.3
+# packed_key + stable_order + the two gathers of a table of 22-bit keys (a real plan's mask), time
+# at n minus at n/2, per row
+_SORT_32_NS = 44.5
+# packed_key + stable_order + the two gathers of a table of 64-bit keys (a real plan's mask), time
+# at n minus at n/2, per row
+_SORT_WIDE_NS = 118.0
+# _Table.runs on 32-bit keys (no equal runs), time at n minus n/2, a row
+_RUN_NS = 0.577
+# _Table.runs on 16-bit keys held as uint32 minus 32-bit keys, same n, per extra pair it compared
+_RUN_PAIR_NS = 5.58
+# _flip_hits by offset, 22-bit keys, flips that all miss: 20 flips minus 10, per extra lookup
+_OFFSET_NS = 1.05
+# _flip_hits by offset, flips that find runs minus as many that miss, per run found
+_HIT_NS = 16.6
+# _flip_hits by offset: 21 missing flips of as many highest bits minus as many of one highest bit,
+# per extra group and row of the table (n=1,000,000)
+_GROUP_NS = 3.33
+# _Table.flipped minus _flip_hits with the same flips (by offset), per pair compared
+_PAIR_NS = 11.1
+# _flip_hits by binary search, the missing flips as for _OFFSET_NS, per extra lookup over log2(n+1)
+# = 19.9 steps
+_SEARCH_NS = 1.68
+# _flip_hits by occupied, 26-bit keys (two of five blocks), flips that all miss: more minus fewer,
+# per extra lookup
+_OCCUPIED_NS = 6.09
+# _flip_hits' numpy lines (bincount, cumsum, uint8 copy) on sorted uniform keys of 22 minus 20
+# bits, same rows, per extra possible key
+_BUILD_NS = 3.86
+# _flip_hits' numpy lines (zeros, scatter of the distinct keys) for 28 minus 24 bits, same rows,
+# per extra possible key
+_OCCUPIED_BUILD_NS = 0.126
+# table_pairs on uniform 21- and 16-bit tables (every flip minus every other): the line of ns a
+# lookup against rows found a lookup, at 0 rows
+COMPILED_LOOKUP_NS = 8.5
+# the slope of that line, ns a row found (21 bits: 0.48 rows a lookup, 16 bits: 15), a hit's own
+# cost shared out over its rows
+COMPILED_ROW_NS = 0.817
+# prepared + table_pairs' equal runs (no flips), 21-bit keys, at n minus n/2 (their pairs taken
+# off), per row
+COMPILED_SORT_NS = 37.7
+# prepared + table_pairs' equal runs (no flips), same rows, 26-bit keys minus 21 (their pairs taken
+# off), per extra possible key
+COMPILED_KEY_NS = 2.21
+# -- end of the measured constants --
 
-# Measured at 1M fingerprints (SQLite, 2 cores): about 1.2 us an index seek
-# and 0.45 us a candidate row (k=3, 4 blocks: 42 us; k=6, 4 blocks probed:
-# 570 us; k=8, 3 blocks probed: 960 us).
-_SEEK_US = 1.2
-_ROW_US = 0.45
+# Every constant of the block above: what bench/costs.py measures.
+MEASURED = (
+    "_SEEK_US", "_ROW_US", "_ROW_BYTES", "_INDEX_BYTES",
+    "READ_US_PER_ROW", "HOLD_S_PER_ROW", "STORED_S_PER_ROW",
+    "_HELD_JOINED_US", "_HELD_QUERY_US", "_HELD_EXACT_US", "_HELD_EXACT_ROW_US", "_HELD_PROBED_US",
+    "_HELD_OFFSET_US", "_HELD_SEARCH_US", "_HELD_ROW_US",
+    "_SORT_16_NS", "_SORT_32_NS", "_SORT_WIDE_NS", "_RUN_NS", "_RUN_PAIR_NS",
+    "_BUILD_NS", "_OFFSET_NS", "_SEARCH_NS", "_HIT_NS", "_PAIR_NS", "_GROUP_NS",
+    "_OCCUPIED_BUILD_NS", "_OCCUPIED_NS",
+    "COMPILED_LOOKUP_NS", "COMPILED_ROW_NS", "COMPILED_SORT_NS", "COMPILED_KEY_NS",
+)  # fmt: skip
+
+# -- the database lookup ---------------------------------------------------
 
 
 def lookup_cost(layout: BlockLayout, k: int, n: int) -> tuple[int, float, float] | None:
@@ -101,12 +198,6 @@ class LayoutAdvice:
         return len(self.layout.widths)
 
 
-# Measured with bench/ at 1M fingerprints (SQLite): 139 bytes per fingerprint
-# with 4 indexes, 288 with 10, so about 25 bytes per index and 40 for the row.
-_ROW_BYTES = 40.0
-_INDEX_BYTES = 25.0
-
-
 def advise(n: int, k: int) -> list[LayoutAdvice]:
     """Every layout for k, from one block (probed) up to the table limit, with
     its expected candidates per query (for fingerprints spread uniformly),
@@ -133,16 +224,6 @@ def advise(n: int, k: int) -> list[LayoutAdvice]:
 
 # -- reading the index into memory -----------------------------------------
 
-# A batch reads the index (~0.5 us a row, once) when its lookups would cost
-# at least that: lookup_cost's microseconds a query times the batch.
-READ_US_PER_ROW = 0.5
-# Holding it: reading and sorting a row (at 1M: 0.6 s to read, 0.3 s to sort).
-HOLD_S_PER_ROW = 1e-6
-# The same from the stored snapshot (storage/stored.py; at 1M: about 0.05 s
-# to read its arrays and check their digests, 0.05 s to build its tables
-# from their stored order).
-STORED_S_PER_ROW = 1e-7
-
 
 # -- in memory --------------------------------------------------------------
 
@@ -156,30 +237,29 @@ def batch_table_cost(probe_count: int, width: int, n: int) -> float:
     return probe_count * (steps + n / 2.0**width)
 
 
-def held_table_us(width: int, n: int, probe_count: int | None, by_offset: bool) -> float:
-    """One single query's estimated microseconds in one table of a held
-    snapshot (snapshot.single_layout; measured at 20k and 1M): a table
-    without probes (probe_count None) about 2 and 0.004 a candidate; with
-    probes about 10, 0.045 a probe by offset or 0.09 by binary search, and
-    0.013 a candidate."""
-    rows = n / 2.0**width
-    if probe_count is None:
-        return 2 + 0.004 * rows
-    per_probe = 0.045 if by_offset else 0.09
-    return 10 + probe_count * (per_probe + 0.013 * rows)
+def held_query_us(
+    widths: Sequence[int], n: int, probe_counts: Sequence[int] | None, by_offset: Sequence[bool]
+) -> float:
+    """One single query's estimated microseconds among n fingerprints held in
+    memory, in one-block tables of these widths (snapshot.single_layout),
+    each looked up with its probe count (None: exact lookups, one a table)
+    by offset or by binary search. Tables all found by offset, more than
+    one, are joined (one lookup for all their probes: a fixed cost a query,
+    then each lookup and candidate); else a fixed cost a query, and each
+    table its own: without probes a slice (a fixed cost and one a
+    candidate), with probes a fixed cost, one a probe and one a candidate."""
+    lookups = [1] * len(widths) if probe_counts is None else list(probe_counts)
+    rows = [count * n / 2.0**width for count, width in zip(lookups, widths, strict=True)]
+    if len(widths) > 1 and all(by_offset):
+        return _HELD_JOINED_US + sum(lookups) * _HELD_OFFSET_US + sum(rows) * _HELD_ROW_US
+    if probe_counts is None:
+        return _HELD_QUERY_US + len(widths) * _HELD_EXACT_US + sum(rows) * _HELD_EXACT_ROW_US
+    total = _HELD_QUERY_US + len(widths) * _HELD_PROBED_US + sum(rows) * _HELD_ROW_US
+    for count, offset in zip(lookups, by_offset, strict=True):
+        total += count * (_HELD_OFFSET_US if offset else _HELD_SEARCH_US)
+    return total
 
 
-# All pairs (pairs.pairs_within), in nanoseconds (numpy, measured at 1M):
-_SORT_NS = (18.0, 90.0)  # sorting a table, per row (keys of <= 16 bits, <= 32)
-_SORT_WIDE_NS = 180.0  # sorting a table of keys wider than 32 bits, per row
-_RUN_NS = 5.0  # walking its equal runs, per row
-_RUN_PAIR_NS = 2.0  # per pair of rows in an equal run
-_BUILD_NS = 5.0  # per possible key, building the offsets
-_OFFSET_NS = 2.0  # per row and probe, a lookup by offset
-_SEARCH_NS = 1.8  # per row, probe and step of a binary search
-_HIT_NS = 8.0  # per row and probe that finds a run
-_PAIR_NS = 7.0  # per pair of rows a probe finds
-_GROUP_NS = 30_000.0  # per table and highest bit of a probe (a few numpy calls)
 PAIRS_OFFSETS_MAX_BITS = (
     22  # the widest key all pairs looks up by offset (2**bits + 1 entries), unless n >= 2**bits
 )
@@ -196,10 +276,6 @@ def pairs_by_offsets(n: int, width: int, probes: int) -> bool:
 
 
 PAIRS_OCCUPIED_MAX_BITS = 28  # the widest key all pairs tests in a table of a byte a key
-_OCCUPIED_BUILD_NS = 0.5  # per possible key, the table of which keys are there
-# Per row and probe, a test in that table: most miss the cache (measured at
-# 1M, ten tables of 2 of 5 blocks: about 7 ns a lookup against 2 by offset).
-_OCCUPIED_NS = 7.0
 
 
 def pairs_lookup(n: int, width: int, probes: int) -> str:
@@ -216,14 +292,15 @@ def pairs_lookup(n: int, width: int, probes: int) -> str:
     return "search"
 
 
-def pairs_table_ns(n: int, width: int, radius: int) -> float:
+def pairs_table_ns(n: int, width: int, radius: int, cpus: int = 1) -> float:
     """The estimated nanoseconds of one table of `width` bits in all pairs
     (uniform fingerprints): sort it and walk its equal runs, then for each
     probe look up the rows of half the table (pairs_lookup), and compare
-    the pairs found."""
+    the pairs found; the probes shared by ``cpus`` threads (pairs_within
+    splits them so), the rest on one."""
     per_key = n / 2.0**width  # rows of a key
     pairs = n * per_key / 2  # pairs of rows with equal keys, or one probe's flips apart
-    sort = _SORT_NS[0] if width <= 16 else _SORT_NS[1] if width <= 32 else _SORT_WIDE_NS
+    sort = _SORT_16_NS if width <= 16 else _SORT_32_NS if width <= 32 else _SORT_WIDE_NS
     cost = n * (sort + _RUN_NS) + pairs * _RUN_PAIR_NS
     if radius:
         probe_count = sum(comb(width, i) for i in range(1, radius + 1))
@@ -238,36 +315,22 @@ def pairs_table_ns(n: int, width: int, radius: int) -> float:
             lookup = _OCCUPIED_NS + hits * (_HIT_NS + search)
         else:
             lookup = search + hits * _HIT_NS
-        cost += probe_count * (n / 2 * lookup + pairs * _PAIR_NS)
-        cost += width * _GROUP_NS
+        probing = probe_count * (n / 2 * lookup + pairs * _PAIR_NS) + width * n * _GROUP_NS
+        cost += probing / cpus
     return cost
 
 
-# All pairs by simindex.compiled's loops, in nanoseconds of one core (one
-# table on one thread at 1M, 4M and 16M, keys of 21 and 26 bits, as
-# bench/experiments/run_order.py's "by row" column times it; checked against
-# bench/results/growth.txt in docs/scaling.md): a lookup costs about 11 ns whatever
-# it finds (reading its run's length, and the branch on it), a row it finds
-# about 1 more; preparing a table about 200 a row and 16 a possible key
-# (the keys packed, the counting sort, its arrays of 5 bytes a key value).
-COMPILED_LOOKUP_NS = 11.0
-COMPILED_ROW_NS = 1.0
-COMPILED_SORT_NS = 200.0
-COMPILED_KEY_NS = 16.0
-
-
-def compiled_table_ns(n: int, width: int, radius: int) -> float:
-    """The estimated core nanoseconds of one table of `width` bits in all
-    pairs by the compiled loops (uniform fingerprints): prepare it, walk
-    its equal runs, and for each probe look up the rows of half the table
-    and compare the rows found."""
+def compiled_table_ns(n: int, width: int, radius: int, cpus: int = 1) -> float:
+    """The estimated nanoseconds of one table of `width` bits in all pairs
+    by the compiled loops (uniform fingerprints): prepare it and walk its
+    equal runs on one thread, and for each probe look up the rows of half
+    the table and compare the rows found, the probes shared by ``cpus``
+    threads (pairs._compiled_table splits them so)."""
     per_key = n / 2.0**width  # rows of a key
     probe_count = sum(comb(width, i) for i in range(1, radius + 1))
     lookups = probe_count * n / 2
-    rows = n * per_key / 2 + lookups * per_key
-    return (
-        n * COMPILED_SORT_NS
-        + 2.0**width * COMPILED_KEY_NS
-        + lookups * COMPILED_LOOKUP_NS
-        + rows * COMPILED_ROW_NS
+    prepared = (
+        n * COMPILED_SORT_NS + 2.0**width * COMPILED_KEY_NS + n * per_key / 2 * COMPILED_ROW_NS
     )
+    probing = lookups * COMPILED_LOOKUP_NS + lookups * per_key * COMPILED_ROW_NS
+    return prepared + probing / cpus

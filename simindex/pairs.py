@@ -41,6 +41,7 @@ def pairs_plan(
     blocks: int | None = None,
     per_table: int | None = 1,
     compiled: bool = False,
+    cpus: int = 1,
 ) -> Plan:
     """The cheapest plan to pair n fingerprints within k (uniform estimate,
     see costs.pairs_table_ns, or with ``compiled`` costs.compiled_table_ns
@@ -51,7 +52,8 @@ def pairs_plan(
     (one block a table while they are few; more blocks a table, wider keys
     and more tables, as n grows, so the rows a probe finds stay few).
     ``blocks`` forces the number of blocks (tests), with per_table=None one
-    block a table."""
+    block a table. ``cpus``: the threads that share a table's probes
+    (pairs_within's; one for simindex.spark's tasks)."""
     if blocks is not None:
         return layout_plan(even_layout(blocks, per_table or 1), k)
     price = compiled_table_ns if compiled else pairs_table_ns
@@ -63,7 +65,7 @@ def pairs_plan(
             return None
         if compiled and max(widths) > MAX_WIDTH:
             return None
-        return sum(price(n, w, radius) for w in widths)
+        return sum(price(n, w, radius, cpus) for w in widths)
 
     assert per_table in (1, None), "tables of a given number of blocks: give blocks too"
 
@@ -85,22 +87,23 @@ def _default_plan(n: int, k: int, compiled: bool | None) -> tuple[Plan, bool]:
     # (pairs_plan(n, k, per_table=None)) are exact and tested, but the N
     # from which numpy's price model says they pay (about 60M at k = 8, 15M
     # at k = 3) is not measured (docs/scaling.md).
-    plan = pairs_plan(n, k)
+    threads = _cpus() if n >= _THREADED_MIN else 1
+    plan = pairs_plan(n, k, cpus=threads)
     if _compiled_kernels(n, None, compiled) is None:
         return plan, compiled is False
     # Compiled, the plan priced by the compiled loops' costs, of any number
     # of blocks a table (one block a table up to about 150M at k = 8:
     # bench/results/growth.txt), unless numpy's own plan is cheaper (k <= 1:
     # one or two keys wider than the loops take; small n).
-    wide = pairs_plan(n, k, per_table=None, compiled=True)
-    if _price(wide, n, compiled_table_ns) <= _price(plan, n, pairs_table_ns):
+    wide = pairs_plan(n, k, per_table=None, compiled=True, cpus=_cpus())
+    if _price(wide, n, compiled_table_ns, _cpus()) <= _price(plan, n, pairs_table_ns, threads):
         return wide, False
     return plan, True
 
 
-def _price(plan: Plan, n: int, table_ns: Callable[[int, int, int], float]) -> float:
+def _price(plan: Plan, n: int, table_ns: Callable[[int, int, int, int], float], cpus: int) -> float:
     """A plan's estimated nanoseconds by one of costs' table prices."""
-    return sum(table_ns(n, mask.bit_count(), plan.radius) for mask in plan.masks)
+    return sum(table_ns(n, mask.bit_count(), plan.radius, cpus) for mask in plan.masks)
 
 
 def _flipped(

@@ -2,7 +2,7 @@
 
 Snapshot holds the ids and fingerprints read at one moment, per k the tables
 that answer a single query (single_layout: one-block tables found by offset
-or binary search, the layout cheapest by costs.held_table_us) or a batch
+or binary search, the layout cheapest by costs.held_query_us) or a batch
 (tables.plan_for), and the rows written since, compared one by one until
 they are merged. The accelerator (accelerator.py) decides when to read one
 and whether it is current; this module only answers from it.
@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from simindex.blocks import MAX_INDEX_K, BlockLayout, Probe, cheapest, probes
-from simindex.costs import held_table_us
+from simindex.costs import held_query_us
 from simindex.signature import band_keys_of_words
 from simindex.tables import (
     Plan,
@@ -78,7 +78,7 @@ def _offsets_fit(width: int, n: int) -> bool:
 
 def single_layout(n: int, k: int) -> tuple[BlockLayout, list[Probe] | None] | None:
     """The layout of one-block tables that answers one query within k among n
-    fingerprints in memory soonest (costs.held_table_us), and its probes
+    fingerprints in memory soonest (costs.held_query_us), and its probes
     (None: exact lookups, m > k); None past MAX_INDEX_K."""
     if k > MAX_INDEX_K:
         return None
@@ -88,11 +88,9 @@ def single_layout(n: int, k: int) -> tuple[BlockLayout, list[Probe] | None] | No
         found = probes(layout, k) if m <= k else None
         if m <= k and (found is None or m == 1):  # (a probed 64-bit block: not in int64)
             return None
-        total = 0.0
-        for t, width in enumerate(layout.widths):
-            count = None if found is None else sum(p.table == t for p in found)
-            total += held_table_us(width, n, count, _offsets_fit(width, n))
-        return total
+        counts = None if found is None else [sum(p.table == t for p in found) for t in range(m)]
+        offsets = [_offsets_fit(width, n) for width in layout.widths]
+        return held_query_us(layout.widths, n, counts, offsets)
 
     layout = cheapest(k, cost)
     assert layout is not None  # m = k + 1 always qualifies

@@ -48,6 +48,7 @@ KEPT = {  # one script a question a user asks
     "overlaps",
     "fingerprinting",
     "dedup",
+    "costs",
 }
 EXPERIMENT_LIBRARIES = {"sketches"}  # bench/experiments/: modules, not scripts
 
@@ -397,3 +398,19 @@ def test_fingerprinting_benchmark_quick_run() -> None:
         for step in ("simhash", "fingerprint_and_signature", " +compiled", " +prepare"):
             assert re.search(rf"^{lang} +{step} +(19\d|200) ", printed, re.M), printed
         assert re.search(rf"^{lang} +the compiled pass gives the Python one's bits", printed, re.M)
+
+
+@slow
+def test_the_cost_script_measures_every_constant_and_writes_nothing_quick() -> None:
+    """bench/costs.py --quick measures every constant simindex/costs.py prices
+    with (each printed beside the value in use) and leaves costs.py as it is."""
+    from simindex import costs
+
+    source = (ROOT / "simindex" / "costs.py").read_bytes()
+    printed = run_script("bench/costs.py", "--quick", "--write")
+    assert (ROOT / "simindex" / "costs.py").read_bytes() == source
+    table = printed.partition("How each was measured")[0]
+    measured = {line.split()[0] for line in table.splitlines()[3:] if line.strip()}
+    assert measured == set(costs.MEASURED)
+    assert "not measured" not in printed
+    assert "Plans the measured values choose differently" in printed

@@ -3,6 +3,9 @@ choices made with them (a new index's blocks, the advisor's order)."""
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
 
 from simindex import InvalidArgumentError, costs
@@ -29,7 +32,7 @@ def test_a_lookup_costs_its_seeks_and_the_rows_sharing_their_bits(k: int, blocks
         assert found is not None and seeks == len(found)
         bits = [sum(layout.widths[b] for b in layout.tables[p.table]) for p in found]
     assert rows == pytest.approx(sum(2.0 ** (20 - b) for b in bits))
-    assert us == pytest.approx(seeks * 1.2 + rows * 0.45)
+    assert us == pytest.approx(seeks * costs._SEEK_US + rows * costs._ROW_US)
     # Ten times the rows: the same seeks, ten times the candidates.
     more = costs.lookup_cost(layout, k, 10 << 20)
     assert more is not None and more[0] == seeks and more[1] == pytest.approx(10 * rows)
@@ -47,7 +50,9 @@ def test_the_advisor_lists_every_layout_cheapest_first() -> None:
     for a in advice:
         cost = costs.lookup_cost(a.layout, 3, 1_000_000)
         assert cost is not None and (a.seeks, a.candidates, a.cost) == cost
-        assert a.bytes_per_fingerprint == 40 + 25 * len(a.layout.tables)
+        assert a.bytes_per_fingerprint == pytest.approx(
+            costs._ROW_BYTES + costs._INDEX_BYTES * len(a.layout.tables)
+        )
     with pytest.raises(InvalidArgumentError):
         costs.advise(-1, 3)
     with pytest.raises(InvalidArgumentError):
@@ -68,8 +73,43 @@ def test_all_pairs_looks_up_by_offset_only_where_it_pays() -> None:
     assert costs.pairs_table_ns(1_000_000, 21, 2) > costs.pairs_table_ns(1_000_000, 21, 1)
 
 
-def test_a_held_table_costs_more_with_probes_and_less_by_offset() -> None:
-    exact = costs.held_table_us(16, 1_000_000, None, True)
-    probed = costs.held_table_us(16, 1_000_000, 100, True)
-    searched = costs.held_table_us(16, 1_000_000, 100, False)
+def test_a_held_query_costs_more_with_probes_and_less_by_offset() -> None:
+    n = 1_000_000
+    exact = costs.held_query_us([16, 16, 16, 16], n, None, [False] * 4)
+    probed = costs.held_query_us([16, 16, 16, 16], n, [100] * 4, [True, True, True, False])
+    searched = costs.held_query_us([16, 16, 16, 16], n, [100] * 4, [False] * 4)
     assert exact < probed < searched
+    # Tables all found by offset are joined: one fixed cost, whatever their number.
+    joined = costs.held_query_us([16, 16, 16, 16], n, [100] * 4, [True] * 4)
+    assert joined == pytest.approx(
+        costs._HELD_JOINED_US + 400 * costs._HELD_OFFSET_US + 400 * 2**-16 * n * costs._HELD_ROW_US
+    )
+
+
+def test_every_cost_is_one_the_kept_script_measures() -> None:
+    """The models' constants are the block bench/costs.py writes, each named
+    in costs.MEASURED; no other number in costs.py is a cost typed in (what
+    is left: 1.0 and 2.0 of the formulas, and whole numbers: limits and
+    counts)."""
+    source = Path(costs.__file__).read_text(encoding="utf-8")
+    begin = source.index("# -- measured by `python bench/costs.py --write`")
+    end = source.index("# -- end of the measured constants --")
+    block = ast.parse(source[begin:end])
+    assigned = [node.targets[0].id for node in block.body if isinstance(node, ast.Assign)]  # type: ignore[attr-defined]
+    assert sorted(assigned) == sorted(costs.MEASURED) and len(set(assigned)) == len(assigned)
+    rest = ast.parse(source[:begin] + source[end:])
+    floats = {
+        node.value
+        for node in ast.walk(rest)
+        if isinstance(node, ast.Constant) and isinstance(node.value, float)
+    }
+    assert floats <= {1.0, 2.0}
+    script = (Path(__file__).resolve().parent.parent / "bench" / "costs.py").read_text("utf-8")
+    for name in costs.MEASURED:  # each one a measurement returns by its name
+        assert f'"{name}"' in script or f'"{name}"' in _parts(), name
+
+
+def _parts() -> str:
+    """The measurement sections bench/costs.py takes from its parts."""
+    folder = Path(__file__).resolve().parent.parent / "bench" / "cost_parts"
+    return "".join(p.read_text("utf-8") for p in folder.glob("*.py")) if folder.is_dir() else ""
