@@ -250,11 +250,11 @@ def _plans() -> dict[str, str]:
 # -- the block in simindex/costs.py -----------------------------------------------
 
 
-def _block(measured: Measured) -> str:
+def _block(measured: Measured, measured_at: str) -> str:
     """The measured block of simindex/costs.py: each constant, how above it."""
     lines = [
         BEGIN + " on this",
-        f"# machine ({os.cpu_count()} cores) at {revision()}, "
+        f"# machine ({os.cpu_count()} cores) at {measured_at}, "
         f"{time.strftime('%Y-%m-%d', time.gmtime())};",
         "# bench/results/costs.txt gives each beside the value before. Measure again",
         "# rather than edit them by hand. --",
@@ -273,17 +273,20 @@ def _block(measured: Measured) -> str:
     return "\n".join(lines)
 
 
-def write(measured: Measured) -> None:
+def write(measured: Measured, measured_at: str) -> None:
     text = COSTS.read_text(encoding="utf-8")
     found = re.search(re.escape(BEGIN) + r".*?" + re.escape(END), text, flags=re.S)
     if found is None:
         raise SystemExit(f"no measured block in {COSTS}")
-    COSTS.write_text(text[: found.start()] + _block(measured) + text[found.end() :], "utf-8")
+    COSTS.write_text(
+        text[: found.start()] + _block(measured, measured_at) + text[found.end() :], "utf-8"
+    )
     log(f"wrote {len(measured)} constants into {COSTS.relative_to(ROOT)}")
 
 
 def measure(args: argparse.Namespace) -> int:
     started = time.perf_counter()
+    measured_at = revision()  # (before the results file's partial copy is there)
     measured: Measured = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -322,7 +325,7 @@ def measure(args: argparse.Namespace) -> int:
     if args.write and not args.quick:
         if missing:
             raise SystemExit("not every constant was measured: nothing written")
-        write(measured)
+        write(measured, measured_at)
     return 0
 
 
