@@ -29,9 +29,11 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from types import ModuleType
 from typing import IO, TypeVar
 
 import numpy as np
@@ -76,6 +78,20 @@ def per_call(fn: Callable[[T], R], items: Iterable[T]) -> tuple[list[R], list[fl
         seconds.append(now() - t0)
         answers.append(answer)
     return answers, seconds
+
+
+@contextmanager
+def values_in(module: ModuleType, values: dict[str, float]) -> Iterator[None]:
+    """A module's names set to these values for a while (simindex.costs'
+    constants, which its functions read at each call), then set back."""
+    before = {name: getattr(module, name) for name in values}
+    for name, value in values.items():
+        setattr(module, name, value)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            setattr(module, name, value)
 
 
 # Medians and percentiles (q is a fraction: 0.99 is P99)

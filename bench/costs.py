@@ -45,8 +45,7 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -62,7 +61,15 @@ sys.path.insert(0, str(HERE / "cost_parts"))
 
 import held  # noqa: E402  (bench/cost_parts: a held query's tables)
 import pairs  # noqa: E402  (bench/cost_parts: all pairs)
-from common import forget_stored, log, median, output_options, revision, save_output  # noqa: E402
+from common import (  # noqa: E402
+    forget_stored,
+    log,
+    median,
+    output_options,
+    revision,
+    save_output,
+    values_in,
+)
 
 from simindex import SimIndex, costs  # noqa: E402
 from simindex.blocks import MAX_INDEX_K, BlockLayout  # noqa: E402
@@ -189,8 +196,8 @@ def reading(quick: bool, folder: Path, log: Log) -> Measured:
         (
             "HOLD_S_PER_ROW",
             median(hold),
-            "seconds a row of holding it, read from its rows and sorted (the first query "
-            "with hold=True, nothing stored, less a later query)",
+            "seconds a row of holding it: read from its rows, its tables for the index's k "
+            "sorted, and stored (the first query with hold=True, nothing stored, less a later one)",
         ),
         (
             "STORED_S_PER_ROW",
@@ -200,22 +207,7 @@ def reading(quick: bool, folder: Path, log: Log) -> Measured:
     ]
 
 
-# -- in memory ------------------------------------------------------------------
-
 # -- the plans they choose ------------------------------------------------------
-
-
-@contextmanager
-def _constants(values: dict[str, float]) -> Iterator[None]:
-    """simindex.costs with these values in place of its own, for a while."""
-    before = {name: getattr(costs, name) for name in values}
-    for name, value in values.items():
-        setattr(costs, name, value)
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            setattr(costs, name, value)
 
 
 def _plans() -> dict[str, str]:
@@ -274,14 +266,25 @@ def _block(measured: Measured, measured_at: str) -> str:
 
 
 def write(measured: Measured, measured_at: str) -> None:
+    """simindex/costs.py's block written again: every constant in costs.MEASURED's
+    order, those this run did not measure kept as they are (said so above
+    them); refused, with nothing written, for a value that is not a finite
+    number of at least 0. Written beside the file and renamed over it."""
+    by_name = {name: (value, how) for name, value, how in measured}
+    wrong = [n for n, (v, _) in by_name.items() if not math.isfinite(v) or v < 0]
+    if wrong:
+        raise SystemExit(f"not a finite cost of at least 0: {', '.join(wrong)}; nothing written")
+    kept = "not measured by this run (numba missing): the value before, kept"
+    block = [by_name.get(name, (getattr(costs, name), kept)) for name in costs.MEASURED]
     text = COSTS.read_text(encoding="utf-8")
     found = re.search(re.escape(BEGIN) + r".*?" + re.escape(END), text, flags=re.S)
     if found is None:
         raise SystemExit(f"no measured block in {COSTS}")
-    COSTS.write_text(
-        text[: found.start()] + _block(measured, measured_at) + text[found.end() :], "utf-8"
-    )
-    log(f"wrote {len(measured)} constants into {COSTS.relative_to(ROOT)}")
+    rows = [(name, value, how) for name, (value, how) in zip(costs.MEASURED, block, strict=True)]
+    partial = COSTS.with_name(COSTS.name + ".partial")
+    partial.write_text(text[: found.start()] + _block(rows, measured_at) + text[found.end() :])
+    os.replace(partial, COSTS)
+    log(f"wrote {len(measured)} measured constants into {COSTS.relative_to(ROOT)}")
 
 
 def measure(args: argparse.Namespace) -> int:
@@ -316,14 +319,14 @@ def measure(args: argparse.Namespace) -> int:
     print("\nAll pairs' model with the measured values, beside one table's time:")
     print("\n".join(pairs.report(values)))
     before = _plans()
-    with _constants(values):
+    with values_in(costs, values):
         after = _plans()
     changed = [q for q in before if before[q] != after[q]]
     print(f"\nPlans the measured values choose differently ({len(changed)} of {len(before)}):")
     for question in changed:
         print(f"- {question}: {before[question]} -> {after[question]}")
     if args.write and not args.quick:
-        if missing:
+        if any(not name.startswith("COMPILED_") for name in missing):
             raise SystemExit("not every constant was measured: nothing written")
         write(measured, measured_at)
     return 0
@@ -337,6 +340,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     output_options(ap)
     args = ap.parse_args(argv)
+    if args.write and args.no_save:  # (the block it writes cites the results file)
+        ap.error("--write keeps its results file: leave out --no-save")
     return save_output("costs", args, lambda: measure(args))
 
 

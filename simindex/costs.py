@@ -54,14 +54,15 @@ _ROW_BYTES = 56.7
 _INDEX_BYTES = 20.2
 # microseconds a row of a batch's read of the index into memory (1,000,000 fingerprints)
 READ_US_PER_ROW = 0.772
-# seconds a row of holding it, read from its rows and sorted (the first query with hold=True,
-# nothing stored, less a later query)
+# seconds a row of holding it: read from its rows, its tables for the index's k sorted, and stored
+# (the first query with hold=True, nothing stored, less a later one)
 HOLD_S_PER_ROW = 1.21e-06
 # seconds a row of holding it from the stored snapshot (the same, snapshot stored)
 STORED_S_PER_ROW = 7e-08
 # microseconds a joined query (more than one table, all by offset) besides its lookups and
 # candidates: Snapshot.near timed over 136 forced layouts at n = 20,000, 200,000, 1,000,000, one
-# non-negative least-squares fit of relative error for all eight
+# least-squares fit of relative error for all eight (a constant fitting negative set to 0 and the
+# rest fitted again)
 _HELD_JOINED_US = 29.7
 # microseconds a query looped over its tables (not joined) besides them, the same fit
 _HELD_QUERY_US = 7.67
@@ -220,9 +221,6 @@ def advise(n: int, k: int) -> list[LayoutAdvice]:
         size = _ROW_BYTES + _INDEX_BYTES * len(layout.tables)
         out.append(LayoutAdvice(layout, cost[1], size, cost[2], cost[0]))
     return sorted(out, key=lambda a: (a.cost, a.blocks))
-
-
-# -- reading the index into memory -----------------------------------------
 
 
 # -- in memory --------------------------------------------------------------

@@ -57,6 +57,7 @@ def pairs_plan(
     if blocks is not None:
         return layout_plan(even_layout(blocks, per_table or 1), k)
     price = compiled_table_ns if compiled else pairs_table_ns
+    rows = max(n, 1)  # (priced as one row at least: with none, every plan costs nothing)
 
     def cost(layout: BlockLayout) -> float | None:
         radius = probe_radius(layout, k)
@@ -65,7 +66,7 @@ def pairs_plan(
             return None
         if compiled and max(widths) > MAX_WIDTH:
             return None
-        return sum(price(n, w, radius, cpus) for w in widths)
+        return sum(price(rows, w, radius, cpus) for w in widths)
 
     assert per_table in (1, None), "tables of a given number of blocks: give blocks too"
 
@@ -85,8 +86,9 @@ def _default_plan(n: int, k: int, compiled: bool | None) -> tuple[Plan, bool]:
     numpy even where the compiled loops are there."""
     # numpy: one block a table. The plans of several blocks a table
     # (pairs_plan(n, k, per_table=None)) are exact and tested, but the N
-    # from which numpy's price model says they pay (about 60M at k = 8, 15M
-    # at k = 3) is not measured (docs/scaling.md).
+    # from which numpy's price model says they pay (about 40M at k = 8, 2.5M
+    # at k = 3, by the constants bench/costs.py measured) is not checked
+    # end to end (docs/scaling.md).
     threads = _cpus() if n >= _THREADED_MIN else 1
     plan = pairs_plan(n, k, cpus=threads)
     if _compiled_kernels(n, None, compiled) is None:

@@ -128,6 +128,58 @@ def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SimIndex]:
         yield ix
 
 
+# The cost model's constants the plan-shape tests were written against
+# (simindex/costs.py's block as bench/costs.py wrote it at d39f7b5): a test
+# asserting which plan the planner picks for a size takes these, so that a
+# new measurement (python bench/costs.py --write) changes what the planner
+# picks on that machine, which bench/costs.py reports, without changing what
+# these tests mean.
+REFERENCE_COSTS = {
+    "_SEEK_US": 1.09,
+    "_ROW_US": 0.672,
+    "_ROW_BYTES": 56.7,
+    "_INDEX_BYTES": 20.2,
+    "READ_US_PER_ROW": 0.772,
+    "HOLD_S_PER_ROW": 1.21e-06,
+    "STORED_S_PER_ROW": 7e-08,
+    "_HELD_JOINED_US": 29.7,
+    "_HELD_QUERY_US": 7.67,
+    "_HELD_EXACT_US": 3.16,
+    "_HELD_EXACT_ROW_US": 0.00518,
+    "_HELD_PROBED_US": 19.6,
+    "_HELD_OFFSET_US": 0.0333,
+    "_HELD_SEARCH_US": 0.127,
+    "_HELD_ROW_US": 0.00657,
+    "_SORT_16_NS": 27.2,
+    "_SORT_32_NS": 45.4,
+    "_SORT_WIDE_NS": 128.0,
+    "_RUN_NS": 0.751,
+    "_RUN_PAIR_NS": 5.64,
+    "_BUILD_NS": 3.78,
+    "_OFFSET_NS": 1.28,
+    "_SEARCH_NS": 1.76,
+    "_HIT_NS": 16.0,
+    "_PAIR_NS": 14.4,
+    "_GROUP_NS": 3.92,
+    "_OCCUPIED_BUILD_NS": 0.125,
+    "_OCCUPIED_NS": 4.7,
+    "COMPILED_LOOKUP_NS": 8.51,
+    "COMPILED_ROW_NS": 0.765,
+    "COMPILED_SORT_NS": 46.5,
+    "COMPILED_KEY_NS": 2.19,
+}
+
+
+@pytest.fixture
+def reference_costs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """simindex.costs with REFERENCE_COSTS in place of its measured block."""
+    from simindex import costs
+
+    assert set(REFERENCE_COSTS) == set(costs.MEASURED)
+    for name, value in REFERENCE_COSTS.items():
+        monkeypatch.setattr(costs, name, value)
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """One line per reason the skipped tests skipped, so a plain `pytest`
     says why (e.g. how to run the PostgreSQL half), not only `s`."""

@@ -59,6 +59,7 @@ def test_the_advisor_lists_every_layout_cheapest_first() -> None:
         costs.advise(10, MAX_INDEX_K + 1)
 
 
+@pytest.mark.usefixtures("reference_costs")
 def test_all_pairs_looks_up_by_offset_only_where_it_pays() -> None:
     assert not costs.pairs_by_offsets(1_000_000, costs.PAIRS_OFFSETS_MAX_BITS + 1, 1000)
     # Wider keys by offset only with no more possible keys than rows.
@@ -73,6 +74,7 @@ def test_all_pairs_looks_up_by_offset_only_where_it_pays() -> None:
     assert costs.pairs_table_ns(1_000_000, 21, 2) > costs.pairs_table_ns(1_000_000, 21, 1)
 
 
+@pytest.mark.usefixtures("reference_costs")
 def test_a_held_query_costs_more_with_probes_and_less_by_offset() -> None:
     n = 1_000_000
     exact = costs.held_query_us([16, 16, 16, 16], n, None, [False] * 4)

@@ -114,15 +114,16 @@ def test_pairs_within_default_plan_equals_brute_force(k: int) -> None:
     assert len(want) >= 1_000
 
 
+@pytest.mark.usefixtures("reference_costs")
 def test_pairs_plan_probes_only_where_it_pays() -> None:
-    """k <= 3 keeps k + 1 blocks (no probes, one pass a table) up to a few
-    million fingerprints, and k <= 2 at ten million; there k = 3 takes two
-    32-bit blocks probed within 1 bit (measured: 11.9 s against 20.7 s for
-    four 16-bit blocks' equal runs, numpy, 2 threads); a million at k = 8
-    take three blocks probed within 2 bits (a few hundred passes) rather
-    than narrow blocks' billions of candidates."""
+    """By the reference costs, k <= 3 keeps k + 1 blocks (no probes, one
+    pass a table) up to a few million fingerprints, and k <= 2 at ten
+    million; there k = 3 takes two 32-bit blocks probed within 1 bit rather
+    than the equal runs of four 16-bit blocks (150 rows a key); a million
+    at k = 8 take three blocks probed within 2 bits (a few hundred passes)
+    rather than narrow blocks' billions of candidates."""
 
-    for n in (1, 1_000, 100_000, 1_000_000, 10_000_000):
+    for n in (0, 1, 1_000, 100_000, 1_000_000, 10_000_000):
         for k in range(4 if n < 10_000_000 else 3):
             plan = pairs.pairs_plan(n, k)
             assert (len(plan.masks), plan.radius) == (k + 1, 0), (n, k)
@@ -518,6 +519,7 @@ def test_pairs_within_tables_of_several_blocks_equal_brute_force(
     assert len(want) > 300
 
 
+@pytest.mark.usefixtures("reference_costs")
 def test_pairs_plan_widens_its_tables_as_n_grows() -> None:
     """The plan priced by N (per_table=None) is the one-block plan while the
     fingerprints are few (k = 8 at a million: three blocks probed within 2
@@ -558,6 +560,7 @@ def test_pairs_within_pairs_with_numpy_where_its_plan_is_cheaper() -> None:
     assert numpy_only and plan == pairs.pairs_plan(n, 8, cpus=cpus)
 
 
+@pytest.mark.usefixtures("reference_costs")
 def test_compiled_pairs_plan_is_priced_by_the_compiled_costs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -20,9 +20,14 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/: common
+
+from common import values_in  # noqa: E402
 
 from simindex import costs, snapshot
 from simindex.blocks import MAX_INDEX_K, BlockLayout, Probe, even_layout, even_widths, probes
@@ -90,7 +95,7 @@ class Timed(NamedTuple):
     def model(self, values: dict[str, float]) -> float:
         """costs.held_query_us of this configuration with these constants."""
         c = self.config
-        with _constants(values):
+        with values_in(costs, values):
             return costs.held_query_us(c.widths, c.n, c.probe_counts(), self.by_offset)
 
     def terms(self) -> list[float]:
@@ -102,20 +107,6 @@ class Timed(NamedTuple):
             return "joined"
         kinds = "+".join(sorted({"offset" if o else "search" for o in self.by_offset}))
         return f"{'probed' if self.config.probed else 'exact'} {kinds}"
-
-
-@contextmanager
-def _constants(values: dict[str, float]) -> Iterator[None]:
-    """simindex.costs with these values in place of its own, for a while
-    (held_query_us, and so snapshot.single_layout, reads them at each call)."""
-    before = {name: getattr(costs, name) for name in values}
-    for name, value in values.items():
-        setattr(costs, name, value)
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            setattr(costs, name, value)
 
 
 def today() -> dict[str, float]:
@@ -335,7 +326,8 @@ def measure(quick: bool, log: Callable[[str], None]) -> list[tuple[str, float, s
         if i == 0:
             how = (
                 f"{_HOW[name]}: Snapshot.near timed over {len(timed)} forced layouts at "
-                f"n = {sizes}, one non-negative least-squares fit of relative error for all eight"
+                f"n = {sizes}, one least-squares fit of relative error for all eight (a "
+                "constant fitting negative set to 0 and the rest fitted again)"
             )
         else:
             how = f"{_HOW[name]}, the same fit"
@@ -347,7 +339,7 @@ def measure(quick: bool, log: Callable[[str], None]) -> list[tuple[str, float, s
 
 def _choice(n: int, k: int, values: dict[str, float]) -> tuple[int, ...]:
     """The block widths snapshot.single_layout chooses with these constants."""
-    with _constants(values):
+    with values_in(costs, values):
         chosen = snapshot.single_layout(n, k)
     assert chosen is not None
     return chosen[0].widths

@@ -22,14 +22,18 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from functools import partial
 from math import log2
+from pathlib import Path
 from statistics import median
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/: common
+
+from common import values_in  # noqa: E402
 
 from simindex import compiled, compiling, costs
 from simindex.blocks import even_layout
@@ -547,19 +551,6 @@ def _compiled(fps: np.ndarray, reps: int, log: Log) -> list[Result]:
 # -- the model with the measured values beside whole tables ----------------------------
 
 
-@contextmanager
-def _constants(values: dict[str, float]) -> Iterator[None]:
-    """simindex.costs with these values in place of its own, for a while."""
-    before = {name: getattr(costs, name) for name in values}
-    for name, value in values.items():
-        setattr(costs, name, value)
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            setattr(costs, name, value)
-
-
 def _numpy_table(fps: np.ndarray, plan: Plan, t: int) -> list[float]:
     """Seconds of table t as pairs_within pairs it with numpy on one thread:
     [sort, equal runs, probes]."""
@@ -618,7 +609,7 @@ def report(measured: dict[str, float]) -> list[str]:
     mine = {name: value for name, value in measured.items() if hasattr(costs, name)}
 
     def line(what: str, took: float, model: Callable[[], float]) -> str:
-        with _constants(mine):
+        with values_in(costs, mine):
             new = model() * ms
         old = model() * ms
         return (
@@ -640,7 +631,7 @@ def report(measured: dict[str, float]) -> list[str]:
                 partial(costs.pairs_table_ns, n, width, radius),
             )
         )
-        with _constants(mine):
+        with values_in(costs, mine):
             parts = _numpy_parts(n, width, radius)
         lines.append(
             f"  sort {sort * 1e3:,.0f} ms (model {parts[0] * ms:,.0f}), equal runs "
@@ -667,7 +658,7 @@ def report(measured: dict[str, float]) -> list[str]:
                 partial(costs.compiled_table_ns, n, width, radius),
             )
         )
-        with _constants(mine):
+        with values_in(costs, mine):
             flat = costs.compiled_table_ns(n, width, 0)
             probed = costs.compiled_table_ns(n, width, radius) - flat
         lines.append(

@@ -2,8 +2,10 @@
 memory while they fit there (see "On the driver" below), else by a
 block-keyed shuffle.
 
-The plan is the library's own (``pairs.pairs_plan``, as ``SimIndex.duplicates``
-pairs in memory): tables of one block each, every table looked up with each
+The plan is the library's own (``pairs.pairs_plan``, priced for one thread,
+which the driver computes once: ``SimIndex.duplicates`` prices a table's
+probes shared by its threads, so on a machine of several CPUs its plan may
+differ from this one; both are exact): tables of one block each, every table looked up with each
 value within ``radius`` bits of a row's (the plan's flips), a pair kept only
 by the first table whose bits it agrees on within the radius
 (``pairs.pairs_within``'s rule). So every pair within k is found, once.
