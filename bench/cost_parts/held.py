@@ -10,24 +10,18 @@ lookups in that loop. Then one joint fit of its eight constants: least
 squares of the relative error, without negative values, each configuration's
 terms being what held_query_us multiplies each constant by (found by calling
 it with that constant 1 and the others 0, the tables' lookups as built).
-
-    python held.py [--quick]
+bench/costs.py runs ``measure`` and ``report``.
 """
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/: common
-
-from common import values_in  # noqa: E402
+from common import values_in  # (bench/: on the path bench/costs.py runs with)
 
 from simindex import costs, snapshot
 from simindex.blocks import MAX_INDEX_K, BlockLayout, Probe, even_layout, even_widths, probes
@@ -118,10 +112,6 @@ def _fingerprints(n: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, 2**64, size=n, dtype=np.uint64)
 
 
-def _natural_offsets(width: int, n: int) -> bool:
-    return width <= snapshot._OFFSETS_MAX_BITS and 1 << width <= snapshot._OFFSETS_PER_ROW * n
-
-
 def _configs(n: int) -> list[Config]:
     """At n: the layouts single_layout weighs (even widths: exact with
     m = k + 1 blocks, probed with 2 <= m <= k at each distinct probe
@@ -131,7 +121,7 @@ def _configs(n: int) -> list[Config]:
     within _CANDIDATES_CAP expected candidates."""
     out = [Config(n, even_widths(m), m - 1, False) for m in range(1, 17)]
     for m in (3, 4, 5, 6, 8, 11, 16):
-        if _natural_offsets(even_widths(m)[0], n):
+        if snapshot._offsets_fit(even_widths(m)[0], n):
             out.append(Config(n, even_widths(m), m - 1, False, offsets=False))
     for m in range(2, 16):
         layout = even_layout(m)
@@ -141,7 +131,7 @@ def _configs(n: int) -> list[Config]:
             if found is not None and len(found) not in counts:
                 counts.append(len(found))
                 out.append(Config(n, even_widths(m), k, True))
-                natural = _natural_offsets(even_widths(m)[0], n)
+                natural = snapshot._offsets_fit(even_widths(m)[0], n)
                 if 3 <= m <= 8 and (len(counts) == 1 or natural):  # the other kind of lookup
                     out.append(Config(n, even_widths(m), k, True, offsets=not natural))
     for widths in _MIXED:
@@ -418,19 +408,3 @@ def report(measured: dict[str, float]) -> list[str]:
     if len(rows) > shown_rows:
         lines.append(f"... and {len(rows) - shown_rows} more")
     return lines
-
-
-if __name__ == "__main__":
-    started = time.perf_counter()
-    measured = measure(quick="--quick" in sys.argv, log=lambda s: print(s, file=sys.stderr))
-    before = today()
-    print(f"{'constant':<20} {'measured':>10} {'today':>8} {'ratio':>6}")
-    for name, value, _how in measured:
-        ratio = f"{value / before[name]:6.2f}" if before[name] else f"{'-':>6}"
-        print(f"{name:<20} {value:10.4g} {before[name]:8.4g} {ratio}")
-    print()
-    for name, _value, how in measured:
-        print(f"{name}: {how}")
-    print()
-    print("\n".join(report({name: value for name, value, _how in measured})))
-    print(f"\n{time.perf_counter() - started:.0f} s", file=sys.stderr)

@@ -1,9 +1,7 @@
 """The all-pairs cost constants of simindex.costs, measured instead of typed in.
 
-    python bench/cost_parts/pairs.py           # n = 1,000,000, about a minute, then the checks
-    python bench/cost_parts/pairs.py --quick   # n = 100,000: a smoke run (per-hit terms: noise)
-
-(bench/costs.py imports ``measure`` and ``report``.) ``measure`` times
+bench/costs.py runs ``measure`` (n = 1,000,000; quick: 100,000, where the
+per-hit terms are noise) and ``report``. ``measure`` times
 simindex's own functions (pairs._flip_hits, pairs._Table, tables.packed_key
 and stable_order, compiled.prepared and the compiled table_pairs) on uniform
 random fingerprints, one term of the model at a time: a per-row cost as the
@@ -20,20 +18,15 @@ whole tables of the plans pairs_within picks.
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from math import log2
-from pathlib import Path
 from statistics import median
 from typing import Any
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/: common
-
-from common import values_in  # noqa: E402
+from common import values_in  # (bench/: on the path bench/costs.py runs with)
 
 from simindex import compiled, compiling, costs
 from simindex.blocks import even_layout
@@ -673,27 +666,3 @@ def _numpy_parts(n: int, width: int, radius: int) -> list[float]:
     flat = costs.pairs_table_ns(n, width, 0)  # sorted and its equal runs walked
     walk = n * costs._RUN_NS + n * (n / 2.0**width) / 2 * costs._RUN_PAIR_NS
     return [flat - walk, walk, costs.pairs_table_ns(n, width, radius) - flat]
-
-
-# -- today's values beside the measured ones ----------------------------------------
-
-
-def main() -> None:
-    def log(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
-    started = time.perf_counter()
-    results = measure(quick="--quick" in sys.argv, log=log)
-    print(f"{'name':20} {'measured':>12} {'costs.py':>12} {'ratio':>7}  how")
-    for name, value, how in results:
-        now = float(getattr(costs, name))
-        ratio = value / now if now else float("nan")
-        print(f"{name:20} {value:12.3f} {now:12.3f} {ratio:7.2f}  {how}")
-    print()
-    for line in report({name: value for name, value, _ in results}):
-        print(line)
-    print(f"\nin {time.perf_counter() - started:.0f} s")
-
-
-if __name__ == "__main__":
-    main()
