@@ -51,7 +51,7 @@ from simindex.signature import (
     one_unit_many,
     one_unit_reaches,
 )
-from simindex.tables import Sorted, equal_pairs
+from simindex.tables import Chained, Column, Keyed, Sorted, equal_pairs, packed_flips, probe_batch
 
 
 class Decision(NamedTuple):
@@ -250,75 +250,6 @@ _BATCH = 256  # documents decided at once (the workers' chunk)
 _CHAINED_BITS = 22  # a probed table of keys up to 2**22 keeps chains (20 MiB at most)
 
 
-class _Chains:
-    """Keys of a probed table (up to _CHAINED_BITS bits) with the kept
-    positions under them, as chains: the last position kept under each key
-    (-1: none), and for each position the one kept before it under the same
-    key. A batch's hundreds of probes a document are one gather of a bitmap
-    of the keys kept (a quarter of the heads' bytes: fewer cache misses), and
-    the few that are kept are followed, all at once, to the chains' ends."""
-
-    def __init__(self, width: int) -> None:
-        self._kept = np.zeros(1 << width, dtype=bool)
-        self._head = np.full(1 << width, -1, dtype=np.int32)
-        self._after = _Column(np.int32)  # by position
-
-    def add(self, keys: np.ndarray, positions: np.ndarray) -> None:
-        """Keep positions (the next ones, in order) under keys."""
-        keys = keys.astype(np.intp)
-        order = np.argsort(keys, kind="stable")
-        keys, at = keys[order], positions[order]
-        first = np.ones(len(keys), dtype=bool)  # the first of its key in this batch
-        first[1:] = keys[1:] != keys[:-1]
-        after = np.empty(len(keys), dtype=np.int32)
-        after[first] = self._head[keys[first]]
-        after[~first] = at[:-1][~first[1:]]
-        by_position = np.empty(len(keys), dtype=np.int32)
-        by_position[at - self._after.size] = after
-        self._after.extend(by_position)
-        last = np.ones(len(keys), dtype=bool)
-        last[:-1] = first[1:]
-        self._head[keys[last]] = at[last]
-        self._kept[keys] = True
-
-    def find(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(row, position) for every kept key in each row of wanted."""
-        rows, cols = np.nonzero(self._kept[wanted])
-        positions = self._head[wanted[rows, cols]]
-        found_rows, found = [rows], [positions]
-        after = self._after.rows
-        while positions.size:
-            positions = after[positions]
-            live = positions >= 0
-            rows, positions = rows[live], positions[live]
-            found_rows.append(rows)
-            found.append(positions)
-        return np.concatenate(found_rows), np.concatenate(found).astype(np.int64)
-
-
-class _Column:
-    """Rows appended a batch at a time (capacity doubled), read as one array."""
-
-    def __init__(self, dtype: type, width: int = 0) -> None:
-        self._data: np.ndarray = np.zeros((64, width) if width else 64, dtype)
-        self.size = 0
-
-    def extend(self, rows: np.ndarray) -> None:
-        end = self.size + len(rows)
-        if end > len(self._data):
-            grown = np.zeros(
-                (max(end, 2 * len(self._data)), *self._data.shape[1:]), self._data.dtype
-            )
-            grown[: self.size] = self._data[: self.size]
-            self._data = grown
-        self._data[self.size : end] = rows
-        self.size = end
-
-    @property
-    def rows(self) -> np.ndarray:
-        return self._data[: self.size]
-
-
 class _Marks(NamedTuple):
     """A batch's documents with words, or the kept ones, as arrays."""
 
@@ -374,13 +305,6 @@ def _one_unit(a: _Marks, i: np.ndarray, b: _Marks, j: np.ndarray) -> tuple[np.nd
     return one_unit_many(a.sets[i], a.sizes[i], a.ordered[i], b.sets[j], b.sizes[j], b.ordered[j])
 
 
-class _Table(NamedTuple):
-    mask: np.uint64  # the fingerprint bits it is keyed by
-    shift: np.uint64  # its lowest bit: keys are (fp & mask) >> shift
-    flips: np.ndarray  # the XORs of a key to look up (uint64, shifted like the keys)
-    keys: Sorted | _Chains  # chains where a key has few bits and many flips
-
-
 class _Kept:
     """What a streaming dedup kept: fingerprints, signatures and keys, by the
     position they were kept at, found again by their tables' bits (the layout
@@ -392,11 +316,11 @@ class _Kept:
     def __init__(self, k: int, threshold: float) -> None:
         self.k, self.threshold = k, threshold
         self.keys: list[str] = []  # the kept documents' keys, by position
-        self._fps = _Column(np.uint64)
-        self._words = _Column(np.uint64, WORDS)
-        self._sets = _Column(np.uint32, SMALL)
-        self._sizes = _Column(np.intp)
-        self._ordered = _Column(np.bool_)
+        self._fps = Column(np.uint64)
+        self._words = Column(np.uint64, WORDS)
+        self._sets = Column(np.uint32, SMALL)
+        self._sizes = Column(np.intp)
+        self._ordered = Column(np.bool_)
         self._by_key = Sorted(np.int64)
         # Whether a set of n units (n + 1 the larger of a pair) is looked up
         # by all its keys, or by its own alone (signature.one_unit_reaches).
@@ -413,19 +337,13 @@ class _Kept:
                 table = layout.tables[probe.table]
                 flip = sum(f << spans[b][0] for b, f in zip(table, probe.flips, strict=True))
                 flips[probe.table].append(flip)
-        self._tables = []
+        self._tables: list[Keyed] = []
         for mask, xors in zip(masks, flips, strict=True):
-            shift = (mask & -mask).bit_length() - 1
-            width = (mask >> shift).bit_length()
-            chained = len(xors) > 1 and width <= _CHAINED_BITS  # (flips: the mask's bits)
-            self._tables.append(
-                _Table(
-                    np.uint64(mask),
-                    np.uint64(shift),
-                    np.array([x >> shift for x in xors], dtype=np.uint64),
-                    _Chains(width) if chained else Sorted(np.uint64),
-                )
-            )
+            width = mask.bit_count()
+            dtype = packed_flips([0], mask).dtype.type  # (the packed keys' type)
+            chained = len(xors) > 1 and width <= _CHAINED_BITS
+            kept = Chained(width) if chained else Sorted(dtype)
+            self._tables.append(Keyed(mask, packed_flips(xors, mask), kept))
 
     def decide(
         self, batch: list[tuple[Doc, int | None, bytes | None]], counts: DedupCounts
@@ -518,20 +436,8 @@ class _Kept:
 
     def _near_kept(self, new: _Marks) -> tuple[np.ndarray, np.ndarray]:
         """(document, position) of every kept fingerprint within k of one."""
-        found_i, found_p = [], []
-        for table in self._tables:
-            keys = (new.fps & table.mask) >> table.shift
-            if isinstance(table.keys, _Chains):
-                wanted = keys.astype(np.intp)[:, None] ^ table.flips.astype(np.intp)[None, :]
-                owners, positions = table.keys.find(wanted)
-            else:
-                at, positions = table.keys.find((keys[:, None] ^ table.flips[None, :]).ravel())
-                owners = at // len(table.flips)
-            found_i.append(owners)
-            found_p.append(positions)
-        i, p = np.concatenate(found_i), np.concatenate(found_p)
-        near = np.bitwise_count(new.fps[i] ^ self._fps.rows[p]) <= self.k
-        return i[near], p[near]
+        i, p, _ = probe_batch(self._tables, new.fps, self._fps.rows, self.k, None)
+        return i, p
 
     def _near_in_batch(
         self, new: _Marks, keys: np.ndarray, owner: np.ndarray, asked: np.ndarray | None
@@ -567,8 +473,7 @@ class _Kept:
         self._ordered.extend(new.ordered[at])
         self.keys.extend([keys[a] for a in at.tolist()])
         for table in self._tables:
-            values = (new.fps[at] & table.mask) >> table.shift
-            table.keys.add(values, positions)
+            table.keys.add(table.key_of(new.fps[at]), positions)
         if len(signature_keys):
             mine = kept[owner]
             self._by_key.add(signature_keys[mine], rank[owner[mine]].astype(np.int64))

@@ -25,7 +25,14 @@ from simindex.blocks import BlockLayout, cheapest, even_layout, probe_radius
 from simindex.compiled import MAX_WIDTH, MIN_ROWS, Loops, kernels, prepared, sorted_table
 from simindex.compiling import mode
 from simindex.costs import compiled_table_ns, pairs_by_offsets, pairs_lookup, pairs_table_ns
-from simindex.tables import Plan, earlier, keyed_by, layout_plan, packed_key, stable_order
+from simindex.tables import (
+    Plan,
+    earlier,
+    layout_plan,
+    packed_flips,
+    packed_key,
+    stable_order,
+)
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -496,7 +503,7 @@ def group_pairs(
     if fast is not None:
         return _compiled_group(fast, fps, k, plan, t, rest, flips, away, home)
     if rest:
-        keys, key_flips = keyed_by(fps, rest, flips)
+        keys, key_flips = packed_key(fps, rest), list(packed_flips(flips, rest))
     else:
         keys, key_flips = np.zeros(len(fps), dtype=np.uint16), [np.uint16(0)]
     order = stable_order(keys[home])

@@ -19,43 +19,26 @@ from simindex.blocks import MAX_INDEX_K, BlockLayout, Probe, cheapest, probes
 from simindex.costs import held_query_us
 from simindex.signature import band_keys_of_words
 from simindex.tables import (
+    Keyed,
     Plan,
     Sorted,
-    earlier,
-    keyed_by,
+    keyed,
+    packed_key,
     plan_for,
+    probe_batch,
     run_positions,
-    sort_key,
     stable_order,
 )
 
-_QUERY_CHUNK = 8192  # queries matched at once in a batch (bounds memory)
 # A single-query table finds a block value's rows by offset (one array entry
 # per possible value) when there are at most this many entries a row, else by
 # binary search; and never past blocks of _OFFSETS_MAX_BITS.
 _OFFSETS_PER_ROW = 8
 _OFFSETS_MAX_BITS = 26
-_OFFSET_LOOKUPS = 1 << 18  # a batch's lookups by offset made at once (bounds memory)
 _ADDED_COMPARED = 1 << 20  # Snapshot.added_within: comparisons made at once (bounds memory)
 _BANDS_AT_ONCE = 1 << 18  # Snapshot.meeting: sketches keyed at once (bounds memory)
 _HALF = np.uint64(32)
 _LOW = np.uint64(0xFFFF_FFFF)
-
-# A batch table in memory: (mask, its keys sorted, the probes' flips).
-_Table = tuple[int, Sorted, list[Any]]
-
-
-class _Probed(NamedTuple):
-    """One table of the single-query lookup (one block of a layout for k):
-    the positions in order of the block's bits, found by offset when the
-    block is narrow beside the snapshot, else by binary search."""
-
-    shift: int  # the block's lowest bit
-    span: int  # its bits, shifted down
-    starts: np.ndarray | None  # positions with block value v: order[starts[v] : starts[v + 1]]
-    keys: np.ndarray  # the block values in sorted order (searched when starts is None)
-    order: np.ndarray  # positions, sorted by block value
-    flips: np.ndarray  # the values to XOR into the query's block value: 0, then the probes
 
 
 class _Joined(NamedTuple):
@@ -72,7 +55,8 @@ class _Joined(NamedTuple):
 
 
 def _offsets_fit(width: int, n: int) -> bool:
-    """Whether a table of a width-bit block finds its rows by offset (see _Probed)."""
+    """Whether a single-query table of a width-bit block finds its rows by
+    offset (one entry a possible value), not by binary search."""
     return width <= _OFFSETS_MAX_BITS and 1 << width <= _OFFSETS_PER_ROW * n
 
 
@@ -104,14 +88,16 @@ Seed = tuple[tuple[tuple[int, int], ...], np.ndarray]
 
 def _probed_tables(
     fps: np.ndarray, k: int, seed: Seed | None = None
-) -> tuple[list[_Probed], _Joined | None] | None:
-    """The tables that answer one query within k (see single_layout), and
-    their joined lookup where every one is found by offset (their starts
-    and orders then built end to end, each table's starts a view of the one
-    array shifted to its part of the one order array); None past MAX_INDEX_K.
-    ``seed``: the order read with the snapshot (Snapshot.order; its bytes
-    checked by their digest, storage/stored.py), used in place of sorting
-    where it is of these very tables: the same blocks, the same size."""
+) -> tuple[list[Keyed], _Joined | None] | None:
+    """The tables that answer one query within k (see single_layout: one
+    block each, found by offset where it is narrow beside the snapshot, else
+    by binary search), and their joined lookup where every one is found by
+    offset (their starts and orders then built end to end, each table's
+    starts a view of the one array shifted to its part of the one order
+    array); None past MAX_INDEX_K. ``seed``: the order read with the
+    snapshot (Snapshot.order; its bytes checked by their digest,
+    storage/stored.py), used in place of sorting where it is of these very
+    tables: the same blocks, the same size."""
     chosen = single_layout(len(fps), k)
     if chosen is None:
         return None
@@ -120,7 +106,6 @@ def _probed_tables(
     n = len(fps)
     joined = len(spans) > 1 and all(_offsets_fit(span.bit_length(), n) for _, span in spans)
     index_type = np.int32 if (len(spans) if joined else 1) * n < 2**31 else np.int64
-    none = np.zeros(0, np.uint64)  # the sorted keys a table found by offset never searches
     all_starts = np.empty(sum(span + 2 for _, span in spans) if joined else 0, index_type)
     size = len(spans) * n if joined else 0
     tables = []
@@ -132,37 +117,31 @@ def _probed_tables(
             given = order_seed  # the joined order itself: taken as it is, not copied
     all_order = given if given is not None else np.empty(size, index_type)
     for t, (shift, span) in enumerate(spans):
-        keyed = sort_key(fps, span << shift)
-        offsets = _offsets_fit(span.bit_length(), n)
-        starts = None
+        keys = packed_key(fps, span << shift)  # (one block: its bits shifted down)
         if joined:
-            starts = all_starts[bases[t] : bases[t] + span + 2]
             if given is None:
-                all_order[t * n : (t + 1) * n] = stable_order(keyed)
-            table_order = all_order
-        else:
-            order = stable_order(keyed)
-            table_order = order.astype(index_type)
-            if offsets:
-                starts = np.empty(span + 2, index_type)
-        if starts is not None:
+                all_order[t * n : (t + 1) * n] = stable_order(keys)
             # Where each block value's rows begin: the counts summed, from
             # the table's own part of the joined order (its first count
             # carries that offset, so one pass makes both).
-            counts = np.bincount(keyed, minlength=span + 1).astype(index_type)
-            counts[0] += t * n if joined else 0
-            starts[0] = t * n if joined else 0
+            starts = all_starts[bases[t] : bases[t] + span + 2]
+            counts = np.bincount(keys, minlength=span + 1).astype(index_type)
+            counts[0] += t * n
+            starts[0] = t * n
             np.cumsum(counts, out=starts[1:])
-        keys = none if offsets else keyed[table_order]
+            table = Sorted(keys.dtype.type, keys[:0], all_order, starts)
+        else:
+            by_offset = _offsets_fit(span.bit_length(), n)
+            table = Sorted.of(keys, values=span + 1 if by_offset else None)
         flips = [0] if found is None else [p.flips[0] for p in found if p.table == t]
-        tables.append(_Probed(shift, span, starts, keys, table_order, np.array(flips, np.int64)))
+        tables.append(Keyed(span << shift, np.array(flips, keys.dtype), table))
     if not joined:
         return tables, None
     sizes = [len(t.flips) for t in tables]
     lookup = _Joined(
         spans,
         np.repeat(np.arange(len(tables)), sizes),
-        np.concatenate([t.flips for t in tables]),
+        np.concatenate([t.flips.astype(np.int64) for t in tables]),
         np.repeat(np.array(bases, np.int64), sizes),
         all_starts,
         all_order,
@@ -203,8 +182,8 @@ class Snapshot:
         # not after a merge, whose added rows' signatures are not held.
         self._every_signature = every_signature
         self._bands: np.ndarray | None = None  # see meeting
-        self._tables: dict[int, tuple[Plan, list[_Table]]] = {}
-        self._probed: dict[int, list[_Probed] | None] = {}
+        self._tables: dict[int, tuple[Plan, list[Keyed]]] = {}
+        self._probed: dict[int, list[Keyed] | None] = {}
         self._joined: dict[int, _Joined | None] = {}
         self._seeds: dict[int, Seed] = dict(orders or {})
         self._added = (np.zeros(0, np.int64), np.zeros(0, np.uint64))
@@ -332,10 +311,9 @@ class Snapshot:
         arrays = [self.ids, self.fps, *self._added, *(self.signatures or ())]
         arrays += [] if self._bands is None else [self._bands]
         for _plan, tables in self._tables.values():
-            arrays += [a for _mask, table, _flips in tables for a in table.arrays]
+            arrays += [a for table in tables for a in [table.flips, *table.keys.arrays]]
         for probed in self._probed.values():
-            for t in probed or ():
-                arrays += [t.keys, t.order, t.flips] + ([] if t.starts is None else [t.starts])
+            arrays += [a for table in probed or () for a in [table.flips, *table.keys.arrays]]
         for joined in self._joined.values():
             if joined is not None:  # (its starts and order: the tables' own, counted above)
                 arrays += [joined.table_of, joined.flips, joined.base]
@@ -345,53 +323,13 @@ class Snapshot:
         unique = {id(a): a for a in arrays}
         return sum(a.nbytes for a in unique.values())
 
-    def _match_by_offsets(
-        self, queries: np.ndarray, k: int, tables: list[_Probed]
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """match through the single-query tables: per table, each query's
-        block value XOR each flip, found by offset, in chunks of queries. A
-        pair is kept by the first table that finds it (earlier)."""
-        stored = self.fps
-        radius = max(int(f).bit_count() for f in tables[0].flips.tolist())
-        masks = [np.uint64(t.span << t.shift) for t in tables]
-        out_q, out_s, out_d = [], [], []
-        for t, table in enumerate(tables):
-            assert table.starts is not None  # the caller checked
-            flips = table.flips
-            per = max(1, _OFFSET_LOOKUPS // len(flips))  # queries at once
-            for start in range(0, len(queries), per):
-                chunk = queries[start : start + per]
-                keys = ((chunk >> np.uint64(table.shift)) & np.uint64(table.span)).astype(np.int64)
-                wanted = (keys[:, None] ^ flips[None, :]).ravel()
-                lo = table.starts[wanted]
-                counts = table.starts[wanted + 1] - lo
-                hit = np.flatnonzero(counts)
-                if not hit.size:
-                    continue
-                lo, counts = lo[hit], counts[hit]
-                q = np.repeat(hit // len(flips), counts) + start
-                s = table.order[run_positions(lo, counts)]
-                x = stored[s] ^ queries[q]
-                distance = np.bitwise_count(x)
-                keep = distance <= k
-                if t:
-                    keep &= ~earlier(x, masks[:t], radius)
-                out_q.append(q[keep])
-                out_s.append(s[keep].astype(np.int64))
-                out_d.append(distance[keep].astype(np.int64))
-        if not out_q:
-            empty = np.zeros(0, np.int64)
-            return empty, empty, empty
-        return np.concatenate(out_q), np.concatenate(out_s), np.concatenate(out_d)
-
-    def _tables_for(self, k: int) -> tuple[Plan, list[_Table]]:
+    def _tables_for(self, k: int) -> tuple[Plan, list[Keyed]]:
+        """A batch's tables for k where the single-query ones are searched
+        (plan_for), built on first use."""
         found = self._tables.get(k)
         if found is None:
             plan = plan_for(len(self.fps), k)
-            tables: list[_Table] = []
-            for t, mask in enumerate(plan.masks):
-                keyed, flips = keyed_by(self.fps, mask, plan.flips[t])
-                tables.append((mask, Sorted.of(keyed), flips))
+            tables = [keyed(self.fps, m, f) for m, f in zip(plan.masks, plan.flips, strict=True)]
             found = self._tables[k] = (plan, tables)
         return found
 
@@ -403,7 +341,7 @@ class Snapshot:
         _, joined = self._probed_for(k)
         return None if joined is None else (joined.spans, joined.order)
 
-    def _probed_for(self, k: int) -> tuple[list[_Probed] | None, _Joined | None]:
+    def _probed_for(self, k: int) -> tuple[list[Keyed] | None, _Joined | None]:
         """The single-query tables for k (built on first use), and their
         joined lookup where every one is found by offset."""
         if k not in self._probed:
@@ -416,8 +354,8 @@ class Snapshot:
     def near(self, fingerprint: int, k: int) -> np.ndarray:
         """The positions of the fingerprints within distance k of one unsigned
         fingerprint, each once: per table of the layout for k, the rows whose
-        block equals the query's or one of its probes (one vectorised
-        lookup a table, where match loops over the probes for a batch)."""
+        block equals the query's or one of its probes (one lookup for all
+        the tables where they are joined, else one a table)."""
         tables, joined = self._probed_for(k)
         if tables is None:
             _, s, _ = self.match(np.array([fingerprint], dtype=np.uint64), k)
@@ -432,25 +370,12 @@ class Snapshot:
             return np.unique(candidates[distance <= k])
         found = []
         for table in tables:
-            key = (fingerprint >> table.shift) & table.span
-            if len(table.flips) == 1:  # no probes: one slice (cheaper than the arrays below)
-                if table.starts is not None:
-                    lo, hi = table.starts[key : key + 2].tolist()
-                else:  # (the key as the keys' type: a Python int would convert them all)
-                    typed = table.keys.dtype.type(key)
-                    lo = int(table.keys.searchsorted(typed, side="left"))
-                    hi = int(table.keys.searchsorted(typed, side="right"))
-                found.append(table.order[lo:hi])
-                continue
-            wanted = table.flips ^ key
-            if table.starts is not None:
-                lo_all = table.starts[wanted]
-                counts = table.starts[wanted + 1] - lo_all
+            shift = (table.mask & -table.mask).bit_length() - 1
+            key = (fingerprint >> shift) & (table.mask >> shift)  # (one block: packed)
+            if len(table.flips) == 1:  # no probes: one slice (cheaper than find's arrays)
+                found.append(table.keys.run_of(key))
             else:
-                wanted = wanted.astype(table.keys.dtype)
-                lo_all = np.searchsorted(table.keys, wanted, side="left")
-                counts = np.searchsorted(table.keys, wanted, side="right") - lo_all
-            found.append(table.order[run_positions(lo_all, counts)])
+                found.append(table.keys.find(table.flips ^ table.flips.dtype.type(key))[1])
         candidates = np.concatenate(found) if found else np.zeros(0, np.int64)
         distance = np.bitwise_count(self.fps[candidates] ^ np.uint64(fingerprint))
         return np.unique(candidates[distance <= k])
@@ -460,33 +385,13 @@ class Snapshot:
         each once, for an array of unsigned fingerprints.
 
         Where the single-query tables (see near) find their rows by offset,
-        a batch uses them too, every query's probes looked up at once;
-        else tables sorted for the batch plan (plan_for), probe by probe."""
+        a batch uses them too; else the tables of the batch plan (plan_for),
+        searched. Either way tables.probe_batch: each query's probes looked
+        up at once, a table at a time."""
         queries = queries.astype(np.uint64, copy=False)
         probed, _ = self._probed_for(k)
-        if probed is not None and all(t.starts is not None for t in probed):
-            return self._match_by_offsets(queries, k, probed)
-        stored = self.fps
+        if probed is not None and all(t.keys.by_offset for t in probed):
+            radius = max(int(f).bit_count() for f in probed[0].flips.tolist())
+            return probe_batch(probed, queries, self.fps, k, radius)
         plan, tables = self._tables_for(k)
-        masks = [np.uint64(mask) for mask, _, _ in tables]
-        out_q, out_s, out_d = [], [], []
-        for start in range(0, len(queries), _QUERY_CHUNK):
-            chunk = queries[start : start + _QUERY_CHUNK]
-            for t, (mask, table, flips) in enumerate(tables):
-                keyed, _ = keyed_by(chunk, mask, [])
-                for flip in flips:  # the query's own value, then the probes
-                    q, s = table.find(keyed ^ flip)
-                    if not q.size:
-                        continue
-                    distance = np.bitwise_count(stored[s] ^ chunk[q])
-                    keep = distance <= k
-                    q, s, distance = q[keep], s[keep], distance[keep]
-                    fresh = ~earlier(stored[s] ^ chunk[q], masks[:t], plan.radius)
-                    q, s, distance = q[fresh], s[fresh], distance[fresh]
-                    out_q.append(q + start)
-                    out_s.append(s)
-                    out_d.append(distance.astype(np.int64))
-        if not out_q:
-            empty = np.zeros(0, np.int64)
-            return empty, empty, empty
-        return np.concatenate(out_q), np.concatenate(out_s), np.concatenate(out_d)
+        return probe_batch(tables, queries, self.fps, k, plan.radius)

@@ -1,18 +1,26 @@
 """Sorted tables in memory: the plan and the primitives every in-memory path shares.
 
-The in-memory paths (snapshot.py for queries, pairs.py for all pairs) use the
-same pigeonhole argument as the database: for a layout of tables
-(combinations of blocks), two fingerprints within distance k agree on every
-bit of at least one table's mask, so sorting by ``fp & mask`` and comparing
-only equal runs (and the runs a probe's flips away) finds every pair. They
-work for any k <= 15, whatever layout the index itself was built with.
+The in-memory paths (snapshot.py for queries, pairs.py for all pairs,
+dedup.py for a stream) use the same pigeonhole argument as the database:
+for a layout of tables (combinations of blocks), two fingerprints within
+distance k agree on every bit of at least one table's mask, so keying rows
+by ``fp & mask`` (packed_key) and comparing only equal keys (and the keys a
+probe's flips away) finds every pair. They work for any k <= 15, whatever
+layout the index itself was built with.
+
+A table a batch of queries looks up is a ``Keyed``: its mask, its flips and
+its keys, a ``Sorted`` (sorted once and found by binary search or by
+offset, or grown as sorted runs) or a ``Chained`` (grown, found by offset
+through chains); ``probe_batch`` looks a batch up in a layout's tables, for
+a held snapshot's batch queries and for streaming dedup alike.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import combinations
 from math import comb
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -94,15 +102,6 @@ def earlier(x: np.ndarray, masks: list[np.uint64], radius: int) -> np.ndarray:
     return found
 
 
-def keyed_by(fps: np.ndarray, mask: int, flips: list[int]) -> tuple[np.ndarray, list[Any]]:
-    """A block's bits as sort keys (see sort_key), and the probes' flips in the same terms."""
-    keyed = sort_key(fps, mask)
-    low = (mask & -mask).bit_length() - 1
-    span = mask >> low
-    shift = 0 if span & (span + 1) else low  # sort_key shifted contiguous bits down
-    return keyed, [keyed.dtype.type(f >> shift) for f in flips]
-
-
 def run_positions(lo: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """The positions of every run lo[i] .. lo[i] + counts[i] - 1, run after run."""
     total = int(counts.sum())
@@ -113,12 +112,13 @@ def equal_pairs(
     sorted_keys: np.ndarray, wanted: np.ndarray, order: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Every (position in wanted, position in sorted_keys) holding equal
-    values, in wanted's order (then sorted_keys'). The wanted values are
-    searched in sorted order, each search starting where the last one
-    ended (numpy's searchsorted does so: far fewer cache misses in a large
-    table), and the end of a run only for those found: 2,560 random keys in
-    6M, 1.7 ms -> 0.5 ms. ``order``: wanted's stable argsort, where the
-    caller has it."""
+    values, in wanted's sorted order (no caller needs wanted's own: sorting
+    the pairs back cost a batch of lookups half its time). The wanted
+    values are searched in sorted order, each search starting where the
+    last one ended (numpy's searchsorted does so: far fewer cache misses in
+    a large table), and the end of a run only for those found: 2,560
+    random keys in 6M, 1.7 ms -> 0.5 ms. ``order``: wanted's stable
+    argsort, where the caller has it."""
     if order is None:
         order = np.argsort(wanted, kind="stable")
     needles = wanted[order]
@@ -127,10 +127,7 @@ def equal_pairs(
     hit = hit[sorted_keys[lo[hit]] == needles[hit]]
     lo = lo[hit]
     counts = np.searchsorted(sorted_keys, needles[hit], side="right") - lo
-    owners = np.repeat(order[hit], counts)
-    positions = run_positions(lo, counts)
-    back = np.argsort(owners, kind="stable")  # (wanted's order again)
-    return owners[back], positions[back]
+    return np.repeat(order[hit], counts), run_positions(lo, counts)
 
 
 def stable_order(keys: np.ndarray) -> np.ndarray:
@@ -155,33 +152,23 @@ def stable_order(keys: np.ndarray) -> np.ndarray:
     return order
 
 
-def sort_key(fps: np.ndarray, mask: int) -> np.ndarray:
-    """The bits of fps under mask, as the narrowest integers that hold them
-    (a table of one block of <= 16 bits sorts by radix, several times faster)."""
-    low = (mask & -mask).bit_length() - 1
-    span = mask >> low
-    if span & (span + 1):  # blocks that are not side by side: keep the bits in place
-        return fps & np.uint64(mask)
-    keyed = (fps >> np.uint64(low)) & np.uint64(span)
-    if span <= 0xFFFF:
-        return keyed.astype(np.uint16)
-    if span <= 0xFFFF_FFFF:
-        return keyed.astype(np.uint32)
-    return keyed
-
-
 class Sorted:
     """Keys with a position under each, found by equal keys (``find``): the
-    one sorted table every in-memory path looks keys up in. ``of`` sorts a
-    table once (a snapshot's batch tables); ``add`` grows one (streaming
-    dedup's kept documents) as sorted runs, each less than half the one
-    before it: a batch added merges the runs it is not less than half of,
-    so a key is moved about log2(n) times in all, not once a batch (which
-    made a stream of n documents take time growing as n squared), and a
-    lookup searches about log2(n) runs."""
+    sorted table of every in-memory lookup. ``of`` sorts a table once (a
+    snapshot's tables), found by binary search, or by offset with
+    ``values`` (one entry a possible key: where each key's run begins);
+    ``add`` grows one (streaming dedup's kept documents) as sorted runs,
+    each less than half the one before it: a batch added merges the runs it
+    is not less than half of, so a key is moved about log2(n) times in all,
+    not once a batch (which made a stream of n documents take time growing
+    as n squared), and a lookup searches about log2(n) runs."""
 
     def __init__(
-        self, dtype: type, keys: np.ndarray | None = None, positions: np.ndarray | None = None
+        self,
+        dtype: type,
+        keys: np.ndarray | None = None,
+        positions: np.ndarray | None = None,
+        starts: np.ndarray | None = None,
     ) -> None:
         if (keys is None) != (positions is None):
             raise ValueError("a sorted table's keys and positions come together")
@@ -189,15 +176,26 @@ class Sorted:
         self._runs: list[tuple[np.ndarray, np.ndarray]] = (
             [] if keys is None or positions is None else [(keys, positions)]
         )
+        # By offset: the positions of key v are positions[starts[v] : starts[v + 1]]
+        # (the keys are then never searched: an empty array will do).
+        self.starts = starts
 
     @classmethod
-    def of(cls, keys: np.ndarray) -> Sorted:
-        """The table of unsigned keys, each at its position in ``keys``."""
-        order = stable_order(keys)
-        return cls(keys.dtype.type, keys[order], order)
+    def of(cls, keys: np.ndarray, *, values: int | None = None) -> Sorted:
+        """The table of unsigned keys, each at its position in ``keys``;
+        found by offset with ``values``, the number of possible keys."""
+        index = np.int32 if len(keys) < 2**31 else np.int64  # (half the bytes of a position)
+        order = stable_order(keys).astype(index)
+        if values is None:
+            return cls(keys.dtype.type, keys[order], order)
+        starts = np.zeros(values + 1, index)
+        np.cumsum(np.bincount(keys, minlength=values), out=starts[1:])
+        return cls(keys.dtype.type, keys[:0], order, starts)
 
     def add(self, keys: np.ndarray, positions: np.ndarray) -> None:
         """Keys, each with its position (the next ones kept)."""
+        if self.starts is not None:
+            raise TypeError("a table found by offset is sorted once")
         if not len(keys):
             return
         keys = keys.astype(self._dtype, copy=False)
@@ -208,8 +206,32 @@ class Sorted:
             later = runs.pop()
             runs[-1] = _merged(runs[-1], *later)
 
+    @property
+    def by_offset(self) -> bool:
+        """Whether a key's rows are found by offset (else by binary search)."""
+        return self.starts is not None
+
+    def run_of(self, key: int) -> np.ndarray:
+        """The positions under one key (a table sorted once)."""
+        keys, positions = self._runs[0]
+        if self.starts is not None:
+            lo, hi = self.starts[key : key + 2].tolist()
+        else:  # (the key as the keys' type: a Python int would convert them all)
+            typed = keys.dtype.type(key)
+            lo = int(keys.searchsorted(typed, side="left"))
+            hi = int(keys.searchsorted(typed, side="right"))
+        return positions[lo:hi]
+
     def find(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(index in wanted, position) for every key equal to a wanted one."""
+        """(index in wanted, position) for every key equal to a wanted one
+        (in no particular order)."""
+        if self.starts is not None:
+            wanted = wanted.astype(np.intp, copy=False)  # (key + 1 in the key's own type wraps)
+            lo = self.starts[wanted]
+            counts = self.starts[wanted + 1] - lo
+            hit = np.flatnonzero(counts)
+            lo, counts = lo[hit], counts[hit]
+            return np.repeat(hit, counts), self._runs[0][1][run_positions(lo, counts)]
         if len(self._runs) == 1:  # (a table sorted once: one lookup)
             at, j = equal_pairs(self._runs[0][0], wanted)
             return at, self._runs[0][1][j]
@@ -222,13 +244,161 @@ class Sorted:
                 *(run[1][j] for (_, j), run in zip(found, self._runs, strict=True)),
             ]
         )
-        back = np.argsort(at, kind="stable")  # (the runs hold positions in the order kept)
-        return at[back], positions[back]
+        return at, positions
 
     @property
     def arrays(self) -> list[np.ndarray]:
         """The arrays it holds (their memory)."""
-        return [array for run in self._runs for array in run]
+        starts = [] if self.starts is None else [self.starts]
+        return [array for run in self._runs for array in run] + starts
+
+
+class Chained:
+    """A growing table of keys of up to ``width`` bits found by offset, as
+    chains: the last position kept under each key (-1: none), and for each
+    position the one kept before it under the same key. Where a batch looks
+    up hundreds of probes a row (streaming dedup's probed tables), they are
+    one gather of a bitmap of the keys kept (a quarter of the heads' bytes:
+    fewer cache misses), and the few that are kept are followed, all at
+    once, to the chains' ends."""
+
+    def __init__(self, width: int) -> None:
+        self._kept = np.zeros(1 << width, dtype=bool)
+        self._head = np.full(1 << width, -1, dtype=np.int32)
+        self._after = Column(np.int32)  # by position
+
+    def add(self, keys: np.ndarray, positions: np.ndarray) -> None:
+        """Keep positions (the next ones, in order) under keys."""
+        keys = keys.astype(np.intp)
+        order = np.argsort(keys, kind="stable")
+        keys, at = keys[order], positions[order]
+        first = np.ones(len(keys), dtype=bool)  # the first of its key in this batch
+        first[1:] = keys[1:] != keys[:-1]
+        after = np.empty(len(keys), dtype=np.int32)
+        after[first] = self._head[keys[first]]
+        after[~first] = at[:-1][~first[1:]]
+        by_position = np.empty(len(keys), dtype=np.int32)
+        by_position[at - self._after.size] = after
+        self._after.extend(by_position)
+        last = np.ones(len(keys), dtype=bool)
+        last[:-1] = first[1:]
+        self._head[keys[last]] = at[last]
+        self._kept[keys] = True
+
+    by_offset = True
+
+    def run_of(self, key: int) -> np.ndarray:
+        """The positions under one key."""
+        return self.find(np.array([key], np.intp))[1]
+
+    def find(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(index in wanted, position) for every position kept under a
+        wanted key (in no particular order)."""
+        at = np.flatnonzero(self._kept[wanted])
+        positions = self._head[wanted[at]]
+        found_at, found = [at], [positions]
+        after = self._after.rows
+        while positions.size:
+            positions = after[positions]
+            live = positions >= 0
+            at, positions = at[live], positions[live]
+            found_at.append(at)
+            found.append(positions)
+        return np.concatenate(found_at), np.concatenate(found).astype(np.int64)
+
+    @property
+    def arrays(self) -> list[np.ndarray]:
+        """The arrays it holds (their memory)."""
+        return [self._kept, self._head, self._after.rows]
+
+
+class Column:
+    """Rows appended a batch at a time (capacity doubled), read as one array."""
+
+    def __init__(self, dtype: type, width: int = 0) -> None:
+        self._data: np.ndarray = np.zeros((64, width) if width else 64, dtype)
+        self.size = 0
+
+    def extend(self, rows: np.ndarray) -> None:
+        end = self.size + len(rows)
+        if end > len(self._data):
+            grown = np.zeros(
+                (max(end, 2 * len(self._data)), *self._data.shape[1:]), self._data.dtype
+            )
+            grown[: self.size] = self._data[: self.size]
+            self._data = grown
+        self._data[self.size : end] = rows
+        self.size = end
+
+    @property
+    def rows(self) -> np.ndarray:
+        return self._data[: self.size]
+
+
+class Keyed(NamedTuple):
+    """One table of a layout: rows found by their bits under ``mask``,
+    packed (packed_key), in ``keys`` (a Sorted or a Chained: anything whose
+    ``find`` gives (index in wanted, position)); a query looks up its own
+    packed bits XOR each of ``flips`` (0 first, then its probes: packed
+    the same way, in the keys' type)."""
+
+    mask: int
+    flips: np.ndarray
+    keys: Sorted | Chained
+
+    def key_of(self, fps: np.ndarray) -> np.ndarray:
+        """The packed keys of unsigned fingerprints."""
+        return packed_key(fps, self.mask)
+
+
+def keyed(fps: np.ndarray, mask: int, flips: Sequence[int], *, by_offset: bool = False) -> Keyed:
+    """The table of unsigned fingerprints by their bits under mask, sorted
+    once (found by offset with ``by_offset``), looked up with flips."""
+    keys = packed_key(fps, mask)
+    values = 1 << mask.bit_count() if by_offset else None
+    return Keyed(mask, packed_flips(flips, mask), Sorted.of(keys, values=values))
+
+
+def packed_flips(flips: Sequence[int], mask: int) -> np.ndarray:
+    """Flips within mask, packed as its keys are (packed_key)."""
+    return packed_key(np.array(flips, dtype=np.uint64), mask)
+
+
+_LOOKUPS = 1 << 18  # probe_batch: keys looked up at once (bounds memory)
+
+
+def probe_batch(
+    tables: Sequence[Keyed], queries: np.ndarray, stored: np.ndarray, k: int, radius: int | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every (query position, stored position, distance) within distance k,
+    for unsigned fingerprints ``queries`` among ``stored`` (positions as
+    the tables hold them): per table, each query's key XOR each flip, in
+    chunks of lookups. With ``radius`` (every table's flips: all values
+    within it of its bits), a pair is kept by the first table that finds it
+    alone (earlier), so each once; None: by every table that finds it."""
+    masks = [np.uint64(table.mask) for table in tables]
+    out_q, out_s, out_d = [], [], []
+    for t, table in enumerate(tables):
+        flips = table.flips
+        per = max(1, _LOOKUPS // len(flips))  # queries at once
+        for start in range(0, len(queries), per):
+            chunk = queries[start : start + per]
+            at, s = table.keys.find((table.key_of(chunk)[:, None] ^ flips[None, :]).ravel())
+            if not at.size:
+                continue
+            q = at // len(flips) + start
+            x = stored[s] ^ queries[q]
+            distance = np.bitwise_count(x)
+            keep = distance <= k
+            if t and radius is not None:
+                keep &= ~earlier(x, masks[:t], radius)
+            out_q.append(q[keep])
+            out_s.append(s[keep].astype(np.int64))
+            out_d.append(distance[keep].astype(np.int64))
+    if not out_q:
+        empty = np.zeros(0, np.int64)
+        return empty, empty.copy(), empty.copy()
+    return np.concatenate(out_q), np.concatenate(out_s), np.concatenate(out_d)
 
 
 def _merged(
