@@ -145,8 +145,8 @@ def measure(args: argparse.Namespace) -> int:
     print(
         "compiled loops (numba): "
         + (
-            f"installed: duplicates() pairs with them from {compiled.MIN_ROWS:,} fingerprints, "
-            "near_duplicates' groups always"
+            "installed: duplicates() pairs with them where priced cheaper, loading them "
+            "included (pairs._chosen), near_duplicates' groups always"
             if fast
             else "not installed: both pair with numpy"
         )

@@ -1,8 +1,9 @@
 """All pairs of sorted tables as compiled loops, where numba is installed.
 
-An optional accelerator (``pip install 'simindex[fast]'``) of
-pairs.pairs_within, from MIN_ROWS fingerprints, where it pays for numba's
-import, and of pairs.group_pairs (simindex.spark's task): the same pairs,
+An accelerator of pairs.pairs_within, where numba is installed (the
+default install, where numba has wheels) and the loops are priced cheaper,
+loading them included (pairs._chosen), and of pairs.group_pairs
+(simindex.spark's task): the same pairs,
 found by loops numba compiles instead of numpy's array passes
 (bench/results/growth.txt). A plan for them is priced by their own costs
 (costs.compiled_table_ns: a lookup costs about ten times a row found,
@@ -34,11 +35,7 @@ from simindex.compiling import Compiling, load
 from simindex.tables import Plan, packed_key
 
 MAX_WIDTH = 28  # widest table key paired compiled (its starts and sizes take 5 bytes a key value)
-# Fewer fingerprints pair with numpy: numba's import costs a process about a
-# second (compiling, once a machine, a few more). The loops were 1.3x to 2x
-# as fast at one million, about 7x at ten (growth.txt's runs, numba already
-# imported): from two million they win the import back whatever the noise.
-MIN_ROWS = 1 << 21
+LOOPS = "simindex._loops"  # the module of loops (simindex.compiling.tried asks by its name)
 # What the listeners of simindex.compiling are told while numba compiles the
 # loops, the first time on a machine: 6.5 s on 2 busy cores with numba's cache
 # empty (as fastmarks.COMPILING was measured), 0.04 s from the cache.
@@ -56,7 +53,7 @@ class Loops(NamedTuple):
 def kernels() -> Loops | None:
     """The loops, compiled on first use; None without numba, when numba
     cannot compile them here, or with the switch at "never"."""
-    return load("simindex._loops", _ENTRIES, COMPILING, _warmed)
+    return load(LOOPS, _ENTRIES, COMPILING, _warmed)
 
 
 class Table(NamedTuple):

@@ -12,7 +12,7 @@ Nothing else imports numba or catches its ImportError
 
 ``use("auto" | "always" | "never")`` is the switch for a process: "auto"
 lets each user decide when the compiled code pays (fastmarks after
-SWITCH_CHARS characters, all pairs from compiled.MIN_ROWS fingerprints),
+SWITCH_CHARS characters, all pairs where pairs._chosen prices them cheaper),
 "always" loads it at the first call, and "never" never does (the numpy or
 Python path everywhere). A process starts with SIMINDEX_COMPILED from its
 environment, else "auto".

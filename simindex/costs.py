@@ -124,6 +124,9 @@ COMPILED_SORT_NS = 46.5
 # prepared + table_pairs' equal runs (no flips), same rows, 26-bit keys minus 21 (their pairs taken
 # off), per extra possible key
 COMPILED_KEY_NS = 2.19
+# a fresh process's compiled.kernels() with the machine code in numba's cache (numba's import
+# and the loops loaded and run once), after importing simindex.compiled: median of 5, ms
+COMPILED_LOAD_MS = 300.0
 # -- end of the measured constants --
 
 # Every constant of the block above: what bench/costs.py measures.
@@ -136,6 +139,7 @@ MEASURED = (
     "_BUILD_NS", "_OFFSET_NS", "_SEARCH_NS", "_HIT_NS", "_PAIR_NS", "_GROUP_NS",
     "_OCCUPIED_BUILD_NS", "_OCCUPIED_NS",
     "COMPILED_LOOKUP_NS", "COMPILED_ROW_NS", "COMPILED_SORT_NS", "COMPILED_KEY_NS",
+    "COMPILED_LOAD_MS",
 )  # fmt: skip
 
 # -- the database lookup ---------------------------------------------------
@@ -316,6 +320,12 @@ def pairs_table_ns(n: int, width: int, radius: int, cpus: int = 1) -> float:
         probing = probe_count * (n / 2 * lookup + pairs * _PAIR_NS) + width * n * _GROUP_NS
         cost += probing / cpus
     return cost
+
+
+def compiled_load_ns() -> float:
+    """What loading the compiled loops costs a process that has not yet
+    (numba's import and their machine code from its cache), in ns."""
+    return COMPILED_LOAD_MS * 1_000_000
 
 
 def compiled_table_ns(n: int, width: int, radius: int, cpus: int = 1) -> float:

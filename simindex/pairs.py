@@ -22,9 +22,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from simindex.blocks import BlockLayout, cheapest, even_layout, probe_radius
-from simindex.compiled import MAX_WIDTH, MIN_ROWS, Loops, kernels, prepared, sorted_table
-from simindex.compiling import mode
-from simindex.costs import compiled_table_ns, pairs_by_offsets, pairs_lookup, pairs_table_ns
+from simindex.compiled import LOOPS, MAX_WIDTH, Loops, kernels, prepared, sorted_table
+from simindex.compiling import mode, tried
+from simindex.costs import (
+    compiled_load_ns,
+    compiled_table_ns,
+    pairs_by_offsets,
+    pairs_lookup,
+    pairs_table_ns,
+)
 from simindex.tables import (
     Plan,
     earlier,
@@ -88,26 +94,41 @@ def pairs_plan(
 _MAX_TABLES = 35  # tables a plan of pairs_plan may have (blocks.MAX_TABLES)
 
 
-def _default_plan(n: int, k: int, compiled: bool | None) -> tuple[Plan, bool]:
-    """pairs_within's plan for n fingerprints, and whether to pair it with
-    numpy even where the compiled loops are there."""
+def _chosen(n: int, k: int, plan: Plan | None, compiled: bool | None) -> tuple[Plan, Loops | None]:
+    """pairs_within's plan (``plan``, where given) and the compiled loops it
+    pairs it by (None: numpy). Each way is priced by its own costs
+    (costs.pairs_table_ns, costs.compiled_table_ns) for its own plan unless
+    one is given; the compiled one, where this process has not loaded the
+    loops yet, with their load (costs.compiled_load_ns: numba's import and
+    its cached machine code; compiling them, once a machine, is not
+    priced). ``compiled`` True, or simindex.compiling's switch at
+    "always": a given plan compiled wherever the loops load, else the
+    cheaper of the two plans, the load not priced; False, or the switch
+    at "never": numpy."""
+    cpus = _cpus()
+    threads = cpus if n >= _THREADED_MIN else 1
     # numpy: one block a table. The plans of several blocks a table
     # (pairs_plan(n, k, per_table=None)) are exact and tested, but the N
     # from which numpy's price model says they pay (about 40M at k = 8, 2.5M
     # at k = 3, by the constants bench/costs.py measured) is not checked
     # end to end (docs/scaling.md).
-    threads = _cpus() if n >= _THREADED_MIN else 1
-    plan = pairs_plan(n, k, cpus=threads)
-    if _compiled_kernels(n, None, compiled) is None:
-        return plan, compiled is False
-    # Compiled, the plan priced by the compiled loops' costs, of any number
-    # of blocks a table (one block a table up to about 150M at k = 8:
-    # bench/results/growth.txt), unless numpy's own plan is cheaper (k <= 1:
-    # one or two keys wider than the loops take; small n).
-    wide = pairs_plan(n, k, per_table=None, compiled=True, cpus=_cpus())
-    if _price(wide, n, compiled_table_ns, _cpus()) <= _price(plan, n, pairs_table_ns, threads):
-        return wide, False
-    return plan, True
+    numpy_plan = plan or pairs_plan(n, k, cpus=threads)
+    if compiled is False or mode() == "never":
+        return numpy_plan, None
+    # Compiled, of any number of blocks a table (one block a table up to
+    # about 150M at k = 8: bench/results/growth.txt), keys of at most
+    # MAX_WIDTH bits.
+    fast_plan = plan or pairs_plan(n, k, per_table=None, compiled=True, cpus=cpus)
+    if max((m.bit_count() for m in fast_plan.masks), default=0) > MAX_WIDTH:
+        return numpy_plan, None
+    forced = compiled is True or mode() == "always"
+    if not (forced and plan is not None):
+        load = 0.0 if forced or tried(LOOPS) else compiled_load_ns()
+        fast_ns = _price(fast_plan, n, compiled_table_ns, cpus) + load
+        if fast_ns > _price(numpy_plan, n, pairs_table_ns, threads):
+            return numpy_plan, None
+    fast = kernels()
+    return (fast_plan, fast) if fast is not None else (numpy_plan, None)
 
 
 def _price(plan: Plan, n: int, table_ns: Callable[[int, int, int, int], float], cpus: int) -> float:
@@ -236,18 +257,15 @@ def pairs_within(
     pairs, in another order. ``counts``, if given, gets "compared" added:
     the pairs of fingerprints whose distance was computed (benchmarks).
     ``compiled``: pair each table with simindex.compiled's loops (numba) -
-    None: where numba is installed and from compiled.MIN_ROWS fingerprints
-    (from any number with simindex.compiling's switch at "always");
-    True: wherever numba is installed (tests) and the switch is not at
-    "never"; False: never. The same pairs.
+    None: where numba is installed and they are priced cheaper, loading
+    them included (_chosen; whatever the price with simindex.compiling's
+    switch at "always"); True: wherever numba is installed (tests) and
+    the switch is not at "never"; False: never. The same pairs.
     """
     fps = fps.astype(np.uint64, copy=False)
     n = len(fps)
-    numpy_only = compiled is False
-    if plan is None:
-        plan, numpy_only = _default_plan(n, k, compiled)
+    plan, fast = _chosen(n, k, plan, compiled)
     masks = [np.uint64(m) for m in plan.masks]
-    fast = None if numpy_only else _compiled_kernels(n, plan, compiled)
     cpus = _cpus() if n >= _THREADED_MIN or fast is not None else 1
     pool = None
     if cpus > 1:  # (its module loads here: a query that never pairs starts without it)
@@ -295,16 +313,6 @@ def pairs_within(
 
 
 _Found = tuple[list[tuple[np.ndarray, np.ndarray, np.ndarray]], int]  # pieces, pairs compared
-
-
-def _compiled_kernels(n: int, plan: Plan | None, compiled: bool | None) -> Loops | None:
-    """simindex.compiled's loops, if pairs_within is to use them for ``plan``
-    (None: for the plan it will choose; see there)."""
-    if compiled is False or (compiled is None and n < MIN_ROWS and mode() != "always"):
-        return None
-    if plan is not None and max((m.bit_count() for m in plan.masks), default=0) > MAX_WIDTH:
-        return None
-    return kernels()
 
 
 def _compiled_table(

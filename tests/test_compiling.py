@@ -77,8 +77,8 @@ def test_never_from_the_environment_takes_the_python_and_numpy_paths_everywhere(
 
 def test_always_from_the_environment_compiles_from_the_first_call() -> None:
     """SIMINDEX_COMPILED=always: the first text takes the compiled pass (no
-    SWITCH_CHARS first), and a thousand fingerprints pair compiled (no
-    MIN_ROWS first)."""
+    SWITCH_CHARS first), and a thousand fingerprints pair compiled (the
+    price of loading the loops not asked)."""
     compiled_or_skip()
     got = child("always")
     assert got["mode"] == "always"

@@ -551,14 +551,14 @@ def test_pairs_within_pairs_with_numpy_where_its_plan_is_cheaper() -> None:
     n = 3_000_000
     cpus = pairs._cpus()  # (the threads a table's probes are shared by)
     for k in (0, 1):
-        plan, numpy_only = pairs._default_plan(n, k, None)
-        assert numpy_only and plan == pairs.pairs_plan(n, k, cpus=cpus)
+        plan, fast = pairs._chosen(n, k, None, None)
+        assert fast is None and plan == pairs.pairs_plan(n, k, cpus=cpus)
         assert max(m.bit_count() for m in plan.masks) > compiled.MAX_WIDTH
-    plan, numpy_only = pairs._default_plan(n, 8, None)
+    plan, fast = pairs._chosen(n, 8, None, None)
     wanted = pairs.pairs_plan(n, 8, per_table=None, compiled=True, cpus=cpus)
-    assert not numpy_only and plan == wanted
-    plan, numpy_only = pairs._default_plan(n, 8, False)
-    assert numpy_only and plan == pairs.pairs_plan(n, 8, cpus=cpus)
+    assert fast is not None and plan == wanted
+    plan, fast = pairs._chosen(n, 8, None, False)
+    assert fast is None and plan == pairs.pairs_plan(n, 8, cpus=cpus)
 
 
 @pytest.mark.usefixtures("reference_costs")
@@ -650,9 +650,7 @@ def test_compiled_pairs_equal_brute_force(k: int, blocks: int | None, per_table:
         plan = pairs.pairs_plan(len(fps), k, blocks=blocks, per_table=per_table)
     full = plan or pairs.pairs_plan(len(fps), k)
     widest = max(m.bit_count() for m in full.masks)
-    assert (pairs._compiled_kernels(len(fps), full, True) is not None) == (
-        widest <= compiled.MAX_WIDTH
-    )
+    assert (pairs._chosen(len(fps), k, full, True)[1] is not None) == (widest <= compiled.MAX_WIDTH)
     want = []
     for i in range(len(fps)):
         distance = np.bitwise_count(fps[i] ^ fps[i + 1 :])
@@ -666,9 +664,12 @@ def test_compiled_pairs_equal_brute_force(k: int, blocks: int | None, per_table:
     assert sorted(zip(a.tolist(), b.tolist(), d.tolist(), strict=True)) == sorted(want)
 
 
-def test_compiled_pairs_are_used_from_min_rows(monkeypatch: pytest.MonkeyPatch) -> None:
-    """By default the compiled loops pair from compiled.MIN_ROWS fingerprints
-    (where numba is installed), numpy below, and never a table wider than
+def test_compiled_pairs_are_used_where_they_pay_for_loading_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """By default the compiled loops pair where numba is installed and their
+    price, with loading them where this process has not yet, is below
+    numpy's (pairs._chosen); numpy else, and never a table wider than
     compiled.MAX_WIDTH bits."""
     from simindex import compiled
 
@@ -681,14 +682,21 @@ def test_compiled_pairs_are_used_from_min_rows(monkeypatch: pytest.MonkeyPatch) 
         return table(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(pairs, "_compiled_table", spying)
-    monkeypatch.setattr(pairs, "MIN_ROWS", 3_000)
-    # (at 3,000 rows numpy's plan is priced cheaper: price numpy out here)
-    monkeypatch.setattr(pairs, "pairs_table_ns", lambda *args: float("inf"))
+    monkeypatch.setattr(pairs, "pairs_table_ns", lambda *args: 1e6)  # a millisecond a table
+    monkeypatch.setattr(pairs, "compiled_table_ns", lambda *args: 0.0)
+    monkeypatch.setattr(pairs, "compiled_load_ns", lambda: 1e12)
     fps = np.random.default_rng(1).integers(0, 2**64, 3_000, dtype=np.uint64)
-    pairs.pairs_within(fps[:2_999], 8)
+    monkeypatch.setattr(pairs, "tried", lambda module: False)  # not loaded: the load priced
+    pairs.pairs_within(fps, 8)
     assert not used
+    monkeypatch.setattr(pairs, "compiled_load_ns", lambda: 0.0)
     pairs.pairs_within(fps, 8)
     assert used and set(used) == {3_000}  # every table
+    used.clear()
+    monkeypatch.setattr(pairs, "compiled_load_ns", lambda: 1e12)
+    monkeypatch.setattr(pairs, "tried", lambda module: module == compiled.LOOPS)  # loaded
+    pairs.pairs_within(fps, 8)
+    assert used and set(used) == {3_000}
     used.clear()
     wide = pairs.pairs_plan(3_000, 8, per_table=2, blocks=4)  # 32-bit keys
     assert max(m.bit_count() for m in wide.masks) > compiled.MAX_WIDTH

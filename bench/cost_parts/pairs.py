@@ -18,10 +18,14 @@ whole tables of the plans pairs_within picks.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from math import log2
+from pathlib import Path
 from statistics import median
 from typing import Any
 
@@ -505,6 +509,9 @@ def _compiled(fps: np.ndarray, reps: int, log: Log) -> list[Result]:
     per_key = _ns(t_wide - t_full - (c_wide - c_full) * row * 1e-9, 2**26 - 2**21)
     log(f"COMPILED_SORT_NS: {per_row:.1f} ns a row ({n:,} rows: {t_full * 1e3:.1f} ms)")
     log(f"COMPILED_KEY_NS: {per_key:.2f} ns a possible key (26 bits: {t_wide * 1e3:.1f} ms)")
+    loads = [_load_seconds() for _ in range(5)]
+    each = ", ".join(f"{x:.2f}" for x in loads)
+    log(f"COMPILED_LOAD_MS: {median(loads) * 1e3:.0f} ms ({each} s)")
     return [
         (
             "COMPILED_LOOKUP_NS",
@@ -538,7 +545,40 @@ def _compiled(fps: np.ndarray, reps: int, log: Log) -> list[Result]:
                 "(their pairs taken off), per extra possible key"
             ),
         ),
+        (
+            "COMPILED_LOAD_MS",
+            median(loads) * 1e3,
+            (
+                "a fresh process's compiled.kernels() with the machine code in numba's cache "
+                "(numba's import and the loops loaded and run once), after importing "
+                "simindex.compiled: median of 5, ms"
+            ),
+        ),
     ]
+
+
+_LOAD = """
+import time
+from simindex import compiled, compiling
+compiling.use("always")
+started = time.perf_counter()
+assert compiled.kernels() is not None
+print(time.perf_counter() - started)
+"""
+
+
+def _load_seconds() -> float:
+    """What loading the compiled loops costs a fresh process (this package's)."""
+    root = str(Path(compiled.__file__).resolve().parent.parent)
+    path = os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])
+    done = subprocess.run(
+        [sys.executable, "-c", _LOAD],
+        env={**os.environ, "PYTHONPATH": path},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return float(done.stdout)
 
 
 # -- the model with the measured values beside whole tables ----------------------------
