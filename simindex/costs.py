@@ -38,95 +38,95 @@ from simindex.errors import InvalidArgumentError
 from simindex.fingerprint import BITS
 
 # -- measured by `python bench/costs.py --write` on this
-# machine (2 cores) at d39f7b5 (clean tree), 2026-12-06;
+# machine (2 cores) at 0dc947c (uncommitted changes), 2026-12-06;
 # bench/results/costs.txt gives each beside the value before. Measure again
 # rather than edit them by hand. --
 # microseconds an index seek of a query from the database (SQLite, hold=False, 1,000,000
 # fingerprints), fitted with _ROW_US over queries at 7 (layout, k); the rest of a query, which the
-# model leaves out, 45 us
-_SEEK_US = 1.09
+# model leaves out, 16 us
+_SEEK_US = 0.819
 # microseconds a candidate row of such a query, the same fit
-_ROW_US = 0.672
+_ROW_US = 0.537
 # bytes a fingerprint in a file besides its lookup indexes (files of 1,000,000 fingerprints at 4
 # layouts, fitted with _INDEX_BYTES)
 _ROW_BYTES = 56.7
 # bytes a fingerprint in one lookup index, the same fit
 _INDEX_BYTES = 20.2
 # microseconds a row of a batch's read of the index into memory (1,000,000 fingerprints)
-READ_US_PER_ROW = 0.772
+READ_US_PER_ROW = 0.723
 # seconds a row of holding it: read from its rows, its tables for the index's k sorted, and stored
 # (the first query with hold=True, nothing stored, less a later one)
-HOLD_S_PER_ROW = 1.21e-06
+HOLD_S_PER_ROW = 1.07e-06
 # seconds a row of holding it from the stored snapshot (the same, snapshot stored)
-STORED_S_PER_ROW = 7e-08
+STORED_S_PER_ROW = 4.58e-08
 # microseconds a joined query (more than one table, all by offset) besides its lookups and
 # candidates: Snapshot.near timed over 136 forced layouts at n = 20,000, 200,000, 1,000,000, one
 # least-squares fit of relative error for all eight (a constant fitting negative set to 0 and the
 # rest fitted again)
-_HELD_JOINED_US = 29.7
+_HELD_JOINED_US = 18.6
 # microseconds a query looped over its tables (not joined) besides them, the same fit
-_HELD_QUERY_US = 7.67
+_HELD_QUERY_US = 5.18
 # microseconds a table without probes (one slice) in that loop, the same fit
-_HELD_EXACT_US = 3.16
+_HELD_EXACT_US = 2.59
 # microseconds a candidate row of a table without probes in that loop, the same fit
-_HELD_EXACT_ROW_US = 0.00518
+_HELD_EXACT_ROW_US = 0.00371
 # microseconds a probed table in that loop besides its probes and rows, the same fit
-_HELD_PROBED_US = 19.6
+_HELD_PROBED_US = 20.2
 # microseconds a lookup by offset (joined, or a probe in that loop), the same fit
-_HELD_OFFSET_US = 0.0333
+_HELD_OFFSET_US = 0.0196
 # microseconds a probe found by binary search in that loop, the same fit
-_HELD_SEARCH_US = 0.127
+_HELD_SEARCH_US = 0.0797
 # microseconds a candidate row, joined or probed, the same fit
-_HELD_ROW_US = 0.00657
+_HELD_ROW_US = 0.00526
 # packed_key + stable_order + the two gathers of a table of 16-bit keys (a real plan's mask), time
 # at n minus at n/2, per row
-_SORT_16_NS = 27.2
+_SORT_16_NS = 25.6
 # packed_key + stable_order + the two gathers of a table of 22-bit keys (a real plan's mask), time
 # at n minus at n/2, per row
-_SORT_32_NS = 45.4
+_SORT_32_NS = 46.6
 # packed_key + stable_order + the two gathers of a table of 64-bit keys (a real plan's mask), time
 # at n minus at n/2, per row
-_SORT_WIDE_NS = 128.0
+_SORT_WIDE_NS = 140.0
 # _Table.runs on 32-bit keys (no equal runs), time at n minus n/2, a row
-_RUN_NS = 0.751
+_RUN_NS = 0.534
 # _Table.runs on 16-bit keys held as uint32 minus 32-bit keys, same n, per extra pair it compared
-_RUN_PAIR_NS = 5.64
-# _flip_hits by offset, 22-bit keys, flips that all miss: 20 flips minus 10, per extra lookup
-_OFFSET_NS = 1.28
-# _flip_hits by offset, flips that find runs minus as many that miss, per run found
-_HIT_NS = 16.0
-# _flip_hits by offset: 21 missing flips of as many highest bits minus as many of one highest bit,
-# per extra group and row of the table (n=1,000,000)
-_GROUP_NS = 3.92
-# _Table.flipped minus _flip_hits with the same flips (by offset), per pair compared
-_PAIR_NS = 14.4
-# _flip_hits by binary search, the missing flips as for _OFFSET_NS, per extra lookup over log2(n+1)
-# = 19.9 steps
-_SEARCH_NS = 1.76
-# _flip_hits by occupied, 26-bit keys (two of five blocks), flips that all miss: more minus fewer,
-# per extra lookup
-_OCCUPIED_NS = 4.7
+_RUN_PAIR_NS = 3.87
 # _flip_hits' numpy lines (bincount, cumsum, uint8 copy) on sorted uniform keys of 22 minus 20
 # bits, same rows, per extra possible key
-_BUILD_NS = 3.78
+_BUILD_NS = 2.38
+# _flip_hits by offset, 22-bit keys, flips that all miss: 20 flips minus 10, per extra lookup
+_OFFSET_NS = 1.15
+# _flip_hits by binary search, the missing flips as for _OFFSET_NS, per extra lookup over log2(n+1)
+# = 19.9 steps
+_SEARCH_NS = 1.44
+# _flip_hits by offset, flips that find runs minus as many that miss, per run found
+_HIT_NS = 17.2
+# _Table.flipped minus _flip_hits with the same flips (by offset), per pair compared
+_PAIR_NS = 11.3
+# _flip_hits by offset: 21 missing flips of as many highest bits minus as many of one highest bit,
+# per extra group and row of the table (n=1,000,000)
+_GROUP_NS = 2.76
 # _flip_hits' numpy lines (zeros, scatter of the distinct keys) for 28 minus 24 bits, same rows,
 # per extra possible key
-_OCCUPIED_BUILD_NS = 0.125
+_OCCUPIED_BUILD_NS = 0.0955
+# _flip_hits by occupied, 26-bit keys (two of five blocks), flips that all miss: more minus fewer,
+# per extra lookup
+_OCCUPIED_NS = 5.17
 # table_pairs on uniform 21- and 16-bit tables (every flip minus every other): the line of ns a
 # lookup against rows found a lookup, at 0 rows
-COMPILED_LOOKUP_NS = 8.51
+COMPILED_LOOKUP_NS = 6.68
 # the slope of that line, ns a row found (21 bits: 0.48 rows a lookup, 16 bits: 15), a hit's own
 # cost shared out over its rows
-COMPILED_ROW_NS = 0.765
+COMPILED_ROW_NS = 0.686
 # prepared + table_pairs' equal runs (no flips), 21-bit keys, at n minus n/2 (their pairs taken
 # off), per row
-COMPILED_SORT_NS = 46.5
+COMPILED_SORT_NS = 35.2
 # prepared + table_pairs' equal runs (no flips), same rows, 26-bit keys minus 21 (their pairs taken
 # off), per extra possible key
-COMPILED_KEY_NS = 2.19
-# a fresh process's compiled.kernels() with the machine code in numba's cache (numba's import
-# and the loops loaded and run once), after importing simindex.compiled: median of 5, ms
-COMPILED_LOAD_MS = 300.0
+COMPILED_KEY_NS = 1.27
+# a fresh process's compiled.kernels() with the machine code in numba's cache (numba's import and
+# the loops loaded and run once), after importing simindex.compiled: median of 5, ms
+COMPILED_LOAD_MS = 347.0
 # -- end of the measured constants --
 
 # Every constant of the block above: what bench/costs.py measures.
