@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
+from math import comb
 from types import TracebackType
 from typing import Any, NamedTuple
 
@@ -51,7 +52,16 @@ from simindex.signature import (
     one_unit_many,
     one_unit_reaches,
 )
-from simindex.tables import Chained, Column, Keyed, Sorted, equal_pairs, packed_flips, probe_batch
+from simindex.tables import (
+    Chained,
+    Column,
+    Keyed,
+    Sorted,
+    equal_pairs,
+    key_type,
+    packed_flips,
+    probe_batch,
+)
 
 
 class Decision(NamedTuple):
@@ -340,10 +350,17 @@ class _Kept:
         self._tables: list[Keyed] = []
         for mask, xors in zip(masks, flips, strict=True):
             width = mask.bit_count()
-            dtype = packed_flips([0], mask).dtype.type  # (the packed keys' type)
             chained = len(xors) > 1 and width <= _CHAINED_BITS
-            kept = Chained(width) if chained else Sorted(dtype)
+            kept = Chained(width) if chained else Sorted(key_type(mask))
             self._tables.append(Keyed(mask, packed_flips(xors, mask), kept))
+        # Each pair found once (tables.probe_batch's radius) where every
+        # table's flips are all the values within one radius of its bits.
+        radius = max(x.bit_count() for xors in flips for x in xors)
+        every = all(
+            len(set(xors)) == sum(comb(m.bit_count(), r) for r in range(radius + 1))
+            for m, xors in zip(masks, flips, strict=True)
+        )
+        self._radius = radius if every else None
 
     def decide(
         self, batch: list[tuple[Doc, int | None, bytes | None]], counts: DedupCounts
@@ -436,7 +453,7 @@ class _Kept:
 
     def _near_kept(self, new: _Marks) -> tuple[np.ndarray, np.ndarray]:
         """(document, position) of every kept fingerprint within k of one."""
-        i, p, _ = probe_batch(self._tables, new.fps, self._fps.rows, self.k, None)
+        i, p, _ = probe_batch(self._tables, new.fps, self._fps.rows, self.k, self._radius)
         return i, p
 
     def _near_in_batch(
@@ -473,7 +490,7 @@ class _Kept:
         self._ordered.extend(new.ordered[at])
         self.keys.extend([keys[a] for a in at.tolist()])
         for table in self._tables:
-            table.keys.add(table.key_of(new.fps[at]), positions)
+            table.lookup.add(table.key_of(new.fps[at]), positions)
         if len(signature_keys):
             mine = kept[owner]
             self._by_key.add(signature_keys[mine], rank[owner[mine]].astype(np.int64))

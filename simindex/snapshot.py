@@ -129,10 +129,10 @@ def _probed_tables(
             counts[0] += t * n
             starts[0] = t * n
             np.cumsum(counts, out=starts[1:])
-            table = Sorted(keys.dtype.type, keys[:0], all_order, starts)
+            table = Sorted(keys.dtype.type, np.empty(0, keys.dtype), all_order, starts)
         else:
             by_offset = _offsets_fit(span.bit_length(), n)
-            table = Sorted.of(keys, values=span + 1 if by_offset else None)
+            table = Sorted.of(keys, key_count=span + 1 if by_offset else None)
         flips = [0] if found is None else [p.flips[0] for p in found if p.table == t]
         tables.append(Keyed(span << shift, np.array(flips, keys.dtype), table))
     if not joined:
@@ -311,9 +311,9 @@ class Snapshot:
         arrays = [self.ids, self.fps, *self._added, *(self.signatures or ())]
         arrays += [] if self._bands is None else [self._bands]
         for _plan, tables in self._tables.values():
-            arrays += [a for table in tables for a in [table.flips, *table.keys.arrays]]
+            arrays += [a for table in tables for a in [table.flips, *table.lookup.arrays]]
         for probed in self._probed.values():
-            arrays += [a for table in probed or () for a in [table.flips, *table.keys.arrays]]
+            arrays += [a for table in probed or () for a in [table.flips, *table.lookup.arrays]]
         for joined in self._joined.values():
             if joined is not None:  # (its starts and order: the tables' own, counted above)
                 arrays += [joined.table_of, joined.flips, joined.base]
@@ -372,10 +372,12 @@ class Snapshot:
         for table in tables:
             shift = (table.mask & -table.mask).bit_length() - 1
             key = (fingerprint >> shift) & (table.mask >> shift)  # (one block: packed)
+            lookup = table.lookup
+            assert isinstance(lookup, Sorted)  # (sorted once: _probed_tables)
             if len(table.flips) == 1:  # no probes: one slice (cheaper than find's arrays)
-                found.append(table.keys.run_of(key))
+                found.append(lookup.run_of(key))
             else:
-                found.append(table.keys.find(table.flips ^ table.flips.dtype.type(key))[1])
+                found.append(lookup.find(table.flips ^ table.flips.dtype.type(key))[1])
         candidates = np.concatenate(found) if found else np.zeros(0, np.int64)
         distance = np.bitwise_count(self.fps[candidates] ^ np.uint64(fingerprint))
         return np.unique(candidates[distance <= k])
@@ -390,7 +392,7 @@ class Snapshot:
         up at once, a table at a time."""
         queries = queries.astype(np.uint64, copy=False)
         probed, _ = self._probed_for(k)
-        if probed is not None and all(t.keys.by_offset for t in probed):
+        if probed is not None and all(t.lookup.by_offset for t in probed):
             radius = max(int(f).bit_count() for f in probed[0].flips.tolist())
             return probe_batch(probed, queries, self.fps, k, radius)
         plan, tables = self._tables_for(k)

@@ -9,7 +9,7 @@ probe's flips away) finds every pair. They work for any k <= 15, whatever
 layout the index itself was built with.
 
 A table a batch of queries looks up is a ``Keyed``: its mask, its flips and
-its keys, a ``Sorted`` (sorted once and found by binary search or by
+its lookup, a ``Sorted`` (sorted once and found by binary search or by
 offset, or grown as sorted runs) or a ``Chained`` (grown, found by offset
 through chains); ``probe_batch`` looks a batch up in a layout's tables, for
 a held snapshot's batch queries and for streaming dedup alike.
@@ -17,7 +17,7 @@ a held snapshot's batch queries and for streaming dedup alike.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import combinations
 from math import comb
 from typing import NamedTuple
@@ -68,13 +68,19 @@ def layout_plan(layout: BlockLayout, k: int) -> Plan:
     return Plan(masks, radius, flips)
 
 
+def key_type(mask: int) -> type:
+    """The integers a table's keys are packed in: 16, 32 or 64 bits, the
+    narrowest that hold mask's bits."""
+    width = mask.bit_count()
+    return np.uint16 if width <= 16 else np.uint32 if width <= 32 else np.uint64
+
+
 def packed_key(values: np.ndarray, mask: int) -> np.ndarray:
-    """The bits of values under mask, packed side by side in their order (the
-    narrowest unsigned integers that hold them): a table of several blocks
+    """The bits of values under mask, packed side by side in their order (in
+    key_type(mask)): a table of several blocks
     sorts and is looked up by offset like one block as wide. Packing keeps
     the order and the XORs of the masked values (flips pack the same way)."""
-    width = mask.bit_count()
-    dtype = np.uint16 if width <= 16 else np.uint32 if width <= 32 else np.uint64
+    dtype = key_type(mask)
     values = values.astype(np.uint64, copy=False)
     out: np.ndarray | None = None
     at = 0  # bits packed so far, from the lowest
@@ -108,17 +114,16 @@ def run_positions(lo: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(total)
 
 
-def equal_pairs(
+def equal_runs(
     sorted_keys: np.ndarray, wanted: np.ndarray, order: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Every (position in wanted, position in sorted_keys) holding equal
-    values, in wanted's sorted order (no caller needs wanted's own: sorting
-    the pairs back cost a batch of lookups half its time). The wanted
-    values are searched in sorted order, each search starting where the
-    last one ended (numpy's searchsorted does so: far fewer cache misses in
-    a large table), and the end of a run only for those found: 2,560
-    random keys in 6M, 1.7 ms -> 0.5 ms. ``order``: wanted's stable
-    argsort, where the caller has it."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(position in wanted, where its run begins in sorted_keys, the run's
+    length) for every wanted value sorted_keys holds, in wanted's sorted
+    order. The wanted values are searched in sorted order, each search
+    starting where the last one ended (numpy's searchsorted does so: far
+    fewer cache misses in a large table), and the end of a run only for
+    those found: 2,560 random keys in 6M, 1.7 ms -> 0.5 ms. ``order``:
+    wanted's stable argsort, where the caller has it."""
     if order is None:
         order = np.argsort(wanted, kind="stable")
     needles = wanted[order]
@@ -127,7 +132,16 @@ def equal_pairs(
     hit = hit[sorted_keys[lo[hit]] == needles[hit]]
     lo = lo[hit]
     counts = np.searchsorted(sorted_keys, needles[hit], side="right") - lo
-    return np.repeat(order[hit], counts), run_positions(lo, counts)
+    return order[hit], lo, counts
+
+
+def equal_pairs(sorted_keys: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every (position in wanted, position in sorted_keys) holding equal
+    values (equal_runs' runs, each position of them), in wanted's sorted
+    order (no caller needs wanted's own: sorting the pairs back cost a
+    batch of lookups half its time)."""
+    at, lo, counts = equal_runs(sorted_keys, wanted)
+    return np.repeat(at, counts), run_positions(lo, counts)
 
 
 def stable_order(keys: np.ndarray) -> np.ndarray:
@@ -152,14 +166,16 @@ def stable_order(keys: np.ndarray) -> np.ndarray:
     return order
 
 
+_FOUND = 1 << 20  # positions a lookup's piece holds at most, but for one longer run (memory)
+
+
 class Sorted:
-    """Keys with a position under each, found by equal keys (``find``): the
-    sorted table of every in-memory lookup. ``of`` sorts a table once (a
-    snapshot's tables), found by binary search, or by offset with
-    ``values`` (one entry a possible key: where each key's run begins);
-    ``add`` grows one (streaming dedup's kept documents) as sorted runs,
-    each less than half the one before it: a batch added merges the runs it
-    is not less than half of, so a key is moved about log2(n) times in all,
+    """Keys with a position under each, found by equal keys: a table sorted
+    once (``of``: a held snapshot's tables), found by binary search, or by
+    offset (``key_count`` entries: where each key's run begins), or a table
+    grown (``add``: streaming dedup's kept documents) as sorted runs, each
+    less than half the one before it: a batch added merges the runs it is
+    not less than half of, so a key is moved about log2(n) times in all,
     not once a batch (which made a stream of n documents take time growing
     as n squared), and a lookup searches about log2(n) runs."""
 
@@ -177,20 +193,23 @@ class Sorted:
             [] if keys is None or positions is None else [(keys, positions)]
         )
         # By offset: the positions of key v are positions[starts[v] : starts[v + 1]]
-        # (the keys are then never searched: an empty array will do).
+        # (the keys are then never searched: an array of none will do, of its
+        # own, not a view that keeps the keys alive). The positions may be
+        # more than this table's: a snapshot's joined tables share one array
+        # of every table's, each table's starts pointing into its own part.
         self.starts = starts
 
     @classmethod
-    def of(cls, keys: np.ndarray, *, values: int | None = None) -> Sorted:
+    def of(cls, keys: np.ndarray, *, key_count: int | None = None) -> Sorted:
         """The table of unsigned keys, each at its position in ``keys``;
-        found by offset with ``values``, the number of possible keys."""
+        found by offset with ``key_count``, the number of possible keys."""
         index = np.int32 if len(keys) < 2**31 else np.int64  # (half the bytes of a position)
         order = stable_order(keys).astype(index)
-        if values is None:
+        if key_count is None:
             return cls(keys.dtype.type, keys[order], order)
-        starts = np.zeros(values + 1, index)
-        np.cumsum(np.bincount(keys, minlength=values), out=starts[1:])
-        return cls(keys.dtype.type, keys[:0], order, starts)
+        starts = np.zeros(key_count + 1, index)
+        np.cumsum(np.bincount(keys, minlength=key_count), out=starts[1:])
+        return cls(keys.dtype.type, np.empty(0, keys.dtype), order, starts)
 
     def add(self, keys: np.ndarray, positions: np.ndarray) -> None:
         """Keys, each with its position (the next ones kept)."""
@@ -212,8 +231,11 @@ class Sorted:
         return self.starts is not None
 
     def run_of(self, key: int) -> np.ndarray:
-        """The positions under one key (a table sorted once)."""
+        """The positions under one key, of a table sorted once."""
+        if len(self._runs) != 1:
+            raise TypeError("run_of reads a table sorted once (of)")
         keys, positions = self._runs[0]
+        key = int(key)  # (a numpy integer's key + 2 could wrap)
         if self.starts is not None:
             lo, hi = self.starts[key : key + 2].tolist()
         else:  # (the key as the keys' type: a Python int would convert them all)
@@ -222,35 +244,61 @@ class Sorted:
             hi = int(keys.searchsorted(typed, side="right"))
         return positions[lo:hi]
 
-    def find(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(index in wanted, position) for every key equal to a wanted one
-        (in no particular order)."""
+    def pieces(self, wanted: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(index in wanted, position) for every key equal to a wanted one,
+        in no particular order, in pieces of at most _FOUND positions (or
+        one run, if longer): a batch's memory is bounded by the rows it
+        finds, however many a key has."""
         if self.starts is not None:
             wanted = wanted.astype(np.intp, copy=False)  # (key + 1 in the key's own type wraps)
             lo = self.starts[wanted]
             counts = self.starts[wanted + 1] - lo
             hit = np.flatnonzero(counts)
-            lo, counts = lo[hit], counts[hit]
-            return np.repeat(hit, counts), self._runs[0][1][run_positions(lo, counts)]
-        if len(self._runs) == 1:  # (a table sorted once: one lookup)
-            at, j = equal_pairs(self._runs[0][0], wanted)
-            return at, self._runs[0][1][j]
-        order = np.argsort(wanted, kind="stable")
-        found = [equal_pairs(keys, wanted, order) for keys, _ in self._runs]
-        at = np.concatenate([np.zeros(0, np.intp), *(i for i, _ in found)])
-        positions = np.concatenate(
-            [
-                np.zeros(0, np.int64),
-                *(run[1][j] for (_, j), run in zip(found, self._runs, strict=True)),
-            ]
-        )
-        return at, positions
+            yield from _expanded(hit, lo[hit], counts[hit], self._runs[0][1])
+            return
+        order = np.argsort(wanted, kind="stable") if len(self._runs) > 1 else None
+        for keys, positions in self._runs:
+            at, lo, counts = equal_runs(keys, wanted, order)
+            yield from _expanded(at, lo, counts, positions)
+
+    def find(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """All of ``pieces`` at once."""
+        return _together(self.pieces(wanted))
 
     @property
     def arrays(self) -> list[np.ndarray]:
         """The arrays it holds (their memory)."""
         starts = [] if self.starts is None else [self.starts]
         return [array for run in self._runs for array in run] + starts
+
+
+def _expanded(
+    at: np.ndarray, lo: np.ndarray, counts: np.ndarray, positions: np.ndarray
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(at[i], positions[lo[i] + j]) for every j below counts[i], in pieces
+    of about _FOUND (or one run, if longer)."""
+    ends = np.cumsum(counts)
+    start = 0
+    while start < len(at):
+        done = int(ends[start - 1]) if start else 0
+        if int(ends[-1]) - done <= _FOUND:  # (the rest in one piece: no search)
+            stop = len(at)
+        else:
+            stop = max(start + 1, int(np.searchsorted(ends, done + _FOUND, side="right")))
+        runs = counts[start:stop]
+        firsts = lo[start:stop] - (ends[start:stop] - runs - done)  # (run_positions, ends reused)
+        where = np.repeat(firsts, runs) + np.arange(int(ends[stop - 1]) - done)
+        yield np.repeat(at[start:stop], runs), positions[where]
+        start = stop
+
+
+def _together(
+    pieces: Iterable[tuple[np.ndarray, np.ndarray]],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pieces of (index, position) as two arrays."""
+    found = list(pieces)
+    at = np.concatenate([np.zeros(0, np.intp), *(i for i, _ in found)])
+    return at, np.concatenate([np.zeros(0, np.int64), *(p for _, p in found)])
 
 
 class Chained:
@@ -261,6 +309,8 @@ class Chained:
     one gather of a bitmap of the keys kept (a quarter of the heads' bytes:
     fewer cache misses), and the few that are kept are followed, all at
     once, to the chains' ends."""
+
+    by_offset = True
 
     def __init__(self, width: int) -> None:
         self._kept = np.zeros(1 << width, dtype=bool)
@@ -285,26 +335,22 @@ class Chained:
         self._head[keys[last]] = at[last]
         self._kept[keys] = True
 
-    by_offset = True
-
-    def run_of(self, key: int) -> np.ndarray:
-        """The positions under one key."""
-        return self.find(np.array([key], np.intp))[1]
-
-    def find(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def pieces(self, wanted: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """(index in wanted, position) for every position kept under a
-        wanted key (in no particular order)."""
+        wanted key, in no particular order: a piece a step along the chains
+        (at most one position a wanted key)."""
         at = np.flatnonzero(self._kept[wanted])
         positions = self._head[wanted[at]]
-        found_at, found = [at], [positions]
         after = self._after.rows
         while positions.size:
+            yield at, positions.astype(np.int64)
             positions = after[positions]
             live = positions >= 0
             at, positions = at[live], positions[live]
-            found_at.append(at)
-            found.append(positions)
-        return np.concatenate(found_at), np.concatenate(found).astype(np.int64)
+
+    def find(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """All of ``pieces`` at once."""
+        return _together(self.pieces(wanted))
 
     @property
     def arrays(self) -> list[np.ndarray]:
@@ -337,26 +383,24 @@ class Column:
 
 class Keyed(NamedTuple):
     """One table of a layout: rows found by their bits under ``mask``,
-    packed (packed_key), in ``keys`` (a Sorted or a Chained: anything whose
-    ``find`` gives (index in wanted, position)); a query looks up its own
-    packed bits XOR each of ``flips`` (0 first, then its probes: packed
-    the same way, in the keys' type)."""
+    packed (packed_key), in ``lookup`` (a Sorted or a Chained: each gives
+    the pieces of (index in wanted, position) for the keys wanted); a query
+    looks up its own packed bits XOR each of ``flips`` (0 first, then its
+    probes: packed the same way, in the keys' type)."""
 
     mask: int
     flips: np.ndarray
-    keys: Sorted | Chained
+    lookup: Sorted | Chained
 
     def key_of(self, fps: np.ndarray) -> np.ndarray:
         """The packed keys of unsigned fingerprints."""
         return packed_key(fps, self.mask)
 
 
-def keyed(fps: np.ndarray, mask: int, flips: Sequence[int], *, by_offset: bool = False) -> Keyed:
+def keyed(fps: np.ndarray, mask: int, flips: Sequence[int]) -> Keyed:
     """The table of unsigned fingerprints by their bits under mask, sorted
-    once (found by offset with ``by_offset``), looked up with flips."""
-    keys = packed_key(fps, mask)
-    values = 1 << mask.bit_count() if by_offset else None
-    return Keyed(mask, packed_flips(flips, mask), Sorted.of(keys, values=values))
+    once and searched, looked up with flips."""
+    return Keyed(mask, packed_flips(flips, mask), Sorted.of(packed_key(fps, mask)))
 
 
 def packed_flips(flips: Sequence[int], mask: int) -> np.ndarray:
@@ -364,7 +408,7 @@ def packed_flips(flips: Sequence[int], mask: int) -> np.ndarray:
     return packed_key(np.array(flips, dtype=np.uint64), mask)
 
 
-_LOOKUPS = 1 << 18  # probe_batch: keys looked up at once (bounds memory)
+_LOOKUPS = 1 << 18  # probe_batch: keys looked up at once (with _FOUND, bounds memory)
 
 
 def probe_batch(
@@ -374,8 +418,9 @@ def probe_batch(
     for unsigned fingerprints ``queries`` among ``stored`` (positions as
     the tables hold them): per table, each query's key XOR each flip, in
     chunks of lookups. With ``radius`` (every table's flips: all values
-    within it of its bits), a pair is kept by the first table that finds it
-    alone (earlier), so each once; None: by every table that finds it."""
+    within it of its bits), each pair once: a pair is kept by a table only
+    if no earlier one finds it too (earlier); None: by every table that
+    finds it."""
     masks = [np.uint64(table.mask) for table in tables]
     out_q, out_s, out_d = [], [], []
     for t, table in enumerate(tables):
@@ -383,18 +428,17 @@ def probe_batch(
         per = max(1, _LOOKUPS // len(flips))  # queries at once
         for start in range(0, len(queries), per):
             chunk = queries[start : start + per]
-            at, s = table.keys.find((table.key_of(chunk)[:, None] ^ flips[None, :]).ravel())
-            if not at.size:
-                continue
-            q = at // len(flips) + start
-            x = stored[s] ^ queries[q]
-            distance = np.bitwise_count(x)
-            keep = distance <= k
-            if t and radius is not None:
-                keep &= ~earlier(x, masks[:t], radius)
-            out_q.append(q[keep])
-            out_s.append(s[keep].astype(np.int64))
-            out_d.append(distance[keep].astype(np.int64))
+            wanted = (table.key_of(chunk)[:, None] ^ flips[None, :]).ravel()
+            for at, s in table.lookup.pieces(wanted):
+                q = at // len(flips) + start
+                x = stored[s] ^ queries[q]
+                distance = np.bitwise_count(x)
+                keep = distance <= k
+                if t and radius is not None:
+                    keep &= ~earlier(x, masks[:t], radius)
+                out_q.append(q[keep])
+                out_s.append(s[keep].astype(np.int64))
+                out_d.append(distance[keep].astype(np.int64))
     if not out_q:
         empty = np.zeros(0, np.int64)
         return empty, empty.copy(), empty.copy()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -135,10 +136,14 @@ def test_pairs_plan_probes_only_where_it_pays() -> None:
 
 
 @pytest.mark.parametrize("dtype", [np.uint64, np.int64])
-def test_a_growing_sorted_table_finds_every_equal_key_in_order(dtype: type) -> None:
+def test_a_growing_sorted_table_finds_every_equal_key(
+    dtype: type, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """tables.Sorted grown batch by batch (runs merged as they grow) finds
     every (wanted index, position) with equal keys, each once, as a scan of
-    everything added does."""
+    everything added does, in pieces of at most tables._FOUND positions
+    but for one longer run."""
+    monkeypatch.setattr(tables_module, "_FOUND", 16)
     rng = np.random.default_rng(3)
     table = Sorted(dtype)
     keys: list[int] = []
@@ -150,6 +155,8 @@ def test_a_growing_sorted_table_finds_every_equal_key_in_order(dtype: type) -> N
         keys += values.tolist()
         wanted = np.concatenate([rng.integers(low, low + 60, 80, dtype=dtype), values[:5]])
         at, positions = table.find(wanted)
+        longest = max(Counter(keys).values(), default=0)  # (a run is never split)
+        assert all(len(a) <= max(16, longest) for a, _ in table.pieces(wanted))
         want = [
             (w, p)
             for w, value in enumerate(wanted.tolist())
@@ -169,7 +176,7 @@ def test_streaming_dedup_finds_every_kept_within_k_as_brute_force(
     grow), probes through chains of keys above."""
     rng = random.Random(k)
     tables = dedup._Kept(k, 0.0)
-    assert any(isinstance(t.keys, Chained) for t in tables._tables) == (k > 3)
+    assert any(isinstance(t.lookup, Chained) for t in tables._tables) == (k > 3)
     kept: list[int] = []
     none = np.zeros(0, np.int64)
     for _ in range(25):
@@ -187,6 +194,7 @@ def test_streaming_dedup_finds_every_kept_within_k_as_brute_force(
             np.zeros(60, bool),
         )
         i, p = tables._near_kept(marks)
+        assert len(set(zip(i.tolist(), p.tolist(), strict=True))) == len(i)  # each once
         want = {
             (q, position)
             for q, fp in enumerate(queries)
@@ -232,11 +240,12 @@ def test_one_query_in_memory_equals_brute_force(
         for q in queries:
             assert held.near(q, k).tolist() == want[q], (k, m, q)
         tables = held._probed[k] or []
-        by_offset = len(tables) > 1 and all(t.keys.by_offset for t in tables)
+        by_offset = len(tables) > 1 and all(t.lookup.by_offset for t in tables)
         assert (held._joined[k] is not None) == by_offset  # all probes in one lookup
         joined += by_offset
         # A batch: by offset through the same tables where they have offsets.
         monkeypatch.setattr(tables_module, "_LOOKUPS", 64)  # several chunks
+        monkeypatch.setattr(tables_module, "_FOUND", 5)  # several pieces
         qs, ss, ds = held.match(np.array(queries, dtype=np.uint64), k)
         got = sorted(zip(qs.tolist(), ss.tolist(), ds.tolist(), strict=True))
         expected = sorted(
@@ -702,3 +711,32 @@ def test_compiled_pairs_are_used_where_they_pay_for_loading_them(
     assert max(m.bit_count() for m in wide.masks) > compiled.MAX_WIDTH
     pairs.pairs_within(fps, 8, plan=wide)
     assert not used
+
+
+@pytest.mark.parametrize("k", [3, 8])
+@pytest.mark.parametrize("offsets", [True, False])
+def test_a_snapshot_counts_the_memory_its_tables_hold(
+    k: int, offsets: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Snapshot.nbytes (what stats() reports held) is the memory its tables
+    hold, traced as numpy allocates it: no array kept alive unseen (a view
+    of an array keeps all of it)."""
+    import tracemalloc
+
+    monkeypatch.setattr(snapshot, "_OFFSETS_PER_ROW", 8 if offsets else 0)
+    rng = np.random.default_rng(k)
+    fps = rng.integers(0, 2**64, 200_000, dtype=np.uint64)
+    ids = np.arange(len(fps))
+    tracemalloc.start()
+    try:
+        held = Snapshot(ids, fps, None)
+        held.near(int(fps[0]), k)  # the single-query tables
+        held.match(fps[:50], k)  # and the batch's, where they are others
+        arrays = tracemalloc.take_snapshot().filter_traces(
+            [tracemalloc.DomainFilter(True, np.lib.tracemalloc_domain)]
+        )
+    finally:
+        tracemalloc.stop()
+    traced = sum(stat.size for stat in arrays.statistics("filename"))  # numpy's data alone
+    counted = held.nbytes - ids.nbytes - fps.nbytes  # (made before tracing)
+    assert counted <= traced <= 1.02 * counted + (1 << 16), (traced, counted)

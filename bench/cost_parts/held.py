@@ -185,7 +185,7 @@ def _build(fps: np.ndarray, queries: list[int], config: Config, rep_s: float) ->
         held.near(q, k)
     per_query = (time.perf_counter() - start) / _WARM
     count = max(_MIN_QUERIES, min(len(queries), int(rep_s / per_query)))
-    by_offset = tuple(t.keys.by_offset for t in tables)
+    by_offset = tuple(t.lookup.by_offset for t in tables)
     return _Held(config, held.near, count, joined is not None, by_offset)
 
 
