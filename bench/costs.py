@@ -224,7 +224,7 @@ def _plans() -> dict[str, str]:
             chosen = snapshot.single_layout(n, k)
             held = None if chosen is None else chosen[0].widths
             out[f"held single query, n = {n:,}, k = {k}: block widths"] = str(held)
-    cpus = all_pairs._cpus()  # (pairs_within shares a table's probes among them)
+    cpus = all_pairs.usable_cpus()  # (pairs_within shares a table's probes among them)
     for n in (1_000_000, 10_000_000, 100_000_000, 300_000_000):
         for k in (3, 8):
             for compiled in (False, True):

@@ -104,7 +104,7 @@ def measure(args: argparse.Namespace) -> int:
         if n <= args.numpy_max:
             plans["one block"] = (old, False)
         if compiled.kernels() is not None:
-            chosen = pairs.pairs_plan(n, K, per_table=None, compiled=True, cpus=pairs._cpus())
+            chosen = pairs.pairs_plan(n, K, per_table=None, compiled=True, cpus=pairs.usable_cpus())
             plans["compiled"] = (old, True)
             if chosen != old:
                 plans["by N"] = (None, True)
@@ -146,7 +146,7 @@ def measure(args: argparse.Namespace) -> int:
                 rows.setdefault((data, "by N"), []).append(rows[(data, "compiled")][-1])
     print("\nplans pairs_within picks by N, compiled:")
     for n in sorted({*sizes, 1_000_000, 10_000_000, 100_000_000, 300_000_000, 1_000_000_000}):
-        chosen = pairs.pairs_plan(n, K, per_table=None, compiled=True, cpus=pairs._cpus())
+        chosen = pairs.pairs_plan(n, K, per_table=None, compiled=True, cpus=pairs.usable_cpus())
         print(f"  {n:>13,}: {describe(chosen)}")
     print(f"\ngrowth: each N against the first ({sizes[0]:,}), time and time a document")
     for (data, name), got in rows.items():

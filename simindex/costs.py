@@ -22,6 +22,7 @@ default_blocks), snapshot.py and pairs.py (which in-memory tables).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from math import comb, expm1, log2
@@ -141,6 +142,19 @@ MEASURED = (
     "COMPILED_LOOKUP_NS", "COMPILED_ROW_NS", "COMPILED_SORT_NS", "COMPILED_KEY_NS",
     "COMPILED_LOAD_MS",
 )  # fmt: skip
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask; Python 3.13's
+    os.process_cpu_count), at least 1: what all pairs' threads and the
+    fingerprinting workers are sized by, and the plans priced for."""
+    count = getattr(os, "process_cpu_count", None)  # Python 3.13+
+    if count is not None:
+        return int(count() or 1)
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
 
 # -- the database lookup ---------------------------------------------------
 

@@ -13,7 +13,6 @@ pairs into clusters without chaining.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from math import comb
@@ -30,6 +29,7 @@ from simindex.costs import (
     pairs_by_offsets,
     pairs_lookup,
     pairs_table_ns,
+    usable_cpus,
 )
 from simindex.tables import (
     Plan,
@@ -105,7 +105,7 @@ def _chosen(n: int, k: int, plan: Plan | None, compiled: bool | None) -> tuple[P
     "always": a given plan compiled wherever the loops load, else the
     cheaper of the two plans, the load not priced; False, or the switch
     at "never": numpy."""
-    cpus = _cpus()
+    cpus = usable_cpus()
     threads = cpus if n >= _THREADED_MIN else 1
     # numpy: one block a table. The plans of several blocks a table
     # (pairs_plan(n, k, per_table=None)) are exact and tested, but the N
@@ -266,7 +266,7 @@ def pairs_within(
     n = len(fps)
     plan, fast = _chosen(n, k, plan, compiled)
     masks = [np.uint64(m) for m in plan.masks]
-    cpus = _cpus() if n >= _THREADED_MIN or fast is not None else 1
+    cpus = usable_cpus() if n >= _THREADED_MIN or fast is not None else 1
     pool = None
     if cpus > 1:  # (its module loads here: a query that never pairs starts without it)
         from concurrent.futures import ThreadPoolExecutor
@@ -357,13 +357,6 @@ def _compiled_table(
 
 
 _THREADED_MIN = 1 << 16  # fingerprints from which pairs_within pairs in threads
-
-
-def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 class _Table:

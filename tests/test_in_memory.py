@@ -414,10 +414,10 @@ def test_pairs_within_in_threads_equals_one_thread(
     near = base[:600] ^ np.bitwise_or.reduce(bits[:, : rng.integers(1, 9)], axis=1)
     fps = np.concatenate([base, near, np.full(30, base[3], dtype=np.uint64)])
     monkeypatch.setattr(pairs, "pairs_plan", lambda n, k, **_: plan_for(n, k, blocks=3))
-    monkeypatch.setattr(pairs, "_cpus", lambda: 1)
+    monkeypatch.setattr(pairs, "usable_cpus", lambda: 1)
     one = pairs.pairs_within(fps, 8)
     monkeypatch.setattr(pairs, "_THREADED_MIN", 0)
-    monkeypatch.setattr(pairs, "_cpus", lambda: cpus)
+    monkeypatch.setattr(pairs, "usable_cpus", lambda: cpus)
     threaded = pairs.pairs_within(fps, 8)
     assert sorted(zip(*(x.tolist() for x in one), strict=True)) == sorted(
         zip(*(x.tolist() for x in threaded), strict=True)
@@ -558,7 +558,7 @@ def test_pairs_within_pairs_with_numpy_where_its_plan_is_cheaper() -> None:
 
     compiled_or_skip()
     n = 3_000_000
-    cpus = pairs._cpus()  # (the threads a table's probes are shared by)
+    cpus = pairs.usable_cpus()  # (the threads a table's probes are shared by)
     for k in (0, 1):
         plan, fast = pairs._chosen(n, k, None, None)
         assert fast is None and plan == pairs.pairs_plan(n, k, cpus=cpus)

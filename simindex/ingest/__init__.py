@@ -36,12 +36,14 @@ from simindex.ingest.sources import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from simindex.ingest.workers import fingerprint_docs, usable_cpus
+    from simindex.costs import usable_cpus
+    from simindex.ingest.workers import fingerprint_docs
 
 
 def __getattr__(name: str) -> object:
-    """The worker pool's two names load with it (multiprocessing): a
-    command that reads one text never needs them."""
+    """The worker pool's two names load with it (multiprocessing, and
+    usable_cpus with numpy: simindex.costs): a command that reads one text
+    never needs them."""
     if name in ("fingerprint_docs", "usable_cpus"):
         from simindex.ingest import workers
 

@@ -34,6 +34,7 @@ from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any
 
 from simindex import compiling, fastmarks
+from simindex.costs import usable_cpus as usable_cpus  # (simindex.ingest gives it)
 from simindex.errors import EmptyTextError, InvalidArgumentError
 from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig
 from simindex.ingest.doc import Doc
@@ -83,16 +84,6 @@ def fingerprint_docs(
     if count <= 1:
         return _serial(_Chunks(iter(docs), chunk_size, BaseException), config, ahead=ahead)
     return _parallel(iter(docs), config, count, chunk_size)
-
-
-def usable_cpus() -> int:
-    """CPUs this process may run on (its affinity mask), at least 1."""
-    count = getattr(os, "process_cpu_count", None)  # Python 3.13+
-    if count is not None:
-        return int(count() or 1)
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0)) or 1
-    return os.cpu_count() or 1
 
 
 Marks = tuple[int, bytes] | tuple[None, None]  # a fingerprint and a signature, or neither
