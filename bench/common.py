@@ -163,7 +163,8 @@ def git_rev() -> str:
 
 def tree_clean() -> bool | None:
     """Whether the checkout has no uncommitted change (untracked files count;
-    what .gitignore leaves out does not), or None outside a git checkout."""
+    what .gitignore leaves out does not, nor a results file being written,
+    save_output's .partial), or None outside a git checkout."""
     try:
         out = subprocess.run(
             ["git", "-C", str(ROOT), "status", "--porcelain"],
@@ -173,7 +174,7 @@ def tree_clean() -> bool | None:
         ).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
-    return not out.strip()
+    return not [line for line in out.splitlines() if not line.endswith(".partial")]
 
 
 def revision() -> str:

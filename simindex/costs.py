@@ -39,7 +39,7 @@ from simindex.errors import InvalidArgumentError
 from simindex.fingerprint import BITS
 
 # -- measured by `python bench/costs.py --write` on this
-# machine (2 cores) at 0dc947c (uncommitted changes), 2026-12-06;
+# machine (2 cores) at 0dc947c (clean tree), 2026-12-06;
 # bench/results/costs.txt gives each beside the value before. Measure again
 # rather than edit them by hand. --
 # microseconds an index seek of a query from the database (SQLite, hold=False, 1,000,000

@@ -102,9 +102,9 @@ def _chosen(n: int, k: int, plan: Plan | None, compiled: bool | None) -> tuple[P
     loops yet, with their load (costs.compiled_load_ns: numba's import and
     its cached machine code; compiling them, once a machine, is not
     priced). ``compiled`` True, or simindex.compiling's switch at
-    "always": a given plan compiled wherever the loops load, else the
-    cheaper of the two plans, the load not priced; False, or the switch
-    at "never": numpy."""
+    "always": the loops loaded now, and a given plan compiled wherever
+    they load, else the cheaper of the two plans; False, or the switch at
+    "never": numpy."""
     cpus = usable_cpus()
     threads = cpus if n >= _THREADED_MIN else 1
     # numpy: one block a table. The plans of several blocks a table
@@ -115,19 +115,22 @@ def _chosen(n: int, k: int, plan: Plan | None, compiled: bool | None) -> tuple[P
     numpy_plan = plan or pairs_plan(n, k, cpus=threads)
     if compiled is False or mode() == "never":
         return numpy_plan, None
+    forced = compiled is True or mode() == "always"
+    fast = kernels() if forced or tried(LOOPS) else None  # (loaded: no load to price)
+    numpy_ns = _price(numpy_plan, n, pairs_table_ns, threads)
+    load = 0.0 if fast is not None else compiled_load_ns()
+    if load and numpy_ns <= load:  # (numpy is done before the loops would load)
+        return numpy_plan, None
     # Compiled, of any number of blocks a table (one block a table up to
     # about 150M at k = 8: bench/results/growth.txt), keys of at most
     # MAX_WIDTH bits.
     fast_plan = plan or pairs_plan(n, k, per_table=None, compiled=True, cpus=cpus)
     if max((m.bit_count() for m in fast_plan.masks), default=0) > MAX_WIDTH:
         return numpy_plan, None
-    forced = compiled is True or mode() == "always"
-    if not (forced and plan is not None):
-        load = 0.0 if forced or tried(LOOPS) else compiled_load_ns()
-        fast_ns = _price(fast_plan, n, compiled_table_ns, cpus) + load
-        if fast_ns > _price(numpy_plan, n, pairs_table_ns, threads):
-            return numpy_plan, None
-    fast = kernels()
+    priced = not (forced and plan is not None)  # (a given plan, forced: compiled)
+    if priced and _price(fast_plan, n, compiled_table_ns, cpus) + load > numpy_ns:
+        return numpy_plan, None
+    fast = fast or kernels()
     return (fast_plan, fast) if fast is not None else (numpy_plan, None)
 
 
@@ -258,9 +261,11 @@ def pairs_within(
     the pairs of fingerprints whose distance was computed (benchmarks).
     ``compiled``: pair each table with simindex.compiled's loops (numba) -
     None: where numba is installed and they are priced cheaper, loading
-    them included (_chosen; whatever the price with simindex.compiling's
-    switch at "always"); True: wherever numba is installed (tests) and
-    the switch is not at "never"; False: never. The same pairs.
+    them included (_chosen; with simindex.compiling's switch at "always",
+    loaded at the first call and their load not priced); True: loaded,
+    and a given plan paired by them wherever numba is installed (tests),
+    else the cheaper plan, unless the switch is at "never"; False: never.
+    The same pairs.
     """
     fps = fps.astype(np.uint64, copy=False)
     n = len(fps)

@@ -130,7 +130,7 @@ def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SimIndex]:
 
 # The cost model's constants the plan-shape tests were written against
 # (simindex/costs.py's block as bench/costs.py wrote it at d39f7b5, and
-# COMPILED_LOAD_MS, measured since, as first written): a test
+# COMPILED_LOAD_MS, added since, at about what it measured): a test
 # asserting which plan the planner picks for a size takes these, so that a
 # new measurement (python bench/costs.py --write) changes what the planner
 # picks on that machine, which bench/costs.py reports, without changing what

@@ -12,7 +12,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from simindex import BlockLayout, dedup, hamming, pairs, signature, snapshot
+from simindex import BlockLayout, compiling, dedup, hamming, pairs, signature, snapshot
 from simindex import tables as tables_module
 from simindex.blocks import even_widths, probe_radius, probes
 from simindex.snapshot import Snapshot
@@ -96,10 +96,14 @@ def test_pairs_within_long_runs(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("k", [9, 10, 15])
-def test_pairs_within_default_plan_equals_brute_force(k: int) -> None:
+def test_pairs_within_default_plan_equals_brute_force(
+    k: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """10,000 fingerprints (random, planted neighbours, the top bit set):
-    the plan pairs_plan picks probes, and finds what brute force does."""
-
+    the plan pairs_plan picks probes, and finds what brute force does
+    (numpy's: as a process that has not loaded the compiled loops pairs
+    so few, whatever an earlier test loaded)."""
+    monkeypatch.setattr(pairs, "tried", lambda module: False)
     rng = np.random.default_rng(k)
     base = rng.integers(0, 2**64, 9_000, dtype=np.uint64)
     bits = np.uint64(1) << rng.integers(0, 64, (1_000, k)).astype(np.uint64)
@@ -415,10 +419,10 @@ def test_pairs_within_in_threads_equals_one_thread(
     fps = np.concatenate([base, near, np.full(30, base[3], dtype=np.uint64)])
     monkeypatch.setattr(pairs, "pairs_plan", lambda n, k, **_: plan_for(n, k, blocks=3))
     monkeypatch.setattr(pairs, "usable_cpus", lambda: 1)
-    one = pairs.pairs_within(fps, 8)
+    one = pairs.pairs_within(fps, 8, compiled=False)  # (numpy's threads, whatever was loaded)
     monkeypatch.setattr(pairs, "_THREADED_MIN", 0)
     monkeypatch.setattr(pairs, "usable_cpus", lambda: cpus)
-    threaded = pairs.pairs_within(fps, 8)
+    threaded = pairs.pairs_within(fps, 8, compiled=False)
     assert sorted(zip(*(x.tolist() for x in one), strict=True)) == sorted(
         zip(*(x.tolist() for x in threaded), strict=True)
     )
@@ -691,6 +695,7 @@ def test_compiled_pairs_are_used_where_they_pay_for_loading_them(
         return table(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(pairs, "_compiled_table", spying)
+    monkeypatch.setitem(compiling._state, "mode", "auto")  # (whatever the environment says)
     monkeypatch.setattr(pairs, "pairs_table_ns", lambda *args: 1e6)  # a millisecond a table
     monkeypatch.setattr(pairs, "compiled_table_ns", lambda *args: 0.0)
     monkeypatch.setattr(pairs, "compiled_load_ns", lambda: 1e12)

@@ -416,7 +416,7 @@ def _loops(log: Log) -> compiled.Loops | None:
     finally:
         compiling.use(before)
     if loops is None:
-        log(f"no compiled loops ({compiling.why('simindex._loops')!r}): their constants skipped")
+        log(f"no compiled loops ({compiling.why(compiled.LOOPS)!r}): their constants skipped")
     else:
         log(f"compiled loops loaded in {time.perf_counter() - started:.1f} s")
     return loops
@@ -509,7 +509,7 @@ def _compiled(fps: np.ndarray, reps: int, log: Log) -> list[Result]:
     per_key = _ns(t_wide - t_full - (c_wide - c_full) * row * 1e-9, 2**26 - 2**21)
     log(f"COMPILED_SORT_NS: {per_row:.1f} ns a row ({n:,} rows: {t_full * 1e3:.1f} ms)")
     log(f"COMPILED_KEY_NS: {per_key:.2f} ns a possible key (26 bits: {t_wide * 1e3:.1f} ms)")
-    loads = [_load_seconds() for _ in range(5)]
+    loads = [_load_seconds() for _ in range(6)][1:]  # (the first after a compile: warm the cache)
     each = ", ".join(f"{x:.2f}" for x in loads)
     log(f"COMPILED_LOAD_MS: {median(loads) * 1e3:.0f} ms ({each} s)")
     return [
@@ -571,8 +571,9 @@ def _load_seconds() -> float:
     """What loading the compiled loops costs a fresh process (this package's)."""
     root = str(Path(compiled.__file__).resolve().parent.parent)
     path = os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])
-    done = subprocess.run(
+    done = subprocess.run(  # (from the package's own folder: a child's cwd comes first)
         [sys.executable, "-c", _LOAD],
+        cwd=root,
         env={**os.environ, "PYTHONPATH": path},
         capture_output=True,
         text=True,

@@ -31,7 +31,8 @@ memory (about 70 bytes a row there, 40 a pair; "auto": up to DRIVER_ROWS
 rows while a sample prices the pairs at most DRIVER_PAIRS) is paired there
 instead: its (row, fingerprint) columns are collected, each Arrow
 batch as two byte strings, paired by pairs.pairs_within as SimIndex's
-duplicates() pairs them (compiled where numba is installed), and the
+duplicates() pairs them (compiled where numba is installed and that is
+priced cheaper), and the
 candidates go back as a DataFrame to the same verification. It sends 16
 bytes a row once where the shuffle sends 7.5 rows a fingerprint at a
 million and 34.5 at ten million (bench/results/spark.txt has both ways).
@@ -133,7 +134,8 @@ def near_duplicates(
     ``pairs_plan``'s does (tests: a probed plan at a small n). ``pair_on``:
     where the fingerprints are paired (see the module's text, "On the
     driver"): ``"driver"``, collected there and paired in memory
-    (pairs.pairs_within, compiled where numba is installed); ``"executors"``,
+    (pairs.pairs_within, compiled where numba is installed and priced
+    cheaper); ``"executors"``,
     by the shuffle; ``"auto"`` (the default), the driver up to DRIVER_ROWS
     rows (a quarter of it without numba there) while a sample of
     SAMPLE_ROWS rows prices the pairs within k at most DRIVER_PAIRS. The
