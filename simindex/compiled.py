@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from simindex.compiling import Compiling, load
-from simindex.tables import Plan, packed_key
+from simindex.tables import Plan, packed_flips, packed_key
 
 MAX_WIDTH = 28  # widest table key paired compiled (its starts and sizes take 5 bytes a key value)
 LOOPS = "simindex._loops"  # the module of loops (simindex.compiling.tried asks by its name)
@@ -86,7 +86,7 @@ def sorted_table(
     starts = np.zeros((1 << width) + 1, np.uint32 if len(fps) < 1 << 32 else np.int64)
     sizes8 = np.zeros(1 << width, np.uint8)
     order = counting_sort(keyed, starts, sizes8)
-    packed = packed_key(np.array(flips, dtype=np.uint64), mask).tolist()
+    packed = packed_flips(flips, mask).tolist()
     nonzero = [f for f in packed if f]
     return Table(
         keyed[order],

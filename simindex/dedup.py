@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
-from math import comb
 from types import TracebackType
 from typing import Any, NamedTuple
 
@@ -61,6 +60,7 @@ from simindex.tables import (
     key_type,
     packed_flips,
     probe_batch,
+    shared_radius,
 )
 
 
@@ -353,14 +353,7 @@ class _Kept:
             chained = len(xors) > 1 and width <= _CHAINED_BITS
             kept = Chained(width) if chained else Sorted(key_type(mask))
             self._tables.append(Keyed(mask, packed_flips(xors, mask), kept))
-        # Each pair found once (tables.probe_batch's radius) where every
-        # table's flips are all the values within one radius of its bits.
-        radius = max(x.bit_count() for xors in flips for x in xors)
-        every = all(
-            len(set(xors)) == sum(comb(m.bit_count(), r) for r in range(radius + 1))
-            for m, xors in zip(masks, flips, strict=True)
-        )
-        self._radius = radius if every else None
+        self._radius = shared_radius(self._tables)  # (each pair found once, where not None)
 
     def decide(
         self, batch: list[tuple[Doc, int | None, bytes | None]], counts: DedupCounts

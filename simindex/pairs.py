@@ -37,6 +37,7 @@ from simindex.tables import (
     layout_plan,
     packed_flips,
     packed_key,
+    run_pieces,
     stable_order,
 )
 
@@ -150,7 +151,7 @@ def _flipped(
         longer = np.flatnonzero(count > 1)
         if longer.size:
             rest = count[longer].astype(np.intp) - 1
-            yield from _rest_of_runs(a[longer], lo[longer] + 1, rest)
+            yield from run_pieces(a[longer], lo[longer] + 1, rest, _CHUNK)
 
 
 def _flip_hits(
@@ -218,24 +219,6 @@ def _flip_hits(
             yield a, lo, count
 
 
-def _rest_of_runs(
-    a: np.ndarray, lo: np.ndarray, count: np.ndarray
-) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """(a[i], lo[i] + j) for every j below count[i], in pieces of about
-    _CHUNK pairs (or one run, if longer)."""
-    ends = np.cumsum(count)
-    start = 0
-    while start < len(a):
-        done = int(ends[start - 1]) if start else 0
-        stop = max(start + 1, int(np.searchsorted(ends, done + _CHUNK, side="right")))
-        runs = count[start:stop]
-        within = np.arange(int(ends[stop - 1]) - done) - np.repeat(
-            ends[start:stop] - runs - done, runs
-        )
-        yield np.repeat(a[start:stop], runs), np.repeat(lo[start:stop], runs) + within
-        start = stop
-
-
 def pairs_within(
     fps: np.ndarray,
     k: int,
@@ -287,7 +270,7 @@ def pairs_within(
                 compared += count
                 continue
             keyed = packed_key(fps, mask)
-            flips = packed_key(np.array(plan.flips[t], dtype=np.uint64), mask).tolist()
+            flips = packed_flips(plan.flips[t], mask).tolist()
             order = stable_order(keyed)
             table = _Table(t, order, keyed[order], fps[order], masks[:t], plan.radius, k)
             del keyed
@@ -567,7 +550,7 @@ def _compiled_group(
         if not visitors.size or not home.size:
             continue
         mine = [f for f in flips if f.bit_count() <= radius - h]  # 0 among them
-        packed_flips = packed_key(np.array(mine, dtype=np.uint64), rest).astype(np.int64)
+        mine_packed = packed_flips(mine, rest).astype(np.int64)
         visitor_keys = packed_key(fps[visitors], rest).astype(np.int64)
         out, _ = fast.visitor_pairs(
             visitor_keys,
@@ -576,7 +559,7 @@ def _compiled_group(
             table.order,
             table.starts,
             table.sizes8,
-            packed_flips,
+            mine_packed,
             table.earlier,
             radius,
             k,
@@ -636,5 +619,5 @@ def _group_candidates(
             yield v, at[lo]
             longer = np.flatnonzero(count > 1)
             if longer.size:
-                for a, b in _rest_of_runs(v[longer], lo[longer] + 1, count[longer] - 1):
+                for a, b in run_pieces(v[longer], lo[longer] + 1, count[longer] - 1, _CHUNK):
                     yield a, at[b]

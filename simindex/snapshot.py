@@ -27,6 +27,7 @@ from simindex.tables import (
     plan_for,
     probe_batch,
     run_positions,
+    shared_radius,
     stable_order,
 )
 
@@ -393,7 +394,8 @@ class Snapshot:
         queries = queries.astype(np.uint64, copy=False)
         probed, _ = self._probed_for(k)
         if probed is not None and all(t.lookup.by_offset for t in probed):
-            radius = max(int(f).bit_count() for f in probed[0].flips.tolist())
+            radius = shared_radius(probed)
+            assert radius is not None  # (single_layout's probes: every flip within one radius)
             return probe_batch(probed, queries, self.fps, k, radius)
         plan, tables = self._tables_for(k)
         return probe_batch(tables, queries, self.fps, k, plan.radius)

@@ -254,12 +254,14 @@ class Sorted:
             lo = self.starts[wanted]
             counts = self.starts[wanted + 1] - lo
             hit = np.flatnonzero(counts)
-            yield from _expanded(hit, lo[hit], counts[hit], self._runs[0][1])
+            positions = self._runs[0][1]
+            for at, j in run_pieces(hit, lo[hit], counts[hit], _FOUND):
+                yield at, positions[j]
             return
         order = np.argsort(wanted, kind="stable") if len(self._runs) > 1 else None
         for keys, positions in self._runs:
-            at, lo, counts = equal_runs(keys, wanted, order)
-            yield from _expanded(at, lo, counts, positions)
+            for at, j in run_pieces(*equal_runs(keys, wanted, order), _FOUND):
+                yield at, positions[j]
 
     def find(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """All of ``pieces`` at once."""
@@ -272,23 +274,24 @@ class Sorted:
         return [array for run in self._runs for array in run] + starts
 
 
-def _expanded(
-    at: np.ndarray, lo: np.ndarray, counts: np.ndarray, positions: np.ndarray
+def run_pieces(
+    a: np.ndarray, lo: np.ndarray, count: np.ndarray, most: int
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """(at[i], positions[lo[i] + j]) for every j below counts[i], in pieces
-    of about _FOUND (or one run, if longer)."""
-    ends = np.cumsum(counts)
+    """(a[i], lo[i] + j) for every j below count[i], in pieces of about
+    ``most`` (or one run, if longer): what a lookup found, expanded in
+    bounded memory however many rows a key has."""
+    ends = np.cumsum(count)
     start = 0
-    while start < len(at):
+    while start < len(a):
         done = int(ends[start - 1]) if start else 0
-        if int(ends[-1]) - done <= _FOUND:  # (the rest in one piece: no search)
-            stop = len(at)
+        if int(ends[-1]) - done <= most:  # (the rest in one piece: no search)
+            stop = len(a)
         else:
-            stop = max(start + 1, int(np.searchsorted(ends, done + _FOUND, side="right")))
-        runs = counts[start:stop]
-        firsts = lo[start:stop] - (ends[start:stop] - runs - done)  # (run_positions, ends reused)
-        where = np.repeat(firsts, runs) + np.arange(int(ends[stop - 1]) - done)
-        yield np.repeat(at[start:stop], runs), positions[where]
+            stop = max(start + 1, int(np.searchsorted(ends, done + most, side="right")))
+        yield (
+            np.repeat(a[start:stop], count[start:stop]),
+            run_positions(lo[start:stop], count[start:stop]),
+        )
         start = stop
 
 
@@ -406,6 +409,17 @@ def keyed(fps: np.ndarray, mask: int, flips: Sequence[int]) -> Keyed:
 def packed_flips(flips: Sequence[int], mask: int) -> np.ndarray:
     """Flips within mask, packed as its keys are (packed_key)."""
     return packed_key(np.array(flips, dtype=np.uint64), mask)
+
+
+def shared_radius(tables: Sequence[Keyed]) -> int | None:
+    """The radius r where every table's flips are all the values within r
+    bits of its mask (probe_batch then finds each pair once), else None."""
+    radius = max((int(f).bit_count() for t in tables for f in t.flips.tolist()), default=0)
+    balls = (
+        len(set(t.flips.tolist())) == sum(comb(t.mask.bit_count(), r) for r in range(radius + 1))
+        for t in tables
+    )
+    return radius if all(balls) else None
 
 
 _LOOKUPS = 1 << 18  # probe_batch: keys looked up at once (with _FOUND, bounds memory)

@@ -36,7 +36,7 @@ from simindex import compiled, compiling, costs
 from simindex.blocks import even_layout
 from simindex.costs import pairs_lookup
 from simindex.pairs import _flip_hits, _Table, pairs_plan
-from simindex.tables import Plan, layout_plan, packed_key, stable_order
+from simindex.tables import Plan, layout_plan, packed_flips, packed_key, stable_order
 
 Log = Callable[[str], None]
 Result = tuple[str, float, str]
@@ -591,7 +591,7 @@ def _numpy_table(fps: np.ndarray, plan: Plan, t: int) -> list[float]:
     n, mask = len(fps), plan.masks[t]
     start = time.perf_counter()
     keyed = packed_key(fps, mask)
-    flips = packed_key(np.array(plan.flips[t], dtype=np.uint64), mask).tolist()
+    flips = packed_flips(plan.flips[t], mask).tolist()
     order = stable_order(keyed)
     earlier = [np.uint64(m) for m in plan.masks[:t]]
     table = _Table(t, order, keyed[order], fps[order], earlier, plan.radius, K)
