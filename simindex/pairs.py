@@ -13,7 +13,7 @@ pairs into clusters without chaining.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from functools import partial
 from math import comb
 from typing import TYPE_CHECKING, Any
@@ -33,18 +33,20 @@ from simindex.costs import (
 )
 from simindex.tables import (
     Plan,
+    RunIndex,
+    close_runs,
     earlier,
+    flipped_pairs,
     layout_plan,
     packed_flips,
     packed_key,
-    run_pieces,
+    run_rows,
     stable_order,
 )
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
-_CHUNK = 1 << 18  # lookups made at once (bounds memory)
 _MAX_FLIPS = 1 << 16  # probes of a plan pairs_plan considers
 
 
@@ -140,85 +142,6 @@ def _price(plan: Plan, n: int, table_ns: Callable[[int, int, int, int], float], 
     return sum(table_ns(n, mask.bit_count(), plan.radius, cpus) for mask in plan.masks)
 
 
-def _flipped(
-    sorted_keys: np.ndarray, flips: list[Any], offsets: int | None, *, occupied: int | None = None
-) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Every (a, b) of positions in sorted_keys whose keys differ by one of the
-    flips (none of them 0), each pair once, in pieces of bounded size (the
-    runs of _flip_hits, one pair a row)."""
-    for a, lo, count in _flip_hits(sorted_keys, flips, offsets, occupied=occupied):
-        yield a, lo  # the first row of each run found
-        longer = np.flatnonzero(count > 1)
-        if longer.size:
-            rest = count[longer].astype(np.intp) - 1
-            yield from run_pieces(a[longer], lo[longer] + 1, rest, _CHUNK)
-
-
-def _flip_hits(
-    sorted_keys: np.ndarray, flips: list[Any], offsets: int | None, *, occupied: int | None = None
-) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """(a, lo, count): positions a in sorted_keys and the run lo .. lo +
-    count - 1 of the keys one of the flips (none of them 0) away from a's,
-    every such pair of positions once, in pieces of bounded size.
-
-    Each pair is taken from the side whose key has the flip's highest bit
-    clear (so key_a < key_b): each of its positions looks up the run of
-    key ^ flip, by offset (in a table of every key of `offsets` bits), or in
-    a table of which keys of `occupied` bits are there (one byte a key:
-    for keys too wide for offsets, where most lookups find nothing) and by
-    binary search for those found, or, when both are None, by binary search
-    among the distinct keys.
-    """
-    n = len(sorted_keys)
-    if not n or not flips:
-        return
-    # Keys of up to 32 bits as numpy's index type: gathers and searches
-    # with them are about twice as fast as with narrower ones.
-    dtype = np.dtype(np.intp) if sorted_keys.itemsize <= 4 else sorted_keys.dtype
-    keys = sorted_keys.astype(dtype)
-    if offsets is not None:
-        sizes = np.bincount(keys, minlength=1 << offsets)
-        starts = np.zeros(len(sizes) + 1, dtype=np.intp)
-        np.cumsum(sizes, out=starts[1:])
-        # A narrower copy of the run lengths to test every lookup against
-        # (most find nothing) before reading the run's start.
-        sizes = sizes.astype(np.uint8) if sizes.max() <= 0xFF else sizes
-    else:
-        bounds = np.flatnonzero(keys[1:] != keys[:-1]) + 1
-        bounds = np.concatenate(([0], bounds, [n]))
-        values = keys[bounds[:-1]]  # the distinct keys, their runs bounds[i]:bounds[i + 1]
-        if occupied is not None:
-            there = np.zeros(1 << occupied, dtype=bool)
-            there[values] = True
-    top = np.array([int(f).bit_length() - 1 for f in flips])
-    flip_array = np.array(flips, dtype=dtype)
-    one = dtype.type(1)
-    for bit in np.unique(top).tolist():
-        mine = np.flatnonzero((keys >> dtype.type(bit)) & one == 0)
-        if not mine.size:
-            continue
-        mine_keys = keys[mine]
-        group = flip_array[top == bit]
-        per = max(1, _CHUNK // len(mine))
-        for c in range(0, len(group), per):
-            wanted = (mine_keys[None, :] ^ group[c : c + per, None]).ravel()
-            if offsets is not None:
-                count = sizes[wanted]
-                hit = np.flatnonzero(count != 0)
-                lo, count = starts[wanted[hit]], count[hit]
-            else:
-                if occupied is not None:
-                    hit = np.flatnonzero(there[wanted])
-                    at = np.searchsorted(values, wanted[hit])
-                else:
-                    at = np.minimum(np.searchsorted(values, wanted), len(values) - 1)
-                    hit = np.flatnonzero(values[at] == wanted)
-                    at = at[hit]
-                lo, count = bounds[at], bounds[at + 1] - bounds[at]
-            a = mine[hit % len(mine)] if len(wanted) > len(mine) else mine[hit]
-            yield a, lo, count
-
-
 def pairs_within(
     fps: np.ndarray,
     k: int,
@@ -236,7 +159,7 @@ def pairs_within(
     fingerprint with the ones 1, 2, 3... places further on while they still
     share those bits (the positions still inside a run shrink at every step);
     with probes, also pair the runs whose bits differ by each probe's flips
-    (_flipped). Each pair is reported once: by the first table whose bits it
+    (tables.flipped_pairs). Each pair is reported once: by the first table whose bits it
     agrees on within the plan's radius. From _THREADED_MIN fingerprints the
     tables' runs and slices of their flips are paired by threads, one a CPU
     (numpy lets go of the GIL for the gathers and comparisons): the same
@@ -376,7 +299,8 @@ class _Table:
         """The pairs whose bits here differ by one of these flips."""
         out = []
         compared = 0
-        for a, b in _flipped(self.keys, flips, offsets, occupied=occupied):
+        index = RunIndex(self.keys, offsets=offsets, occupied=occupied)
+        for a, b in flipped_pairs(index, flips):
             distance = np.bitwise_count(self.fps[a] ^ self.fps[b])
             compared += len(a)
             near = np.flatnonzero(distance <= self.k)
@@ -386,35 +310,12 @@ class _Table:
 
     def runs(self) -> _Found:
         """The pairs with equal bits here."""
-        keys, fps, k = self.keys, self.fps, self.k
-        n = len(keys)
         out = []
         compared = 0
-        step = 1
-        # While most positions are still inside a run, whole-array slices are
-        # cheaper than gathering the live positions.
-        while step < n:
-            same = keys[:-step] == keys[step:]
-            live = int(np.count_nonzero(same))
-            if 4 * live < n:
-                break
-            distance = np.bitwise_count(fps[:-step] ^ fps[step:])
-            compared += live
-            hit = np.flatnonzero(same & (distance <= k))
-            if hit.size:
-                out.append(self._kept(hit, hit + step, distance[hit]))
-            step += 1
-        alive = np.flatnonzero(keys[step:] == keys[:-step]) if step < n else self.order[:0]
-        while alive.size:
-            other = alive + step
-            distance = np.bitwise_count(fps[alive] ^ fps[other])
-            compared += len(alive)
-            near = distance <= k
-            if near.any():
-                out.append(self._kept(alive[near], other[near], distance[near]))
-            step += 1
-            alive = alive[alive + step < n]
-            alive = alive[keys[alive + step] == keys[alive]]
+        for a, b, distance, count in close_runs(self.keys, self.fps, self.k):
+            compared += count
+            if a.size:
+                out.append(self._kept(a, b, distance))
         return out, compared
 
 
@@ -498,20 +399,51 @@ def group_pairs(
     order = stable_order(keys[home])
     sorted_keys, at = keys[home][order], home[order]  # at: sorted position -> position in fps
     earlier_masks = [np.uint64(m) for m in plan.masks[:t]]
-    out_a, out_b, out_d = [], [], []
-    for a, b in _group_candidates(sorted_keys, at, keys, away, flips, key_flips, radius, rest):
+    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def kept(a: np.ndarray, b: np.ndarray) -> None:
+        """Candidates a, b (positions in fps) within k that no earlier table finds."""
         x = fps[a] ^ fps[b]
         distance = np.bitwise_count(x)
         keep = (distance <= k) & ~earlier(x, earlier_masks, radius)
-        out_a.append(a[keep])
-        out_b.append(b[keep])
-        out_d.append(distance[keep].astype(np.int64))
-    if not out_a:
+        found.append((a[keep], b[keep], distance[keep].astype(np.int64)))
+
+    # The home rows as pairs_within pairs one table: equal keys, then flips apart.
+    for a, b, _, _ in close_runs(sorted_keys, fps[at], k):
+        kept(at[a], at[b])
+    n, width = len(sorted_keys), rest.bit_count()
+    by_offset = n and len(flips) > 1 and pairs_by_offsets(n, width, len(flips) - 1)
+    index = RunIndex(sorted_keys, offsets=width if by_offset else None)
+    for a, b in flipped_pairs(index, key_flips[1:]):
+        kept(at[a], at[b])
+    # Each visitor h bits away with the home rows its flips of at most radius - h bits reach.
+    for h in range(1, radius + 1):
+        visitors = np.flatnonzero(away == h)
+        if not visitors.size or not n:
+            continue
+        mine = np.array(
+            [
+                int(kf)
+                for f, kf in zip(flips, key_flips, strict=True)
+                if f.bit_count() <= radius - h
+            ],
+            dtype=index.dtype,
+        )
+        visitor_keys = keys[visitors].astype(index.dtype)
+        per = max(1, _VISITS // len(visitors))
+        for c in range(0, len(mine), per):
+            wanted = (visitor_keys[None, :] ^ mine[c : c + per, None]).ravel()
+            hit, lo, count = index.runs(wanted)
+            for v, b in run_rows(visitors[hit % len(visitors)], lo, count):
+                kept(v, at[b])
+    if not found:
         empty = np.zeros(0, np.int64)
         return empty, empty.copy(), empty.copy()
-    return np.concatenate(out_a), np.concatenate(out_b), np.concatenate(out_d)
+    a, b, d = zip(*found, strict=True)
+    return np.concatenate(a), np.concatenate(b), np.concatenate(d)
 
 
+_VISITS = 1 << 18  # group_pairs: a visitor's lookups made at once (bounds memory)
 _KEYS_A_ROW = 64  # possible keys a row of a group may cost compiled (see group_pairs)
 
 
@@ -567,57 +499,3 @@ def _compiled_group(
         found.append((visitors[out[:, 0]], home[out[:, 1]], out[:, 2]))
     a, b, d = zip(*found, strict=True)
     return np.concatenate(a), np.concatenate(b), np.concatenate(d)
-
-
-def _group_candidates(
-    sorted_keys: np.ndarray,
-    at: np.ndarray,
-    keys: np.ndarray,
-    away: np.ndarray,
-    flips: list[int],
-    key_flips: list[Any],
-    radius: int,
-    rest: int,
-) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """group_pairs' candidates, as positions in fps: home rows with equal
-    keys or a flip apart, then each visitor with the home rows its flips
-    (of at most radius - h bits) reach."""
-    n = len(sorted_keys)
-    step = 1
-    alive = np.flatnonzero(sorted_keys[1:] == sorted_keys[:-1])
-    while alive.size:
-        yield at[alive], at[alive + step]
-        step += 1
-        alive = alive[alive + step < n]
-        alive = alive[sorted_keys[alive + step] == sorted_keys[alive]]
-    width = rest.bit_count()
-    if n and len(flips) > 1:
-        offsets = width if pairs_by_offsets(n, width, len(flips) - 1) else None
-        for a, b in _flipped(sorted_keys, key_flips[1:], offsets):
-            yield at[a], at[b]
-    if not n:
-        return
-    bounds = np.concatenate(([0], np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1, [n]))
-    values = sorted_keys[bounds[:-1]]  # the distinct keys, their runs bounds[i]:bounds[i + 1]
-    for h in range(1, radius + 1):
-        visitors = np.flatnonzero(away == h)
-        if not visitors.size:
-            continue
-        mine = np.array(
-            [kf for f, kf in zip(flips, key_flips, strict=True) if f.bit_count() <= radius - h],
-            dtype=values.dtype,
-        )
-        visitor_keys = keys[visitors].astype(values.dtype)
-        per = max(1, _CHUNK // len(visitors))
-        for c in range(0, len(mine), per):
-            wanted = (visitor_keys[None, :] ^ mine[c : c + per, None]).ravel()
-            found = np.minimum(np.searchsorted(values, wanted), len(values) - 1)
-            hit = np.flatnonzero(values[found] == wanted)
-            found = found[hit]
-            lo, count = bounds[found], bounds[found + 1] - bounds[found]
-            v = visitors[hit % len(visitors)]
-            yield v, at[lo]
-            longer = np.flatnonzero(count > 1)
-            if longer.size:
-                for a, b in run_pieces(v[longer], lo[longer] + 1, count[longer] - 1, _CHUNK):
-                    yield a, at[b]

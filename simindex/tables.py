@@ -13,6 +13,12 @@ its lookup, a ``Sorted`` (sorted once and found by binary search or by
 offset, or grown as sorted runs) or a ``Chained`` (grown, found by offset
 through chains); ``probe_batch`` looks a batch up in a layout's tables, for
 a held snapshot's batch queries and for streaming dedup alike.
+
+A table's own pairs (all pairs: pairs.py's numpy tables, and the home rows
+of Spark's groups) are a self-join of its sorted keys: ``close_runs`` pairs
+the rows of equal keys, ``flipped_pairs`` the rows whose keys differ by a
+flip, found through a ``RunIndex`` (by offset or among the distinct keys),
+which also finds the runs a group's visiting rows reach.
 """
 
 from __future__ import annotations
@@ -457,6 +463,147 @@ def probe_batch(
         empty = np.zeros(0, np.int64)
         return empty, empty.copy(), empty.copy()
     return np.concatenate(out_q), np.concatenate(out_s), np.concatenate(out_d)
+
+
+# --- a sorted table's own pairs (all pairs: pairs.py; Spark's groups) -----------------------
+
+_PAIRED = 1 << 18  # a self-join's lookups made at once (bounds memory)
+
+
+def close_runs(
+    keys: np.ndarray, fps: np.ndarray, k: int
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, int]]:
+    """(a, b, distance, compared) for every a < b of positions in sorted
+    ``keys`` with equal keys whose fingerprints (``fps``, in the keys'
+    order) are within k, in pieces (compared: the pairs a piece compared):
+    each row with the ones 1, 2, 3... places further on while they still
+    share its key (the positions still inside a run shrink at every step)."""
+    n = len(keys)
+    step = 1
+    # While most positions are still inside a run, whole-array slices are
+    # cheaper than gathering the live positions.
+    while step < n:
+        same = keys[:-step] == keys[step:]
+        live = int(np.count_nonzero(same))
+        if 4 * live < n:
+            break
+        distance = np.bitwise_count(fps[:-step] ^ fps[step:])
+        hit = np.flatnonzero(same & (distance <= k))
+        yield hit, hit + step, distance[hit], live
+        step += 1
+    alive = np.flatnonzero(keys[step:] == keys[:-step]) if step < n else np.zeros(0, np.intp)
+    while alive.size:
+        other = alive + step
+        distance = np.bitwise_count(fps[alive] ^ fps[other])
+        near = np.flatnonzero(distance <= k)
+        yield alive[near], other[near], distance[near], len(alive)
+        step += 1
+        alive = alive[alive + step < n]
+        alive = alive[keys[alive + step] == keys[alive]]
+
+
+class RunIndex:
+    """Where each key's run begins in sorted keys: by offset (a table of
+    every key of ``offsets`` bits), or among the distinct keys by binary
+    search, where ``occupied`` first asked a table of which keys of that
+    many bits are there (one byte a key: for keys too wide for offsets,
+    where most lookups find nothing). Keys of up to 32 bits are held as
+    numpy's index type (``dtype``: what wanted keys are given in): gathers
+    and searches with them are about twice as fast as with narrower ones."""
+
+    def __init__(
+        self, sorted_keys: np.ndarray, *, offsets: int | None = None, occupied: int | None = None
+    ) -> None:
+        self.dtype = np.dtype(np.intp) if sorted_keys.itemsize <= 4 else sorted_keys.dtype
+        self.keys = keys = sorted_keys.astype(self.dtype)
+        self._sizes: np.ndarray | None = None
+        self._there: np.ndarray | None = None
+        if offsets is not None:
+            sizes = np.bincount(keys, minlength=1 << offsets)
+            self._starts = np.zeros(len(sizes) + 1, dtype=np.intp)
+            np.cumsum(sizes, out=self._starts[1:])
+            # A narrower copy of the run lengths to test every lookup
+            # against (most find nothing) before reading the run's start.
+            self._sizes = sizes.astype(np.uint8) if sizes.max(initial=0) <= 0xFF else sizes
+            return
+        n = len(keys)
+        bounds = np.flatnonzero(keys[1:] != keys[:-1]) + 1
+        self._bounds = np.concatenate(([0], bounds, [n])) if n else np.zeros(1, np.intp)
+        self._values = keys[self._bounds[:-1]]  # the distinct keys, runs bounds[i]:bounds[i + 1]
+        if occupied is not None:
+            self._there = np.zeros(1 << occupied, dtype=bool)
+            self._there[self._values] = True
+
+    def runs(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(i, lo, count): for each wanted[i] the keys hold, its run lo ..
+        lo + count - 1 (wanted in ``dtype``)."""
+        if self._sizes is not None:
+            count = self._sizes[wanted]
+            hit = np.flatnonzero(count != 0)
+            return hit, self._starts[wanted[hit]], count[hit]
+        values, bounds = self._values, self._bounds
+        if not len(values):
+            empty = np.zeros(0, np.intp)
+            return empty, empty, empty
+        if self._there is not None:
+            hit = np.flatnonzero(self._there[wanted])
+            at = np.searchsorted(values, wanted[hit])
+        else:
+            at = np.minimum(np.searchsorted(values, wanted), len(values) - 1)
+            hit = np.flatnonzero(values[at] == wanted)
+            at = at[hit]
+        return hit, bounds[at], bounds[at + 1] - bounds[at]
+
+
+def flip_hits(
+    index: RunIndex, flips: Sequence[int]
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(a, lo, count): positions a in the index's sorted keys and the run lo
+    .. lo + count - 1 of the keys one of the flips (packed, none of them 0)
+    away from a's, every such pair of positions once, in pieces of bounded
+    size. Each pair is taken from the side whose key has the flip's highest
+    bit clear (so key_a < key_b): each of its positions looks up the run of
+    key ^ flip."""
+    keys = index.keys
+    if not len(keys) or not len(flips):
+        return
+    dtype = index.dtype
+    top = np.array([int(f).bit_length() - 1 for f in flips])
+    flip_array = np.array([int(f) for f in flips], dtype=dtype)
+    one = dtype.type(1)
+    for bit in np.unique(top).tolist():
+        mine = np.flatnonzero((keys >> dtype.type(bit)) & one == 0)
+        if not mine.size:
+            continue
+        mine_keys = keys[mine]
+        group = flip_array[top == bit]
+        per = max(1, _PAIRED // len(mine))
+        for c in range(0, len(group), per):
+            wanted = (mine_keys[None, :] ^ group[c : c + per, None]).ravel()
+            hit, lo, count = index.runs(wanted)
+            a = mine[hit % len(mine)] if len(wanted) > len(mine) else mine[hit]
+            yield a, lo, count
+
+
+def run_rows(
+    a: np.ndarray, lo: np.ndarray, count: np.ndarray
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(a[i], lo[i] + j) for every j below count[i] (runs found: count > 0),
+    in pieces of bounded size: the first row of each run at once (most runs
+    are one row), then run_pieces of the longer ones' rest."""
+    yield a, lo.astype(np.intp, copy=False)
+    longer = np.flatnonzero(count > 1)
+    if longer.size:
+        rest = count[longer].astype(np.intp) - 1
+        yield from run_pieces(a[longer], lo[longer] + 1, rest, _PAIRED)
+
+
+def flipped_pairs(index: RunIndex, flips: Sequence[int]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Every (a, b) of positions in the index's sorted keys whose keys
+    differ by one of the flips (none of them 0), each pair once, in pieces
+    of bounded size (flip_hits' runs, one pair a row)."""
+    for a, lo, count in flip_hits(index, flips):
+        yield from run_rows(a, lo, count)
 
 
 def _merged(

@@ -5,6 +5,7 @@ neighbours and the top bit set, for every plan each of them can pick."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from collections import Counter
@@ -66,7 +67,7 @@ def test_in_memory_probing_equals_brute_force_for_every_block_count(
         assert got == want, (k, m, plan.radius)
         for offsets, chunk in [(True, 1 << 18), (False, 1 << 18), (True, 1), (False, 1)]:
             monkeypatch.setattr(pairs, "pairs_by_offsets", lambda n, w, p, o=offsets: o and w <= 22)
-            monkeypatch.setattr(pairs, "_CHUNK", chunk)
+            monkeypatch.setattr(tables_module, "_PAIRED", chunk)
             a, b, d = pairs.pairs_within(np.array(fps, dtype=np.uint64), k)
             got_pairs = sorted(zip(a.tolist(), b.tolist(), d.tolist(), strict=True))
             assert got_pairs == want_pairs, (k, m, plan.radius, offsets, chunk)
@@ -383,7 +384,16 @@ def test_group_pairs_over_every_group_equal_brute_force(
         want |= set(zip([i] * len(j), (j + i + 1).tolist(), distance[j].tolist(), strict=True))
     plan = pairs.pairs_plan(len(fps), k, blocks=blocks)
     assert (plan.radius > 0) == (blocks is not None)
-    for group_bits in (0, 3, 64):
+    # numpy: its lookups by offset and searched, in chunks of a flip (a large
+    # group) and whole
+    ways = [(None, None)] if compiled else [(True, 64), (False, 1 << 18)]
+    for (offsets, chunk), group_bits in itertools.product(ways, (0, 3, 64)):
+        if offsets is False and group_bits == 64:
+            continue  # (the whole table a prefix: no flips, both ways look up alike)
+        if offsets is not None:
+            monkeypatch.setattr(pairs, "pairs_by_offsets", lambda n, w, p, o=offsets: o and w <= 22)
+            monkeypatch.setattr(tables_module, "_PAIRED", chunk)
+            monkeypatch.setattr(pairs, "_VISITS", chunk)
         got = []
         for t, mask in enumerate(plan.masks):
             prefix = pairs.prefix_mask(mask, min(group_bits, mask.bit_count()))
@@ -524,7 +534,7 @@ def test_pairs_within_tables_of_several_blocks_equal_brute_force(
         monkeypatch.setattr(
             pairs, "pairs_lookup", lambda n, w, p, h=how: h if w <= widest[h] else "search"
         )
-        monkeypatch.setattr(pairs, "_CHUNK", chunk)
+        monkeypatch.setattr(tables_module, "_PAIRED", chunk)
         counts: dict[str, int] = {}
         a, b, d = pairs.pairs_within(fps, k, plan=plan, counts=counts)
         got = sorted(zip(a.tolist(), b.tolist(), d.tolist(), strict=True))

@@ -2,7 +2,7 @@
 
 bench/costs.py runs ``measure`` (n = 1,000,000; quick: 100,000, where the
 per-hit terms are noise) and ``report``. ``measure`` times
-simindex's own functions (pairs._flip_hits, pairs._Table, tables.packed_key
+simindex's own functions (tables.flip_hits, pairs._Table, tables.packed_key
 and stable_order, compiled.prepared and the compiled table_pairs) on uniform
 random fingerprints, one term of the model at a time: a per-row cost as the
 time at n minus at n / 2, a per-lookup cost as the time of more flips minus
@@ -35,8 +35,16 @@ from common import values_in  # (bench/: on the path bench/costs.py runs with)
 from simindex import compiled, compiling, costs
 from simindex.blocks import even_layout
 from simindex.costs import pairs_lookup
-from simindex.pairs import _flip_hits, _Table, pairs_plan
-from simindex.tables import Plan, layout_plan, packed_flips, packed_key, stable_order
+from simindex.pairs import _Table, pairs_plan
+from simindex.tables import (
+    Plan,
+    RunIndex,
+    flip_hits,
+    layout_plan,
+    packed_flips,
+    packed_key,
+    stable_order,
+)
 
 Log = Callable[[str], None]
 Result = tuple[str, float, str]
@@ -108,8 +116,9 @@ def _table(fps: np.ndarray, keys: np.ndarray) -> _Table:
 
 
 def _hits(keys: np.ndarray, flips: list[int], offsets: int | None, occupied: int | None) -> int:
-    """Runs every lookup of _flip_hits; the lookups that found a run."""
-    return sum(len(a) for a, _, _ in _flip_hits(keys, flips, offsets, occupied=occupied))
+    """Runs every lookup of flip_hits; the lookups that found a run."""
+    index = RunIndex(keys, offsets=offsets, occupied=occupied)
+    return sum(len(a) for a, _, _ in flip_hits(index, flips))
 
 
 def _lookups_of(keys: np.ndarray, flips: list[int]) -> int:
@@ -193,7 +202,7 @@ def _runs(fps: np.ndarray, reps: int, log: Log) -> list[Result]:
 
 
 def _lookups(fps: np.ndarray, reps: int, log: Log) -> list[Result]:
-    """_flip_hits with offsets, binary search or occupied forced, on a table
+    """flip_hits with offsets, binary search or occupied forced, on a table
     whose key bit 0 is clear: flips with bit 0 set miss every lookup, the same
     without it find runs. All flips of a set share their highest bit (one group)."""
     n = len(fps)
@@ -252,27 +261,27 @@ def _lookups(fps: np.ndarray, reps: int, log: Log) -> list[Result]:
             "_OFFSET_NS",
             offset,
             (
-                f"_flip_hits by offset, {width}-bit keys, flips that all miss: {len(miss)} flips "
+                f"flip_hits by offset, {width}-bit keys, flips that all miss: {len(miss)} flips "
                 f"minus {len(fewer)}, per extra lookup"
             ),
         ),
         (
             "_HIT_NS",
             hit_ns,
-            "_flip_hits by offset, flips that find runs minus as many that miss, per run found",
+            "flip_hits by offset, flips that find runs minus as many that miss, per run found",
         ),
         (
             "_GROUP_NS",
             group,
             (
-                f"_flip_hits by offset: {len(spread)} missing flips of as many highest bits minus "
+                f"flip_hits by offset: {len(spread)} missing flips of as many highest bits minus "
                 f"as many of one highest bit, per extra group and row of the table (n={n:,})"
             ),
         ),
         (
             "_PAIR_NS",
             pair,
-            "_Table.flipped minus _flip_hits with the same flips (by offset), per pair compared",
+            "_Table.flipped minus flip_hits with the same flips (by offset), per pair compared",
         ),
     ]
 
@@ -287,7 +296,7 @@ def _lookups(fps: np.ndarray, reps: int, log: Log) -> list[Result]:
             "_SEARCH_NS",
             search,
             (
-                f"_flip_hits by binary search, the missing flips as for _OFFSET_NS, per extra "
+                f"flip_hits by binary search, the missing flips as for _OFFSET_NS, per extra "
                 f"lookup over log2(n+1) = {steps:.1f} steps"
             ),
         )
@@ -321,7 +330,7 @@ def _lookups(fps: np.ndarray, reps: int, log: Log) -> list[Result]:
             "_OCCUPIED_NS",
             occupied,
             (
-                f"_flip_hits by occupied, {width26}-bit keys (two of five blocks), flips that all "
+                f"flip_hits by occupied, {width26}-bit keys (two of five blocks), flips that all "
                 "miss: more minus fewer, per extra lookup"
             ),
         )
@@ -351,17 +360,15 @@ def _dense_check(
 
 
 def _builds(fps: np.ndarray, reps: int, quick: bool, log: Log) -> list[Result]:
-    """The tables a lookup by offset or occupied builds, per possible key: the
-    numpy lines of _flip_hits that build them (they cannot be run alone), at a
-    wider key minus a narrower one, the same rows."""
+    """The tables a lookup by offset or occupied builds, per possible key
+    (tables.RunIndex), at a wider key minus a narrower one, the same rows."""
 
-    def offsets(keys: np.ndarray, width: int) -> None:  # pairs._flip_hits' lines
-        sizes = np.bincount(keys, minlength=1 << width)
-        starts = np.zeros(len(sizes) + 1, dtype=np.intp)
-        np.cumsum(sizes, out=starts[1:])
-        sizes = sizes.astype(np.uint8) if sizes.max() <= 0xFF else sizes
+    def offsets(keys: np.ndarray, width: int) -> None:
+        RunIndex(keys, offsets=width)
 
-    def occupied(values: np.ndarray, width: int) -> None:  # pairs._flip_hits' lines
+    # tables.RunIndex's lines for occupied, the distinct keys left out (they
+    # differ in number between the two widths)
+    def occupied(values: np.ndarray, width: int) -> None:
         there = np.zeros(1 << width, dtype=bool)
         there[values] = True
 
@@ -388,7 +395,7 @@ def _builds(fps: np.ndarray, reps: int, quick: bool, log: Log) -> list[Result]:
             "_BUILD_NS",
             build,
             (
-                f"_flip_hits' numpy lines (bincount, cumsum, uint8 copy) on sorted uniform keys of "
+                f"RunIndex by offset (bincount, cumsum, uint8 copy) on sorted uniform keys of "
                 f"{wide} minus {narrow} bits, same rows, per extra possible key"
             ),
         ),
@@ -396,7 +403,7 @@ def _builds(fps: np.ndarray, reps: int, quick: bool, log: Log) -> list[Result]:
             "_OCCUPIED_BUILD_NS",
             there,
             (
-                f"_flip_hits' numpy lines (zeros, scatter of the distinct keys) for {o_wide} minus "
+                f"RunIndex's occupied lines (zeros, scatter of the distinct keys) for {o_wide} minus "
                 f"{o_narrow} bits, same rows, per extra possible key"
             ),
         ),
