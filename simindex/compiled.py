@@ -68,6 +68,44 @@ class Table(NamedTuple):
     tops: np.ndarray  # each flip's highest bit
     earlier: np.ndarray  # the masks of the tables before it
 
+    def pairs(
+        self, loops: Loops, radius: int, k: int, same: bool, part: slice = slice(None)
+    ) -> tuple[np.ndarray, int]:
+        """Its pairs (rows (a, b, distance), sorted positions) within k by a
+        part of its flips, and with ``same`` those of equal keys; the pairs
+        compared (table_pairs)."""
+        out, count = loops.table_pairs(
+            self.keys,
+            self.fps,
+            self.order,
+            self.starts,
+            self.sizes8,
+            self.flips[part],
+            self.tops[part],
+            self.earlier,
+            radius,
+            k,
+            same,
+        )
+        return out, int(count)
+
+    def visits(
+        self,
+        loops: Loops,
+        keys: np.ndarray,
+        fps: np.ndarray,
+        flips: np.ndarray,
+        radius: int,
+        k: int,
+    ) -> np.ndarray:
+        """The pairs (rows (i, b, distance): i in the rows given, b a sorted
+        position) within k of rows from outside it, with these keys and
+        fingerprints, looking it up with these flips (0 included)
+        (visitor_pairs)."""
+        table = (self.fps, self.order, self.starts, self.sizes8)
+        out, _ = loops.visitor_pairs(keys, fps, *table, flips, self.earlier, radius, k)
+        return out
+
 
 def prepared(counting_sort: Any, fps: np.ndarray, plan: Plan, t: int) -> Table:
     """Table t of ``plan`` over ``fps`` (unsigned), sorted by counting_sort."""

@@ -107,7 +107,7 @@ _PAIR_NS = 11.3
 # flip_hits by offset: 21 missing flips of as many highest bits minus as many of one highest bit,
 # per extra group and row of the table (n=1,000,000)
 _GROUP_NS = 2.76
-# RunIndex's occupied lines (zeros, scatter of the distinct keys) for 28 minus 24 bits, same rows,
+# RunIndex by occupied (zeros, scatter of the distinct keys) for 28 minus 24 bits, same rows,
 # per extra possible key
 _OCCUPIED_BUILD_NS = 0.0955
 # flip_hits by occupied, 26-bit keys (two of five blocks), flips that all miss: more minus fewer,

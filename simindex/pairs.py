@@ -237,26 +237,12 @@ def _compiled_table(
 ) -> _Found:
     """Table t's pairs by the compiled loops, its flips split over the threads."""
     table = prepared(fast.counting_sort, fps, plan, t)
-    flips, tops = table.flips, table.tops
-    per = max(1, -(-len(flips) // cpus))
-    slices = [slice(c, c + per) for c in range(0, len(flips), per)] or [slice(0, 0)]
+    probes = len(table.flips)
+    per = max(1, -(-probes // cpus))
+    slices = [slice(c, c + per) for c in range(0, probes, per)] or [slice(0, 0)]
 
     def job(i: int) -> tuple[np.ndarray, int]:
-        part = slices[i]
-        out, count = fast.table_pairs(
-            table.keys,
-            table.fps,
-            table.order,
-            table.starts,
-            table.sizes8,
-            flips[part],
-            tops[part],
-            table.earlier,
-            plan.radius,
-            k,
-            i == 0,
-        )
-        return out, int(count)
+        return table.pairs(fast, plan.radius, k, i == 0, slices[i])
 
     done = pool.map(job, range(len(slices))) if pool is not None else map(job, range(len(slices)))
     pieces, compared = [], 0
@@ -463,19 +449,7 @@ def _compiled_group(
     in it with the flips of at most radius - h bits."""
     radius = plan.radius
     table = sorted_table(fast.counting_sort, fps[home], rest, flips, plan.masks[:t])
-    out, _ = fast.table_pairs(
-        table.keys,
-        table.fps,
-        table.order,
-        table.starts,
-        table.sizes8,
-        table.flips,
-        table.tops,
-        table.earlier,
-        radius,
-        k,
-        True,
-    )
+    out, _ = table.pairs(fast, radius, k, True)
     found = [(home[out[:, 0]], home[out[:, 1]], out[:, 2])]
     for h in range(1, radius + 1):
         visitors = np.flatnonzero(away == h)
@@ -484,18 +458,7 @@ def _compiled_group(
         mine = [f for f in flips if f.bit_count() <= radius - h]  # 0 among them
         mine_packed = packed_flips(mine, rest).astype(np.int64)
         visitor_keys = packed_key(fps[visitors], rest).astype(np.int64)
-        out, _ = fast.visitor_pairs(
-            visitor_keys,
-            fps[visitors],
-            table.fps,
-            table.order,
-            table.starts,
-            table.sizes8,
-            mine_packed,
-            table.earlier,
-            radius,
-            k,
-        )
+        out = table.visits(fast, visitor_keys, fps[visitors], mine_packed, radius, k)
         found.append((visitors[out[:, 0]], home[out[:, 1]], out[:, 2]))
     a, b, d = zip(*found, strict=True)
     return np.concatenate(a), np.concatenate(b), np.concatenate(d)

@@ -403,7 +403,7 @@ def _builds(fps: np.ndarray, reps: int, quick: bool, log: Log) -> list[Result]:
             "_OCCUPIED_BUILD_NS",
             there,
             (
-                f"RunIndex's occupied lines (zeros, scatter of the distinct keys) for {o_wide} minus "
+                f"RunIndex by occupied (zeros, scatter of the distinct keys) for {o_wide} minus "
                 f"{o_narrow} bits, same rows, per extra possible key"
             ),
         ),
@@ -443,18 +443,16 @@ def _compiled(fps: np.ndarray, reps: int, log: Log) -> list[Result]:
         """Prepare table t of the plan over rows and pair its equal runs: pairs compared."""
         plan, t = plan_t
         table = compiled.prepared(loops.counting_sort, rows, plan, t)
-        _, compared = loops.table_pairs(
-            *table[:5], no_flips, no_flips, table.earlier, plan.radius, K, True
-        )
-        return int(compared)
+        return table._replace(flips=no_flips, tops=no_flips).pairs(loops, plan.radius, K, True)[1]
 
     def probe(table: compiled.Table, flips: list[int]) -> Callable[[], int]:
         """table_pairs with these flips only (no equal runs): rows compared."""
         array = np.array(flips, np.int64)
         tops = np.array([f.bit_length() - 1 for f in flips], np.int64)
+        only = table._replace(flips=array, tops=tops)
 
         def run() -> int:
-            return int(loops.table_pairs(*table[:5], array, tops, table.earlier, 0, K, False)[1])
+            return only.pairs(loops, 0, K, False)[1]
 
         return run
 
@@ -622,7 +620,7 @@ def _compiled_one(loops: compiled.Loops, fps: np.ndarray, plan: Plan, t: int) ->
     start = time.perf_counter()
     table = compiled.prepared(loops.counting_sort, fps, plan, t)
     prepared_at = time.perf_counter()
-    loops.table_pairs(*table, plan.radius, K, True)
+    table.pairs(loops, plan.radius, K, True)
     return [prepared_at - start, time.perf_counter() - prepared_at]
 
 
