@@ -208,7 +208,7 @@ def test_out_and_report_through_a_hard_link_and_both_on_stdout_are_refused(
     out.write_text("old\n", encoding="utf-8")
     os.link(out, tmp_path / "G.jsonl")
     error("dedup", corpus, "--out", out, "--report", tmp_path / "G.jsonl", contains=("same",))
-    error("dedup", corpus, "--out", "-", "--report", "-", contains=("both be '-'",))
+    error("dedup", corpus, "--out", "-", "--report", "-", contains=("both be standard output",))
     # An output whose .partial would be the other output.
     error("dedup", corpus, "--out", out, "--report", tmp_path / ".F.jsonl.partial")
     assert listing(tmp_path) == ["F.jsonl", "G.jsonl", "X.jsonl"]
@@ -347,6 +347,29 @@ def test_dedup_to_a_full_stdout_fails_cleanly(tmp_path: Path) -> None:
     assert done.stderr.startswith("Error: ") and done.stderr.count("\n") == 1, done.stderr
     assert "No space left" in done.stderr
     assert listing(tmp_path) == ["X.jsonl"]
+
+
+def test_dedup_to_dev_stdout_writes_through_it_not_over_the_redirected_file(
+    tmp_path: Path,
+) -> None:
+    """--report /dev/stdout, with stdout redirected to a file the shell wrote
+    before and writes after: the report is written through descriptor 1 (as
+    '-' is), not by opening the name anew, which truncated the file and wrote
+    over the shell's lines; and --out and --report both naming stdout are
+    refused."""
+    corpus = tmp_path / "X.jsonl"
+    write_corpus(corpus, n=50)
+    out, shown = tmp_path / "kept.jsonl", tmp_path / "shown.txt"
+    cli = f"{sys.executable} cli.py dedup {corpus} -q"
+    script = f"(echo BEFORE; {cli} --out {out} --report /dev/stdout; echo AFTER) > {shown}"
+    done = subprocess.run(["sh", "-c", script], cwd=ROOT, env=_child_env(), timeout=60)
+    assert done.returncode == 0
+    lines = shown.read_text(encoding="utf-8").splitlines()
+    assert lines[0] == "BEFORE" and lines[-1] == "AFTER" and len(lines) > 2, lines
+    assert all(json.loads(line)["duplicate_of"] for line in lines[1:-1])
+    both = f"{cli} --out /dev/stdout --report /dev/stdout > {shown}"
+    done = subprocess.run(["sh", "-c", both], cwd=ROOT, env=_child_env(), timeout=60)
+    assert done.returncode == 2
 
 
 # --- 6. keys in tab-separated output ------------------------------------------

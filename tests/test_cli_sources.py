@@ -117,6 +117,20 @@ def test_rebuild_and_dedup_skip_them_too(tmp_path: Path) -> None:
     error("dedup", corpus, "--out", out, "--strict", contains=("b.png is binary",))
 
 
+def test_a_rebuild_from_no_document_leaves_the_index_as_it_was(tmp_path: Path) -> None:
+    """A mistyped or empty source must not empty an index: a rebuild that
+    finds no document is refused, and the index keeps what it had."""
+    index, empty, blank = tmp_path / "ix.db", tmp_path / "nothing", tmp_path / "blank.txt"
+    empty.mkdir()
+    blank.write_text("  \n", encoding="utf-8")
+    ok("add", index, "--text", T1, "--key", "old")
+    for args in ([empty], [blank, "--skip-empty"], ["-", "--format", "jsonl"]):
+        result = invoke("rebuild", index, *args, input="")
+        assert result.exit_code == 2, describe(result)
+        assert result.stderr.splitlines()[-1].startswith("Error: found no document to rebuild")
+        assert list(contents(index)) == ["old"]
+
+
 def test_a_gz_file_given_by_name_is_read_as_its_text(tmp_path: Path) -> None:
     notes = tmp_path / "notes.jsonl.gz"
     lines = [json.dumps({"id": f"n{i}", "text": t}) for i, t in enumerate([T1, T2])]

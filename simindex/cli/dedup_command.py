@@ -30,6 +30,7 @@ from simindex.cli.files import (
     check_outputs,
     folders_without_files,
     input_size,
+    standard_output,
     written_together,
 )
 from simindex.cli.options import (
@@ -233,6 +234,9 @@ def _dedup_corpus(
                 f"{source} is a SQLite database (an index?), not a corpus: `simindex dedup "
                 f"{source}` lists its near-duplicate pairs; --out is for texts"
             )
+    # A name of standard output (/dev/stdout) is written as '-' is: through it.
+    out = "-" if standard_output(out) else out
+    report = "-" if report is not None and standard_output(report) else report
     own = check_outputs([("--out", out), ("--report", report)], sources)
     written = records.plan(out, sources, fmt)
     own_skipped = Skipped("this command's own output files")

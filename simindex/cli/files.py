@@ -14,6 +14,7 @@ place only when every output of the run is complete (``written_together``).
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import stat
 import sys
@@ -102,6 +103,22 @@ def in_place(path: str) -> bool:
     return os.path.islink(path) and os.readlink(path).startswith(("/dev/", "/proc/"))
 
 
+def standard_output(path: str) -> bool:
+    """Whether an output is this process's standard output: '-', or a name
+    of it (/dev/stdout, /dev/fd/1, /proc/self/fd/1 ...: the same file as
+    descriptor 1). It is written through the descriptor, as '-' is: opening
+    the name anew would truncate a file stdout is redirected to and write
+    over what the shell wrote there before and after."""
+    if path == "-":
+        return True
+    if not os.path.abspath(path).startswith(("/dev/", "/proc/")):
+        return False
+    try:
+        return os.path.samestat(os.stat(path), os.fstat(sys.stdout.fileno()))
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return False
+
+
 def check_outputs(outputs: list[tuple[str, str | None]], sources: list[str]) -> list[str]:
     """Refuse, before anything is read, outputs ((option, path), '-' for
     stdout) that would write over an input, an index or each other. Returns
@@ -112,10 +129,10 @@ def check_outputs(outputs: list[tuple[str, str | None]], sources: list[str]) -> 
     for option, path in outputs:
         if path is None:
             continue
-        if path == "-":
+        if standard_output(path):
             if any(p == "-" for _, p in files):
-                raise UserError("--out and --report cannot both be '-' (standard output)")
-            files.append((option, path))
+                raise UserError("--out and --report cannot both be standard output")
+            files.append((option, "-"))
             continue
         final = Path(path)
         if final.is_dir():
@@ -286,14 +303,14 @@ class Outputs:
     def open(self, path: str | None) -> Writer | None:
         if path is None:
             return None
-        if path == "-":
+        if standard_output(path):
             return Writer(sys.stdout, "standard output")
         return Writer(self._open(path, "w"), path)
 
     def open_bytes(self, path: str) -> IO[bytes]:
         """A binary stream of an output ('-': standard output's bytes, not
         closed at the end)."""
-        if path == "-":
+        if standard_output(path):
             sys.stdout.flush()
             return sys.stdout.buffer
         return self._open(path, "wb")

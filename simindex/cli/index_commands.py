@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -279,7 +279,10 @@ def add(
     if text is not None and not key:
         raise UserError("--text needs a --key")
     if "-" in paths and fmt in ("auto", "text") and text is None and not key:
-        raise UserError("give the document read from standard input a key with --key")
+        raise UserError(
+            "standard input is read as one text, which needs a key: give it with --key, "
+            "or read records with --format lines, jsonl or csv"
+        )
     check_fields(fmt, key_field, text_field)
     config = config_from(ngram, weighting, keep_stopwords, cjk)
     workers = workers_option(workers)
@@ -697,6 +700,8 @@ def rebuild(
     workers = workers_option(workers)
     check_threshold_option(threshold)
     paths = list(sources or [])
+    if "-" in paths and fmt in ("auto", "text"):
+        raise UserError("read the documents from stdin with --format lines, jsonl or csv")
     own = check_sources(index, paths)
     own_skipped = Skipped("the index's own files")
     not_text = NotText()
@@ -741,7 +746,7 @@ def rebuild(
                     skipped=skipped,
                     texts=keeps,
                 )
-                stream = fingerprinting(docs)
+                stream = _some(fingerprinting(docs))
                 rows = ix.rebuild(
                     fingerprints=stream,
                     k=k,
@@ -769,6 +774,24 @@ def rebuild(
         typer.echo(
             f"rebuilt {ix.location}: {rows} fingerprints, k={ix.k}, threshold {ix.threshold}, "
             f"{layout_text(ix)}, {ix.config.describe()}"
+        )
+
+
+T = TypeVar("T")
+
+
+def _some(stream: Iterator[T]) -> Iterator[T]:
+    """A rebuild's documents, refused (the index left as it was) where there
+    are none: the index would become empty, which a mistyped folder name
+    must not do."""
+    count = 0
+    for item in stream:
+        count += 1
+        yield item
+    if not count:
+        raise UserError(
+            "found no document to rebuild from in SOURCES: the index is left as it was "
+            "(a rebuild makes it exactly SOURCES' documents)"
         )
 
 
