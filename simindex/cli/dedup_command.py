@@ -75,7 +75,9 @@ def dedup(
             "--k",
             "-k",
             metavar="K",
-            help=f"Largest distance, 0-15 (default: the index's k, or {DEFAULT_K}).",
+            help=f"Largest fingerprint distance, 0-15 (default: the index's k, or {DEFAULT_K}); "
+            "texts whose signatures' keys meet are paired at any distance (--threshold 0: "
+            "distance alone).",
         ),
     ] = None,
     clusters: Annotated[
@@ -123,7 +125,7 @@ def dedup(
         typer.Option(
             "--threshold",
             metavar="SIMILARITY",
-            help="Similarity (0-1) a pair within k needs, by the verification signatures "
+            help="Similarity (0-1) a candidate pair needs, by the verification signatures "
             f"(default: the index's, or {DEFAULT_THRESHOLD} for a corpus; 0: distance alone).",
         ),
     ] = None,

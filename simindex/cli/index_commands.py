@@ -419,7 +419,12 @@ def query(
     k: Annotated[
         int | None,
         typer.Option(
-            "--k", "-k", metavar="K", help="Largest distance, 0-64 (default: the index's k)."
+            "--k",
+            "-k",
+            metavar="K",
+            help="Largest fingerprint distance, 0-64 (default: the index's k); a text whose "
+            "signature's keys meet a stored one's is found at any distance (--threshold 0: "
+            "distance alone).",
         ),
     ] = None,
     limit: Annotated[

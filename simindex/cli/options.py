@@ -75,7 +75,7 @@ NewThresholdOpt = Annotated[
     typer.Option(
         "--threshold",
         metavar="SIMILARITY",
-        help="Similarity (0-1) a candidate within k needs, by the documents' verification "
+        help="Similarity (0-1) a candidate needs, by the documents' verification "
         f"signatures, to be a near-duplicate, for the new index (default {DEFAULT_THRESHOLD}; "
         "0: distance alone). An existing index must have the same (else an error).",
     ),
@@ -85,7 +85,7 @@ ThresholdOpt = Annotated[
     typer.Option(
         "--threshold",
         metavar="SIMILARITY",
-        help="Similarity (0-1) a candidate within k needs, by the verification signatures "
+        help="Similarity (0-1) a candidate needs, by the verification signatures "
         "(default: the index's; 0: distance alone).",
     ),
 ]
