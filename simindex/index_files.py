@@ -105,6 +105,8 @@ def prepare_restore(
     if where.path is None:
         raise InvalidArgumentError(f"restore replaces an index file, not {where}: {PG_RESTORE}")
     source, target = Path(backup), where.path
+    if source.is_dir():
+        raise InvalidArgumentError(f"{backup} is a folder, not a backup of an index")
     if not source.is_file():
         raise InvalidArgumentError(f"no such file: {backup}")
     if target.exists() and source.samefile(target):
@@ -124,8 +126,9 @@ def prepare_restore(
         )
     storage.check_file(where, create=True, timeout=timeout)  # SQLite's file
     if target.exists() and not storage.holds_an_index(target):
+        what = "an empty file, not" if target.stat().st_size == 0 else "a SQLite database but not"
         raise NotAnIndexError(
-            f"{index} is a SQLite database but not a simindex index: restore replaces an "
-            f"index only; left untouched"
+            f"{index} is {what} a simindex index: restore replaces an index only "
+            f"(or makes a new file); left untouched"
         )
     return Restore(source, target, rows, timeout)

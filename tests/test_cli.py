@@ -1097,10 +1097,13 @@ def test_script_invalid_utf8_input_is_one_error_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("argv", "words"),
     [
-        (["query", "x.db", "--bogus"], "No such option: --bogus"),
+        (["query", "x.db", "--bogus"], "No such option: --bogus (see: simindex query -h)"),
         (["query"], "Missing argument"),
         (["query", "x.db", "--k", "abc", "text"], "--k"),
         (["frobnicate"], "No such command"),
+        (["query", "x.db", "--k"], "requires an argument. (see: simindex query -h)"),
+        (["dedup", "x.jsonl", "--out"], "requires an argument. (see: simindex dedup -h)"),
+        (["init", "x.db", "--ngram", "9"], "--ngram must be a whole number"),
     ],
 )
 def test_usage_mistakes_are_one_error_line(

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import URL
 
-from simindex import InvalidArgumentError, NoIndexError, NotAnIndexError
+from simindex import InvalidArgumentError, NoIndexError, NotAnIndexError, SimIndex
 from simindex.storage.location import FileAccess, check_file, file_access, locate
 from tests.helpers import ROOT, unprivileged
 
@@ -218,6 +218,17 @@ def test_an_empty_file_or_a_sqlite_file_may_hold_an_index(tmp_path: Path, empty:
             conn.execute("CREATE TABLE t (x)")
     check_file(locate(path), create=False, timeout=1)
     check_file(locate(path), create=True, timeout=1)
+
+
+def test_an_empty_file_opened_read_only_is_no_index(tmp_path: Path) -> None:
+    """What simindex stats and check say of an empty file: no index there
+    (they said it was open read-only, as if a write had been asked)."""
+    path = tmp_path / "empty.txt"
+    path.write_bytes(b"")
+    with pytest.raises(NoIndexError) as caught:
+        SimIndex(path, readonly=True)
+    assert str(caught.value) == f"no index at {path}"
+    assert path.read_bytes() == b""
 
 
 @pytest.mark.parametrize(

@@ -156,6 +156,9 @@ def test_restore_refusals(backed_up: tuple[Path, Path], tmp_path: Path) -> None:
     with sqlite3.connect(other) as conn:
         conn.execute("CREATE TABLE t (x)")
     conn.close()
+    empty, folder = tmp_path / "empty.txt", tmp_path / "folder"
+    empty.touch()
+    folder.mkdir()
     cases = {
         "no such file: ": [tmp_path / "missing.db", index],
         "is the index itself": [backup, backup],
@@ -165,8 +168,11 @@ def test_restore_refusals(backed_up: tuple[Path, Path], tmp_path: Path) -> None:
         "is not a simindex index (not a SQLite database)": [backup, notes],
         "a PostgreSQL index is restored with pg_restore": [backup, "postgresql://u@h/db"],
         "folder": [backup, tmp_path / "no" / "such.db"],
+        "is an empty file, not a simindex index": [backup, empty],
+        "backup: no index at": [empty, index],
+        "is a folder, not a backup of an index": [folder, index],
     }
-    before = {p: p.read_bytes() for p in (index, other, notes)}
+    before = {p: p.read_bytes() for p in (index, other, notes, empty)}
     for message, args in cases.items():
         result = invoke("restore", *args)
         assert result.exit_code == 2, (args, result.output)

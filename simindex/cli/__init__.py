@@ -312,7 +312,8 @@ def main(argv: list[str] | None = None) -> None:
             typer.echo(message(), err=True)
         else:
             ctx = getattr(exc, "ctx", None)
-            hint = f" (see: {ctx.command_path} -h)" if ctx is not None else ""
+            path = ctx.command_path if ctx is not None else _command_path(group, argv)
+            hint = f" (see: {path} -h)" if path else ""
             typer.echo(f"Error: {message()}{hint}", err=True)
         sys.exit(EXIT_ERROR)
     if code == EXIT_INTERRUPTED and not told_interrupted():
@@ -323,6 +324,15 @@ def main(argv: list[str] | None = None) -> None:
         interrupted(stopped)
         code = EXIT_INTERRUPTED if stopped is None else signals.exit_code(stopped)
     sys.exit(code if isinstance(code, int) else EXIT_OK)
+
+
+def _command_path(group: Any, argv: list[str] | None) -> str | None:
+    """The command a usage error was raised for where click gave no context
+    (an option missing its value is refused while parsing): "simindex" and
+    the first argument naming one of its commands, if any."""
+    words = sys.argv[1:] if argv is None else argv
+    name = next((w for w in words if w in getattr(group, "commands", {})), None)
+    return f"simindex {name}" if name else None
 
 
 __all__ = ["app", "main", "InvalidArgumentError"]

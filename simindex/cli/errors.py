@@ -60,7 +60,7 @@ def reported(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except (SimIndexError, UserError) as exc:
-            fail(str(exc))
+            fail(_as_option(str(exc)))
         except UnicodeDecodeError as exc:
             fail(f"input is not valid UTF-8 (byte {exc.start}): {exc.reason}")
         except UnicodeEncodeError:
@@ -78,6 +78,16 @@ def reported(func: F) -> F:
             waits.unlisten(say_waiting)
 
     return wrapper  # type: ignore[return-value]
+
+
+# The library's arguments the commands take as options of the same name: a
+# message about one names the option (the library says "ngram must be...").
+_OPTIONS = ("blocks", "ngram", "cjk", "weighting", "threshold")
+
+
+def _as_option(message: str) -> str:
+    first = message.split(" ", 1)[0]
+    return f"--{message}" if first in _OPTIONS and message.startswith(f"{first} must") else message
 
 
 def say_waiting(where: str, timeout: float) -> None:

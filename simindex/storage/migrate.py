@@ -322,6 +322,8 @@ def open_settings(
         counting, marking = (True, True) if found is None else _triggers(backend, conn)
     if found is not None and found[1] != HEAD and backend.readonly:
         raise older(where, found[1])
+    if found is None and backend.readonly:  # (an empty file, say: nothing to read, none made)
+        raise NoIndexError(f"no index at {where}")
     whole = counting and marking
     if found is None or (not backend.readonly and (found[1] != HEAD or not whole)):
         with backend.writing(alone=True) as conn:
