@@ -1104,6 +1104,7 @@ def test_script_invalid_utf8_input_is_one_error_line(tmp_path: Path) -> None:
         (["query", "x.db", "--k"], "requires an argument. (see: simindex query -h)"),
         (["dedup", "x.jsonl", "--out"], "requires an argument. (see: simindex dedup -h)"),
         (["init", "x.db", "--ngram", "9"], "--ngram must be a whole number"),
+        (["add", "x.db", "notes.txt", "--key", "k"], "--key names the document of --text"),
     ],
 )
 def test_usage_mistakes_are_one_error_line(

@@ -283,6 +283,11 @@ def add(
             "standard input is read as one text, which needs a key: give it with --key, "
             "or read records with --format lines, jsonl or csv"
         )
+    if key and text is None and not ("-" in paths and fmt in ("auto", "text")):
+        raise UserError(
+            "--key names the document of --text or of standard input ('-'); files are keyed "
+            "by their paths, records by --key-field"
+        )
     check_fields(fmt, key_field, text_field)
     config = config_from(ngram, weighting, keep_stopwords, cjk)
     workers = workers_option(workers)
