@@ -56,6 +56,7 @@ from data import (  # noqa: E402
     hard_sources,
     read_sources,
 )
+from thresholds import pair_options, sized  # noqa: E402
 
 from simindex import signature  # noqa: E402
 from simindex.fingerprint import DEFAULT_CONFIG, hamming, prepare  # noqa: E402
@@ -186,21 +187,10 @@ def measure(lang: str, args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--lang", default="zh,en", help="languages (default zh,en)")
-    ap.add_argument("--n", type=int, default=None, help="pairs a positive kind (default 500)")
-    ap.add_argument("--random", type=int, default=None, help="random negatives (default 10000)")
-    ap.add_argument("--pool", type=int, default=None, help="passages drawn (default 3000)")
-    ap.add_argument("--seed", type=int, default=1, help="the seed reported (default 1)")
-    ap.add_argument("--tune-seed", type=int, default=2, help="the seed tuned on (default 2)")
-    ap.add_argument("--max-fp", type=float, default=0.01, help="per negative kind (default 1%%)")
-    ap.add_argument("--quick", action="store_true", help="small samples: a smoke run")
+    pair_options(ap)
     output_options(ap)
     args = ap.parse_args(argv)
-    args.n = args.n or (40 if args.quick else 500)
-    args.random = args.random or (400 if args.quick else 10000)
-    args.pool = args.pool or (300 if args.quick else 3000)
-    if args.quick:
-        args.no_save = args.no_save or not args.out
+    sized(args)
 
     def run() -> int:
         started = time.perf_counter()
