@@ -19,6 +19,7 @@ Nothing here prints a table; progress goes to stderr (common.log).
 
 from __future__ import annotations
 
+import argparse
 import copy
 import glob
 import gzip
@@ -1919,3 +1920,25 @@ def dedup_corpus(
     planted = {key: of for key, _, of in order if of is not None}
     Path(f"{path}.copies.json").write_text(json.dumps(planted), encoding="utf-8")
     return {"documents": len(order), "originals": len(originals), "copies": len(planted)}
+
+
+def pair_options(ap: argparse.ArgumentParser) -> None:
+    """The options of build_pairs' sizes and the seeds tuned and reported
+    (bench/thresholds.py, bench/experiments/cjk_measures.py)."""
+    ap.add_argument("--lang", default="zh,en", help="languages (default zh,en)")
+    ap.add_argument("--n", type=int, default=None, help="pairs a positive kind (default 500)")
+    ap.add_argument("--random", type=int, default=None, help="random negatives (default 10000)")
+    ap.add_argument("--pool", type=int, default=None, help="passages drawn (default 3000)")
+    ap.add_argument("--seed", type=int, default=1, help="the seed reported (default 1)")
+    ap.add_argument("--tune-seed", type=int, default=2, help="the seed tuned on (default 2)")
+    ap.add_argument("--max-fp", type=float, default=0.01, help="per negative kind (default 1%%)")
+    ap.add_argument("--quick", action="store_true", help="small samples: a smoke run")
+
+
+def sized(args: argparse.Namespace) -> None:
+    """The sizes not given: --quick's, else the full run's."""
+    args.n = args.n or (40 if args.quick else 500)
+    args.random = args.random or (400 if args.quick else 10000)
+    args.pool = args.pool or (300 if args.quick else 3000)
+    if args.quick:
+        args.no_save = args.no_save or not args.out

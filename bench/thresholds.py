@@ -62,7 +62,9 @@ from data import (  # noqa: E402
     build_hard,
     build_pairs,
     hard_sources,
+    pair_options,
     read_sources,
+    sized,
 )
 
 from simindex import signature  # noqa: E402
@@ -167,27 +169,6 @@ def measure(lang: str, args: argparse.Namespace) -> None:
             f"  {t:>9.2f} {copies(report, t, EDITS10):6.1%} "
             f"{copies(report, t, positives):6.1%} {worst:9.2%}  {cells}{mark}"
         )
-
-
-def pair_options(ap: argparse.ArgumentParser) -> None:
-    """The options of the pairs made and the seeds (bench/experiments/cjk_measures.py's too)."""
-    ap.add_argument("--lang", default="zh,en", help="languages (default zh,en)")
-    ap.add_argument("--n", type=int, default=None, help="pairs a positive kind (default 500)")
-    ap.add_argument("--random", type=int, default=None, help="random negatives (default 10000)")
-    ap.add_argument("--pool", type=int, default=None, help="passages drawn (default 3000)")
-    ap.add_argument("--seed", type=int, default=1, help="the seed reported (default 1)")
-    ap.add_argument("--tune-seed", type=int, default=2, help="the seed tuned on (default 2)")
-    ap.add_argument("--max-fp", type=float, default=0.01, help="per negative kind (default 1%%)")
-    ap.add_argument("--quick", action="store_true", help="small samples: a smoke run")
-
-
-def sized(args: argparse.Namespace) -> None:
-    """The sizes not given: --quick's, else the full run's."""
-    args.n = args.n or (40 if args.quick else 500)
-    args.random = args.random or (400 if args.quick else 10000)
-    args.pool = args.pool or (300 if args.quick else 3000)
-    if args.quick:
-        args.no_save = args.no_save or not args.out
 
 
 def main(argv: list[str] | None = None) -> int:

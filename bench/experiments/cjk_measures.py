@@ -54,9 +54,10 @@ from data import (  # noqa: E402
     build_hard,
     build_pairs,
     hard_sources,
+    pair_options,
     read_sources,
+    sized,
 )
-from thresholds import pair_options, sized  # noqa: E402
 
 from simindex import signature  # noqa: E402
 from simindex.fingerprint import DEFAULT_CONFIG, hamming, prepare  # noqa: E402
