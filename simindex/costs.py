@@ -92,25 +92,25 @@ _SORT_WIDE_NS = 140.0
 _RUN_NS = 0.534
 # _Table.runs on 16-bit keys held as uint32 minus 32-bit keys, same n, per extra pair it compared
 _RUN_PAIR_NS = 3.87
-# RunIndex by offset (bincount, cumsum, uint8 copy) on sorted uniform keys of 22 minus 20
+# _flip_hits' numpy lines (bincount, cumsum, uint8 copy) on sorted uniform keys of 22 minus 20
 # bits, same rows, per extra possible key
 _BUILD_NS = 2.38
-# flip_hits by offset, 22-bit keys, flips that all miss: 20 flips minus 10, per extra lookup
+# _flip_hits by offset, 22-bit keys, flips that all miss: 20 flips minus 10, per extra lookup
 _OFFSET_NS = 1.15
-# flip_hits by binary search, the missing flips as for _OFFSET_NS, per extra lookup over log2(n+1)
+# _flip_hits by binary search, the missing flips as for _OFFSET_NS, per extra lookup over log2(n+1)
 # = 19.9 steps
 _SEARCH_NS = 1.44
-# flip_hits by offset, flips that find runs minus as many that miss, per run found
+# _flip_hits by offset, flips that find runs minus as many that miss, per run found
 _HIT_NS = 17.2
-# _Table.flipped minus flip_hits with the same flips (by offset), per pair compared
+# _Table.flipped minus _flip_hits with the same flips (by offset), per pair compared
 _PAIR_NS = 11.3
-# flip_hits by offset: 21 missing flips of as many highest bits minus as many of one highest bit,
+# _flip_hits by offset: 21 missing flips of as many highest bits minus as many of one highest bit,
 # per extra group and row of the table (n=1,000,000)
 _GROUP_NS = 2.76
-# RunIndex by occupied (zeros, scatter of the distinct keys) for 28 minus 24 bits, same rows,
+# _flip_hits' numpy lines (zeros, scatter of the distinct keys) for 28 minus 24 bits, same rows,
 # per extra possible key
 _OCCUPIED_BUILD_NS = 0.0955
-# flip_hits by occupied, 26-bit keys (two of five blocks), flips that all miss: more minus fewer,
+# _flip_hits by occupied, 26-bit keys (two of five blocks), flips that all miss: more minus fewer,
 # per extra lookup
 _OCCUPIED_NS = 5.17
 # table_pairs on uniform 21- and 16-bit tables (every flip minus every other): the line of ns a

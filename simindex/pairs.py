@@ -216,11 +216,7 @@ def pairs_within(
             pool.shutdown()
     if counts is not None:
         counts["compared"] = counts.get("compared", 0) + compared
-    if not found:
-        empty = np.zeros(0, np.int64)
-        return empty, empty, empty
-    a, b, d = zip(*found, strict=True)
-    return np.concatenate(a), np.concatenate(b), np.concatenate(d)
+    return _together(found)
 
 
 _Found = tuple[list[tuple[np.ndarray, np.ndarray, np.ndarray]], int]  # pieces, pairs compared
@@ -398,6 +394,8 @@ def group_pairs(
     for a, b, _, _ in close_runs(sorted_keys, fps[at], k):
         kept(at[a], at[b])
     n, width = len(sorted_keys), rest.bit_count()
+    if not radius:  # (no flips, no visitors: the equal keys were all)
+        return _together(found)
     by_offset = n and len(flips) > 1 and pairs_by_offsets(n, width, len(flips) - 1)
     index = RunIndex(sorted_keys, offsets=width if by_offset else None)
     for a, b in flipped_pairs(index, key_flips[1:]):
@@ -419,9 +417,16 @@ def group_pairs(
         per = max(1, _VISITS // len(visitors))
         for c in range(0, len(mine), per):
             wanted = (visitor_keys[None, :] ^ mine[c : c + per, None]).ravel()
-            hit, lo, count = index.runs(wanted)
+            hit, lo, count = index.runs_of(wanted)
             for v, b in run_rows(visitors[hit % len(visitors)], lo, count):
                 kept(v, at[b])
+    return _together(found)
+
+
+def _together(
+    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pieces of (a, b, distance) as three arrays."""
     if not found:
         empty = np.zeros(0, np.int64)
         return empty, empty.copy(), empty.copy()
@@ -429,7 +434,9 @@ def group_pairs(
     return np.concatenate(a), np.concatenate(b), np.concatenate(d)
 
 
-_VISITS = 1 << 18  # group_pairs: a visitor's lookups made at once (bounds memory)
+# group_pairs: the lookups (visitors times a chunk of flips) made at once; the
+# runs they find are expanded in pieces of tables._PAIRED rows (memory)
+_VISITS = 1 << 18
 _KEYS_A_ROW = 64  # possible keys a row of a group may cost compiled (see group_pairs)
 
 
@@ -460,5 +467,4 @@ def _compiled_group(
         visitor_keys = packed_key(fps[visitors], rest).astype(np.int64)
         out = table.visits(fast, visitor_keys, fps[visitors], mine_packed, radius, k)
         found.append((visitors[out[:, 0]], home[out[:, 1]], out[:, 2]))
-    a, b, d = zip(*found, strict=True)
-    return np.concatenate(a), np.concatenate(b), np.concatenate(d)
+    return _together(found)

@@ -467,7 +467,9 @@ def probe_batch(
 
 # --- a sorted table's own pairs (all pairs: pairs.py; Spark's groups) -----------------------
 
-_PAIRED = 1 << 18  # a self-join's lookups made at once (bounds memory)
+# A self-join's lookups made at once, and the rows a piece of the runs any
+# lookup of a RunIndex found holds (flip_hits, run_rows: memory)
+_PAIRED = 1 << 18
 
 
 def close_runs(
@@ -534,7 +536,7 @@ class RunIndex:
             self._there = np.zeros(1 << occupied, dtype=bool)
             self._there[self._values] = True
 
-    def runs(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def runs_of(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(i, lo, count): for each wanted[i] the keys hold, its run lo ..
         lo + count - 1 (wanted in ``dtype``)."""
         if self._sizes is not None:
@@ -580,7 +582,7 @@ def flip_hits(
         per = max(1, _PAIRED // len(mine))
         for c in range(0, len(group), per):
             wanted = (mine_keys[None, :] ^ group[c : c + per, None]).ravel()
-            hit, lo, count = index.runs(wanted)
+            hit, lo, count = index.runs_of(wanted)
             a = mine[hit % len(mine)] if len(wanted) > len(mine) else mine[hit]
             yield a, lo, count
 

@@ -372,6 +372,7 @@ def test_group_pairs_over_every_group_equal_brute_force(
     paired by numpy and by the compiled loops (where a group's keys are
     narrow enough for them: checked that some are)."""
     ran: list[int] = []
+    real_rule, real_chunks = pairs.pairs_by_offsets, tables_module._PAIRED
     if compiled:
         compiled_or_skip()
         real = pairs._compiled_group
@@ -401,14 +402,21 @@ def test_group_pairs_over_every_group_equal_brute_force(
     assert (plan.radius > 0) == (blocks is not None)
     # numpy: its lookups by offset and searched, in chunks of a flip (a large
     # group) and whole
-    ways = [(None, None)] if compiled else [(True, 64), (False, 1 << 18)]
+    # and by the real rule (on groups of 3 bits)
+    ways = [(None, None)] if compiled else [(True, 64), (False, 1 << 18), (None, None)]
     for (offsets, chunk), group_bits in itertools.product(ways, (0, 3, 64)):
         if offsets is False and group_bits == 64:
             continue  # (the whole table a prefix: no flips, both ways look up alike)
+        if not compiled and offsets is None and group_bits != 3:
+            continue
         if offsets is not None:
             monkeypatch.setattr(pairs, "pairs_by_offsets", lambda n, w, p, o=offsets: o and w <= 22)
             monkeypatch.setattr(tables_module, "_PAIRED", chunk)
             monkeypatch.setattr(pairs, "_VISITS", chunk)
+        elif not compiled:
+            monkeypatch.setattr(pairs, "pairs_by_offsets", real_rule)
+            monkeypatch.setattr(tables_module, "_PAIRED", real_chunks)
+            monkeypatch.setattr(pairs, "_VISITS", real_chunks)
         got = []
         for t, mask in enumerate(plan.masks):
             prefix = pairs.prefix_mask(mask, min(group_bits, mask.bit_count()))
