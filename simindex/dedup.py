@@ -34,11 +34,10 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from simindex import ingest
-from simindex.blocks import DEFAULT_K, MAX_INDEX_K, check_k
+from simindex.blocks import DEFAULT_K, MAX_INDEX_K, BlockLayout, check_k, probes
 from simindex.errors import InvalidArgumentError
 from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig
 from simindex.ingest import Doc
-from simindex.pairs import pairs_plan
 from simindex.signature import (
     DEFAULT_THRESHOLD,
     NBYTES,
@@ -259,7 +258,6 @@ __all__ = ["Decision", "DedupCounts", "DedupStream", "dedup_stream"]
 
 _BATCH = 256  # documents decided at once (the workers' chunk)
 _CHAINED_BITS = 22  # a probed table of keys up to 2**22 keeps chains (20 MiB at most)
-_FIRST_PLAN = 1 << 12  # kept documents the first tables are planned for
 
 
 class _Marks(NamedTuple):
@@ -319,9 +317,9 @@ def _one_unit(a: _Marks, i: np.ndarray, b: _Marks, j: np.ndarray) -> tuple[np.nd
 
 class _Kept:
     """What a streaming dedup kept: fingerprints, signatures and keys, by the
-    position they were kept at, found again by their tables' bits (planned
-    for the number kept, again at each doubling: _plan) and by their
-    signatures' keys
+    position they were kept at, found again by their tables' bits (the layout
+    a new index for k gets: k + 1 exact blocks up to k = 3, above it fewer
+    blocks looked up with probes) and by their signatures' keys
     (signature.keys_of: a short text's set keys, a longer text's band keys).
     ``decide`` takes a batch at a time."""
 
@@ -337,35 +335,25 @@ class _Kept:
         # Whether a set of n units (n + 1 the larger of a pair) is looked up
         # by all its keys, or by its own alone (signature.one_unit_reaches).
         self._reaches = np.array([one_unit_reaches(n + 1, threshold) for n in range(SMALL + 1)])
+        layout = BlockLayout.for_k(k)
+        masks = layout.table_masks()
+        flips: list[list[int]] = [[0] for _ in masks]
+        if k > layout.k:
+            found = probes(layout, k)
+            assert found is not None  # for_k checked
+            flips = [[] for _ in masks]
+            spans = layout.spans()
+            for probe in found:
+                table = layout.tables[probe.table]
+                flip = sum(f << spans[b][0] for b, f in zip(table, probe.flips, strict=True))
+                flips[probe.table].append(flip)
         self._tables: list[Keyed] = []
-        self._radius: int | None = None
-        self._planned = 0
-        self._plan(_FIRST_PLAN)
-
-    def _plan(self, n: int) -> None:
-        """Tables planned for n kept documents (pairs.pairs_plan: a document
-        decided is one row of all pairs among them, priced by the measured
-        costs of lookups by offset and of candidates),
-        holding every document kept so far: made again only where the plan
-        changed. A probed table of narrow keys keeps chains, any other
-        sorted runs."""
-        self._planned = n
-        plan = pairs_plan(n, self.k)
-        if [t.mask for t in self._tables] == plan.masks and self._radius == plan.radius:
-            return
-        fps = self._fps.rows
-        tables = []
-        for mask, flips in zip(plan.masks, plan.flips, strict=True):
+        for mask, xors in zip(masks, flips, strict=True):
             width = mask.bit_count()
-            chained = len(flips) > 1 and width <= _CHAINED_BITS
-            lookup = Chained(width) if chained else Sorted(key_type(mask))
-            table = Keyed(mask, packed_flips(flips, mask), lookup)
-            if len(fps):
-                table.lookup.add(table.key_of(fps), np.arange(len(fps), dtype=np.int64))
-            tables.append(table)
-        self._tables = tables
-        self._radius = shared_radius(tables)  # (each pair found once: the plan's flips are balls)
-        assert self._radius == plan.radius
+            chained = len(xors) > 1 and width <= _CHAINED_BITS
+            kept = Chained(width) if chained else Sorted(key_type(mask))
+            self._tables.append(Keyed(mask, packed_flips(xors, mask), kept))
+        self._radius = shared_radius(self._tables)  # (each pair found once, where not None)
 
     def decide(
         self, batch: list[tuple[Doc, int | None, bytes | None]], counts: DedupCounts
@@ -499,8 +487,6 @@ class _Kept:
         if len(signature_keys):
             mine = kept[owner]
             self._by_key.add(signature_keys[mine], rank[owner[mine]].astype(np.int64))
-        if len(self.keys) > self._planned:  # (at each doubling: the plan for twice as many)
-            self._plan(max(2 * self._planned, len(self.keys)))
 
     def _decisions(
         self,
