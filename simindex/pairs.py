@@ -383,16 +383,20 @@ def group_pairs(
     earlier_masks = [np.uint64(m) for m in plan.masks[:t]]
     found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
-    def kept(a: np.ndarray, b: np.ndarray) -> None:
-        """Candidates a, b (positions in fps) within k that no earlier table finds."""
+    def kept(a: np.ndarray, b: np.ndarray, distance: np.ndarray | None = None) -> None:
+        """Candidates a, b (positions in fps) within k that no earlier table
+        finds (``distance``: theirs, where known to be within k)."""
         x = fps[a] ^ fps[b]
-        distance = np.bitwise_count(x)
-        keep = (distance <= k) & ~earlier(x, earlier_masks, radius)
+        if distance is None:
+            distance = np.bitwise_count(x)
+            keep = (distance <= k) & ~earlier(x, earlier_masks, radius)
+        else:
+            keep = ~earlier(x, earlier_masks, radius)
         found.append((a[keep], b[keep], distance[keep].astype(np.int64)))
 
     # The home rows as pairs_within pairs one table: equal keys, then flips apart.
-    for a, b, _, _ in close_runs(sorted_keys, fps[at], k):
-        kept(at[a], at[b])
+    for a, b, distance, _ in close_runs(sorted_keys, fps[at], k):
+        kept(at[a], at[b], distance)
     n, width = len(sorted_keys), rest.bit_count()
     if not radius:  # (no flips, no visitors: the equal keys were all)
         return _together(found)

@@ -208,7 +208,7 @@ def test_out_and_report_through_a_hard_link_and_both_on_stdout_are_refused(
     out.write_text("old\n", encoding="utf-8")
     os.link(out, tmp_path / "G.jsonl")
     error("dedup", corpus, "--out", out, "--report", tmp_path / "G.jsonl", contains=("same",))
-    error("dedup", corpus, "--out", "-", "--report", "-", contains=("both be standard output",))
+    error("dedup", corpus, "--out", "-", "--report", "-", contains=("same file (standard output)",))
     # An output whose .partial would be the other output.
     error("dedup", corpus, "--out", out, "--report", tmp_path / ".F.jsonl.partial")
     assert listing(tmp_path) == ["F.jsonl", "G.jsonl", "X.jsonl"]

@@ -124,11 +124,15 @@ def test_a_rebuild_from_no_document_leaves_the_index_as_it_was(tmp_path: Path) -
     empty.mkdir()
     blank.write_text("  \n", encoding="utf-8")
     ok("add", index, "--text", T1, "--key", "old")
-    for args in ([empty], [blank, "--skip-empty"], ["-", "--format", "jsonl"]):
+    binary = tmp_path / "binary"
+    binary.mkdir()
+    (binary / "x.bin").write_bytes(b"\x00\x01" * 100)
+    for args in ([empty], [blank, "--skip-empty"], ["-", "--format", "jsonl"], [binary]):
         result = invoke("rebuild", index, *args, input="")
         assert result.exit_code == 2, describe(result)
         assert result.stderr.splitlines()[-1].startswith("Error: found no document to rebuild")
         assert list(contents(index)) == ["old"]
+    assert "x.bin (binary)" in result.stderr  # (why there was none: said first)
 
 
 def test_a_gz_file_given_by_name_is_read_as_its_text(tmp_path: Path) -> None:

@@ -106,9 +106,10 @@ def in_place(path: str) -> bool:
 def standard_output(path: str) -> bool:
     """Whether an output is this process's standard output: '-', or a name
     of it (/dev/stdout, /dev/fd/1, /proc/self/fd/1 ...: the same file as
-    descriptor 1). It is written through the descriptor, as '-' is: opening
-    the name anew would truncate a file stdout is redirected to and write
-    over what the shell wrote there before and after."""
+    descriptor 1), which a command gives to check_outputs and Outputs as
+    '-', to be written through the descriptor: opening the name anew would
+    truncate a file stdout is redirected to and write over what the shell
+    wrote there before and after."""
     if path == "-":
         return True
     if not os.path.abspath(path).startswith(("/dev/", "/proc/")):
@@ -129,10 +130,10 @@ def check_outputs(outputs: list[tuple[str, str | None]], sources: list[str]) -> 
     for option, path in outputs:
         if path is None:
             continue
-        if standard_output(path):
+        if path == "-":
             if any(p == "-" for _, p in files):
-                raise UserError("--out and --report cannot both be standard output")
-            files.append((option, "-"))
+                raise UserError("--out and --report are the same file (standard output); give two")
+            files.append((option, path))
             continue
         final = Path(path)
         if final.is_dir():
@@ -303,21 +304,21 @@ class Outputs:
     def open(self, path: str | None) -> Writer | None:
         if path is None:
             return None
-        if standard_output(path):
+        if path == "-":
             return Writer(sys.stdout, "standard output")
         return Writer(self._open(path, "w"), path)
 
     def open_bytes(self, path: str) -> IO[bytes]:
         """A binary stream of an output ('-': standard output's bytes, not
         closed at the end)."""
-        if standard_output(path):
+        if path == "-":
             sys.stdout.flush()
             return sys.stdout.buffer
         return self._open(path, "wb")
 
     def _open(self, path: str, mode: str) -> IO[Any]:
         encoding = None if "b" in mode else "utf-8"
-        if in_place(path):  # /dev/null, a pipe, /dev/stdout: written as it goes
+        if in_place(path):  # /dev/null, a pipe, /dev/stderr: written as it goes
             try:
                 direct = open(path, mode, encoding=encoding)  # noqa: SIM115 (closed in commit/discard)
             except OSError as exc:

@@ -693,7 +693,8 @@ def rebuild(
     (default: the index's own): documents not in them are removed. Queries
     are answered from the old index meanwhile, which switches to the new
     content in one step; writers wait (up to their timeout). If the rebuild
-    fails, the old index is left as it was.
+    fails, the old index is left as it was; SOURCES holding no document are
+    refused, and leave it so.
     """
     from simindex import ingest
     from simindex.cli.files import (
@@ -756,7 +757,7 @@ def rebuild(
                     skipped=skipped,
                     texts=keeps,
                 )
-                stream = _some(fingerprinting(docs))
+                stream = _some(fingerprinting(docs), [own_skipped, not_text, empty_folders])
                 rows = ix.rebuild(
                     fingerprints=stream,
                     k=k,
@@ -790,15 +791,18 @@ def rebuild(
 T = TypeVar("T")
 
 
-def _some(stream: Iterator[T]) -> Iterator[T]:
+def _some(stream: Iterator[T], notes: list[Any]) -> Iterator[T]:
     """A rebuild's documents, refused (the index left as it was) where there
     are none: the index would become empty, which a mistyped folder name
-    must not do."""
+    must not do. The ``notes`` of what was skipped are told first: they say
+    why there was none."""
     count = 0
     for item in stream:
         count += 1
         yield item
     if not count:
+        for note in notes:
+            note.tell()
         raise UserError(
             "found no document to rebuild from in SOURCES: the index is left as it was "
             "(a rebuild makes it exactly SOURCES' documents)"

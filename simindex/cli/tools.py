@@ -235,7 +235,8 @@ def explain_cmd(
             "--k",
             "-k",
             metavar="K",
-            help=f"Largest distance (default: the index's k, or {DEFAULT_K}).",
+            help=f"Largest fingerprint distance (default: the index's k, or {DEFAULT_K}); "
+            "texts whose signatures' keys meet are near-duplicates beyond it too.",
         ),
     ] = None,
     blocks: Annotated[
