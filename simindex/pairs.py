@@ -38,6 +38,7 @@ from simindex.tables import (
     earlier,
     flipped_pairs,
     layout_plan,
+    looked_up,
     packed_flips,
     packed_key,
     run_rows,
@@ -418,12 +419,9 @@ def group_pairs(
             dtype=index.dtype,
         )
         visitor_keys = keys[visitors].astype(index.dtype)
-        per = max(1, _VISITS // len(visitors))
-        for c in range(0, len(mine), per):
-            wanted = (visitor_keys[None, :] ^ mine[c : c + per, None]).ravel()
-            hit, lo, count = index.runs_of(wanted)
-            for v, b in run_rows(visitors[hit % len(visitors)], lo, count):
-                kept(v, at[b])
+        for v, lo, count in looked_up(index, visitors, visitor_keys, mine):
+            for a, b in run_rows(v, lo, count):
+                kept(a, at[b])
     return _together(found)
 
 
@@ -438,9 +436,6 @@ def _together(
     return np.concatenate(a), np.concatenate(b), np.concatenate(d)
 
 
-# group_pairs: the lookups (visitors times a chunk of flips) made at once; the
-# runs they find are expanded in pieces of tables._PAIRED rows (memory)
-_VISITS = 1 << 18
 _KEYS_A_ROW = 64  # possible keys a row of a group may cost compiled (see group_pairs)
 
 

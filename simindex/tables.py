@@ -467,8 +467,8 @@ def probe_batch(
 
 # --- a sorted table's own pairs (all pairs: pairs.py; Spark's groups) -----------------------
 
-# A self-join's lookups made at once, and the rows a piece of the runs any
-# lookup of a RunIndex found holds (flip_hits, run_rows: memory)
+# The lookups of a RunIndex made at once, and the rows a piece of the runs
+# they found holds (looked_up, run_rows: memory)
 _PAIRED = 1 << 18
 
 
@@ -577,14 +577,20 @@ def flip_hits(
         mine = np.flatnonzero((keys >> dtype.type(bit)) & one == 0)
         if not mine.size:
             continue
-        mine_keys = keys[mine]
-        group = flip_array[top == bit]
-        per = max(1, _PAIRED // len(mine))
-        for c in range(0, len(group), per):
-            wanted = (mine_keys[None, :] ^ group[c : c + per, None]).ravel()
-            hit, lo, count = index.runs_of(wanted)
-            a = mine[hit % len(mine)] if len(wanted) > len(mine) else mine[hit]
-            yield a, lo, count
+        yield from looked_up(index, mine, keys[mine], flip_array[top == bit])
+
+
+def looked_up(
+    index: RunIndex, rows: np.ndarray, keys: np.ndarray, flips: np.ndarray
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(a, lo, count): for rows (positions, their keys in the index's dtype)
+    each looking up its key XOR each of the flips (the same dtype), the row
+    and the run lo .. lo + count - 1 found, _PAIRED lookups at a time."""
+    per = max(1, _PAIRED // len(rows))
+    for c in range(0, len(flips), per):
+        wanted = (keys[None, :] ^ flips[c : c + per, None]).ravel()
+        hit, lo, count = index.runs_of(wanted)
+        yield (rows[hit % len(rows)] if len(wanted) > len(rows) else rows[hit]), lo, count
 
 
 def run_rows(

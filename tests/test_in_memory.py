@@ -397,11 +397,9 @@ def test_group_pairs_over_every_group_equal_brute_force(
         if offsets is not None:
             monkeypatch.setattr(pairs, "pairs_by_offsets", lambda n, w, p, o=offsets: o and w <= 22)
             monkeypatch.setattr(tables_module, "_PAIRED", chunk)
-            monkeypatch.setattr(pairs, "_VISITS", chunk)
         elif not compiled:
             monkeypatch.setattr(pairs, "pairs_by_offsets", real_rule)
             monkeypatch.setattr(tables_module, "_PAIRED", real_chunks)
-            monkeypatch.setattr(pairs, "_VISITS", real_chunks)
         got = []
         for t, mask in enumerate(plan.masks):
             prefix = pairs.prefix_mask(mask, min(group_bits, mask.bit_count()))
