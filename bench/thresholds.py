@@ -75,7 +75,8 @@ SHOWN = (0.65, 0.70, 0.72, 0.75, 0.78, 0.80, 0.82)
 
 
 def scored(lang: str, src: dict, genre: dict, seed: int, args: argparse.Namespace):
-    """(kind -> class, kind -> [(distance, similarity, keys meet)]) for one seed's pairs."""
+    """(kind -> class, kind -> [(distance, similarity, keys meet, both of CJK
+    characters)]) for one seed's pairs."""
     pairs, texts, _ = build_pairs(
         lang,
         src,
@@ -89,7 +90,7 @@ def scored(lang: str, src: dict, genre: dict, seed: int, args: argparse.Namespac
     log(f"{lang} seed {seed}: {len(pairs)} pairs over {len(texts)} texts")
     marks = [signature.fingerprint_and_signature(t, DEFAULT_CONFIG) for t in texts]
     classes: dict[str, str] = {}
-    out: dict[str, list[tuple[int, float, bool]]] = defaultdict(list)
+    out: dict[str, list[tuple[int, float, bool, bool]]] = defaultdict(list)
     set_aside: Counter[str] = Counter()
     aside: list[tuple[bool, float, float]] = []  # (a candidate, similarity, 3-gram Jaccard)
     check = ContentCheck(texts, lang)
@@ -104,16 +105,29 @@ def scored(lang: str, src: dict, genre: dict, seed: int, args: argparse.Namespac
             continue
         classes[kind] = cls
         met = signature.meets(sa, sb) is not None
-        out[kind].append((hamming(fa, fb), signature.similarity(sa, sb), met))
+        chars = signature.of_characters(sa) and signature.of_characters(sb)
+        out[kind].append((hamming(fa, fb), signature.similarity(sa, sb), met, chars))
     return classes, out, (set_aside, aside)
 
 
-def rate(scores: list[tuple[int, float, bool]], t: float, k: int = K) -> float:
-    return sum((d <= k or m) and s >= t for d, s, m in scores) / max(1, len(scores))
+def needs(t: float, chars: bool, judged: bool) -> float:
+    """The similarity a pair needs at threshold t: as asked, or (``judged``)
+    as the index judges it (signature.threshold_for: lower for two longer
+    texts of CJK characters)."""
+    return signature.characters_threshold(t) if judged and chars else t
 
 
-def copies(out: dict, t: float, kinds, keys: bool = True) -> float:
-    found = [(d <= K or (m and keys)) and s >= t for kind in kinds for d, s, m in out.get(kind, [])]
+def rate(scores: list, t: float, k: int = K, judged: bool = False) -> float:
+    hits = sum((d <= k or m) and s >= needs(t, c, judged) for d, s, m, c in scores)
+    return hits / max(1, len(scores))
+
+
+def copies(out: dict, t: float, kinds, keys: bool = True, judged: bool = False) -> float:
+    found = [
+        (d <= K or (m and keys)) and s >= needs(t, c, judged)
+        for kind in kinds
+        for d, s, m, c in out.get(kind, [])
+    ]
     return sum(found) / max(1, len(found))
 
 
@@ -168,6 +182,25 @@ def measure(lang: str, args: argparse.Namespace) -> None:
         print(
             f"  {t:>9.2f} {copies(report, t, EDITS10):6.1%} "
             f"{copies(report, t, positives):6.1%} {worst:9.2%}  {cells}{mark}"
+        )
+    pairs = [p for k in positives + negatives for p in report[k]]
+    chars = sum(p[3] for p in pairs)
+    if not chars:
+        return
+    default = signature.DEFAULT_THRESHOLD
+    print(
+        f"  as the index judges them: {chars} of {len(pairs)} pairs are two longer texts of "
+        f"CJK characters, judged at {signature.characters_threshold(default):.4f} when "
+        f"{default} is asked (signature.threshold_for):"
+    )
+    print(head)
+    for t in (0.75, default, 0.80, 0.82):
+        worst = max(rate(report[k], t, judged=True) for k in negatives)
+        cells = "  ".join(f"{rate(report[k], t, judged=True):8.1%}" for k in positives + negatives)
+        mark = " <- the default" if t == signature.DEFAULT_THRESHOLD else ""
+        print(
+            f"  {t:>9.2f} {copies(report, t, EDITS10, judged=True):6.1%} "
+            f"{copies(report, t, positives, judged=True):6.1%} {worst:9.2%}  {cells}{mark}"
         )
 
 

@@ -365,6 +365,7 @@ def _marks_of(
     counts = np.empty(bound, np.int64)
     unit = np.empty(bound, np.bool_)
     nd = 0
+    characters = 0  # distinct CJK characters (units)
     i = 0
     while i < m:
         c = classes[cps[i]]
@@ -375,7 +376,9 @@ def _marks_of(
             for t in range(i, j):
                 if 2 * nd + 4 > len(slots):
                     slots = _grown(slots, hs, nd)
+                seen = nd
                 nd = _add(b, at[t], at[t + 1], True, slots, hs, starts, lens, counts, unit, nd)
+                characters += nd - seen
                 if t + 1 < j:
                     nd = _add(
                         b,
@@ -423,6 +426,7 @@ def _marks_of(
         drop_stopwords,
         binary,
         cjk_units,
+        characters,
         out,
     )
 
@@ -443,13 +447,15 @@ def _finish(
     drop_stopwords: bool,
     binary: bool,
     ordered: bool,
+    characters: int,
     out: Any,
 ) -> Any:
     """The vote of the features (fingerprint.features_of_tokens: the tokens
     but stop words, or all when every one is a stop word or they are kept;
     simhash_of_hashes) and the sketch and exact set of the units
     (signature._signature_of: ``ordered``, in the order first seen and the
-    byte ORDERED, else sorted)."""
+    byte ORDERED, else sorted; more than 15 units, more than half of them
+    CJK ``characters`` of an ``ordered`` text: the byte CJK)."""
     stop = np.zeros(nd, np.bool_)
     content = nd
     if drop_stopwords:
@@ -541,4 +547,7 @@ def _finish(
         if ordered:
             out[size] = np.uint8(1)  # signature.ORDERED
             size += 1
+    elif ordered and 2 * characters > units:
+        out[size] = np.uint8(2)  # signature.CJK
+        size += 1
     return fingerprint, size

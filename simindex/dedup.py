@@ -44,6 +44,8 @@ from simindex.signature import (
     SMALL,
     WORDS,
     bands_meet_many,
+    characters_many,
+    characters_threshold,
     check_threshold,
     estimates,
     exact_many,
@@ -268,6 +270,7 @@ class _Marks(NamedTuple):
     sets: np.ndarray  # their exact sets (short texts), (n, SMALL) uint32, padded with 0
     sizes: np.ndarray  # the sizes of those sets (0: none)
     ordered: np.ndarray  # whether each is in its text's order (signature.exact_many)
+    characters: np.ndarray  # whether each is a longer text's of CJK characters
 
 
 def _marks(fps: list[int], signatures: list[bytes]) -> _Marks:
@@ -276,7 +279,14 @@ def _marks(fps: list[int], signatures: list[bytes]) -> _Marks:
         np.array(fps, dtype=np.uint64),
         np.frombuffer(sketches, dtype="<u8").reshape(-1, WORDS).astype(np.uint64),
         *exact_many(signatures),
+        characters_many(signatures),
     )
+
+
+def _needed(threshold: float, a: _Marks, i: np.ndarray, b: _Marks, j: np.ndarray) -> np.ndarray:
+    """signature.threshold_for of each pair (a[i], b[j])."""
+    both = a.characters[i] & b.characters[j]
+    return np.where(both, characters_threshold(threshold), threshold)
 
 
 def _similarities(a: _Marks, i: np.ndarray, b: _Marks, j: np.ndarray) -> np.ndarray:
@@ -331,6 +341,7 @@ class _Kept:
         self._sets = Column(np.uint32, SMALL)
         self._sizes = Column(np.intp)
         self._ordered = Column(np.bool_)
+        self._characters = Column(np.bool_)
         self._by_key = Sorted(np.int64)
         # Whether a set of n units (n + 1 the larger of a pair) is looked up
         # by all its keys, or by its own alone (signature.one_unit_reaches).
@@ -372,6 +383,7 @@ class _Kept:
             self._sets.rows,
             self._sizes.rows,
             self._ordered.rows,
+            self._characters.rows,
         )
         start = len(self.keys)
         keys, owner, asked = self._keys(signatures, new)
@@ -383,13 +395,13 @@ class _Kept:
             i, p = np.concatenate([i, i2]), np.concatenate([p, p2])
         d = np.bitwise_count(new.fps[i] ^ old.fps[p]).astype(np.intp)
         sim = _similarities(new, i, old, p)
-        ok = sim >= self.threshold  # (a pair found by its keys is in, whatever its distance)
+        ok = sim >= _needed(self.threshold, new, i, old, p)  # (found by keys: any distance)
         before = (i[ok], p[ok], d[ok], sim[ok])
         # Within the batch: (document, the earlier one, distance, similarity).
         i, j = self._near_in_batch(new, keys, owner, asked)
         d = np.bitwise_count(new.fps[i] ^ new.fps[j]).astype(np.intp)
         sim = _similarities(new, i, new, j)
-        ok = sim >= self.threshold
+        ok = sim >= _needed(self.threshold, new, i, new, j)
         i, j, d, sim = i[ok], j[ok], d[ok], sim[ok]
         # Kept: nothing verified before the batch, and no earlier one kept in it.
         kept = np.ones(len(worded), dtype=bool)
@@ -481,6 +493,7 @@ class _Kept:
         self._sets.extend(new.sets[at])
         self._sizes.extend(new.sizes[at])
         self._ordered.extend(new.ordered[at])
+        self._characters.extend(new.characters[at])
         self.keys.extend([keys[a] for a in at.tolist()])
         for table in self._tables:
             table.lookup.add(table.key_of(new.fps[at]), positions)

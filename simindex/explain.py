@@ -61,6 +61,7 @@ from simindex.signature import (
     one_unit,
     signature,
     similarity,
+    threshold_for,
     units,
 )
 
@@ -118,7 +119,10 @@ class Explanation:
     together: tuple[FeatureEffect, ...] = ()  # in both texts, most credited first
     apart: tuple[FeatureEffect, ...] = ()  # weighed differently, most credited first
     # The second stage (see the module's docstring): None where a side has no signature.
-    threshold: float = DEFAULT_THRESHOLD
+    threshold: float = DEFAULT_THRESHOLD  # what the pair needs (see asked)
+    # The threshold asked, where the pair needs another: two longer texts of
+    # CJK characters are judged at a lower one (signature.threshold_for).
+    asked: float | None = None
     similarity: float | None = None  # the signatures' (estimated; exact for two short texts)
     unit_jaccard: float | None = None  # the exact Jaccard of the unit sets (texts only)
     units_a: int | None = None  # distinct units of each text
@@ -132,6 +136,14 @@ class Explanation:
     # Neither keeps a short set, one band of their sketches is equal, and the
     # threshold is above 0: found by their band keys at any distance.
     bands_equal: bool = False
+
+    @property
+    def threshold_shown(self) -> str:
+        """The threshold the pair needs, and why where it is not the one asked."""
+        shown = f"threshold {self.threshold:.2f}"
+        if self.asked is None:
+            return shown
+        return f"{shown} (for two texts of CJK characters; {self.asked:.2f} asked)"
 
     @property
     def within_k(self) -> bool:
@@ -182,10 +194,10 @@ class Explanation:
             )
             if self.verified:
                 return f"near-duplicates: {head}, and similarity {self.similarity:.2f} >= " + (
-                    f"threshold {self.threshold:.2f}"
+                    f"{self.threshold_shown}"
                 )
             return f"not near-duplicates: {head}, but similarity {self.similarity:.2f} < " + (
-                f"threshold {self.threshold:.2f}"
+                f"{self.threshold_shown}"
             )
         if not self.within_k:
             head = f"not near-duplicates: distance {self.distance} > k={self.k}"
@@ -209,11 +221,11 @@ class Explanation:
         if not self.verified:
             return (
                 f"not near-duplicates: distance {self.distance} <= k={self.k} ({found}), "
-                f"but similarity {self.similarity:.2f} < threshold {self.threshold:.2f}"
+                f"but similarity {self.similarity:.2f} < {self.threshold_shown}"
             )
         return (
             f"near-duplicates: distance {self.distance} <= k={self.k} and similarity "
-            f"{self.similarity:.2f} >= threshold {self.threshold:.2f}; {found}"
+            f"{self.similarity:.2f} >= {self.threshold_shown}; {found}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -237,6 +249,7 @@ class Explanation:
             "k": self.k,
             "within_k": self.within_k,
             "threshold": self.threshold,
+            "threshold_asked": self.threshold if self.asked is None else self.asked,
             "similarity": rounded(self.similarity),
             "verified": self.verified,
             "near_duplicates": self.near_duplicates,
@@ -332,6 +345,9 @@ def explain(
     ]
     if sigs[0] is not None and sigs[1] is not None:
         base = replace(base, similarity=similarity(sigs[0], sigs[1]))
+        needed = threshold_for(threshold, sigs[0], sigs[1])
+        if needed != threshold:
+            base = replace(base, threshold=needed, asked=threshold)
         close = one_unit(sigs[0], sigs[1]) is not None
         banded = bands_meet(sigs[0], sigs[1])
         keyed = threshold > 0 and set_keys

@@ -31,7 +31,15 @@ import numpy as np
 
 from simindex.fingerprint import to_signed, to_unsigned
 from simindex.results import Match
-from simindex.signature import as_words, estimates, meets, similarity_to
+from simindex.signature import (
+    Sketches,
+    as_words,
+    characters_threshold,
+    estimates,
+    meets,
+    similarity_to,
+    threshold_for,
+)
 
 _MASK64 = (1 << 64) - 1
 Row = tuple[int, str, int, "bytes | None"]  # (id, key, signed fingerprint, signature), as stored
@@ -63,7 +71,7 @@ def within(
     """The rows (id, key, signed fingerprint, signature) within distance k of
     an unsigned fingerprint, or at any distance meeting a keyed query's
     signature (see Verify.keys), and, where both sides have a signature, similar
-    enough (see Verify): each once, sorted by distance, then key."""
+    enough (see Verify; signature.threshold_for): each once, sorted by distance, then key."""
     found: dict[int, Match] = {}
     query = None if verify is None else verify.signature
     compare = None if query is None else similarity_to(query)
@@ -77,7 +85,7 @@ def within(
         estimate = None
         if compare is not None and signature is not None:
             estimate = compare(signature)
-            if estimate < threshold:
+            if estimate < threshold_for(threshold, query, signature):
                 continue
         found[row_id] = Match(key, distance, other, estimate)
     return sorted(found.values(), key=lambda m: (m.distance, m.key))
@@ -103,12 +111,12 @@ def unverified(
     queries: np.ndarray,
     stored: np.ndarray,
     checks: Sequence[Verify | None],
-    held: tuple[np.ndarray, np.ndarray],
+    held: Sketches,
 ) -> np.ndarray:
     """Which candidate pairs (query position, stored position) may still be
     matches, judged in memory before their rows are read: False only where
     the query and the held row both have a signature and its similarity is
-    under the query's threshold, the very test ``within`` makes on the row
+    under the threshold the pair needs, the very test ``within`` makes on the row
     (so the rows read afterwards lose nothing). ``held``: the stored rows'
     signatures as words and which have one (Snapshot.signatures). A row
     written since the snapshot was read may fail here on its old signature:
@@ -118,14 +126,15 @@ def unverified(
     judging = [v is not None and v.signature is not None and v.threshold > 0 for v in checks]
     if not len(queries) or not any(judging):
         return keep
-    words, present = held
-    query_words, query_present = as_words(
+    asked = as_words(
         [v.signature if j and v is not None else None for v, j in zip(checks, judging, strict=True)]
     )
     thresholds = np.array([v.threshold if v is not None else 0.0 for v in checks])
-    judged = query_present[queries] & present[stored]
-    at = np.flatnonzero(judged)
+    lower = np.array([characters_threshold(t) for t in thresholds.tolist()])
+    at = np.flatnonzero(asked.present[queries] & held.present[stored])
     if at.size:
         q, s = queries[at], stored[at]
-        keep[at] = estimates(query_words[q], words[s]) >= thresholds[q]
+        both = asked.characters[q] & held.characters[s]
+        needed = np.where(both, lower[q], thresholds[q])
+        keep[at] = estimates(asked.words[q], held.words[s]) >= needed
     return keep

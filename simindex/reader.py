@@ -50,6 +50,8 @@ from simindex.signature import (
     meets,
     one_unit_reaches,
     similarity,
+    sketch_only,
+    threshold_for,
 )
 from simindex.snapshot import Seed, Snapshot
 from simindex.storage.backend import expect
@@ -103,7 +105,7 @@ def _keyed_pairs(
     paired through their band keys, each pair beyond k judged once."""
     found: list[tuple[int, int, int, float | None]] = []
     _set_pairs([r for r in rows if _keyed_set(r[3])], k, threshold, found)
-    _band_pairs([r for r in rows if r[3] is not None and len(r[3]) == NBYTES], k, threshold, found)
+    _band_pairs([r for r in rows if sketch_only(r[3])], k, threshold, found)
     return found
 
 
@@ -172,8 +174,9 @@ def _band_pairs(
                 judged.add((a, b))
                 for i in members[a]:
                     for j in members[b]:
-                        estimate = meets(rows[i][3], rows[j][3])
-                        if estimate is not None and estimate >= threshold:
+                        sa, sb = rows[i][3], rows[j][3]
+                        estimate = meets(sa, sb)
+                        if estimate is not None and estimate >= threshold_for(threshold, sa, sb):
                             low, high = sorted((rows[i][0], rows[j][0]))
                             found.append((low, high, distance, estimate))
 
@@ -240,7 +243,7 @@ def _sets_only(checks: Sequence[Verify | None]) -> list[Verify | None]:
 
 def _banded(verify: Verify) -> bool:
     """Whether a query's keys are band keys: a signature without an exact set."""
-    return verify.signature is not None and len(verify.signature) == NBYTES
+    return sketch_only(verify.signature)
 
 
 class Reader:
@@ -584,6 +587,6 @@ class Reader:
                 continue
             sa, sb = rows[ia][1], rows[ib][1]
             estimate = None if sa is None or sb is None else similarity(sa, sb)
-            if estimate is None or estimate >= at:
+            if estimate is None or estimate >= threshold_for(at, sa, sb):
                 pairs.append((ia, ib, dist, estimate))
         return pairs, {i: key for i, (key, _) in rows.items()}

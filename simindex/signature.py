@@ -42,6 +42,13 @@ compared as sets (docs/decisions/short-texts.md). What the order of
 distinct units cannot tell: a word moved whose characters the text has
 before (the first places unchanged).
 
+A longer text most of whose units are CJK characters says so (``+cjk``):
+one byte CJK after its sketch. Two such texts are judged at a lower
+threshold than the one asked (characters_threshold): the same share of
+words edited changes a larger share of a text's units where a unit is a
+character, not a word (docs/decisions/thresholds.md). A row written before
+has the sketch alone and is judged at the threshold asked.
+
 A text's units are the tokens of ``tokenize.words(prepare(text), "chars")``
 without the CJK bigrams: the words of spaced scripts (normalised,
 punctuation dropped, stop words kept) and single CJK characters. Why these
@@ -59,6 +66,7 @@ import struct
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 import xxhash
@@ -75,14 +83,17 @@ from simindex.fingerprint import (
 )
 from simindex.tokenize import PIECE_CHARS, Shingling, has_cjk, pieces, words
 
-NAME = "minhash128x4/1+set15+order"  # stored in an index's settings: what its signatures are
+NAME = "minhash128x4/1+set15+order+cjk"  # stored in an index's settings: what its signatures are
 # Earlier indexes' names: their signatures are the sketch alone, or the
-# sketch and a short text's set sorted whatever its script; opening one to
-# write moves it to NAME (storage/migrate.py, the schema revisions 0006 and
-# 0010: the rows stay as they are, each read as what it holds).
+# sketch and a short text's set sorted whatever its script, or a longer
+# text's sketch alone whatever its script; opening one to write moves it to
+# NAME (storage/migrate.py, the schema revisions 0006, 0010 and 0012: the
+# rows stay as they are, each read as what it holds).
 SKETCH_ONLY = "minhash128x4/1"
 SORTED_SETS = "minhash128x4/1+set15"
+ORDERED_SETS = "minhash128x4/1+set15+order"
 ORDERED = 1  # the byte after a short text's units kept in the text's order (CJK)
+CJK = 2  # the byte after a longer text's sketch whose units are mostly CJK characters
 BINS = 128
 BITS = 4
 NBYTES = BINS * BITS // 8  # 64 bytes a document: the sketch
@@ -98,6 +109,14 @@ ONE_UNIT_SHARED = 2  # ... that share at least this many units
 # put at 0.6% there (docs/decisions/thresholds.md). Indexes made before keep
 # their own.
 DEFAULT_THRESHOLD = 0.78
+# Two longer texts of CJK characters are judged at characters_threshold of
+# the threshold asked: the same share of edits, counted in characters, an
+# edited word taken to change CHARACTERS_AN_EDIT units. Chosen on
+# bench/thresholds.py so that the default asks 0.75 of them: there every
+# Chinese negative kind stays under 1% down to 0.72, and at 0.75 copies with
+# 10% of their sentences edited gain about four points over 0.78
+# (docs/decisions/thresholds.md).
+CHARACTERS_AN_EDIT = 1.16
 
 
 def check_threshold(value: object) -> float:
@@ -109,6 +128,53 @@ def check_threshold(value: object) -> float:
     ):
         raise InvalidArgumentError(f"threshold is a number from 0 to 1, not {value!r}")
     return float(value) + 0.0  # -0.0 is 0.0
+
+
+def characters_threshold(threshold: float) -> float:
+    """The threshold two longer texts of CJK characters are judged at, for a
+    threshold asked: the same share of edits. A threshold t is reached by a
+    text with a share e = (1 - t) / (1 + t) of its units replaced; where an
+    edit changes CHARACTERS_AN_EDIT units, that share of edits replaces
+    c * e of them, a Jaccard of (1 - c e) / (1 + c e). 1 stays 1 (equal
+    sets), 0 stays 0 (distance alone); the default 0.78 gives 0.75."""
+    if threshold <= 0.0 or threshold >= 1.0:
+        return threshold
+    edited = CHARACTERS_AN_EDIT * (1.0 - threshold) / (1.0 + threshold)
+    return max(0.0, (1.0 - edited) / (1.0 + edited))
+
+
+def of_characters(signature: bytes | None) -> bool:
+    """Whether a signature is a longer text's of CJK characters (its sketch
+    and the byte CJK)."""
+    return signature is not None and len(signature) == NBYTES + 1 and signature[-1] == CJK
+
+
+def sketch_only(signature: bytes | None) -> bool:
+    """Whether a signature keeps no exact set (a longer text's): its sketch,
+    and the byte CJK or none."""
+    return signature is not None and (len(signature) == NBYTES or of_characters(signature))
+
+
+def threshold_for(threshold: float, a: bytes | None, b: bytes | None) -> float:
+    """The similarity a pair of signatures needs for a threshold asked: lower
+    for two longer texts of CJK characters (characters_threshold)."""
+    if of_characters(a) and of_characters(b):
+        return characters_threshold(threshold)
+    return threshold
+
+
+def thresholds_for(threshold: float, a: np.ndarray, b: np.ndarray) -> np.ndarray | float:
+    """threshold_for of many pairs, from whether each side is a longer text
+    of CJK characters (bool arrays, as characters_many gives them)."""
+    both = a & b
+    if not both.any():
+        return threshold
+    return np.where(both, characters_threshold(threshold), threshold)
+
+
+def characters_many(signatures: Sequence[bytes | None]) -> np.ndarray:
+    """of_characters of each signature, as a bool array."""
+    return np.fromiter(map(of_characters, signatures), bool, count=len(signatures))
 
 
 _xxh64 = xxhash.xxh64_intdigest
@@ -256,13 +322,13 @@ def _differing(x: int) -> int:
 
 def is_signature(value: object) -> bool:
     """Whether a stored value is a signature: the sketch's NBYTES bytes,
-    optionally followed by an exact set of 1 to SMALL 32-bit unit hashes
-    (little-endian): strictly increasing, or distinct and followed by the
-    byte ORDERED (in the text's order)."""
+    optionally followed by the byte CJK or by an exact set of 1 to SMALL
+    32-bit unit hashes (little-endian): strictly increasing, or distinct and
+    followed by the byte ORDERED (in the text's order)."""
     if not isinstance(value, (bytes, bytearray, memoryview)):
         return False
     size = len(value)
-    if size == NBYTES:
+    if size == NBYTES or (size == NBYTES + 1 and value[-1] == CJK):
         return True
     extra = size - NBYTES
     ordered = extra % 4 == 1
@@ -284,7 +350,7 @@ Exact = tuple[tuple[int, ...], bool]
 def _exact(signature: bytes) -> Exact | None:
     """The exact set a signature keeps (a short text's), else None."""
     extra = len(signature) - NBYTES
-    if extra <= 0:
+    if extra < 4:  # (a sketch alone, or with the byte CJK)
         return None
     return struct.unpack_from(f"<{extra // 4}I", signature, NBYTES), extra % 4 == 1
 
@@ -301,7 +367,7 @@ def exact_many(signatures: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray, np.
     for none; ordered: kept in the text's order)."""
     extra = [len(s) - NBYTES for s in signatures]
     sizes = np.array([max(e, 0) // 4 for e in extra], dtype=np.intp)
-    ordered = np.array([e % 4 == 1 for e in extra], dtype=bool)
+    ordered = np.array([e % 4 == 1 and e > 4 for e in extra], dtype=bool)
     sets = np.zeros((len(signatures), SMALL), dtype=np.uint32)
     if sizes.any():
         filled = np.arange(SMALL)[None, :] < sizes[:, None]
@@ -536,10 +602,10 @@ def keys_of_bands(signatures: Sequence[bytes | None]) -> tuple[np.ndarray, np.nd
     (keys, owner), owner the position of the signature each key is of, BANDS
     keys for each signature without an exact set, in band order; none for a
     None or a signature that keeps a set (those have set keys)."""
-    at = [i for i, s in enumerate(signatures) if s is not None and len(s) == NBYTES]
+    at = [i for i, s in enumerate(signatures) if sketch_only(s)]
     if not at:
         return np.zeros(0, np.int64), np.zeros(0, np.intp)
-    blob = b"".join(bytes(signatures[i]) for i in at)  # type: ignore[arg-type]
+    blob = b"".join(bytes(signatures[i])[:NBYTES] for i in at)  # type: ignore[arg-type]
     keys = _band_keys(np.frombuffer(blob, np.uint8).reshape(len(at), NBYTES))
     return keys.ravel(), np.repeat(np.array(at, dtype=np.intp), BANDS)
 
@@ -565,7 +631,7 @@ def _band_keys(sketches: np.ndarray) -> np.ndarray:
 def bands_meet(a: bytes, b: bytes) -> bool:
     """Whether two signatures without an exact set have one band equal
     (their band keys meet; see keys_of_bands)."""
-    if len(a) != NBYTES or len(b) != NBYTES:
+    if not (sketch_only(a) and sketch_only(b)):
         return False
     step = BAND_BYTES
     return any(a[i : i + step] == b[i : i + step] for i in range(0, BANDS * step, step))
@@ -606,7 +672,7 @@ def meets(a: bytes | None, b: bytes | None) -> float | None:
     any other pair (whose keys met by chance, if they did)."""
     if a is None or b is None:
         return None
-    if len(a) == NBYTES and len(b) == NBYTES:
+    if sketch_only(a) and sketch_only(b):
         return similarity(a, b) if bands_meet(a, b) else None
     return one_unit(a, b)
 
@@ -657,16 +723,33 @@ _LOW_WORD = np.uint64(0x1111_1111_1111_1111)
 _ESTIMATE_ARRAY = np.array(_ESTIMATES, dtype=np.float64)
 
 
-def as_words(signatures: Sequence[bytes | None]) -> tuple[np.ndarray, np.ndarray]:
-    """The signatures as a (n, WORDS) matrix of uint64, and which of them the
-    words judge alone: a None, a signature that keeps an exact set (judged
-    from its bytes, see similarity) or a blob of another length is a row of
-    zeros marked absent (not judged in memory)."""
-    held = [s if s is not None and len(s) == NBYTES else None for s in signatures]
+class Sketches(NamedTuple):
+    """Signatures held as words (as_words), row by row."""
+
+    words: np.ndarray  # (n, WORDS) uint64: the sketches (zeros where absent)
+    present: np.ndarray  # bool: whether the words judge the row alone
+    characters: np.ndarray  # bool: whether it is a longer text's of CJK characters
+
+
+def as_words(signatures: Sequence[bytes | None]) -> Sketches:
+    """The signatures as a (n, WORDS) matrix of uint64, which of them the
+    words judge alone, and which are of CJK characters (of_characters): a
+    None, a signature that keeps an exact set (judged from its bytes, see
+    similarity) or a blob of another length is a row of zeros marked absent
+    (not judged in memory)."""
+    held = [s if sketch_only(s) else None for s in signatures]
     present = np.array([s is not None for s in held], dtype=bool)
     zero = bytes(NBYTES)
-    blob = b"".join(zero if s is None else bytes(s) for s in held)
-    return np.frombuffer(blob, dtype="<u8").reshape(-1, WORDS).astype(np.uint64), present
+    blob = b"".join(zero if s is None else bytes(s)[:NBYTES] for s in held)
+    words = np.frombuffer(blob, dtype="<u8").reshape(-1, WORDS).astype(np.uint64)
+    return Sketches(words, present, characters_many(held))
+
+
+def held_signature(sketches: Sketches, at: int) -> bytes:
+    """The signature of row ``at`` of held sketches (present there): what
+    as_words made it from."""
+    held = sketches.words[at].astype("<u8").tobytes()
+    return held + bytes((CJK,)) if sketches.characters[at] else held
 
 
 def estimates(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -699,19 +782,27 @@ def signature(text: str, config: FingerprintConfig) -> bytes:
     found = _distinct_units(prepare(text, config))
     if not found:
         raise EmptyTextError("the text has no word features (it is empty or only punctuation)")
-    return _signature_of(unit_hashes(found), has_cjk("".join(found)))
+    cjk = has_cjk("".join(found))
+    return _signature_of(unit_hashes(found), cjk, _characters(found) if cjk else 0)
 
 
-def _signature_of(hashes: np.ndarray, ordered: bool) -> bytes:
+def _characters(units: Sequence[str]) -> int:
+    """How many of a text's distinct units are CJK characters."""
+    return sum(1 for u in units if len(u) == 1 and has_cjk(u))
+
+
+def _signature_of(hashes: np.ndarray, ordered: bool, characters: int = 0) -> bytes:
     """The sketch of distinct units' 64-bit hashes, in the order first seen
     (NBYTES bytes: see minhash_values), and their exact set where there are
     at most SMALL (see the module's text): sorted, or (``ordered``, a text
     with CJK) in that order and the byte ORDERED; both from the same top 32
-    bits (two units' top 32 bits alike: one value, the first)."""
+    bits (two units' top 32 bits alike: one value, the first). More than
+    SMALL units, more than half of them CJK ``characters``: the sketch and
+    the byte CJK."""
     h32 = top32(hashes)
     made = pack(minhash_values(h32), BITS)
     if len(hashes) > SMALL:
-        return made
+        return made + bytes((CJK,)) if 2 * characters > len(hashes) else made
     if ordered:
         exact = list(dict.fromkeys(h32.tolist()))
         return made + struct.pack(f"<{len(exact)}I", *exact) + bytes((ORDERED,))
@@ -821,7 +912,7 @@ def one_pass(text: str, config: FingerprintConfig) -> tuple[int, bytes]:
     cjk = has_cjk(prepared) if whole else has_cjk("".join(distinct))
     if not prepared.isascii() and cjk:  # the units: no CJK bigrams
         single = np.fromiter(map(_single, distinct), bool, count=len(distinct))
-        return fingerprint, _signature_of(hashes[single], True)
+        return fingerprint, _signature_of(hashes[single], True, _characters(distinct))
     return fingerprint, _signature_of(hashes, False)
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from simindex.blocks import MAX_INDEX_K, BlockLayout, Probe, cheapest, probes
 from simindex.costs import held_query_us
-from simindex.signature import band_keys_of_words
+from simindex.signature import Sketches, band_keys_of_words, held_signature
 from simindex.tables import (
     Keyed,
     Plan,
@@ -167,7 +167,7 @@ class Snapshot:
         ids: np.ndarray,
         fps: np.ndarray,
         version: object,
-        signatures: tuple[np.ndarray, np.ndarray] | None = None,
+        signatures: Sketches | None = None,
         orders: dict[int, Seed] | None = None,
         *,
         every_signature: bool = True,
@@ -218,10 +218,12 @@ class Snapshot:
         fps = np.concatenate([self.fps[keep], added_fps[last]])
         signatures = None
         if self.signatures is not None:  # the added rows' signatures are not held
-            words, present = self.signatures
-            signatures = (
+            words, present, characters = self.signatures
+            none = np.zeros(len(last), bool)
+            signatures = Sketches(
                 np.concatenate([words[keep], np.zeros((len(last), words.shape[1]), np.uint64)]),
-                np.concatenate([present[keep], np.zeros(len(last), bool)]),
+                np.concatenate([present[keep], none]),
+                np.concatenate([characters[keep], none]),
             )
         return Snapshot(ids, fps, self.version, signatures, every_signature=False)
 
@@ -245,7 +247,7 @@ class Snapshot:
             return empty, empty
         bands = self._bands
         if bands is None:
-            words, present = self.signatures
+            words, present, _ = self.signatures
             at = np.flatnonzero(present)
             parts = [np.zeros(0, np.uint64)]
             for start in range(0, len(at), _BANDS_AT_ONCE):
@@ -293,18 +295,18 @@ class Snapshot:
         by anyone else lets the snapshot go before it answers.)"""
         if self.signatures is None or not positions.size:
             return
-        words, present = self.signatures
+        held = self.signatures
         fps = self.fps[positions].view(np.int64).tolist()
         added = set(self.added_ids.tolist())
         for at, row_id, fingerprint in zip(
             positions.tolist(), self.ids[positions].tolist(), fps, strict=True
         ):
             row = rows.get(row_id)
-            if row is None or row[2] != fingerprint or row_id in added or not present[at]:
+            if row is None or row[2] != fingerprint or row_id in added or not held.present[at]:
                 continue
-            held = words[at].astype("<u8").tobytes()
-            if row[3] != held:
-                rows[row_id] = (*row[:3], held)
+            signature = held_signature(held, at)
+            if row[3] != signature:
+                rows[row_id] = (*row[:3], signature)
 
     @property
     def nbytes(self) -> int:

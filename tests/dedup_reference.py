@@ -20,6 +20,7 @@ from simindex.blocks import BlockLayout, probes
 from simindex.dedup import Decision, DedupCounts
 from simindex.ingest import Doc
 from simindex.signature import keys_of_one, meets, similarity
+from tests.helpers import needed
 
 _SEEN_BITMAP_BITS = 24  # Seen: a bitmap of a table's values up to 2**24 bytes (16 MiB)
 
@@ -44,7 +45,10 @@ def decide_each(
             continue
 
         def verified(position: int, signature: bytes = signature) -> bool:
-            return threshold == 0 or similarity(signature, kept[position]) >= threshold
+            other = kept[position]
+            if threshold == 0:
+                return True
+            return similarity(signature, other) >= needed(threshold, signature, other)
 
         nearest = seen.nearest(fp, verified)
         keys = keys_of_one(signature) if threshold > 0 else []
@@ -83,7 +87,7 @@ def _nearest_keyed(
     for position in positions:
         if meets(signature, kept[position]) is None:
             continue
-        if similarity(signature, kept[position]) < threshold:
+        if similarity(signature, kept[position]) < needed(threshold, signature, kept[position]):
             continue
         distance = (seen.fingerprints[position] ^ fingerprint).bit_count()
         if best is None or (distance, position) < best:

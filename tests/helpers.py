@@ -26,6 +26,7 @@ from simindex import Match, SimIndex, hamming
 from simindex.cli import app
 from simindex.fingerprint import DEFAULT_CONFIG
 from simindex.signature import (
+    CHARACTERS_AN_EDIT,
     DEFAULT_THRESHOLD,
     NBYTES,
     fingerprint_and_signature,
@@ -156,7 +157,7 @@ def short_and_close(a: bytes | None, b: bytes | None) -> bool:
     at least two shared, written out here from the rule's words; two kept in
     their texts' order (a byte of 1 after the hashes): at most one unit
     added, dropped or replaced in place (an edit distance of at most 1)."""
-    if a is None or b is None or len(a) == NBYTES or len(b) == NBYTES:
+    if a is None or b is None or len(a) < NBYTES + 4 or len(b) < NBYTES + 4:
         return False
     ua = struct.unpack_from(f"<{(len(a) - NBYTES) // 4}I", a, NBYTES)
     ub = struct.unpack_from(f"<{(len(b) - NBYTES) // 4}I", b, NBYTES)
@@ -168,12 +169,32 @@ def short_and_close(a: bytes | None, b: bytes | None) -> bool:
 
 
 def bands_equal(a: bytes | None, b: bytes | None) -> bool:
-    """Neither signature keeps a set, and one of the ten runs of six bytes
+    """Neither signature keeps a set (a sketch alone, or and a byte of 2:
+    a longer text of CJK characters), and one of the ten runs of six bytes
     (twelve bins) at the start of their sketches is the same in both,
     written out here from the rule's words."""
-    if a is None or b is None or len(a) != NBYTES or len(b) != NBYTES:
+    if a is None or b is None or not (sketch_alone(a) and sketch_alone(b)):
         return False
     return any(a[6 * i : 6 * i + 6] == b[6 * i : 6 * i + 6] for i in range(10))
+
+
+def sketch_alone(signature: bytes) -> bool:
+    """A longer text's signature: the sketch, or the sketch and a byte of 2
+    (most of the text's units CJK characters)."""
+    return len(signature) == NBYTES or (len(signature) == NBYTES + 1 and signature[-1] == 2)
+
+
+def needed(threshold: float, a: bytes | None, b: bytes | None) -> float:
+    """The similarity a pair needs, written out here from the rule's words:
+    the threshold asked, or for two longer texts of CJK characters (a byte
+    of 2 after both sketches) the Jaccard of the same share of edits, an
+    edit changing CHARACTERS_AN_EDIT units: e = (1 - t) / (1 + t), then
+    (1 - c e) / (1 + c e) (0 and 1 as they are)."""
+    chars = [s is not None and len(s) == NBYTES + 1 and s[-1] == 2 for s in (a, b)]
+    if not all(chars) or threshold in (0.0, 1.0):
+        return threshold
+    e = CHARACTERS_AN_EDIT * (1 - threshold) / (1 + threshold)
+    return max(0.0, (1 - e) / (1 + e))
 
 
 def banded_pair(seed: int = 0, k: int = 8, words: int = 120) -> tuple[str, str]:
@@ -273,7 +294,7 @@ def oracle(
         if d > k and not close:
             continue
         estimate = None if other_sig is None else similarity(sig, other_sig)
-        if estimate is None or estimate >= threshold:
+        if estimate is None or estimate >= needed(threshold, sig, other_sig):
             found.append(Match(key, d, other, estimate))
     return sorted(found, key=lambda m: (m.distance, m.key))
 
@@ -292,7 +313,8 @@ def pairs_oracle(
             assert sa is not None and sb is not None  # (texts: every row signed)
             d = hamming(fa, fb)
             estimate = similarity(sa, sb)
-            if (d <= k or (threshold > 0 and keys_meet(sa, sb))) and estimate >= threshold:
+            close = d <= k or (threshold > 0 and keys_meet(sa, sb))
+            if close and estimate >= needed(threshold, sa, sb):
                 want.append((*sorted((a, b)), d, estimate))
     return sorted(want, key=lambda p: (p[2], p[0], p[1]))
 

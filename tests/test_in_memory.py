@@ -197,6 +197,7 @@ def test_streaming_dedup_finds_every_kept_within_k_as_brute_force(
             np.zeros((60, signature.SMALL), np.uint32),
             np.zeros(60, np.intp),
             np.zeros(60, bool),
+            np.zeros(60, bool),
         )
         i, p = tables._near_kept(marks)
         assert len(set(zip(i.tolist(), p.tolist(), strict=True))) == len(i)  # each once

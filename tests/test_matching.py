@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from simindex import InvalidArgumentError, Match
 from simindex.fingerprint import to_signed
 from simindex.matching import Verify, near, unverified, within, within_each
-from simindex.signature import NBYTES, as_words, similarity
+from simindex.signature import CJK, NBYTES, as_words, similarity, sketch_only, threshold_for
 
 # The edges of both forms: 0, the largest signed, the smallest signed
 # (2**63 unsigned), -1 signed (2**64 - 1 unsigned).
@@ -208,14 +208,17 @@ def test_within_each_needs_one_check_per_query() -> None:
 def test_unverified_drops_only_a_pair_within_would_drop() -> None:
     """A pair is dropped only where the query and the held row both have a
     signature and their similarity is under the query's threshold: the
-    same answer as within on that row, pair by pair."""
+    same answer as within on that row, pair by pair; two longer texts of CJK
+    characters (the byte CJK on both sides) at the lower threshold."""
     rng = random.Random(5)
     base = signature(rng)
+    cjk = bytes((CJK,))
     held_sigs: list[bytes | None] = [
-        changed(base, rng.randrange(0, 80), rng) if i % 4 else None for i in range(40)
+        changed(base, rng.randrange(0, 80), rng) + cjk * (i % 3 == 0) if i % 4 else None
+        for i in range(40)
     ]
     held_sigs[5] = b"\x01" * 3  # a stored blob of another length: no signature
-    query_sigs = [changed(base, rng.randrange(0, 40), rng) for _ in range(5)]
+    query_sigs = [changed(base, rng.randrange(0, 40), rng) + cjk * (q != 2) for q in range(5)]
     checks: list[Verify | None] = [
         Verify(query_sigs[0], 0.8),
         Verify(query_sigs[1], 0.0),  # threshold 0: nothing dropped
@@ -229,15 +232,20 @@ def test_unverified_drops_only_a_pair_within_would_drop() -> None:
     stored = np.array([s for _, s in pairs], dtype=np.intp)
     keep = unverified(queries, stored, checks, as_words(held_sigs))
     assert keep.dtype == bool and keep.shape == (len(pairs),)
+    lowered = 0
     for (q, s), kept in zip(pairs, keep.tolist(), strict=True):
         check, sig = checks[q], held_sigs[s]
-        if check is None or check.signature is None or sig is None or len(sig) != NBYTES:
+        if check is None or check.signature is None or sig is None or not sketch_only(sig):
             assert kept, (q, s)
             continue
-        assert kept == (similarity(check.signature, sig) >= check.threshold), (q, s)
+        needed = threshold_for(check.threshold, check.signature, sig)
+        assert kept == (similarity(check.signature, sig) >= needed), (q, s)
         row = (s, f"k{s}", 0, sig)
         assert kept == bool(within([row], 0, 0, check)), (q, s)
+        if needed < check.threshold and needed <= similarity(check.signature, sig):
+            lowered += 1  # kept only by the lower threshold
     assert not keep.all() and keep.any()  # both answers were given
+    assert lowered  # (and the lower threshold decided some)
 
 
 def test_unverified_keeps_everything_where_nothing_is_judged() -> None:

@@ -402,13 +402,13 @@ def test_estimates_in_memory_are_the_same_floats_as_similarity() -> None:
             new = (old + rng.randrange(1, 16)) & 0xF
             nibbles[byte] = nibbles[byte] & ~(0xF << shift) & 0xFF | new << shift
         pairs.append((a, bytes(nibbles)))
-    left, _ = sig.as_words([a for a, _ in pairs])
-    right, present = sig.as_words([b for _, b in pairs])
+    left, _, _ = sig.as_words([a for a, _ in pairs])
+    right, present, _ = sig.as_words([b for _, b in pairs])
     assert present.all()
     got = sig.estimates(left, right).tolist()
     assert got == [sig.similarity(a, b) for a, b in pairs]
     assert got[0] == 1.0 and got[-1] == 0.0
-    words, present = sig.as_words([None, b"short", pairs[0][0]])
+    words, present, _ = sig.as_words([None, b"short", pairs[0][0]])
     assert present.tolist() == [False, False, True] and not words[:2].any()
 
 

@@ -73,6 +73,7 @@ from simindex.signature import (
     keys_of,
     meets,
     similarity,
+    threshold_for,
 )
 from simindex.spark._fingerprints import check_columns, check_order
 from simindex.tables import Plan
@@ -666,7 +667,8 @@ def _similar(threshold: float) -> Any:
                     estimate = None  # (dropped: a key shared by chance)
                     keep.append(False)
                 else:
-                    keep.append(estimate is None or estimate >= threshold)
+                    needed = threshold_for(threshold, sig_a, sig_b)
+                    keep.append(estimate is None or estimate >= needed)
                 estimates.append(estimate)
             mask = pa.array(keep, pa.bool_())
             out = pa.RecordBatch.from_arrays(

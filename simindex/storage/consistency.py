@@ -32,7 +32,7 @@ from sqlalchemy import Table, and_, case, literal_column
 
 from simindex.blocks import BlockLayout
 from simindex.errors import DamagedIndexError
-from simindex.signature import NBYTES, as_words, is_signature
+from simindex.signature import NBYTES, Sketches, as_words, is_signature
 from simindex.storage import schema
 from simindex.storage.location import Location
 
@@ -106,8 +106,8 @@ def unique(where: Location, ids: np.ndarray) -> None:
         raise damaged(where, f"id {int(ordered[twice[0]])} was read twice")
 
 
-def signature_words(where: Location, blobs: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
-    """Signatures read (none of them NULL) as words and presence
+def signature_words(where: Location, blobs: Sequence[Any]) -> Sketches:
+    """Signatures read (none of them NULL) as words, presence and script
     (signature.as_words): each must be a signature."""
     if not all(map(is_signature, blobs)):
         raise damaged(where, f"a signature is not {NBYTES} bytes (and an exact set)")

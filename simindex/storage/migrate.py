@@ -26,7 +26,14 @@ from simindex.errors import (
     StorageError,
 )
 from simindex.fingerprint import BITS, FingerprintConfig
-from simindex.signature import DEFAULT_THRESHOLD, NAME, SKETCH_ONLY, SORTED_SETS, check_threshold
+from simindex.signature import (
+    DEFAULT_THRESHOLD,
+    NAME,
+    ORDERED_SETS,
+    SKETCH_ONLY,
+    SORTED_SETS,
+    check_threshold,
+)
 from simindex.storage import schema, short_sets
 from simindex.storage.dialects import COUNT_SQL, dialect_of
 from simindex.storage.location import Location
@@ -49,10 +56,12 @@ REVISIONS = (
     "0009",
     "0010",
     "0011",
+    "0012",
 )
 HEAD = REVISIONS[-1]
 EXACT_SETS_FROM = "0006"  # the first whose signatures may keep a short text's set
-ORDERED_FROM = "0010"  # the first whose short CJK texts keep their units in order (NAME)
+ORDERED_FROM = "0010"  # the first whose short CJK texts keep their units in order
+CHARACTERS_FROM = "0012"  # the first whose longer texts of CJK characters say so (NAME)
 PASSAGES_FROM = "0008"  # the first with the tables of passages (storage/passages.py)
 # simindex_meta's rows that are not settings: a rebuild's new settings leave them.
 KEPT_ROWS = ("changes", "passages_at")
@@ -173,11 +182,16 @@ def read_settings(conn: Connection, where: Location) -> tuple[Settings, str] | N
         )
     # Before revision 0006 the signatures were the sketch alone (SKETCH_ONLY),
     # before 0010 a short text's set was sorted whatever its script
-    # (SORTED_SETS): the upgrades rename them (the rows read as they are: a
-    # 64-byte signature is a sketch without an exact set, a sorted set is
-    # compared as a set).
+    # (SORTED_SETS), before 0012 a longer text's sketch was alone whatever
+    # its script (ORDERED_SETS): the upgrades rename them (the rows read as
+    # they are: a 64-byte signature is a sketch without an exact set, a
+    # sorted set is compared as a set).
     kind = rows.get("signature", NAME)
-    until = {SKETCH_ONLY: EXACT_SETS_FROM, SORTED_SETS: ORDERED_FROM}.get(kind)
+    until = {
+        SKETCH_ONLY: EXACT_SETS_FROM,
+        SORTED_SETS: ORDERED_FROM,
+        ORDERED_SETS: CHARACTERS_FROM,
+    }.get(kind)
     if kind != NAME and not (
         until is not None and REVISIONS.index(revision) < REVISIONS.index(until)
     ):

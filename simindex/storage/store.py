@@ -30,7 +30,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from simindex.blocks import BlockLayout, Probe, can_probe, probes
 from simindex.fingerprint import BITS, to_signed
-from simindex.signature import NBYTES, WORDS
+from simindex.signature import NBYTES, WORDS, Sketches
 from simindex.storage import consistency, loading, schema, short_sets
 from simindex.storage.backend import Backend, Versions, Write, db_error, expect
 from simindex.storage.checks import Checks
@@ -523,24 +523,23 @@ class Store:
             return np.zeros(0, np.int64), np.zeros(0, np.uint64)
         return consistency.fingerprints(self.where, np.concatenate(parts))
 
-    def load_signatures(
-        self, conn: Connection, ids: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray] | None:
+    def load_signatures(self, conn: Connection, ids: np.ndarray) -> Sketches | None:
         """The signatures of the rows ``ids`` (as load read them, in the same
-        transaction) as words and a presence mask, position by position
-        (signature.as_words), or None when no row has one."""
+        transaction) as words, a presence mask and their script, position by
+        position (signature.as_words), or None when no row has one."""
         statement = self._loads[2]
         dbapi = conn.connection.dbapi_connection
         assert dbapi is not None  # an open connection inside a transaction
         cursor = dbapi.cursor()
-        found_ids, parts, present = [], [], []
+        found_ids, parts, present, characters = [], [], [], []
         try:
             cursor.execute(statement.text, statement.params([]))
             while rows := cursor.fetchmany(100_000):
                 found_ids.append(np.fromiter((r[0] for r in rows), np.int64, count=len(rows)))
-                words, has = consistency.signature_words(self.where, [r[1] for r in rows])
-                parts.append(words)
-                present.append(has)
+                held = consistency.signature_words(self.where, [r[1] for r in rows])
+                parts.append(held.words)
+                present.append(held.present)
+                characters.append(held.characters)
         finally:
             cursor.close()
         if not parts or not len(ids):
@@ -553,9 +552,11 @@ class Store:
         consistency.all_known(self.where, signature_ids, known)
         words = np.zeros((len(ids), WORDS), dtype=np.uint64)
         mask = np.zeros(len(ids), dtype=bool)
+        script = np.zeros(len(ids), dtype=bool)
         words[where[known]] = np.concatenate(parts)[known]
         mask[where[known]] = np.concatenate(present)[known]
-        return words, mask
+        script[where[known]] = np.concatenate(characters)[known]
+        return Sketches(words, mask, script)
 
     def keys_for(
         self, conn: Connection, wanted: dict[int, int]

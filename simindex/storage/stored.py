@@ -35,6 +35,7 @@ from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from simindex.errors import StorageError
+from simindex.signature import Sketches
 from simindex.storage import schema
 from simindex.storage.sql import Sql
 
@@ -51,8 +52,9 @@ STORE_MIN_ROWS = 20_000
 # blocks it sorts (snapshot.Snapshot.order).
 Spans = tuple[tuple[int, int], ...]
 Orders = dict[int, tuple[Spans, np.ndarray]]
-# (ids, unsigned fingerprints, signatures as (words, present) or None, orders)
-Arrays = tuple[np.ndarray, np.ndarray, "tuple[np.ndarray, np.ndarray] | None", Orders]
+# (ids, unsigned fingerprints, signatures as words or None, orders)
+Arrays = tuple[np.ndarray, np.ndarray, "Sketches | None", Orders]
+_SKETCHES = ("words", "present", "characters")  # a snapshot has all or none
 ORDER = "order_k"  # an order array's name: ORDER and its k
 
 
@@ -62,13 +64,13 @@ def _digest(data: Any) -> str:
 
 
 def _named(
-    ids: np.ndarray, fps: np.ndarray, signatures: Any, orders: Orders
+    ids: np.ndarray, fps: np.ndarray, signatures: Sketches | None, orders: Orders
 ) -> dict[str, np.ndarray]:
     arrays = {"ids": ids.astype("<i8", copy=False), "fps": fps.astype("<u8", copy=False)}
     if signatures is not None:
-        words, present = signatures
-        arrays["words"] = words.astype("<u8", copy=False)
-        arrays["present"] = present.astype(np.bool_, copy=False)
+        arrays["words"] = signatures.words.astype("<u8", copy=False)
+        arrays["present"] = signatures.present.astype(np.bool_, copy=False)
+        arrays["characters"] = signatures.characters.astype(np.bool_, copy=False)
     for k, (_, order) in orders.items():
         arrays[f"{ORDER}{k}"] = order.astype(order.dtype.newbyteorder("<"), copy=False)
     return arrays
@@ -96,7 +98,7 @@ def _shapes(header: dict[str, Any]) -> dict[str, Shape] | None:
             shapes[str(name)] = (kind, dims, size, str(digest))
     except (AttributeError, KeyError, TypeError, ValueError):
         return None
-    wanted = {"ids": "i", "fps": "u", "words": "u", "present": "b"}
+    wanted = {"ids": "i", "fps": "u", "words": "u", "present": "b", "characters": "b"}
     for name, (kind, dims, _, _) in shapes.items():
         expected = "iu" if name.startswith(ORDER) else wanted.get(name)
         if expected is None or kind.kind not in expected or not dims:
@@ -106,7 +108,8 @@ def _shapes(header: dict[str, Any]) -> dict[str, Shape] | None:
                 return None
         elif dims[0] != rows or (name == "words") != (len(dims) == 2):
             return None
-    if "ids" not in shapes or "fps" not in shapes or ("words" in shapes) != ("present" in shapes):
+    sketches = sum(name in shapes for name in _SKETCHES)
+    if "ids" not in shapes or "fps" not in shapes or sketches not in (0, len(_SKETCHES)):
         return None
     return shapes
 
@@ -202,8 +205,8 @@ class StoredSnapshot:
                 return None  # (a part missing, short or changed: damaged)
             arrays[name] = np.frombuffer(data, dtype=dtype).reshape(shape)
         signatures = None
-        if "words" in arrays and "present" in arrays:
-            signatures = (arrays["words"], arrays["present"])
+        if "words" in arrays:  # (and the others: see _shapes)
+            signatures = Sketches(*(arrays[name] for name in _SKETCHES))
         layouts = header.get("layouts", {})
         orders: Orders = {}
         for name, array in arrays.items():
@@ -230,7 +233,7 @@ class StoredSnapshot:
         self,
         ids: np.ndarray,
         fps: np.ndarray,
-        signatures: tuple[np.ndarray, np.ndarray] | None,
+        signatures: Sketches | None,
         versions: Versions,
         orders: Orders | None = None,
     ) -> bool:
