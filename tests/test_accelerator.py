@@ -429,7 +429,7 @@ def test_the_held_snapshot_holds_the_signatures_and_takes_every_kind_of_own_writ
         assert index.query(texts["d50"])[0].key == "d50"  # probed (k = 8): read in
         snapshot = index._accel.snapshot
         assert snapshot is not None and snapshot.signatures is not None
-        _, present = snapshot.signatures
+        present = snapshot.signatures.present
         sketches = sum(len(index.signature(texts[key])) == 64 for key in signed)
         assert int(present.sum()) == sketches < len(signed)
         for key in rng.sample(keys, 12):  # the same ids, other texts
