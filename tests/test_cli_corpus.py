@@ -152,6 +152,7 @@ def test_dedup_a_corpus_from_stdin_to_stdout(tmp_path: Path) -> None:
         "kept": 2,
         "dropped": 1,
         "no_words": 1,
+        "repeated_keys": 0,
         "k": DEFAULT_K,
         "threshold": DEFAULT_THRESHOLD,
         "skipped_files": {"count": 0, "first": []},

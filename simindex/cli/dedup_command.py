@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Annotated
@@ -54,9 +55,10 @@ from simindex.cli.options import (
     open_index,
     workers_option,
 )
-from simindex.cli.output import emit_json, escaped, json_line, progress
+from simindex.cli.output import counted, emit_json, escaped, json_line, progress
 from simindex.dedup import Decision, dedup_stream
 from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig
+from simindex.ingest import Doc
 from simindex.signature import DEFAULT_THRESHOLD
 
 
@@ -146,7 +148,8 @@ def dedup(
     only the documents that are not near-duplicates of an earlier kept one
     (within k and verified at --threshold; with --report, a JSON line for
     each dropped one: its key, the key it duplicates, the distance and the
-    similarity). Documents with no words are dropped as "no words".
+    similarity). Documents with no words are dropped as "no words", and
+    each record of a key after its first as "repeated key".
     """
     check_k(k, 15)
     check_threshold_option(threshold)
@@ -258,6 +261,7 @@ def _dedup_corpus(
     )
     total = input_size(sources, own)
     without_words = 0  # files found in folders with no words, skipped as not_text says
+    repeated = 0  # records of a key read before, dropped as "repeated key"
     try:
         with written_together() as outputs:
             unique = records.Sink(outputs, out, written, key_field, text_field)
@@ -269,7 +273,7 @@ def _dedup_corpus(
                 with progress(total, quiet or out == "-") as bar:
                     task = bar.add_task("dedup", total=total, docs=0)
                     with dedup_stream(
-                        docs,
+                        _first_of_each_key(docs),
                         k=DEFAULT_K if k is None else k,
                         threshold=threshold,
                         config=config or DEFAULT_CONFIG,
@@ -278,6 +282,8 @@ def _dedup_corpus(
                         for decision in run:
                             doc = decision.doc
                             bar.update(task, advance=doc.size, docs=run.counts.read)
+                            if isinstance(doc, _Repeat):
+                                repeated += 1
                             if decision.no_words and doc.in_folder:
                                 if strict:
                                     raise UserError(
@@ -303,31 +309,60 @@ def _dedup_corpus(
     own_skipped.tell()
     not_text.tell()
     empty_folders.tell()
-    # A folder's files with no words were skipped as files, not read as documents.
+    # A folder's files with no words were skipped as files, not read as documents;
+    # the records of a repeated key were passed on without their text.
     counts = replace(
         run.counts,
         read=run.counts.read - without_words,
-        no_words=run.counts.no_words - without_words,
+        no_words=run.counts.no_words - without_words - repeated,
     )
     if as_json:
         summary = asdict(counts) | {
+            "repeated_keys": repeated,
             "k": run.k,
             "threshold": run.threshold,
             "skipped_files": not_text.as_json(),
         }
         typer.echo(json.dumps(summary), err=out == "-")
     else:
+        rest = f"{counts.no_words} with no words"
+        rest = f", {rest} and {repeated} with a repeated key" if repeated else f" and {rest}"
         typer.echo(
-            f"read {counts.read}, kept {counts.kept}, dropped {counts.dropped} "
-            f"near-duplicates (k={run.k}, threshold {run.threshold}) and "
-            f"{counts.no_words} with no words",
+            f"read {counts.read}, kept {counts.kept}, dropped "
+            f"{counted(counts.dropped, 'near-duplicate')} (k={run.k}, threshold {run.threshold})"
+            f"{rest}",
             err=True,
         )
 
 
+class _Repeat(Doc):
+    """A record whose key an earlier record had, passed on without its text
+    (so it is decided in its place in the input's order, as having no words)
+    and dropped as "repeated key", never as a near-duplicate of itself."""
+
+    __slots__ = ()
+
+
+def _first_of_each_key(docs: Iterable[Doc]) -> Iterator[Doc]:
+    """The documents of a corpus, each later record of a key as a _Repeat. A
+    key names one document, as in an index, where ``add`` gives a key read
+    twice the text of its last record; a stream cannot take back what it has
+    written, so here the first record stays, as with ``add --skip-existing``.
+    Memory: a set of every key read."""
+    seen: set[str] = set()
+    for doc in docs:
+        if doc.key in seen:
+            yield _Repeat(doc.key, "", doc.where, doc.size, doc.record)
+        else:
+            seen.add(doc.key)
+            yield doc
+
+
 def _why_dropped(decision: Decision) -> dict[str, object]:
     """A --report line: the key of a dropped document, and the kept key it
-    duplicates and the distance, or that it has no words."""
+    duplicates and the distance, or that it has no words, or a repeated key."""
+    if isinstance(decision.doc, _Repeat):
+        return {"id": decision.key, "reason": "repeated key"}
     if decision.no_words:
         return {"id": decision.key, "reason": "no words"}
     return {

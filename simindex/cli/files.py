@@ -26,7 +26,7 @@ import typer
 
 from simindex import ingest
 from simindex.cli.errors import UserError
-from simindex.cli.output import escaped
+from simindex.cli.output import counted, escaped
 
 # --- what may be read, and what written ---------------------------------------------
 
@@ -237,10 +237,9 @@ class NotText:
             return
         shown = ", ".join(f"{escaped(p, backslash=False)} ({why})" for p, why in self.first)
         more = f", and {self.count - len(self.first)} more" if self.count > len(self.first) else ""
-        files = "file" if self.count == 1 else "files"
         typer.echo(
-            f"Note: skipped {self.count} {files} found in the folders given that cannot be "
-            f"read as text or have no words: {shown}{more} (--strict makes them errors)",
+            f"Note: skipped {counted(self.count, 'file')} found in the folders given that cannot "
+            f"be read as text or have no words: {shown}{more} (--strict makes them errors)",
             err=True,
         )
 

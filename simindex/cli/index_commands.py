@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from simindex.blocks import MAX_INDEX_K, probe_radius
+from simindex.blocks import MAX_INDEX_K, BlockLayout, probe_radius
 from simindex.cli.errors import EXIT_NOT_FOUND, EXIT_OK, UserError, reported
 from simindex.cli.options import (
     KEYS_HELP,
@@ -53,7 +53,7 @@ from simindex.cli.options import (
     read_text_file,
     workers_option,
 )
-from simindex.cli.output import emit_json, escaped, progress
+from simindex.cli.output import counted, emit_json, escaped, progress
 from simindex.errors import ConfigMismatchError, DamagedIndexError
 from simindex.fingerprint import FingerprintConfig
 from simindex.index import SimIndex
@@ -78,8 +78,19 @@ def utf8_size(text: str) -> int:
 def layout_text(ix: SimIndex) -> str:
     """The layout in words, with how a query at the index's k looks it up."""
     radius = probe_radius(ix.layout, ix.k) if ix.k > ix.layout.k else 0
-    probed = f", probed within {radius} bit{'s' * (radius > 1)}" if radius else ""
-    return ix.layout.describe() + probed
+    probed = f", probed within {counted(radius, 'bit')}" if radius else ""
+    return layout_words(ix.layout) + probed
+
+
+def layout_words(layout: BlockLayout) -> str:
+    """BlockLayout.describe() with its counts in the singular where they are
+    one (k = 0 has one block: "1 block (64 bits), 1 index over 1 block each")."""
+    widths = "/".join(map(str, layout.widths))
+    return (
+        f"{counted(len(layout.widths), 'block')} ({widths} bits), "
+        f"{counted(len(layout.tables), 'index', 'indexes')} "
+        f"over {counted(len(layout.tables[0]), 'block')} each"
+    )
 
 
 @dataclass
@@ -196,7 +207,7 @@ def init(
             typer.echo(
                 f"{ix.location}: k={ix.k}, threshold {ix.threshold}, {layout_text(ix)}, "
                 f"{ix.config.describe()}, {'passages kept, ' * ix.passages}"
-                f"{len(ix)} fingerprints"
+                f"{counted(len(ix), 'fingerprint')}"
             )
 
 
@@ -360,7 +371,7 @@ def add(
         )
     else:
         typer.echo(
-            f"added {added} document{'s' * (added != 1)} to {location} ({count} in all)"
+            f"added {counted(added, 'document')} to {location} ({count} in all)"
             + (f"; skipped {len(skipped)} with no words" if skipped else "")
         )
 
@@ -612,7 +623,12 @@ def remove(
     if as_json:
         emit_json({"removed": removed, "missing": len(set(keys)) - removed})
     else:
-        typer.echo(f"removed {removed} of {len(set(keys))} key{'s' * (len(set(keys)) != 1)}")
+        typer.echo(f"removed {removed} of {counted(len(set(keys)), 'key')}")
+
+
+# What stats prints for a null (JSON's): an index that keeps no passages; any
+# other (bytes_per_fingerprint of an empty index) "-".
+_STATS_NONE = {"overlaps": "off"}
 
 
 @reported
@@ -627,12 +643,17 @@ def stats(index: IndexArg, as_json: JsonOpt = False, timeout: TimeoutOpt = None)
     with open_index(index, readonly=True) as ix:
         info = ix.stats()
         info.pop("held_in_memory_bytes")  # this process has just opened it: nothing held
+        layout = ix.layout
     if as_json:
         emit_json(info)
         return
     for name, value in info.items():
         if name == "warnings":
             continue
+        if name == "layout":
+            value = layout_words(layout)
+        elif value is None:  # (JSON's null, in words)
+            value = _STATS_NONE.get(name, "-")
         shown = json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else value
         typer.echo(f"{name}: {shown}")
     for warning in info["warnings"]:
@@ -783,7 +804,8 @@ def rebuild(
         emit_json(summary)
     else:
         typer.echo(
-            f"rebuilt {ix.location}: {rows} fingerprints, k={ix.k}, threshold {ix.threshold}, "
+            f"rebuilt {ix.location}: {counted(rows, 'fingerprint')}, k={ix.k}, "
+            f"threshold {ix.threshold}, "
             f"{layout_text(ix)}, {ix.config.describe()}"
         )
 

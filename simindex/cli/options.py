@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from simindex.cli.errors import UserError
+from simindex.cli.output import counted
 
 if TYPE_CHECKING:
     from simindex.fingerprint import FingerprintConfig
@@ -285,7 +286,7 @@ def workers_option(workers: int | None) -> int | None:
     if workers > cap:
         typer.echo(
             f"Warning: --workers {workers} is more than {WORKERS_PER_CPU} a CPU "
-            f"({cpus} CPU{'s' * (cpus != 1)} here); using {cap}",
+            f"({counted(cpus, 'CPU')} here); using {cap}",
             err=True,
         )
         return cap

@@ -43,6 +43,18 @@ def escaped(text: str, *, backslash: bool = True) -> str:
     return text.translate(_FIELD_ESCAPES if backslash else _MESSAGE_ESCAPES)
 
 
+# --- counts in text output --------------------------------------------------------
+
+
+def counted(count: int, noun: str, plural: str | None = None, *, grouped: bool = False) -> str:
+    """A count and its noun, plural unless the count is one: "1 fingerprint",
+    "0 fingerprints", "3 indexes" (``plural``, where an s will not do).
+    ``grouped``: the count with thousands separated (1,000). For people:
+    --json output gives counts as numbers."""
+    number = f"{count:,}" if grouped else str(count)
+    return f"{number} {noun if count == 1 else plural or noun + 's'}"
+
+
 # --- JSON -----------------------------------------------------------------------
 
 

@@ -15,7 +15,7 @@ import typer
 from simindex import waits
 from simindex.cli.errors import reported
 from simindex.cli.options import JsonOpt, TimeoutOpt, lock_wait
-from simindex.cli.output import emit_json
+from simindex.cli.output import counted, emit_json
 
 
 @reported
@@ -50,4 +50,4 @@ def restore(
     if as_json:
         emit_json({"index": str(target), "backup": str(shown), "fingerprints": rows})
     else:
-        typer.echo(f"restored {target} from {shown}: {rows:,} fingerprints")
+        typer.echo(f"restored {target} from {shown}: {counted(rows, 'fingerprint', grouped=True)}")

@@ -33,7 +33,7 @@ from simindex.cli.options import (
     parse_fingerprint,
     read_text_file,
 )
-from simindex.cli.output import emit_json, escaped
+from simindex.cli.output import counted, emit_json, escaped
 from simindex.explain import Explanation, explain
 from simindex.fingerprint import DEFAULT_CONFIG, hamming, simhash
 from simindex.signature import DEFAULT_THRESHOLD
@@ -88,7 +88,7 @@ def advise(
     if as_json:
         emit_json({"n": n, "k": k, "layouts": rows, "recommended_blocks": best.blocks})
         return
-    typer.echo(f"layouts for n={n:,} fingerprints, k={k}:")
+    typer.echo(f"layouts for n={counted(n, 'fingerprint', grouped=True)}, k={k}:")
     typer.echo(
         f"{'blocks':>6} {'indexes':>7} {'candidates/query':>16} {'seeks':>6} {'bytes/fp':>8} "
         f"{'est. us':>8}"
@@ -338,7 +338,7 @@ def _explanation_lines(e: Explanation) -> Iterator[str]:
     if e.similarity is not None:
         yield (
             f"signatures: similarity {e.similarity:.3f} "
-            f"{'>=' if e.verified else '<'} threshold {e.threshold:.2f}"
+            f"{'>=' if e.verified else '<'} {e.threshold_shown}"
         )
     if e.unit_jaccard is not None:
         small = e.units_a is not None and e.units_b is not None

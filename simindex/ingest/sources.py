@@ -565,10 +565,14 @@ def _csv_docs(path: str, name: str, fields: _Fields, in_folder: bool = False) ->
                 )
                 continue
             where = f"{name} line {start}"
-            if max(columns) >= len(row):
+            # Fewer fields than the header's are read (the key's and the text's
+            # there); more are refused: an unquoted comma in a text would
+            # otherwise cut it short, unsaid.
+            if max(columns) >= len(row) or len(row) > len(header):
+                extra = " (quote a field that holds a comma)" * (len(row) > len(header))
                 raise SourceError(
                     f"{where} has {len(row)} field{'s' * (len(row) != 1)}; the header has "
-                    f"{len(header)}"
+                    f"{len(header)}{extra}"
                 )
             key = key_of(row[columns[0]], where, key_field)
             record = (header, row) if fields.records else None

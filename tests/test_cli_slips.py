@@ -1,0 +1,113 @@
+"""Small slips a first use of the CLI met: counts of one, a stats null, CSV
+records with extra fields, and a key repeated in a corpus given to dedup --out."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from simindex.cli.output import counted
+from tests.helpers import error, ok, ok_json
+
+FOX = "the quick brown fox jumps over the lazy dog near the river bank today"
+PASTA = "something else entirely about cooking pasta at home on a quiet evening"
+TRIP = "completely different words now about a long trip to the snowy mountains"
+
+
+def test_counted_says_one_in_the_singular() -> None:
+    assert counted(1, "fingerprint") == "1 fingerprint"
+    assert counted(0, "fingerprint") == "0 fingerprints"
+    assert counted(2, "index", "indexes") == "2 indexes"
+    assert counted(1, "index", "indexes") == "1 index"
+    assert counted(2000, "fingerprint", grouped=True) == "2,000 fingerprints"
+
+
+def test_counts_of_one_are_singular(tmp_path: Path) -> None:
+    index, text = tmp_path / "one.db", tmp_path / "one.txt"
+    text.write_text(FOX, encoding="utf-8")
+    # k = 0: one block, one index over it
+    said = ok("init", index, "--k", "0").stdout
+    assert "1 block (64 bits), 1 index over 1 block each" in said, said
+    assert said.endswith(", 0 fingerprints\n"), said
+    assert ok("add", index, text, "-q").stdout.startswith("added 1 document to ")
+    assert "layout: 1 block (64 bits), 1 index over 1 block each\n" in ok("stats", index).stdout
+    assert ok_json("stats", index)["layout"]  # (--json: the library's words, as they were)
+    said = ok("rebuild", index, "-q").stdout
+    assert ": 1 fingerprint, k=0," in said and "1 block (64 bits)" in said, said
+    backup = tmp_path / "backup.db"
+    shutil.copyfile(index, backup)
+    assert ok("restore", backup, index).stdout.endswith(": 1 fingerprint\n")
+    assert "n=1 fingerprint, k=8:" in ok("advise", "--n", "1").stdout
+    # one near-duplicate dropped
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(
+        json.dumps({"id": "a", "text": FOX}) + "\n" + json.dumps({"id": "b", "text": FOX}) + "\n",
+        encoding="utf-8",
+    )
+    result = ok("dedup", corpus, "--out", tmp_path / "u.jsonl", "-q")
+    assert "dropped 1 near-duplicate (k=8" in result.stderr, result.stderr
+
+
+def test_stats_says_overlaps_off_in_words_and_null_in_json(tmp_path: Path) -> None:
+    index, passages = tmp_path / "plain.db", tmp_path / "passages.db"
+    ok("init", index)
+    ok("init", passages, "--overlaps")
+    lines = ok("stats", index).stdout.splitlines()
+    assert "overlaps: off" in lines and "bytes_per_fingerprint: -" in lines  # (empty)
+    assert not any(line.endswith(": None") for line in lines), lines
+    info = ok_json("stats", index)
+    assert info["overlaps"] is None and info["bytes_per_fingerprint"] is None
+    shown = ok("stats", passages).stdout
+    assert 'overlaps: {"documents": 0, "hashes": 0, "current": true}' in shown
+
+
+def test_a_csv_record_with_more_fields_than_the_header_is_an_error(tmp_path: Path) -> None:
+    corpus = tmp_path / "extra.csv"
+    # an unquoted comma: the text would be cut at it
+    corpus.write_text(f"id,text\n1,{FOX}\n2,hello, world\n", encoding="utf-8")
+    said = f"{corpus} line 3 has 3 fields; the header has 2 (quote a field that holds a comma)"
+    index = tmp_path / "x.db"
+    error("add", index, corpus, "-q", contains=(said,))
+    assert not index.exists()
+    out = tmp_path / "u.csv"
+    error("dedup", corpus, "--out", out, "-q", contains=(said,))
+    assert not out.exists()
+    # Quoted, it is one field; fewer fields than the header's are read (key and text there).
+    corpus.write_text(f'id,text,lang\n1,{FOX}\n2,"hello, world",en\n', encoding="utf-8")
+    assert ok_json("add", index, corpus, "-q")["added"] == 2
+
+
+def test_dedup_drops_a_repeated_key_as_repeated_not_as_its_own_duplicate(
+    tmp_path: Path,
+) -> None:
+    records = [("a", FOX), ("b", PASTA), ("a", FOX), ("c", FOX), ("a", TRIP), ("d", TRIP)]
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(
+        "".join(json.dumps({"id": key, "text": text}) + "\n" for key, text in records),
+        encoding="utf-8",
+    )
+    unique, report = tmp_path / "u.jsonl", tmp_path / "dropped.jsonl"
+    result = ok("dedup", corpus, "--out", unique, "--report", report, "-q", "-w", "1")
+    kept = [json.loads(line) for line in unique.read_text(encoding="utf-8").splitlines()]
+    # The first record of a key stays (as add --skip-existing keeps it); every
+    # later one is dropped whatever its text: the output names each key once.
+    assert kept == [{"id": "a", "text": FOX}, {"id": "b", "text": PASTA}, {"id": "d", "text": TRIP}]
+    dropped = [json.loads(line) for line in report.read_text(encoding="utf-8").splitlines()]
+    assert dropped == [
+        {"id": "a", "reason": "repeated key"},
+        {"id": "c", "duplicate_of": "a", "distance": 0, "similarity": 1.0},
+        {"id": "a", "reason": "repeated key"},
+    ]
+    assert result.stderr == (
+        "read 6, kept 3, dropped 1 near-duplicate (k=8, threshold 0.78), "
+        "0 with no words and 2 with a repeated key\n"
+    )
+    summary = ok_json("dedup", corpus, "--out", unique, "-q", "-w", "1")
+    assert summary["read"] == 6 and summary["no_words"] == 0
+    assert (summary["kept"], summary["dropped"], summary["repeated_keys"]) == (3, 1, 2)
+    # Without a repeated key, the summary says nothing of them.
+    corpus.write_text(json.dumps({"id": "a", "text": FOX}) + "\n", encoding="utf-8")
+    result = ok("dedup", corpus, "--out", unique, "-q")
+    assert result.stderr.endswith("(k=8, threshold 0.78) and 0 with no words\n")
+    assert ok_json("dedup", corpus, "--out", unique, "-q")["repeated_keys"] == 0
