@@ -208,9 +208,11 @@ class SimIndex:
         return simhash(text, self._settings.config)
 
     def signature(self, text: str) -> bytes:
-        """The verification signature this index gives a text (64 bytes, and
-        4 more a distinct unit for a text of at most 15: up to 124, see
-        simindex.signature); with the fingerprint: fingerprint_and_signature."""
+        """The verification signature this index gives a text (64 bytes; 4
+        more a distinct unit for a text of at most 15, and one more for one
+        with CJK: up to 125; one more for a longer text of CJK characters:
+        see simindex.signature); with the fingerprint:
+        fingerprint_and_signature."""
         return fingerprint_and_signature(text, self._settings.config)[1]
 
     def rebuild(

@@ -163,15 +163,6 @@ def threshold_for(threshold: float, a: bytes | None, b: bytes | None) -> float:
     return threshold
 
 
-def thresholds_for(threshold: float, a: np.ndarray, b: np.ndarray) -> np.ndarray | float:
-    """threshold_for of many pairs, from whether each side is a longer text
-    of CJK characters (bool arrays, as characters_many gives them)."""
-    both = a & b
-    if not both.any():
-        return threshold
-    return np.where(both, characters_threshold(threshold), threshold)
-
-
 def characters_many(signatures: Sequence[bytes | None]) -> np.ndarray:
     """of_characters of each signature, as a bool array."""
     return np.fromiter(map(of_characters, signatures), bool, count=len(signatures))
@@ -318,6 +309,13 @@ _ESTIMATES = tuple(jaccard_from_agreement((BINS - d) / BINS) for d in range(BINS
 def _differing(x: int) -> int:
     """The 4-bit bins in which an XOR of two signatures (as an int) is not 0."""
     return ((x | x >> 1 | x >> 2 | x >> 3) & _LOW_NIBBLES).bit_count()
+
+
+# What a signature is, as the errors about one say it.
+SIGNATURE_FORM = (
+    f"{NBYTES} bytes (a sketch), then nothing, the byte {CJK}, or an exact set of 1 to "
+    f"{SMALL} 32-bit hashes, increasing, or distinct and the byte {ORDERED}"
+)
 
 
 def is_signature(value: object) -> bool:
@@ -685,8 +683,7 @@ def similarity(a: bytes, b: bytes) -> float:
     if len(a) != NBYTES or len(b) != NBYTES:
         if not is_signature(a) or not is_signature(b):
             raise InvalidArgumentError(
-                f"a signature is {NBYTES} bytes and an optional exact set, "
-                f"not {len(a)} and {len(b)} bytes"
+                f"a signature is {SIGNATURE_FORM}; not {len(a)} and {len(b)} bytes"
             )
         sa, sb = _exact(a), _exact(b)
         if sa is not None and sb is not None:
@@ -921,9 +918,5 @@ def check_signature(value: object) -> bytes | None:
     if value is None:
         return None
     if not isinstance(value, (bytes, bytearray, memoryview)) or not is_signature(value):
-        raise InvalidArgumentError(
-            f"a signature is {NBYTES} bytes (and an optional exact set of 1 to "
-            f"{SMALL} 32-bit hashes, increasing or distinct and ordered) or None, "
-            f"not {value!r:.60}"
-        )
+        raise InvalidArgumentError(f"a signature is {SIGNATURE_FORM}; or None; not {value!r:.60}")
     return bytes(value)

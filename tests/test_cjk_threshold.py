@@ -34,6 +34,7 @@ from simindex.signature import (
     similarity,
     threshold_for,
 )
+from simindex.storage import stored as stored_module
 from tests.helpers import needed, oracle, pairs_oracle, stored_of
 
 CHARS = (
@@ -143,6 +144,30 @@ def test_every_way_of_asking_judges_characters_at_their_threshold(location: str)
         assert decision.duplicate_of == (found[0].key if found else None)
         if decision.kept:
             kept.append(decision.key)
+
+
+def test_held_rows_keep_their_script_through_own_writes_and_the_stored_snapshot(
+    location: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A holder's own writes of Chinese texts (held apart, then merged) and
+    a snapshot stored by one holder and read by the next keep each row's
+    byte: every answer equals the oracle on what is stored."""
+    monkeypatch.setattr(stored_module, "STORE_MIN_ROWS", 0)
+    texts = corpus(11, 20)
+    items = list(texts.items())
+    first, later = dict(items[::2]), dict(items[1::2])
+    queries = list(texts.values())
+    with SimIndex(location, hold=True) as index:
+        index.add_many(first.items())
+        assert index.query_many(queries) == [oracle(stored_of(first), t) for t in queries]
+        index.add_many(later.items())  # the holder's own writes
+        stored = stored_of(texts)
+        assert index.query_many(queries) == [oracle(stored, t) for t in queries]
+        for text in queries[:10]:
+            assert index.query(text) == oracle(stored, text)
+    with SimIndex(location, hold=True) as index:  # (the stored snapshot, where it was stored)
+        assert index.query_many(queries) == [oracle(stored, t) for t in queries]
+        assert [tuple(p) for p in index.duplicates()] == pairs_oracle(stored)
 
 
 def test_explain_says_which_threshold_applied() -> None:

@@ -118,7 +118,7 @@ def test_rows_read_by_id_must_be_the_rows_asked_for(tmp_path: Path) -> None:
         "no row has id 2": ([good[0]], {1: -5, 2: 7}),
         "another fingerprint": ([(1, "a", -6, signature)], {1: -5}),
         "key that is not text": ([(1, b"a", -5, signature)], {1: -5}),
-        "signature that is not": ([(1, "a", -5, b"short")], {1: -5}),
+        "stored value that is not a signature": ([(1, "a", -5, b"short")], {1: -5}),
         "not one asked for": ([(3, "c", 1, None)], {1: -5}),
     }
     for message, (found, wanted) in cases.items():
@@ -138,7 +138,7 @@ def test_signatures_read_must_be_signatures_of_rows_read(file_location: Location
     words, present, _ = consistency.signature_words(file_location, [bytes(NBYTES)] * 2)
     assert present.all() and words.shape[0] == 2
     for blob in (b"short", "text" * 16):
-        with pytest.raises(DamagedIndexError, match="not 64 bytes"):
+        with pytest.raises(DamagedIndexError, match="not a signature"):
             consistency.signature_words(file_location, [bytes(NBYTES), blob])
     with pytest.raises(DamagedIndexError, match="id 9 has a signature"):
         consistency.all_known(file_location, np.array([4, 9]), np.array([True, False]))

@@ -32,7 +32,7 @@ from sqlalchemy import Table, and_, case, literal_column
 
 from simindex.blocks import BlockLayout
 from simindex.errors import DamagedIndexError
-from simindex.signature import NBYTES, Sketches, as_words, is_signature
+from simindex.signature import SIGNATURE_FORM, Sketches, as_words, is_signature
 from simindex.storage import schema
 from simindex.storage.location import Location
 
@@ -110,7 +110,7 @@ def signature_words(where: Location, blobs: Sequence[Any]) -> Sketches:
     """Signatures read (none of them NULL) as words, presence and script
     (signature.as_words): each must be a signature."""
     if not all(map(is_signature, blobs)):
-        raise damaged(where, f"a signature is not {NBYTES} bytes (and an exact set)")
+        raise damaged(where, f"a stored value is not a signature ({SIGNATURE_FORM})")
     return as_words(blobs)
 
 
@@ -145,7 +145,7 @@ def rows(
             raise damaged(where, f"id {row_id} has a key that is not text")
         if signature is not None and not is_signature(signature):
             raise damaged(
-                where, f"id {row_id} has a signature that is not {NBYTES} bytes (and an exact set)"
+                where, f"id {row_id} has a stored value that is not a signature ({SIGNATURE_FORM})"
             )
         out[row_id] = (key, None if signature is None else bytes(signature))
     if same and len(out) != len(wanted):
