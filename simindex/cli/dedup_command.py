@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -262,6 +263,7 @@ def _dedup_corpus(
     total = input_size(sources, own)
     without_words = 0  # files found in folders with no words, skipped as not_text says
     repeated = 0  # records of a key read before, dropped as "repeated key"
+    repeats: deque[bool] = deque()  # which of the documents in flight are those
     try:
         with written_together() as outputs:
             unique = records.Sink(outputs, out, written, key_field, text_field)
@@ -273,7 +275,7 @@ def _dedup_corpus(
                 with progress(total, quiet or out == "-") as bar:
                     task = bar.add_task("dedup", total=total, docs=0)
                     with dedup_stream(
-                        _first_of_each_key(docs),
+                        _first_of_each_key(docs, repeats),
                         k=DEFAULT_K if k is None else k,
                         threshold=threshold,
                         config=config or DEFAULT_CONFIG,
@@ -282,8 +284,8 @@ def _dedup_corpus(
                         for decision in run:
                             doc = decision.doc
                             bar.update(task, advance=doc.size, docs=run.counts.read)
-                            if isinstance(doc, _Repeat):
-                                repeated += 1
+                            repeat = repeats.popleft()
+                            repeated += repeat
                             if decision.no_words and doc.in_folder:
                                 if strict:
                                     raise UserError(
@@ -295,7 +297,7 @@ def _dedup_corpus(
                                 continue
                             unique.take(doc, decision.kept)
                             if dropped is not None and not decision.kept:
-                                dropped.write(json_line(_why_dropped(decision)))
+                                dropped.write(json_line(_why_dropped(decision, repeat)))
                 for sink in sinks:
                     sink.finish()
             except BaseException:
@@ -335,33 +337,31 @@ def _dedup_corpus(
         )
 
 
-class _Repeat(Doc):
-    """A record whose key an earlier record had, passed on without its text
-    (so it is decided in its place in the input's order, as having no words)
-    and dropped as "repeated key", never as a near-duplicate of itself."""
-
-    __slots__ = ()
-
-
-def _first_of_each_key(docs: Iterable[Doc]) -> Iterator[Doc]:
-    """The documents of a corpus, each later record of a key as a _Repeat. A
-    key names one document, as in an index, where ``add`` gives a key read
-    twice the text of its last record; a stream cannot take back what it has
-    written, so here the first record stays, as with ``add --skip-existing``.
-    Memory: a set of every key read."""
+def _first_of_each_key(docs: Iterable[Doc], repeats: deque[bool]) -> Iterator[Doc]:
+    """The documents of a corpus, each later record of a key passed on
+    without its text (so it is decided in its place in the input's order, as
+    having no words) and ``repeats`` told, document by document, which they
+    are (decisions come in the same order), so that it is dropped as
+    "repeated key", never as a near-duplicate of itself. A key names one
+    document, as in an index, where ``add`` gives a key read twice the text
+    of its last record; a stream cannot take back what it has written, so
+    here the first record stays, as with ``add --skip-existing``. Memory: a
+    set of every key read."""
     seen: set[str] = set()
     for doc in docs:
-        if doc.key in seen:
-            yield _Repeat(doc.key, "", doc.where, doc.size, doc.record)
+        again = doc.key in seen
+        repeats.append(again)
+        if again:
+            yield doc._replace(text="")
         else:
             seen.add(doc.key)
             yield doc
 
 
-def _why_dropped(decision: Decision) -> dict[str, object]:
+def _why_dropped(decision: Decision, repeat: bool) -> dict[str, object]:
     """A --report line: the key of a dropped document, and the kept key it
     duplicates and the distance, or that it has no words, or a repeated key."""
-    if isinstance(decision.doc, _Repeat):
+    if repeat:
         return {"id": decision.key, "reason": "repeated key"}
     if decision.no_words:
         return {"id": decision.key, "reason": "no words"}
