@@ -288,9 +288,11 @@ METHODS = {  # label -> FingerprintConfig: DEFAULT_CONFIG with one or two option
 }
 BASELINE = "minhash"
 # The product at its defaults: SimIndex's answer, a candidate within k = 8 of
-# DEFAULT_CONFIG's fingerprint kept when the two verification signatures
-# (simindex.signature, minhash128x4/1) estimate a similarity of at least
-# DEFAULT_THRESHOLD (0.8); both made by simindex.signature.fingerprint_and_signature.
+# DEFAULT_CONFIG's fingerprint (or whose signatures' keys meet) kept when the
+# two verification signatures (simindex.signature) estimate a similarity of
+# at least DEFAULT_THRESHOLD (0.78; for two longer texts of CJK characters
+# signature.characters_threshold of it); both made by
+# simindex.signature.fingerprint_and_signature.
 PRODUCT = "simindex defaults"
 THRESHOLD = product_signature.DEFAULT_THRESHOLD
 PRODUCT_GRID = [x / 100 for x in range(101)]  # its operating points: t a multiple of 0.01
@@ -1498,34 +1500,48 @@ def evaluate_product(pairs, kinds, made: list) -> dict:
     d: dict[str, list[int]] = {k: [] for k in kinds}
     s: dict[str, list[float]] = {k: [] for k in kinds}
     m: dict[str, list[bool]] = {k: [] for k in kinds}
+    c: dict[str, list[bool]] = {k: [] for k in kinds}
     for _cls, kind, i, j in pairs:
         if made[i] is None or made[j] is None:  # no word: never a match
             d[kind].append(65)
             s[kind].append(-1.0)
             m[kind].append(False)
+            c[kind].append(False)
             continue
         d[kind].append(hamming(made[i][0], made[j][0]))
         s[kind].append(product_signature.similarity(made[i][1], made[j][1]))
         # (a candidate at any distance where their keys meet: signature.meets)
         m[kind].append(product_signature.meets(made[i][1], made[j][1]) is not None)
+        # (two longer texts of CJK characters: judged at characters_threshold)
+        chars = [product_signature.of_characters(made[x][1]) for x in (i, j)]
+        c[kind].append(all(chars))
     dist = {k: np.array(v) for k, v in d.items() if v}
     sim = {k: np.array(v) for k, v in s.items() if v}
     met = {k: np.array(v, dtype=bool) for k, v in m.items() if v}
+    chars = {k: np.array(v, dtype=bool) for k, v in c.items() if v}
     pos = [k for k in POSITIVE if k in dist]
     neg = [k for k in NEGATIVE if k in dist]
 
     both = {
-        name: tuple(np.concatenate([x[k] for k in ks]) for x in (dist, sim, met))
+        name: tuple(np.concatenate([x[k] for k in ks]) for x in (dist, sim, met, chars))
         for name, ks in (("all", pos), ("ed<=10%", [k for k in EDITS10 if k in dist]))
     }
 
     def rates(k_: int, t: float) -> dict[str, float]:
+        # (the threshold each pair needs: t, or for two texts of CJK
+        # characters characters_threshold(t), as signature.threshold_for)
+        lower = product_signature.characters_threshold(t)
         at = {
-            kind: float(np.mean(((dist[kind] <= k_) | met[kind]) & (sim[kind] >= t)))
+            kind: float(
+                np.mean(
+                    ((dist[kind] <= k_) | met[kind])
+                    & (sim[kind] >= np.where(chars[kind], lower, t))
+                )
+            )
             for kind in dist
         }
-        for name, (dd, ss, mm) in both.items():
-            at[name] = float(np.mean(((dd <= k_) | mm) & (ss >= t)))
+        for name, (dd, ss, mm, cc) in both.items():
+            at[name] = float(np.mean(((dd <= k_) | mm) & (ss >= np.where(cc, lower, t))))
         return at
 
     def worst(at: dict) -> tuple[float, str | None]:
