@@ -81,7 +81,7 @@ from simindex.fingerprint import (
     simhash_weighted,
     weighted,
 )
-from simindex.tokenize import PIECE_CHARS, Shingling, has_cjk, pieces, words
+from simindex.tokenize import PIECE_CHARS, Shingling, count_cjk, has_cjk, pieces, words
 
 NAME = "minhash128x4/1+set15+order+cjk"  # stored in an index's settings: what its signatures are
 # Earlier indexes' names: their signatures are the sketch alone, or the
@@ -784,8 +784,9 @@ def signature(text: str, config: FingerprintConfig) -> bytes:
 
 
 def _characters(units: Sequence[str]) -> int:
-    """How many of a text's distinct units are CJK characters."""
-    return sum(1 for u in units if len(u) == 1 and has_cjk(u))
+    """How many of a text's distinct units are CJK characters (its units
+    of one character, scanned at once)."""
+    return count_cjk("".join([u for u in units if len(u) == 1]))
 
 
 def _signature_of(hashes: np.ndarray, ordered: bool, characters: int = 0) -> bytes:
@@ -909,7 +910,9 @@ def one_pass(text: str, config: FingerprintConfig) -> tuple[int, bytes]:
     cjk = has_cjk(prepared) if whole else has_cjk("".join(distinct))
     if not prepared.isascii() and cjk:  # the units: no CJK bigrams
         single = np.fromiter(map(_single, distinct), bool, count=len(distinct))
-        return fingerprint, _signature_of(hashes[single], True, _characters(distinct))
+        units = hashes[single]  # (a short text's: no count of its characters needed)
+        characters = _characters(distinct) if len(units) > SMALL else 0
+        return fingerprint, _signature_of(units, True, characters)
     return fingerprint, _signature_of(hashes, False)
 
 

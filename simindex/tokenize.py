@@ -130,6 +130,11 @@ def has_cjk(text: str) -> bool:
     return not text.isascii() and _cjk().any.search(text) is not None
 
 
+def count_cjk(text: str) -> int:
+    """How many CJK characters a text has (see _CJK): one scan in C."""
+    return 0 if text.isascii() else len(_cjk().any.findall(text))
+
+
 def fold_cjk_gaps(text: str) -> str:
     """The text with every run of punctuation, symbols and whitespace between
     two CJK characters dropped ("你好，世界！　呼噜" -> "你好世界呼噜"), so the
