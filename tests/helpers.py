@@ -22,7 +22,7 @@ import pytest
 from sqlalchemy import create_engine
 from typer.testing import CliRunner, Result
 
-from simindex import Match, SimIndex, hamming
+from simindex import Match, SimIndex, dedup_stream, hamming
 from simindex.cli import app
 from simindex.fingerprint import DEFAULT_CONFIG
 from simindex.signature import (
@@ -317,6 +317,18 @@ def pairs_oracle(
             if close and estimate >= needed(threshold, sa, sb):
                 want.append((*sorted((a, b)), d, estimate))
     return sorted(want, key=lambda p: (p[2], p[0], p[1]))
+
+
+def assert_dedup_is_oracle(texts: dict[str, str]) -> None:
+    """dedup_stream names, for each text in order, the nearest kept one the
+    oracle finds among those kept before it (None: kept)."""
+    everything = stored_of(texts)
+    kept: list[str] = []
+    for decision in dedup_stream(texts.items(), workers=1):
+        found = oracle({k: everything[k] for k in kept}, texts[decision.key])
+        assert decision.duplicate_of == (found[0].key if found else None)
+        if decision.kept:
+            kept.append(decision.key)
 
 
 def stored_of(texts: dict[str, str]) -> Stored:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from simindex import IndexVersionError, SimIndex, dedup_stream, storage
+from simindex import IndexVersionError, SimIndex, storage
 from simindex.blocks import DEFAULT_K
 from simindex.explain import explain
 from simindex.fingerprint import DEFAULT_CONFIG
@@ -35,7 +35,7 @@ from simindex.signature import (
     threshold_for,
 )
 from simindex.storage import stored as stored_module
-from tests.helpers import needed, oracle, pairs_oracle, stored_of
+from tests.helpers import assert_dedup_is_oracle, needed, oracle, pairs_oracle, stored_of
 
 CHARS = (
     "的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年得就那要下以生会自着去之过家学"
@@ -138,12 +138,7 @@ def test_every_way_of_asking_judges_characters_at_their_threshold(location: str)
     lower = characters_threshold(DEFAULT_THRESHOLD)
     decided = [p for p in want if lower <= p[3] < DEFAULT_THRESHOLD]
     assert decided and all(p[0].startswith("z") for p in decided)
-    kept: list[str] = []
-    for decision in dedup_stream(texts.items(), workers=1):
-        found = oracle({k: everything[k] for k in kept}, texts[decision.key])
-        assert decision.duplicate_of == (found[0].key if found else None)
-        if decision.kept:
-            kept.append(decision.key)
+    assert_dedup_is_oracle(texts)
 
 
 def test_held_rows_keep_their_script_through_own_writes_and_the_stored_snapshot(

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from simindex import IndexVersionError, SimIndex, dedup_stream, storage
+from simindex import IndexVersionError, SimIndex, storage
 from simindex.fingerprint import DEFAULT_CONFIG
 from simindex.signature import (
     DEFAULT_THRESHOLD,
@@ -28,7 +28,14 @@ from simindex.signature import (
     one_unit,
     similarity,
 )
-from tests.helpers import assert_keys_complete, oracle, pairs_oracle, short_and_close, stored_of
+from tests.helpers import (
+    assert_dedup_is_oracle,
+    assert_keys_complete,
+    oracle,
+    pairs_oracle,
+    short_and_close,
+    stored_of,
+)
 
 REORDERED = [
     ("先保存再关闭", "先关闭再保存"),  # save, then close / close, then save
@@ -177,12 +184,7 @@ def test_every_way_of_asking_keeps_cjk_order(location: str) -> None:
     # Two characters swapped: no copy (a move costs what two replacements cost).
     assert not [a for a, b, *_ in want if b == f"{a}-s"]
     assert [a for a, b, *_ in want if b == f"{a}-r"]  # (one replaced: copies)
-    kept: list[str] = []
-    for decision in dedup_stream(texts.items(), workers=1):
-        found = oracle({k: everything[k] for k in kept}, texts[decision.key])
-        assert decision.duplicate_of == (found[0].key if found else None)
-        if decision.kept:
-            kept.append(decision.key)
+    assert_dedup_is_oracle(texts)
 
 
 @pytest.mark.parametrize("revision", ["0008", "0009"])

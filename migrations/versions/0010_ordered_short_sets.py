@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from alembic import op
 
-from simindex.storage.dialects import dialect_of
+from simindex.storage.migrate import rename_signatures
 
 revision = "0010"
 down_revision = "0009"
@@ -34,16 +34,10 @@ BEFORE = "minhash128x4/1+set15"
 
 
 def upgrade() -> None:
-    bind = op.get_bind()
-    op.execute(
-        f"UPDATE simindex_meta SET value = '{NAME}' WHERE name = 'signature' AND value = '{BEFORE}'"
-    )
-    dialect_of(bind).move_generation(bind)
+    rename_signatures(op.get_bind(), BEFORE, NAME)
 
 
 def downgrade() -> None:
     # Rows written since keep their sets in order: an older simindex would
     # refuse them. Rebuild from the texts after a downgrade.
-    op.execute(
-        f"UPDATE simindex_meta SET value = '{BEFORE}' WHERE name = 'signature' AND value = '{NAME}'"
-    )
+    rename_signatures(op.get_bind(), NAME, BEFORE, move=False)

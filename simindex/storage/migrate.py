@@ -68,6 +68,19 @@ KEPT_ROWS = ("changes", "passages_at")
 FIRST_THRESHOLD = 0.8  # what revision 0002 records for an index made before it
 
 
+def rename_signatures(conn: Connection, before: str, after: str, *, move: bool = True) -> None:
+    """A migration's new name for the kind of signature the rows hold
+    (nothing rewritten: each row is read as what it holds), and (``move``,
+    an upgrade) the generation moved, so that a process of an older
+    simindex that holds the index reads its settings again and refuses it."""
+    conn.exec_driver_sql(
+        f"UPDATE {schema.META_TABLE} SET value = '{after}' "
+        f"WHERE name = 'signature' AND value = '{before}'"
+    )
+    if move:
+        dialect_of(conn).move_generation(conn)
+
+
 def _mine() -> str:
     """This simindex, as an error about an index it cannot read names it."""
     return f"simindex {package_version()} (format {FORMAT_VERSION}, schema revision {HEAD})"
