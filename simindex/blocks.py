@@ -124,11 +124,13 @@ class BlockLayout:
         return [sum(spans[b][1] << spans[b][0] for b in table) for table in self.tables]
 
     def describe(self) -> str:
+        """The layout in words ("3 blocks (22/21/21 bits), 3 indexes over 1
+        block each"; k = 0: "1 block (64 bits), 1 index over 1 block each")."""
         widths = "/".join(map(str, self.widths))
-        per = len(self.tables[0])
+        blocks, tables, per = len(self.widths), len(self.tables), len(self.tables[0])
         return (
-            f"{len(self.widths)} blocks ({widths} bits), {len(self.tables)} indexes "
-            f"over {per} block{'s' * (per > 1)} each"
+            f"{blocks} block{'s' * (blocks > 1)} ({widths} bits), "
+            f"{tables} index{'es' * (tables > 1)} over {per} block{'s' * (per > 1)} each"
         )
 
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from simindex.blocks import MAX_INDEX_K, BlockLayout, probe_radius
+from simindex.blocks import MAX_INDEX_K, probe_radius
 from simindex.cli.errors import EXIT_NOT_FOUND, EXIT_OK, UserError, reported
 from simindex.cli.options import (
     KEYS_HELP,
@@ -79,18 +79,7 @@ def layout_text(ix: SimIndex) -> str:
     """The layout in words, with how a query at the index's k looks it up."""
     radius = probe_radius(ix.layout, ix.k) if ix.k > ix.layout.k else 0
     probed = f", probed within {counted(radius, 'bit')}" if radius else ""
-    return layout_words(ix.layout) + probed
-
-
-def layout_words(layout: BlockLayout) -> str:
-    """BlockLayout.describe() with its counts in the singular where they are
-    one (k = 0 has one block: "1 block (64 bits), 1 index over 1 block each")."""
-    widths = "/".join(map(str, layout.widths))
-    return (
-        f"{counted(len(layout.widths), 'block')} ({widths} bits), "
-        f"{counted(len(layout.tables), 'index', 'indexes')} "
-        f"over {counted(len(layout.tables[0]), 'block')} each"
-    )
+    return ix.layout.describe() + probed
 
 
 @dataclass
@@ -643,16 +632,13 @@ def stats(index: IndexArg, as_json: JsonOpt = False, timeout: TimeoutOpt = None)
     with open_index(index, readonly=True) as ix:
         info = ix.stats()
         info.pop("held_in_memory_bytes")  # this process has just opened it: nothing held
-        layout = ix.layout
     if as_json:
         emit_json(info)
         return
     for name, value in info.items():
         if name == "warnings":
             continue
-        if name == "layout":
-            value = layout_words(layout)
-        elif value is None:  # (JSON's null, in words)
+        if value is None:  # (JSON's null, in words)
             value = _STATS_NONE.get(name, "-")
         shown = json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else value
         typer.echo(f"{name}: {shown}")
