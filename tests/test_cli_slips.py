@@ -111,3 +111,24 @@ def test_dedup_drops_a_repeated_key_as_repeated_not_as_its_own_duplicate(
     result = ok("dedup", corpus, "--out", unique, "-q")
     assert result.stderr.endswith("(k=8, threshold 0.78) and 0 with no words\n")
     assert ok_json("dedup", corpus, "--out", unique, "-q")["repeated_keys"] == 0
+
+
+def test_explain_aligns_its_feature_tables_for_wide_characters(tmp_path: Path) -> None:
+    """A CJK character takes two columns: every row of a feature table
+    (its numbers right-aligned) is as wide on a terminal as its header."""
+    from unicodedata import east_asian_width
+
+    def columns(line: str) -> int:
+        return sum(2 if east_asian_width(c) in "WF" else 1 for c in line)
+
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("今天天气很好我们一起去公园散步吧 release notes", encoding="utf-8")
+    b.write_text("今天天气不好我们一起去商店买东西 release notes", encoding="utf-8")
+    lines = ok("explain", str(a), str(b)).output.splitlines()
+    heads = [i for i, line in enumerate(lines) if line.startswith("  feature ")]
+    assert heads
+    for head in heads:
+        rows = lines[head + 1 :]
+        rows = rows[: next((i for i, r in enumerate(rows) if not r.startswith("  ")), len(rows))]
+        assert any(not row.isascii() for row in rows)
+        assert {columns(row) for row in rows} == {columns(lines[head])}, rows

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from typing import Annotated, Any
+from unicodedata import east_asian_width
 
 import typer
 
@@ -371,9 +372,15 @@ def _explanation_lines(e: Explanation) -> Iterator[str]:
         if not effects:
             continue
         names = [f if len(f) <= 40 else f[:39] + "…" for f in (x.feature for x in effects)]
-        width = max(len("feature"), *map(len, names))
+        width = max(len("feature"), *map(_columns, names))
         yield ""
         yield f"{title}:"
         yield f"  {'feature':<{width}} {'a':>6} {'b':>6} {'bits':>6}"
         for name, x in zip(names, effects, strict=True):
-            yield f"  {name:<{width}} {x.weight_a:>6} {x.weight_b:>6} {x.score:>6.2f}"
+            pad = " " * (width - _columns(name))
+            yield f"  {name}{pad} {x.weight_a:>6} {x.weight_b:>6} {x.score:>6.2f}"
+
+
+def _columns(text: str) -> int:
+    """The columns a terminal gives a text: two for a wide (CJK) character."""
+    return sum(2 if east_asian_width(c) in "WF" else 1 for c in text)
