@@ -137,13 +137,30 @@ class Explanation:
     # threshold is above 0: found by their band keys at any distance.
     bands_equal: bool = False
 
-    @property
-    def threshold_shown(self) -> str:
-        """The threshold the pair needs, and why where it is not the one asked."""
-        shown = f"threshold {self.threshold:.2f}"
+    def judged(self, places: int = 2) -> str:
+        """The similarity and the threshold: "similarity S >= threshold T"
+        (or <), with as many decimals as show T as asked and tell S and T
+        apart (``places`` at least; T's trailing zeros past two left off),
+        and why T is not the one asked where it is not (that one as given)."""
+        similarity = 0.0 if self.similarity is None else self.similarity
+        while (
+            self.asked is None
+            and places < 6
+            and float(f"{self.threshold:.{places}f}") != (self.threshold)
+        ):
+            places += 1  # (a threshold asked: as given)
+        while places < 17 and similarity != self.threshold:
+            if f"{similarity:.{places}f}" != f"{self.threshold:.{places}f}":
+                break
+            places += 1
+        sign = ">=" if similarity >= self.threshold else "<"
+        threshold = f"{self.threshold:.{places}f}"
+        while len(threshold.partition(".")[2]) > 2 and threshold.endswith("0"):
+            threshold = threshold[:-1]
+        shown = f"similarity {similarity:.{places}f} {sign} threshold {threshold}"
         if self.asked is None:
             return shown
-        return f"{shown} (for two texts of CJK characters; {self.asked:.2f} asked)"
+        return f"{shown} (for two texts of CJK characters; {self.asked:g} asked)"
 
     @property
     def within_k(self) -> bool:
@@ -193,12 +210,8 @@ class Explanation:
                 "is equal: a query finds one from the other by their band keys"
             )
             if self.verified:
-                return f"near-duplicates: {head}, and similarity {self.similarity:.2f} >= " + (
-                    f"{self.threshold_shown}"
-                )
-            return f"not near-duplicates: {head}, but similarity {self.similarity:.2f} < " + (
-                f"{self.threshold_shown}"
-            )
+                return f"near-duplicates: {head}, and {self.judged()}"
+            return f"not near-duplicates: {head}, but {self.judged()}"
         if not self.within_k:
             head = f"not near-duplicates: distance {self.distance} > k={self.k}"
             if not answered:
@@ -221,12 +234,10 @@ class Explanation:
         if not self.verified:
             return (
                 f"not near-duplicates: distance {self.distance} <= k={self.k} ({found}), "
-                f"but similarity {self.similarity:.2f} < {self.threshold_shown}"
+                f"but {self.judged()}"
             )
-        return (
-            f"near-duplicates: distance {self.distance} <= k={self.k} and similarity "
-            f"{self.similarity:.2f} >= {self.threshold_shown}; {found}"
-        )
+        head = f"near-duplicates: distance {self.distance} <= k={self.k}"
+        return f"{head} and {self.judged()}; {found}"
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data (fingerprints also as 0x-hex)."""

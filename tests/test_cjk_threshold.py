@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -223,3 +224,20 @@ def test_an_index_of_the_revision_before_is_upgraded(tmp_path: Path) -> None:
         assert of_characters(stored["z0"][1])
         for text in texts.values():
             assert index.query(text) == oracle(stored, text)
+
+
+def test_explain_never_shows_a_similarity_under_an_equal_threshold() -> None:
+    """The similarity and the threshold with as many decimals as tell them
+    apart, the threshold asked as given."""
+    base = explain("a b c d e f g h i j k l m n o p q", "a b c d e f g h i j k l m n o p r", k=8)
+    cases = {
+        (0.775, 0.78, None): "similarity 0.775 < threshold 0.78",
+        (0.95, 0.805, None): "similarity 0.950 >= threshold 0.805",
+        (0.7812, 0.78, None): "similarity 0.781 >= threshold 0.78",
+        (0.78, 0.78, None): "similarity 0.78 >= threshold 0.78",
+        (0.7491, characters_threshold(0.78), 0.78): "similarity 0.7491 < threshold 0.7492 "
+        "(for two texts of CJK characters; 0.78 asked)",
+    }
+    for (sim, threshold, asked), want in cases.items():
+        e = replace(base, similarity=sim, threshold=threshold, asked=asked)
+        assert e.judged() == want, e.judged()

@@ -71,13 +71,14 @@ def test_help_states_the_library_s_defaults() -> None:
     from simindex.blocks import DEFAULT_K
     from simindex.cli import options
     from simindex.fingerprint import DEFAULT_CONFIG, WEIGHTINGS
-    from simindex.signature import DEFAULT_THRESHOLD
+    from simindex.signature import DEFAULT_THRESHOLD, characters_threshold
     from simindex.tokenize import CJK_MODES
 
     assert options.DEFAULT_K == DEFAULT_K
     assert options.WEIGHTINGS == WEIGHTINGS
     assert DEFAULT_CONFIG.weighting == options.DEFAULT_WEIGHTING
     assert options.DEFAULT_THRESHOLD == DEFAULT_THRESHOLD
+    assert f"{characters_threshold(DEFAULT_THRESHOLD):.4f}" == options.CHARACTERS_THRESHOLD
     assert options.CJK_MODES == CJK_MODES
     assert DEFAULT_CONFIG.cjk == options.DEFAULT_CJK
 

@@ -132,3 +132,32 @@ def test_explain_aligns_its_feature_tables_for_wide_characters(tmp_path: Path) -
         rows = rows[: next((i for i, r in enumerate(rows) if not r.startswith("  ")), len(rows))]
         assert any(not row.isascii() for row in rows)
         assert {columns(row) for row in rows} == {columns(lines[head])}, rows
+
+
+def test_a_record_with_no_words_does_not_take_its_key(tmp_path: Path) -> None:
+    """A key whose first record has no word: that one is dropped as "no
+    words", and the key's next record is read as its first."""
+    records = [("a", "... --- !!!"), ("a", FOX), ("a", PASTA)]
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(
+        "".join(json.dumps({"id": key, "text": text}) + "\n" for key, text in records),
+        encoding="utf-8",
+    )
+    unique, report = tmp_path / "u.jsonl", tmp_path / "dropped.jsonl"
+    ok("dedup", corpus, "--out", unique, "--report", report, "-q", "-w", "1")
+    kept = [json.loads(line) for line in unique.read_text(encoding="utf-8").splitlines()]
+    assert kept == [{"id": "a", "text": FOX}]
+    dropped = [json.loads(line) for line in report.read_text(encoding="utf-8").splitlines()]
+    assert dropped == [{"id": "a", "reason": "no words"}, {"id": "a", "reason": "repeated key"}]
+
+
+def test_dedup_of_an_index_refuses_what_only_a_corpus_takes(tmp_path: Path) -> None:
+    """An index is read with its own configuration: the options of a
+    corpus's reading and fingerprinting are refused, not ignored."""
+    index = tmp_path / "i.db"
+    ok("add", index, "--key", "a", "--text", FOX)
+    for options in (["--ngram", "3"], ["--weighting", "binary"], ["--format", "csv"],
+                    ["--strict"], ["-w", "2"], ["--key-field", "k"]):  # fmt: skip
+        message = error("dedup", index, *options)
+        assert options[0] in message and "for a corpus (with --out)" in message, message
+    assert ok("dedup", index, "--k", "3").exit_code == 0

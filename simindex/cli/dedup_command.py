@@ -36,6 +36,7 @@ from simindex.cli.files import (
     written_together,
 )
 from simindex.cli.options import (
+    CHARACTERS_HELP,
     KEYS_HELP,
     CjkOpt,
     FormatOpt,
@@ -61,6 +62,7 @@ from simindex.dedup import Decision, dedup_stream
 from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig
 from simindex.ingest import Doc
 from simindex.signature import DEFAULT_THRESHOLD
+from simindex.tokenize import has_wordlike
 
 
 @reported
@@ -129,7 +131,8 @@ def dedup(
             "--threshold",
             metavar="SIMILARITY",
             help="Similarity (0-1) a candidate pair needs, by the verification signatures "
-            f"(default: the index's, or {DEFAULT_THRESHOLD} for a corpus; 0: distance alone).",
+            f"(default: the index's, or {DEFAULT_THRESHOLD} for a corpus; 0: distance alone)."
+            + CHARACTERS_HELP,
         ),
     ] = None,
     quiet: QuietOpt = False,
@@ -154,7 +157,27 @@ def dedup(
     """
     check_k(k, 15)
     check_threshold_option(threshold)
+    corpus_only = [
+        name
+        for name, given in (
+            ("--format", fmt != "auto"),
+            ("--key-field", key_field != "id"),
+            ("--text-field", text_field != "text"),
+            ("--strict", strict),
+            ("--workers", workers is not None),
+            ("--ngram", ngram is not None),
+            ("--weighting", weighting is not None),
+            ("--keep-stopwords", keep_stopwords),
+            ("--cjk", cjk is not None),
+        )
+        if given
+    ]
     workers = workers_option(workers)
+    if out is None and corpus_only:
+        raise UserError(
+            f"{', '.join(corpus_only)}: for a corpus (with --out); an index is read with "
+            "its own configuration"
+        )
     if out is not None and clusters:
         raise UserError("--clusters goes with an index (dedup INDEX --clusters), not with --out")
     if out is not None:
@@ -345,8 +368,9 @@ def _first_of_each_key(docs: Iterable[Doc], repeats: deque[bool]) -> Iterator[Do
     "repeated key", never as a near-duplicate of itself. A key names one
     document, as in an index, where ``add`` gives a key read twice the text
     of its last record; a stream cannot take back what it has written, so
-    here the first record stays, as with ``add --skip-existing``. Memory: a
-    set of every key read."""
+    here the first record with a word character stays, as with ``add
+    --skip-existing --skip-empty`` (a record without one is dropped as "no
+    words" and does not take the key). Memory: a set of every key read."""
     seen: set[str] = set()
     for doc in docs:
         again = doc.key in seen
@@ -354,7 +378,8 @@ def _first_of_each_key(docs: Iterable[Doc], repeats: deque[bool]) -> Iterator[Do
         if again:
             yield doc._replace(text="")
         else:
-            seen.add(doc.key)
+            if has_wordlike(doc.text):
+                seen.add(doc.key)
             yield doc
 
 

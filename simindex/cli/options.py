@@ -23,11 +23,13 @@ if TYPE_CHECKING:
 # The options' help states the library's defaults in words, so that showing
 # a command's help (building its options) imports none of the library: a
 # test holds the words to the constants (blocks.DEFAULT_K, fingerprint's
-# WEIGHTINGS and DEFAULT_CONFIG, signature.DEFAULT_THRESHOLD, tokenize.CJK_MODES).
+# WEIGHTINGS and DEFAULT_CONFIG, signature.DEFAULT_THRESHOLD and its
+# characters_threshold, tokenize.CJK_MODES).
 DEFAULT_K = 8
 WEIGHTINGS = ("tf", "sublinear", "binary")
 DEFAULT_WEIGHTING = "tf"
 DEFAULT_THRESHOLD = 0.78
+CHARACTERS_THRESHOLD = "0.7492"  # signature.characters_threshold(DEFAULT_THRESHOLD), shown
 CJK_MODES = ("words", "chars")
 DEFAULT_CJK = "chars"
 
@@ -71,6 +73,11 @@ WeightingOpt = Annotated[
     ),
 ]
 StopOpt = Annotated[bool, typer.Option("--keep-stopwords", help="Keep stop words as features.")]
+# What every --threshold's help adds (signature.threshold_for).
+CHARACTERS_HELP = (
+    " Two longer texts of CJK characters need the same share of edits counted in "
+    f"characters ({CHARACTERS_THRESHOLD} for {DEFAULT_THRESHOLD})."
+)
 NewThresholdOpt = Annotated[
     float | None,
     typer.Option(
@@ -78,7 +85,8 @@ NewThresholdOpt = Annotated[
         metavar="SIMILARITY",
         help="Similarity (0-1) a candidate needs, by the documents' verification "
         f"signatures, to be a near-duplicate, for the new index (default {DEFAULT_THRESHOLD}; "
-        "0: distance alone). An existing index must have the same (else an error).",
+        "0: distance alone). An existing index must have the same (else an error)."
+        + CHARACTERS_HELP,
     ),
 ]
 ThresholdOpt = Annotated[
@@ -87,7 +95,7 @@ ThresholdOpt = Annotated[
         "--threshold",
         metavar="SIMILARITY",
         help="Similarity (0-1) a candidate needs, by the verification signatures "
-        "(default: the index's; 0: distance alone).",
+        "(default: the index's; 0: distance alone)." + CHARACTERS_HELP,
     ),
 ]
 CjkOpt = Annotated[

@@ -22,6 +22,7 @@ from simindex import signature
 from simindex.blocks import DEFAULT_K, MAX_INDEX_K, BlockLayout
 from simindex.cli.errors import UserError, reported
 from simindex.cli.options import (
+    CHARACTERS_HELP,
     CjkOpt,
     JsonOpt,
     NgramOpt,
@@ -258,7 +259,7 @@ def explain_cmd(
             "--threshold",
             metavar="SIMILARITY",
             help="Similarity the verification signatures need (0-1; default: the index's, "
-            f"or {DEFAULT_THRESHOLD}).",
+            f"or {DEFAULT_THRESHOLD})." + CHARACTERS_HELP,
         ),
     ] = None,
     ngram: NgramOpt = None,
@@ -337,10 +338,7 @@ def _explanation_lines(e: Explanation) -> Iterator[str]:
         else f"tables: none of {len(e.tables)} matches"
     )
     if e.similarity is not None:
-        yield (
-            f"signatures: similarity {e.similarity:.3f} "
-            f"{'>=' if e.verified else '<'} {e.threshold_shown}"
-        )
+        yield (f"signatures: {e.judged(3)}")
     if e.unit_jaccard is not None:
         small = e.units_a is not None and e.units_b is not None
         small = small and max(e.units_a or 0, e.units_b or 0) <= signature.SMALL
