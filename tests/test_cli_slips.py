@@ -161,3 +161,15 @@ def test_dedup_of_an_index_refuses_what_only_a_corpus_takes(tmp_path: Path) -> N
         message = error("dedup", index, *options)
         assert options[0] in message and "for a corpus (with --out)" in message, message
     assert ok("dedup", index, "--k", "3").exit_code == 0
+
+
+def test_messages_name_the_option_and_the_file(tmp_path: Path) -> None:
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "a", "text": FOX}) + "\n", encoding="utf-8")
+    error("add", tmp_path / "i.db", corpus, "--format", "xml", contains=("--format must be",))
+    empty = tmp_path / "empty.txt"
+    empty.write_text("... !!!", encoding="utf-8")
+    good = tmp_path / "good.txt"
+    good.write_text(FOX, encoding="utf-8")
+    error("explain", good, empty, contains=(f"B ({empty}) has no word",))
+    error("explain", "--text", "...", FOX, contains=("A has no word",))

@@ -82,7 +82,7 @@ def reported(func: F) -> F:
 
 # The library's arguments the commands take as options of the same name: a
 # message about one names the option (the library says "ngram must be...").
-_OPTIONS = ("blocks", "ngram", "cjk", "weighting")
+_OPTIONS = ("blocks", "ngram", "cjk", "weighting", "format")
 
 
 def _as_option(message: str) -> str:

@@ -39,6 +39,7 @@ from simindex.cli.output import counted, emit_json, escaped
 from simindex.explain import Explanation, explain
 from simindex.fingerprint import DEFAULT_CONFIG, hamming, simhash
 from simindex.signature import DEFAULT_THRESHOLD
+from simindex.tokenize import has_wordlike
 
 
 @reported
@@ -300,6 +301,10 @@ def explain_cmd(
     hint = " (give --text to explain two texts)"
     texts = (_read_input(a, kind, hint, index), _read_input(b, kind, hint, index))
     config = config_from(ngram, weighting, keep_stopwords, cjk)
+    for name, given, text in (("A", a, texts[0]), ("B", b, texts[1])):
+        if not has_wordlike(text):
+            shown = f"{name} ({escaped(given)})" if kind == "file" else name
+            raise UserError(f"{shown} has no word to fingerprint (it is empty or only punctuation)")
     if index is not None:
         with open_index(index, readonly=True, config=config) as ix:
             result = ix.explain(*texts, k=k, top=top, threshold=threshold)
