@@ -1528,20 +1528,16 @@ def evaluate_product(pairs, kinds, made: list) -> dict:
     }
 
     def rates(k_: int, t: float) -> dict[str, float]:
-        # (the threshold each pair needs: t, or for two texts of CJK
-        # characters characters_threshold(t), as signature.threshold_for)
-        lower = product_signature.characters_threshold(t)
+        # (the threshold each pair needs: signature.thresholds_for)
+        needs = product_signature.thresholds_for
         at = {
             kind: float(
-                np.mean(
-                    ((dist[kind] <= k_) | met[kind])
-                    & (sim[kind] >= np.where(chars[kind], lower, t))
-                )
+                np.mean(((dist[kind] <= k_) | met[kind]) & (sim[kind] >= needs(t, chars[kind])))
             )
             for kind in dist
         }
         for name, (dd, ss, mm, cc) in both.items():
-            at[name] = float(np.mean(((dd <= k_) | mm) & (ss >= np.where(cc, lower, t))))
+            at[name] = float(np.mean(((dd <= k_) | mm) & (ss >= needs(t, cc))))
         return at
 
     def worst(at: dict) -> tuple[float, str | None]:

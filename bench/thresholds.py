@@ -17,7 +17,10 @@ uniform draws.
 
 Each pair is scored as simindex scores it (signature.fingerprint_and_signature
 at DEFAULT_CONFIG: a candidate within k = 8 or whose signatures' keys meet,
-signature.meets, kept when signature.similarity reaches the threshold).
+signature.meets, kept when signature.similarity reaches the threshold), its
+main table with every pair at the threshold swept (the similarity alone);
+"as the index judges them" then gives two longer texts of CJK characters
+the lower threshold they need (signature.thresholds_for).
 Per language, thresholds 0.60-0.86 are tuned on one seed's pairs
 (--tune-seed: the lowest keeping every negative kind's false-positive rate
 at or under --max-fp) and reported on another's
@@ -112,9 +115,9 @@ def scored(lang: str, src: dict, genre: dict, seed: int, args: argparse.Namespac
 
 def needs(t: float, chars: bool, judged: bool) -> float:
     """The similarity a pair needs at threshold t: as asked, or (``judged``)
-    as the index judges it (signature.threshold_for: lower for two longer
+    as the index judges it (signature.thresholds_for: lower for two longer
     texts of CJK characters)."""
-    return signature.characters_threshold(t) if judged and chars else t
+    return float(signature.thresholds_for(t, chars and judged))
 
 
 def rate(scores: list, t: float, k: int = K, judged: bool = False) -> float:

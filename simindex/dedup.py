@@ -45,13 +45,13 @@ from simindex.signature import (
     WORDS,
     bands_meet_many,
     characters_many,
-    characters_threshold,
     check_threshold,
     estimates,
     exact_many,
     keys_of,
     one_unit_many,
     one_unit_reaches,
+    thresholds_for,
 )
 from simindex.tables import (
     Chained,
@@ -200,7 +200,8 @@ def dedup_stream(
     ``k``: the largest Hamming distance between two fingerprints that makes
     them near-duplicates, 0 to 15 (default 8, a new index's k).
     ``threshold``: the similarity they need too, 0 to 1 (default 0.78, a new
-    index's; 0: distance alone). ``config``:
+    index's; 0: distance alone; two longer texts of CJK characters need the
+    lower one signature.threshold_for gives them). ``config``:
     how texts are fingerprinted. ``workers``: processes that fingerprint
     (default: the CPUs this process may use; 1: this process).
 
@@ -285,8 +286,7 @@ def _marks(fps: list[int], signatures: list[bytes]) -> _Marks:
 
 def _needed(threshold: float, a: _Marks, i: np.ndarray, b: _Marks, j: np.ndarray) -> np.ndarray:
     """signature.threshold_for of each pair (a[i], b[j])."""
-    both = a.characters[i] & b.characters[j]
-    return np.where(both, characters_threshold(threshold), threshold)
+    return thresholds_for(threshold, a.characters[i] & b.characters[j])
 
 
 def _similarities(a: _Marks, i: np.ndarray, b: _Marks, j: np.ndarray) -> np.ndarray:

@@ -68,6 +68,11 @@ from simindex.signature import (
 _CHUNK = 1 << 13  # features scored per step: bounds memory for huge texts
 
 
+def _as_given(value: float) -> str:
+    """A threshold as it was given: the shortest decimals that are it."""
+    return f"{value:.2f}" if float(f"{value:.2f}") == value else repr(value)
+
+
 @dataclass(frozen=True)
 class BlockAgreement:
     """One block of the layout: its width and the bits of it that differ."""
@@ -119,10 +124,10 @@ class Explanation:
     together: tuple[FeatureEffect, ...] = ()  # in both texts, most credited first
     apart: tuple[FeatureEffect, ...] = ()  # weighed differently, most credited first
     # The second stage (see the module's docstring): None where a side has no signature.
-    threshold: float = DEFAULT_THRESHOLD  # what the pair needs (see asked)
-    # The threshold asked, where the pair needs another: two longer texts of
-    # CJK characters are judged at a lower one (signature.threshold_for).
-    asked: float | None = None
+    threshold: float = DEFAULT_THRESHOLD  # the threshold asked
+    # The similarity the pair needs where it is not the threshold asked: two
+    # longer texts of CJK characters need a lower one (signature.threshold_for).
+    needed: float | None = None
     similarity: float | None = None  # the signatures' (estimated; exact for two short texts)
     unit_jaccard: float | None = None  # the exact Jaccard of the unit sets (texts only)
     units_a: int | None = None  # distinct units of each text
@@ -137,30 +142,32 @@ class Explanation:
     # threshold is above 0: found by their band keys at any distance.
     bands_equal: bool = False
 
+    @property
+    def threshold_needed(self) -> float:
+        """The similarity the pair needs (signature.threshold_for)."""
+        return self.threshold if self.needed is None else self.needed
+
     def judged(self, places: int = 2) -> str:
-        """The similarity and the threshold: "similarity S >= threshold T"
-        (or <), with as many decimals as show T as asked and tell S and T
-        apart (``places`` at least; T's trailing zeros past two left off),
-        and why T is not the one asked where it is not (that one as given)."""
-        similarity = 0.0 if self.similarity is None else self.similarity
-        while (
-            self.asked is None
-            and places < 6
-            and float(f"{self.threshold:.{places}f}") != (self.threshold)
-        ):
-            places += 1  # (a threshold asked: as given)
-        while places < 17 and similarity != self.threshold:
-            if f"{similarity:.{places}f}" != f"{self.threshold:.{places}f}":
+        """The similarity and the threshold the pair needs: "similarity S >=
+        threshold T" (or <), S with as many decimals as tell it from T
+        (``places`` at least), T as asked (the shortest decimals that are
+        it), or where the pair needs a lower one (two texts of CJK
+        characters) that one to four decimals and the one asked."""
+        if self.similarity is None:
+            return "no similarity (a side has no signature)"
+        similarity, needed = self.similarity, self.threshold_needed
+        while places < 17 and similarity != needed:
+            if f"{similarity:.{places}f}" != f"{needed:.{places}f}":
                 break
             places += 1
-        sign = ">=" if similarity >= self.threshold else "<"
-        threshold = f"{self.threshold:.{places}f}"
-        while len(threshold.partition(".")[2]) > 2 and threshold.endswith("0"):
-            threshold = threshold[:-1]
-        shown = f"similarity {similarity:.{places}f} {sign} threshold {threshold}"
-        if self.asked is None:
-            return shown
-        return f"{shown} (for two texts of CJK characters; {self.asked:g} asked)"
+        sign = ">=" if similarity >= needed else "<"
+        shown = f"similarity {similarity:.{places}f} {sign} threshold"
+        if self.needed is None:
+            return f"{shown} {_as_given(self.threshold)}"
+        return (
+            f"{shown} {needed:.{max(places, 4)}f} (for two texts of CJK characters; "
+            f"{_as_given(self.threshold)} asked)"
+        )
 
     @property
     def within_k(self) -> bool:
@@ -170,7 +177,7 @@ class Explanation:
     def verified(self) -> bool | None:
         """Whether the signatures' similarity reaches the threshold (None: no
         signature on a side, so distance alone decides)."""
-        return None if self.similarity is None else self.similarity >= self.threshold
+        return None if self.similarity is None else self.similarity >= self.threshold_needed
 
     @property
     def near_duplicates(self) -> bool:
@@ -260,7 +267,7 @@ class Explanation:
             "k": self.k,
             "within_k": self.within_k,
             "threshold": self.threshold,
-            "threshold_asked": self.threshold if self.asked is None else self.asked,
+            "threshold_needed": self.threshold_needed,
             "similarity": rounded(self.similarity),
             "verified": self.verified,
             "near_duplicates": self.near_duplicates,
@@ -358,7 +365,7 @@ def explain(
         base = replace(base, similarity=similarity(sigs[0], sigs[1]))
         needed = threshold_for(threshold, sigs[0], sigs[1])
         if needed != threshold:
-            base = replace(base, threshold=needed, asked=threshold)
+            base = replace(base, needed=needed)
         close = one_unit(sigs[0], sigs[1]) is not None
         banded = bands_meet(sigs[0], sigs[1])
         keyed = threshold > 0 and set_keys

@@ -488,7 +488,9 @@ class SimIndex:
         where the query is a text and the stored document has a signature,
         at least ``threshold`` similar by their signatures (default: the
         index's threshold, 0.78 for a new index; 0: distance alone, as a query
-        by fingerprint always is). ``Match.similarity`` gives the estimate.
+        by fingerprint always is; two longer texts of CJK characters need
+        the lower signature.characters_threshold of it: signature.threshold_for).
+        ``Match.similarity`` gives the estimate.
         A verified text query also finds, at any distance, the stored texts
         its signature's keys meet (signature.meets: a short text one unit
         away, a longer one with a band of its sketch equal), verified alike.
@@ -602,7 +604,8 @@ class SimIndex:
         index's k), or, threshold above 0, whose signatures' keys meet
         (signature.meets, at any distance), and, where both have a
         signature, at least ``threshold`` similar (default: the index's; 0:
-        distance alone).
+        distance alone; two longer texts of CJK characters: the lower
+        threshold signature.threshold_for gives them).
 
         Reads the fingerprints in one snapshot and pairs them in memory (see
         pairs.pairs_within), and the signed rows, paired by their keys:

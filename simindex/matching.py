@@ -8,7 +8,9 @@ matches come sorted by distance, then key.
 
 Verification (the second stage): a candidate within k whose row and query
 both have a signature is a match only when their estimated similarity
-(simindex.signature) reaches the threshold; a row or a query without one
+(simindex.signature) reaches the threshold the pair needs
+(signature.threshold_for: the one asked, lower for two longer texts of CJK
+characters); a row or a query without one
 (``add_fingerprint``, a query by fingerprint, an index not yet rebuilt from
 its texts) is matched by distance alone.
 
@@ -34,11 +36,11 @@ from simindex.results import Match
 from simindex.signature import (
     Sketches,
     as_words,
-    characters_threshold,
     estimates,
     meets,
     similarity_to,
     threshold_for,
+    thresholds_for,
 )
 
 _MASK64 = (1 << 64) - 1
@@ -130,11 +132,9 @@ def unverified(
         [v.signature if j and v is not None else None for v, j in zip(checks, judging, strict=True)]
     )
     thresholds = np.array([v.threshold if v is not None else 0.0 for v in checks])
-    lower = np.array([characters_threshold(t) for t in thresholds.tolist()])
     at = np.flatnonzero(asked.present[queries] & held.present[stored])
     if at.size:
         q, s = queries[at], stored[at]
-        both = asked.characters[q] & held.characters[s]
-        needed = np.where(both, lower[q], thresholds[q])
+        needed = thresholds_for(thresholds[q], asked.characters[q] & held.characters[s])
         keep[at] = estimates(asked.words[q], held.words[s]) >= needed
     return keep

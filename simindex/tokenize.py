@@ -130,12 +130,6 @@ def has_cjk(text: str) -> bool:
     return not text.isascii() and _cjk().any.search(text) is not None
 
 
-def has_wordlike(text: str) -> bool:
-    """Whether a text has a character a word is made of (letter, digit,
-    mark, CJK): else it has no word to fingerprint."""
-    return _WORDLIKE.search(text) is not None
-
-
 def count_cjk(text: str) -> int:
     """How many CJK characters a text has (see _CJK): one scan in C."""
     return 0 if text.isascii() else len(_cjk().any.findall(text))

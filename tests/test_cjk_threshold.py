@@ -175,12 +175,13 @@ def test_explain_says_which_threshold_applied() -> None:
         if characters_threshold(DEFAULT_THRESHOLD) <= sim < DEFAULT_THRESHOLD:
             break
     e = explain(a, b, k=DEFAULT_K, threshold=DEFAULT_THRESHOLD)
-    assert e.verified and e.asked == DEFAULT_THRESHOLD
-    assert e.threshold == characters_threshold(DEFAULT_THRESHOLD)
-    assert "for two texts of CJK characters; 0.78 asked" in e.verdict()
-    assert e.to_dict()["threshold_asked"] == DEFAULT_THRESHOLD
+    assert e.verified and e.threshold == DEFAULT_THRESHOLD
+    assert e.needed == e.threshold_needed == characters_threshold(DEFAULT_THRESHOLD)
+    assert "threshold 0.7492 (for two texts of CJK characters; 0.78 asked)" in e.verdict()
+    assert e.to_dict()["threshold"] == DEFAULT_THRESHOLD
+    assert e.to_dict()["threshold_needed"] == characters_threshold(DEFAULT_THRESHOLD)
     english = explain("a b c d e f g h i j k l m n o p q", "a b c d e f g h i j k l m n o p r", k=8)
-    assert english.asked is None and "asked" not in english.verdict()
+    assert english.needed is None and "asked" not in english.verdict()
 
 
 def test_an_index_of_the_revision_before_is_upgraded(tmp_path: Path) -> None:
@@ -230,14 +231,19 @@ def test_explain_never_shows_a_similarity_under_an_equal_threshold() -> None:
     """The similarity and the threshold with as many decimals as tell them
     apart, the threshold asked as given."""
     base = explain("a b c d e f g h i j k l m n o p q", "a b c d e f g h i j k l m n o p r", k=8)
+    lower = characters_threshold(0.78)
     cases = {
         (0.775, 0.78, None): "similarity 0.775 < threshold 0.78",
-        (0.95, 0.805, None): "similarity 0.950 >= threshold 0.805",
+        (0.95, 0.805, None): "similarity 0.95 >= threshold 0.805",
         (0.7812, 0.78, None): "similarity 0.781 >= threshold 0.78",
         (0.78, 0.78, None): "similarity 0.78 >= threshold 0.78",
-        (0.7491, characters_threshold(0.78), 0.78): "similarity 0.7491 < threshold 0.7492 "
+        (0.5, 1e-05, None): "similarity 0.50 >= threshold 1e-05",
+        (0.7491, 0.78, lower): "similarity 0.7491 < threshold 0.7492 "
+        "(for two texts of CJK characters; 0.78 asked)",
+        (0.76, 0.78, lower): "similarity 0.76 >= threshold 0.7492 "
         "(for two texts of CJK characters; 0.78 asked)",
     }
-    for (sim, threshold, asked), want in cases.items():
-        e = replace(base, similarity=sim, threshold=threshold, asked=asked)
+    for (sim, threshold, lowered), want in cases.items():
+        e = replace(base, similarity=sim, threshold=threshold, needed=lowered)
         assert e.judged() == want, e.judged()
+    assert replace(base, similarity=None).judged() == "no similarity (a side has no signature)"

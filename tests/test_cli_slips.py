@@ -32,7 +32,8 @@ def test_counts_of_one_are_singular(tmp_path: Path) -> None:
     assert said.endswith(", 0 fingerprints\n"), said
     assert ok("add", index, text, "-q").stdout.startswith("added 1 document to ")
     assert "layout: 1 block (64 bits), 1 index over 1 block each\n" in ok("stats", index).stdout
-    assert ok_json("stats", index)["layout"]  # (--json: the library's words, as they were)
+    layout = ok_json("stats", index)["layout"]  # (--json: BlockLayout.describe(), as the text)
+    assert layout == "1 block (64 bits), 1 index over 1 block each"
     said = ok("rebuild", index, "-q").stdout
     assert ": 1 fingerprint, k=0," in said and "1 block (64 bits)" in said, said
     backup = tmp_path / "backup.db"
@@ -134,10 +135,10 @@ def test_explain_aligns_its_feature_tables_for_wide_characters(tmp_path: Path) -
         assert {columns(row) for row in rows} == {columns(lines[head])}, rows
 
 
-def test_a_record_with_no_words_does_not_take_its_key(tmp_path: Path) -> None:
-    """A key whose first record has no word: that one is dropped as "no
-    words", and the key's next record is read as its first."""
-    records = [("a", "... --- !!!"), ("a", FOX), ("a", PASTA)]
+def test_a_key_whose_first_record_has_no_words_is_dropped_with_it(tmp_path: Path) -> None:
+    """Whether a text has words is known once it is fingerprinted: the
+    first record takes its key whatever it holds (as documented)."""
+    records = [("a", "... --- !!!"), ("a", FOX)]
     corpus = tmp_path / "c.jsonl"
     corpus.write_text(
         "".join(json.dumps({"id": key, "text": text}) + "\n" for key, text in records),
@@ -145,10 +146,29 @@ def test_a_record_with_no_words_does_not_take_its_key(tmp_path: Path) -> None:
     )
     unique, report = tmp_path / "u.jsonl", tmp_path / "dropped.jsonl"
     ok("dedup", corpus, "--out", unique, "--report", report, "-q", "-w", "1")
-    kept = [json.loads(line) for line in unique.read_text(encoding="utf-8").splitlines()]
-    assert kept == [{"id": "a", "text": FOX}]
+    assert unique.read_text(encoding="utf-8") == ""
     dropped = [json.loads(line) for line in report.read_text(encoding="utf-8").splitlines()]
     assert dropped == [{"id": "a", "reason": "no words"}, {"id": "a", "reason": "repeated key"}]
+
+
+def test_a_file_named_and_in_a_folder_given_too_is_repeated(tmp_path: Path) -> None:
+    """A folder's file whose key was read before is a repeated key, not a
+    file with no words (its text is not read again)."""
+    folder = tmp_path / "d"
+    folder.mkdir()
+    (folder / "a.txt").write_text(FOX, encoding="utf-8")
+    (folder / "b.txt").write_text(PASTA, encoding="utf-8")
+    unique, report = tmp_path / "u.jsonl", tmp_path / "dropped.jsonl"
+    for sources in ([folder / "a.txt", folder], [folder, folder]):
+        result = ok("dedup", *sources, "--out", unique, "--report", report, "-q", "--strict")
+        summary = result.stderr.splitlines()[-1]
+        repeats = 1 if sources[0] != folder else 2
+        assert summary == (
+            f"read {2 + repeats}, kept 2, dropped 0 near-duplicates (k=8, threshold 0.78), "
+            f"0 with no words and {repeats} with a repeated key"
+        ), result.stderr
+        reasons = [json.loads(line) for line in report.read_text(encoding="utf-8").splitlines()]
+        assert [r["reason"] for r in reasons] == ["repeated key"] * repeats
 
 
 def test_dedup_of_an_index_refuses_what_only_a_corpus_takes(tmp_path: Path) -> None:
@@ -173,3 +193,13 @@ def test_messages_name_the_option_and_the_file(tmp_path: Path) -> None:
     good.write_text(FOX, encoding="utf-8")
     error("explain", good, empty, contains=(f"B ({empty}) has no word",))
     error("explain", "--text", "...", FOX, contains=("A has no word",))
+
+
+def test_a_csv_record_with_empty_extra_fields_is_read(tmp_path: Path) -> None:
+    """A trailing comma (an empty field past the header's) loses nothing."""
+    corpus = tmp_path / "t.csv"
+    corpus.write_text(f"id,text\n1,{FOX},\n2,{PASTA},,\n", encoding="utf-8")
+    out = tmp_path / "u.jsonl"
+    ok("dedup", corpus, "--out", out, "-q")
+    kept = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert kept == [{"id": "1", "text": FOX}, {"id": "2", "text": PASTA}]

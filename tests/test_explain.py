@@ -378,7 +378,7 @@ def test_cli_json_schema(files: tuple[Path, Path]) -> None:
         "a", "b", "a_hex", "b_hex", "distance", "k", "within_k", "verdict", "blocks", "tables",
         "matching_tables", "features_a", "features_b", "shared_features", "cosine",
         "weighted_jaccard", "expected_distance", "together", "apart",
-        "threshold", "threshold_asked", "similarity", "verified", "near_duplicates",
+        "threshold", "threshold_needed", "similarity", "verified", "near_duplicates",
         "sets_one_unit_apart",
         "bands_equal", "unit_jaccard", "units_a",
         "units_b", "shared_units", "only_a", "only_b",

@@ -242,7 +242,7 @@ def test_unverified_drops_only_a_pair_within_would_drop() -> None:
         assert kept == (similarity(check.signature, sig) >= needed), (q, s)
         row = (s, f"k{s}", 0, sig)
         assert kept == bool(within([row], 0, 0, check)), (q, s)
-        if needed < check.threshold and needed <= similarity(check.signature, sig):
+        if needed <= similarity(check.signature, sig) < check.threshold:
             lowered += 1  # kept only by the lower threshold
     assert not keep.all() and keep.any()  # both answers were given
     assert lowered  # (and the lower threshold decided some)

@@ -62,7 +62,6 @@ from simindex.dedup import Decision, dedup_stream
 from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig
 from simindex.ingest import Doc
 from simindex.signature import DEFAULT_THRESHOLD
-from simindex.tokenize import has_wordlike
 
 
 @reported
@@ -172,12 +171,12 @@ def dedup(
         )
         if given
     ]
-    workers = workers_option(workers)
     if out is None and corpus_only:
         raise UserError(
             f"{', '.join(corpus_only)}: for a corpus (with --out); an index is read with "
             "its own configuration"
         )
+    workers = workers_option(workers)
     if out is not None and clusters:
         raise UserError("--clusters goes with an index (dedup INDEX --clusters), not with --out")
     if out is not None:
@@ -309,7 +308,7 @@ def _dedup_corpus(
                             bar.update(task, advance=doc.size, docs=run.counts.read)
                             repeat = repeats.popleft()
                             repeated += repeat
-                            if decision.no_words and doc.in_folder:
+                            if decision.no_words and doc.in_folder and not repeat:
                                 if strict:
                                     raise UserError(
                                         f"{doc.where} has no words to fingerprint (--strict); "
@@ -368,9 +367,10 @@ def _first_of_each_key(docs: Iterable[Doc], repeats: deque[bool]) -> Iterator[Do
     "repeated key", never as a near-duplicate of itself. A key names one
     document, as in an index, where ``add`` gives a key read twice the text
     of its last record; a stream cannot take back what it has written, so
-    here the first record with a word character stays, as with ``add
-    --skip-existing --skip-empty`` (a record without one is dropped as "no
-    words" and does not take the key). Memory: a set of every key read."""
+    here the first record stays, as with ``add --skip-existing`` (one with
+    no words is dropped as "no words", and the key with it: whether a text
+    has words is known once it is fingerprinted, after the records read
+    ahead of it were passed on). Memory: a set of every key read."""
     seen: set[str] = set()
     for doc in docs:
         again = doc.key in seen
@@ -378,8 +378,7 @@ def _first_of_each_key(docs: Iterable[Doc], repeats: deque[bool]) -> Iterator[Do
         if again:
             yield doc._replace(text="")
         else:
-            if has_wordlike(doc.text):
-                seen.add(doc.key)
+            seen.add(doc.key)
             yield doc
 
 

@@ -470,7 +470,8 @@ def query(
 
     A near-duplicate is within k and, where it and the query have signatures
     (a query by text, a document added by text), at least --threshold similar
-    (--json gives each match's similarity).
+    (lower for two longer texts of CJK characters; --json gives each match's
+    similarity).
 
     Exits 1 when there are none (with --batch: when no query found any), like grep.
     """

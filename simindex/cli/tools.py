@@ -36,10 +36,10 @@ from simindex.cli.options import (
     read_text_file,
 )
 from simindex.cli.output import counted, emit_json, escaped
+from simindex.errors import EmptyTextError
 from simindex.explain import Explanation, explain
 from simindex.fingerprint import DEFAULT_CONFIG, hamming, simhash
 from simindex.signature import DEFAULT_THRESHOLD
-from simindex.tokenize import has_wordlike
 
 
 @reported
@@ -301,24 +301,25 @@ def explain_cmd(
     hint = " (give --text to explain two texts)"
     texts = (_read_input(a, kind, hint, index), _read_input(b, kind, hint, index))
     config = config_from(ngram, weighting, keep_stopwords, cjk)
-    for name, given, text in (("A", a, texts[0]), ("B", b, texts[1])):
-        if not has_wordlike(text):
-            shown = f"{name} ({escaped(given)})" if kind == "file" else name
-            raise UserError(f"{shown} has no word to fingerprint (it is empty or only punctuation)")
-    if index is not None:
-        with open_index(index, readonly=True, config=config) as ix:
-            result = ix.explain(*texts, k=k, top=top, threshold=threshold)
-    else:
-        distance = DEFAULT_K if k is None else k
-        layout = BlockLayout.for_k(distance, blocks)
-        result = explain(
-            *texts,
-            k=distance,
-            layout=layout,
-            config=config or DEFAULT_CONFIG,
-            top=top,
-            threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
-        )
+    try:
+        if index is not None:
+            with open_index(index, readonly=True, config=config) as ix:
+                result = ix.explain(*texts, k=k, top=top, threshold=threshold)
+        else:
+            distance = DEFAULT_K if k is None else k
+            layout = BlockLayout.for_k(distance, blocks)
+            result = explain(
+                *texts,
+                k=distance,
+                layout=layout,
+                config=config or DEFAULT_CONFIG,
+                top=top,
+                threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
+            )
+    except EmptyTextError as exc:  # ("text a has no word features ..."): name the file
+        side, given = ("A", a) if str(exc).startswith("text a ") else ("B", b)
+        shown = f"{side} ({escaped(given)})" if kind == "file" else side
+        raise UserError(f"{shown} {str(exc).split(' ', 2)[2]}") from None
     if as_json:
         emit_json(result.to_dict())
     else:

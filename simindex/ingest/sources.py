@@ -566,10 +566,12 @@ def _csv_docs(path: str, name: str, fields: _Fields, in_folder: bool = False) ->
                 continue
             where = f"{name} line {start}"
             # Fewer fields than the header's are read (the key's and the text's
-            # there); more are refused: an unquoted comma in a text would
-            # otherwise cut it short, unsaid.
-            if max(columns) >= len(row) or len(row) > len(header):
-                extra = " (quote a field that holds a comma)" * (len(row) > len(header))
+            # there); more are refused unless empty (a trailing comma some
+            # exporters write): an unquoted comma in a text would otherwise
+            # cut it short, unsaid.
+            longer = len(row) > len(header) and any(row[len(header) :])
+            if max(columns) >= len(row) or longer:
+                extra = " (quote a field that holds a comma)" * longer
                 raise SourceError(
                     f"{where} has {len(row)} field{'s' * (len(row) != 1)}; the header has "
                     f"{len(header)}{extra}"
