@@ -137,14 +137,20 @@ def characters_threshold(threshold: float) -> float:
     edit changes CHARACTERS_AN_EDIT units, that share of edits replaces
     c * e of them, a Jaccard of (1 - c e) / (1 + c e). 1 stays 1 (equal
     sets), 0 stays 0 (distance alone), and so does every threshold up to
-    (c - 1) / (c + 1), about 0.074; the default 0.78 gives 0.7492."""
-    return float(thresholds_for(threshold, True))
+    (c - 1) / (c + 1), about 0.074; the default 0.78 gives 0.7492. (In
+    Python floats: a query's candidates ask it one at a time; thresholds_for
+    computes the same floats for arrays.)"""
+    if threshold <= 0.0 or threshold >= 1.0:
+        return threshold
+    edited = CHARACTERS_AN_EDIT * (1.0 - threshold) / (1.0 + threshold)
+    return max(0.0, (1.0 - edited) / (1.0 + edited))
 
 
 def thresholds_for(threshold: np.ndarray | float, characters: np.ndarray | bool) -> np.ndarray:
     """The similarity pairs need (threshold_for of many): the threshold
     asked (one, or one a pair), or characters_threshold of it where
-    ``characters`` (both sides longer texts of CJK characters)."""
+    ``characters`` (both sides longer texts of CJK characters): the same
+    arithmetic, elementwise, so the same floats."""
     t = np.asarray(threshold, dtype=np.float64)
     edited = CHARACTERS_AN_EDIT * (1.0 - t) / (1.0 + t)
     lower = np.maximum(0.0, (1.0 - edited) / (1.0 + edited))

@@ -16,6 +16,7 @@ import sqlite3
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from simindex import IndexVersionError, SimIndex, storage
@@ -34,6 +35,7 @@ from simindex.signature import (
     signature,
     similarity,
     threshold_for,
+    thresholds_for,
 )
 from simindex.storage import stored as stored_module
 from tests.helpers import assert_dedup_is_oracle, needed, oracle, pairs_oracle, stored_of
@@ -84,6 +86,8 @@ def test_the_threshold_for_characters() -> None:
     assert all(0 <= x < t for x, t in zip(lowered, steps, strict=True))
     assert lowered == sorted(lowered)
     assert round(characters_threshold(DEFAULT_THRESHOLD), 2) == 0.75
+    grid = np.linspace(0.0, 1.0, 1001)  # (arrays: the same floats as one at a time)
+    assert thresholds_for(grid, True).tolist() == [characters_threshold(t) for t in grid.tolist()]
     for t in (0.0, 0.3, DEFAULT_THRESHOLD, 1.0):
         a, b = bytes(NBYTES) + bytes((CJK,)), bytes(NBYTES)
         assert threshold_for(t, a, a) == needed(t, a, a) == characters_threshold(t)

@@ -344,7 +344,7 @@ def _explanation_lines(e: Explanation) -> Iterator[str]:
         else f"tables: none of {len(e.tables)} matches"
     )
     if e.similarity is not None:
-        yield (f"signatures: {e.judged(3)}")
+        yield f"signatures: {e.judged(3)}"
     if e.unit_jaccard is not None:
         small = e.units_a is not None and e.units_b is not None
         small = small and max(e.units_a or 0, e.units_b or 0) <= signature.SMALL

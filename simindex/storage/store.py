@@ -531,15 +531,13 @@ class Store:
         dbapi = conn.connection.dbapi_connection
         assert dbapi is not None  # an open connection inside a transaction
         cursor = dbapi.cursor()
-        found_ids, parts, present, characters = [], [], [], []
+        found_ids: list[np.ndarray] = []
+        parts: list[Sketches] = []
         try:
             cursor.execute(statement.text, statement.params([]))
             while rows := cursor.fetchmany(100_000):
                 found_ids.append(np.fromiter((r[0] for r in rows), np.int64, count=len(rows)))
-                held = consistency.signature_words(self.where, [r[1] for r in rows])
-                parts.append(held.words)
-                present.append(held.present)
-                characters.append(held.characters)
+                parts.append(consistency.signature_words(self.where, [r[1] for r in rows]))
         finally:
             cursor.close()
         if not parts or not len(ids):
@@ -550,13 +548,14 @@ class Store:
         where = order[at]
         known = ids[where] == signature_ids  # (always, in one snapshot)
         consistency.all_known(self.where, signature_ids, known)
-        words = np.zeros((len(ids), WORDS), dtype=np.uint64)
-        mask = np.zeros(len(ids), dtype=bool)
-        script = np.zeros(len(ids), dtype=bool)
-        words[where[known]] = np.concatenate(parts)[known]
-        mask[where[known]] = np.concatenate(present)[known]
-        script[where[known]] = np.concatenate(characters)[known]
-        return Sketches(words, mask, script)
+        held = Sketches(
+            np.zeros((len(ids), WORDS), dtype=np.uint64),
+            np.zeros(len(ids), dtype=bool),
+            np.zeros(len(ids), dtype=bool),
+        )
+        for array, read in zip(held, zip(*parts, strict=True), strict=True):
+            array[where[known]] = np.concatenate(read)[known]  # (each field, position by position)
+        return held
 
     def keys_for(
         self, conn: Connection, wanted: dict[int, int]
