@@ -596,18 +596,21 @@ def set_keys(signature: bytes) -> list[int]:
 # A copy with a tenth of its words edited moves its fingerprint past k = 8
 # about one time in four, while its sketch still agrees in most bins. So a
 # signature without an exact set (a text of more than SMALL units) is also
-# stored under BANDS keys, one for each run of BAND_BYTES bytes (twelve
+# stored under BANDS keys, one for each run of BAND_BYTES bytes (ten
 # four-bit bins) of its sketch: the run's bytes and its place, salted, then
-# mixed. Two such texts share a key when one run is equal in both (MinHash
-# LSH: Indyk and Motwani 1998; Broder 1997), and are then candidates at any
-# distance, verified at the threshold like every other candidate. Measured
-# in bench/experiments/bands.py (docs/decisions/signature-bands.md): of
-# copies with up to 10% of their words edited, found 89% -> 97% (Chinese),
-# 88% -> 98% (English); a random pair shares a band with probability about
-# 10 p^12, p = J + (1 - J)/16 the chance that a bin agrees.
-BANDS = 10
-BAND_BYTES = 6  # twelve bins of four bits
-_BAND_SALT = _U64(0x9E3779B97F4A7C15)  # band keys: the run's 48 bits and its place, salted, mixed
+# mixed (the last eight bins are in no band). Two such texts share a key
+# when one run is equal in both (MinHash LSH: Indyk and Motwani 1998;
+# Broder 1997), and are then candidates at any distance, verified at the
+# threshold like every other candidate. Measured in
+# bench/experiments/bands.py (docs/decisions/signature-bands.md): of copies
+# with up to 10% of their words edited, found 89% -> 97% (Chinese), 88% ->
+# 99% (English); a random pair shares a band with probability about
+# 12 p^10, p = J + (1 - J)/16 the chance that a bin agrees. Twelve bands of
+# ten bins since schema revision 0013 (ten bands of twelve before: where a
+# copy at a Jaccard of 0.8 has no band equal 42% of the time, these 20%).
+BANDS = 12
+BAND_BYTES = 5  # ten bins of four bits
+_BAND_SALT = _U64(0x9E3779B97F4A7C15)  # band keys: the run's 40 bits and its place, salted, mixed
 
 
 def keys_of_bands(signatures: Sequence[bytes | None]) -> tuple[np.ndarray, np.ndarray]:

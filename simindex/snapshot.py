@@ -241,7 +241,7 @@ class Snapshot:
         top 32 bits), which the caller judges by signature.meets on the rows
         it reads. Every held sketch's keys are sorted on first use and kept:
         one array of 64-bit entries, a key's top 32 bits above its row's
-        position (80 bytes a row), made _BANDS_AT_ONCE sketches at a time."""
+        position (96 bytes a row), made _BANDS_AT_ONCE sketches at a time."""
         empty = np.zeros(0, np.intp)
         if self.signatures is None or not len(keys):
             return empty, empty

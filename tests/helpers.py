@@ -170,12 +170,12 @@ def short_and_close(a: bytes | None, b: bytes | None) -> bool:
 
 def bands_equal(a: bytes | None, b: bytes | None) -> bool:
     """Neither signature keeps a set (a sketch alone, or and a byte of 2:
-    a longer text of CJK characters), and one of the ten runs of six bytes
-    (twelve bins) at the start of their sketches is the same in both,
+    a longer text of CJK characters), and one of the twelve runs of five
+    bytes (ten bins) at the start of their sketches is the same in both,
     written out here from the rule's words."""
     if a is None or b is None or not (sketch_alone(a) and sketch_alone(b)):
         return False
-    return any(a[6 * i : 6 * i + 6] == b[6 * i : 6 * i + 6] for i in range(10))
+    return any(a[5 * i : 5 * i + 5] == b[5 * i : 5 * i + 5] for i in range(12))
 
 
 def sketch_alone(signature: bytes) -> bool:

@@ -6,6 +6,7 @@ import hashlib
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.config import Config
@@ -21,6 +22,7 @@ from simindex import (
     StorageError,
     storage,
 )
+from simindex.signature import NBYTES, mix, sketch_only
 from simindex.storage import schema
 from tests.helpers import assert_keys_complete, banded_pair
 
@@ -187,6 +189,53 @@ def test_revision_0011_makes_band_keys_and_marks_long_rows(tmp_path: Path) -> No
         due = con.execute("SELECT count(*) FROM simindex_set_keys_due").fetchone()[0]
     con.close()
     assert due == 1
+
+
+def old_band_keys(sig: bytes) -> list[int]:
+    """A longer text's band keys as revision 0012 made them: ten runs of six
+    bytes (twelve bins), each with its place above its 48 bits, salted, mixed."""
+    runs = np.zeros((10, 8), np.uint8)
+    runs[:, :6] = np.frombuffer(sig[:60], np.uint8).reshape(10, 6)
+    values = runs.view("<u8").ravel() | (np.arange(10, dtype=np.uint64) << np.uint64(48))
+    return mix(values + np.uint64(0x9E3779B97F4A7C15)).view(np.int64).tolist()
+
+
+def test_revision_0013_makes_the_band_keys_of_ten_bins(tmp_path: Path) -> None:
+    """An index of revision 0012 keeps a longer text's keys of ten bands of
+    twelve bins: upgraded, every row's keys are those of twelve bands of
+    ten (the short texts' set keys as they were), and the copies only the
+    new bands find are found as in an index made today."""
+    texts: dict[str, str] = {"short": "core perl modules", "short-copy": "extra perl modules"}
+    for i in range(8):
+        a, b = banded_pair(300 + i)
+        texts[f"t{i}"], texts[f"t{i}-copy"] = a, b
+    old, new = tmp_path / "old.db", tmp_path / "new.db"
+    for path in (old, new):
+        with SimIndex(path, hold=False) as index:
+            index.add_many(texts.items())
+    con = sqlite3.connect(old)
+    with con:  # what revision 0012 left: the old bands' keys
+        rows = con.execute("SELECT id, signature FROM simindex_fingerprints").fetchall()
+        for row_id, sig in rows:
+            if len(sig) in (NBYTES, NBYTES + 1) and sketch_only(bytes(sig)):
+                con.execute("DELETE FROM simindex_set_keys WHERE id = ?", (row_id,))
+                con.executemany(
+                    "INSERT INTO simindex_set_keys (set_key, id) VALUES (?, ?)",
+                    [(key, row_id) for key in old_band_keys(bytes(sig))],
+                )
+        con.execute("UPDATE simindex_alembic_version SET version_num = '0012'")
+    con.close()
+    with pytest.raises(AssertionError):  # (the old keys are not today's)
+        assert_keys_complete(str(old), drained=True)
+    with SimIndex(old, hold=False) as upgraded, SimIndex(new, hold=False) as made:
+        assert upgraded.stats()["schema_revision"] == storage.HEAD
+        assert_keys_complete(str(old), drained=True)
+        for key in texts:
+            assert upgraded.query(texts[key]) == made.query(texts[key])
+        for i in range(8):
+            got = upgraded.query(texts[f"t{i}"])
+            assert [m.key for m in got if m.distance > 8] == [f"t{i}-copy"]
+        assert upgraded.duplicates() == made.duplicates()
 
 
 def test_revision_0009_makes_every_short_texts_keys_again(tmp_path: Path) -> None:

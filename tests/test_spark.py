@@ -149,13 +149,13 @@ def brute(rows: list[Row], k: int, threshold: float) -> set[tuple[Any, ...]]:
     """Every pair within k, or (threshold above 0) at any distance whose
     signatures meet (signature.meets), verified at the threshold. meets is
     asked of the pairs that can meet: both keeping a set, or neither with a
-    run of six bytes (a band) equal, which numpy finds here."""
+    run of five bytes (a band) equal, which numpy finds here."""
     fps = np.array([fp for _, fp, _ in rows], dtype=np.uint64)
     sigs = [sig for _, _, sig in rows]
     sketch = np.array([sig is not None and len(sig) == NBYTES for sig in sigs])
-    runs = np.zeros((len(rows), 10, 6), np.uint8)
+    runs = np.zeros((len(rows), 12, 5), np.uint8)
     for i in np.flatnonzero(sketch).tolist():
-        runs[i] = np.frombuffer(sigs[i][:60], np.uint8).reshape(10, 6)
+        runs[i] = np.frombuffer(sigs[i][:60], np.uint8).reshape(12, 5)
     kept = np.array([sig is not None and len(sig) > NBYTES for sig in sigs])
     out = set()
     for i in range(len(rows)):

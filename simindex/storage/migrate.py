@@ -57,6 +57,7 @@ REVISIONS = (
     "0010",
     "0011",
     "0012",
+    "0013",
 )
 HEAD = REVISIONS[-1]
 EXACT_SETS_FROM = "0006"  # the first whose signatures may keep a short text's set

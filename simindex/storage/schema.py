@@ -117,7 +117,7 @@ def set_key_tables(metadata: MetaData | None = None) -> tuple[Table, Table]:
         PrimaryKeyConstraint("set_key", "id", name=f"pk_{SET_KEYS_TABLE}"),
         Index(f"ix_{SET_KEYS_TABLE}_id", "id"),
         # (SQLite: the keys are the table's own B-tree, no rowid beside
-        # them: 322 bytes for a longer text's ten keys instead of 500)
+        # them: about 390 bytes for a longer text's twelve keys instead of 600)
         sqlite_with_rowid=False,
     )
     due = Table(

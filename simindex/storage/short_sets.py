@@ -150,7 +150,7 @@ def drain(conn: Connection) -> int:
         keys, owner = keys_of(signatures)
         conn.execute(_FORGET, {"ids": done})
         if keys.size:
-            if insert is None:  # (the driver's executemany: ten keys a longer text)
+            if insert is None:  # (the driver's executemany: twelve keys a longer text)
                 statement = dialect.insert(_KEY_TABLE).on_conflict_do_nothing()
                 insert = Sql(statement, conn.dialect, ["set_key", "id"])
             owners = np.asarray(ids, dtype=np.int64)[owner]
