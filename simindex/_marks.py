@@ -454,8 +454,10 @@ def _finish(
     but stop words, or all when every one is a stop word or they are kept;
     simhash_of_hashes) and the sketch and exact set of the units
     (signature._signature_of: ``ordered``, in the order first seen and the
-    byte ORDERED, else sorted; more than 15 units, more than half of them
-    CJK ``characters`` of an ``ordered`` text: the byte CJK)."""
+    byte ORDERED, else sorted; 16 to 256 units, their top 16 bits sorted,
+    once, and the byte MIDDLE, or MIDDLE_CJK where more than half of them
+    are CJK ``characters`` of an ``ordered`` text; more units, such a text's:
+    the byte CJK)."""
     stop = np.zeros(nd, np.bool_)
     content = nd
     if drop_stopwords:
@@ -547,6 +549,26 @@ def _finish(
         if ordered:
             out[size] = np.uint8(1)  # signature.ORDERED
             size += 1
+    elif units <= 256:  # signature.MIDDLE_UNITS: the top 16 bits of each, sorted, once
+        middle = np.empty(units, np.uint16)
+        u = 0
+        for d in range(nd):
+            if unit[d]:
+                middle[u] = np.uint16(hs[d] >> np.uint64(48))
+                u += 1
+        middle.sort()
+        previous = -1
+        for u in range(units):
+            value = np.int64(middle[u])
+            if value == previous:
+                continue
+            previous = value
+            out[size] = np.uint8(value & 0xFF)
+            out[size + 1] = np.uint8(value >> 8)
+            size += 2
+        # signature.MIDDLE_CJK or MIDDLE
+        out[size] = np.uint8(4) if ordered and 2 * characters > units else np.uint8(3)
+        size += 1
     elif ordered and 2 * characters > units:
         out[size] = np.uint8(2)  # signature.CJK
         size += 1

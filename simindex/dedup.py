@@ -43,12 +43,15 @@ from simindex.signature import (
     NBYTES,
     SMALL,
     WORDS,
+    Middle,
     bands_meet_many,
     characters_many,
     check_threshold,
     estimates,
     exact_many,
     keys_of,
+    middle_many,
+    middle_similarities,
     one_unit_many,
     one_unit_reaches,
     thresholds_for,
@@ -62,6 +65,7 @@ from simindex.tables import (
     key_type,
     packed_flips,
     probe_batch,
+    run_positions,
     shared_radius,
 )
 
@@ -272,6 +276,7 @@ class _Marks(NamedTuple):
     sizes: np.ndarray  # the sizes of those sets (0: none)
     ordered: np.ndarray  # whether each is in its text's order (signature.exact_many)
     characters: np.ndarray  # whether each is a longer text's of CJK characters
+    middle: Middle  # their middle sets (signature.middle_many)
 
 
 def _marks(fps: list[int], signatures: list[bytes]) -> _Marks:
@@ -281,6 +286,7 @@ def _marks(fps: list[int], signatures: list[bytes]) -> _Marks:
         np.frombuffer(sketches, dtype="<u8").reshape(-1, WORDS).astype(np.uint64),
         *exact_many(signatures),
         characters_many(signatures),
+        middle_many(signatures),
     )
 
 
@@ -295,6 +301,9 @@ def _similarities(a: _Marks, i: np.ndarray, b: _Marks, j: np.ndarray) -> np.ndar
     both = (a.sizes[i] > 0) & (b.sizes[j] > 0)
     if both.any():
         out[both] = _one_unit(a, i[both], b, j[both])[1]
+    middle = (a.middle.sizes[i] > 0) & (b.middle.sizes[j] > 0)
+    if middle.any():
+        out[middle] = middle_similarities(a.middle, i[middle], b.middle, j[middle])
     return out
 
 
@@ -342,6 +351,7 @@ class _Kept:
         self._sizes = Column(np.intp)
         self._ordered = Column(np.bool_)
         self._characters = Column(np.bool_)
+        self._middle = (Column(np.uint16), Column(np.int64), Column(np.int64))
         self._by_key = Sorted(np.int64)
         # Whether a set of n units (n + 1 the larger of a pair) is looked up
         # by all its keys, or by its own alone (signature.one_unit_reaches).
@@ -384,6 +394,7 @@ class _Kept:
             self._sizes.rows,
             self._ordered.rows,
             self._characters.rows,
+            Middle(*(column.rows for column in self._middle)),
         )
         start = len(self.keys)
         keys, owner, asked = self._keys(signatures, new)
@@ -494,6 +505,11 @@ class _Kept:
         self._sizes.extend(new.sizes[at])
         self._ordered.extend(new.ordered[at])
         self._characters.extend(new.characters[at])
+        values, lo, sizes = self._middle
+        size = new.middle.sizes[at]
+        lo.extend(values.size + np.cumsum(size) - size)
+        sizes.extend(size)
+        values.extend(new.middle.values[run_positions(new.middle.lo[at], size)])
         self.keys.extend([keys[a] for a in at.tolist()])
         for table in self._tables:
             table.lookup.add(table.key_of(new.fps[at]), positions)

@@ -128,7 +128,7 @@ class Explanation:
     # The similarity the pair needs where it is not the threshold asked: two
     # longer texts of CJK characters need a lower one (signature.threshold_for).
     needed: float | None = None
-    similarity: float | None = None  # the signatures' (estimated; exact for two short texts)
+    similarity: float | None = None  # the signatures' (from their sets where both keep one)
     unit_jaccard: float | None = None  # the exact Jaccard of the unit sets (texts only)
     units_a: int | None = None  # distinct units of each text
     units_b: int | None = None

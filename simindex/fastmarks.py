@@ -55,7 +55,7 @@ from simindex.tokenize import _CJK, PIECE_CHARS, has_cjk, nfkc, normalize, stopw
 # a process that switches spends at most about twice what it would have
 # with the compiled pass from the start.
 SWITCH_CHARS = 3 << 19
-_OUT_BYTES = 64 + 4 * 15 + 1  # the sketch, the largest exact set and its order byte
+_OUT_BYTES = 64 + 2 * 256 + 1  # the sketch, the largest middle set and its byte
 # What the listeners of simindex.compiling are told while numba compiles the
 # loop, the first time on a machine: 14.2 s on 2 busy cores with numba's cache
 # empty (NUMBA_CACHE_DIR=$(mktemp -d) python -c "from simindex import

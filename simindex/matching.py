@@ -117,8 +117,9 @@ def unverified(
 ) -> np.ndarray:
     """Which candidate pairs (query position, stored position) may still be
     matches, judged in memory before their rows are read: False only where
-    the query and the held row both have a signature and its similarity is
-    under the threshold the pair needs, the very test ``within`` makes on the row
+    the query and the held row both have a longer text's signature, not both
+    keeping a middle set, and its similarity is under the threshold the
+    pair needs, the very test ``within`` makes on the row
     (so the rows read afterwards lose nothing). ``held``: the stored rows'
     signatures as words and which have one (Snapshot.signatures). A row
     written since the snapshot was read may fail here on its old signature:
@@ -136,5 +137,8 @@ def unverified(
     if at.size:
         q, s = queries[at], stored[at]
         needed = thresholds_for(thresholds[q], asked.characters[q] & held.characters[s])
-        keep[at] = estimates(asked.words[q], held.words[s]) >= needed
+        # (two middle sets are judged by their sets, from the rows read)
+        keep[at] = (estimates(asked.words[q], held.words[s]) >= needed) | (
+            asked.middle[q] & held.middle[s]
+        )
     return keep

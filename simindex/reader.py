@@ -47,10 +47,10 @@ from simindex.signature import (
     keys_of_bands,
     keys_of_one,
     keys_of_sets,
+    longer,
     meets,
     one_unit_reaches,
     similarity,
-    sketch_only,
     threshold_for,
 )
 from simindex.snapshot import Seed, Snapshot
@@ -105,12 +105,17 @@ def _keyed_pairs(
     paired through their band keys, each pair beyond k judged once."""
     found: list[tuple[int, int, int, float | None]] = []
     _set_pairs([r for r in rows if _keyed_set(r[3])], k, threshold, found)
-    _band_pairs([r for r in rows if sketch_only(r[3])], k, threshold, found)
+    _band_pairs([r for r in rows if longer(r[3])], k, threshold, found)
     return found
 
 
 def _keyed_set(signature: bytes | None) -> bool:
-    return signature is not None and len(signature) >= KEYED_BYTES and is_signature(signature)
+    return (
+        signature is not None
+        and len(signature) >= KEYED_BYTES
+        and not longer(signature)
+        and is_signature(signature)
+    )
 
 
 def _set_pairs(
@@ -243,7 +248,7 @@ def _sets_only(checks: Sequence[Verify | None]) -> list[Verify | None]:
 
 def _banded(verify: Verify) -> bool:
     """Whether a query's keys are band keys: a signature without an exact set."""
-    return sketch_only(verify.signature)
+    return longer(verify.signature)
 
 
 class Reader:

@@ -49,6 +49,18 @@ words edited changes a larger share of a text's units where a unit is a
 character, not a word (docs/decisions/thresholds.md). A row written before
 has the sketch alone and is judged at the threshold asked.
 
+A text of more than SMALL and at most MIDDLE_UNITS = 256 distinct units
+keeps its set too (``+set256``): the top 16 bits of its units' hashes,
+sorted, once (2 bytes a unit), and one byte, MIDDLE, or MIDDLE_CJK where
+most of its units are CJK characters (then judged as the byte CJK says).
+Two such texts are compared by these sets: a Jaccard nearly exact (two
+units share 16 bits one time in 65,536), where at these lengths the
+sketch's 128 bins, about half of them filled, estimate it within about
+0.05 either side, so that a copy at 0.79 was missed at 0.78 about one time
+in three (docs/decisions/middle-sets.md). A middle set against a sketch
+without one (a longer text, or a row written before ``+set256``) is
+estimated; its sketch gives it band keys as any longer text's.
+
 A text's units are the tokens of ``tokenize.words(prepare(text), "chars")``
 without the CJK bigrams: the words of spaced scripts (normalised,
 punctuation dropped, stop words kept) and single CJK characters. Why these
@@ -81,9 +93,11 @@ from simindex.fingerprint import (
     simhash_weighted,
     weighted,
 )
+from simindex.tables import run_positions
 from simindex.tokenize import PIECE_CHARS, Shingling, count_cjk, has_cjk, pieces, words
 
-NAME = "minhash128x4/1+set15+order+cjk"  # stored in an index's settings: what its signatures are
+# Stored in an index's settings: what its signatures are.
+NAME = "minhash128x4/1+set15+order+cjk+set256"
 # Earlier indexes' names: their signatures are the sketch alone, or the
 # sketch and a short text's set sorted whatever its script, or a longer
 # text's sketch alone whatever its script; opening one to write moves it to
@@ -92,12 +106,16 @@ NAME = "minhash128x4/1+set15+order+cjk"  # stored in an index's settings: what i
 SKETCH_ONLY = "minhash128x4/1"
 SORTED_SETS = "minhash128x4/1+set15"
 ORDERED_SETS = "minhash128x4/1+set15+order"
+CJK_SKETCHES = "minhash128x4/1+set15+order+cjk"
 ORDERED = 1  # the byte after a short text's units kept in the text's order (CJK)
 CJK = 2  # the byte after a longer text's sketch whose units are mostly CJK characters
+MIDDLE = 3  # the byte after a middle-length text's set of 16-bit unit hashes
+MIDDLE_CJK = 4  # ... of a text most of whose units are CJK characters
 BINS = 128
 BITS = 4
 NBYTES = BINS * BITS // 8  # 64 bytes a document: the sketch
 SMALL = 15  # texts of at most this many distinct units keep their set exactly
+MIDDLE_UNITS = 256  # ... and up to this many, their 16-bit hashes (a Jaccard nearly exact)
 ONE_UNIT = 15 / 17  # the least similarity of two small sets one unit apart
 ONE_UNIT_SHARED = 2  # ... that share at least this many units
 # The similarity a candidate needs, by default: chosen on bench/thresholds.py
@@ -160,14 +178,25 @@ def thresholds_for(threshold: np.ndarray | float, characters: np.ndarray | bool)
 
 def of_characters(signature: bytes | None) -> bool:
     """Whether a signature is a longer text's of CJK characters (its sketch
-    and the byte CJK)."""
-    return signature is not None and len(signature) == NBYTES + 1 and signature[-1] == CJK
+    and the byte CJK, or its middle set and the byte MIDDLE_CJK)."""
+    if signature is None or len(signature) % 2 == 0:
+        return False
+    last = signature[-1]
+    return last == MIDDLE_CJK or (last == CJK and len(signature) == NBYTES + 1)
 
 
-def sketch_only(signature: bytes | None) -> bool:
-    """Whether a signature keeps no exact set (a longer text's): its sketch,
-    and the byte CJK or none."""
-    return signature is not None and (len(signature) == NBYTES or of_characters(signature))
+def longer(signature: bytes | None) -> bool:
+    """Whether a signature is a longer text's (more than SMALL units: no
+    short text's set, band keys instead): its sketch alone, or with the byte
+    CJK, or with a middle set and its byte."""
+    if signature is None:
+        return False
+    size, last = len(signature), signature[-1] if signature else 0
+    return (
+        size == NBYTES
+        or (size == NBYTES + 1 and last == CJK)
+        or (size > NBYTES + 2 and size % 2 == 1 and last in (MIDDLE, MIDDLE_CJK))
+    )
 
 
 def threshold_for(threshold: float, a: bytes | None, b: bytes | None) -> float:
@@ -328,22 +357,28 @@ def _differing(x: int) -> int:
 
 # What a signature is, as the errors about one say it.
 SIGNATURE_FORM = (
-    f"{NBYTES} bytes (a sketch), then nothing, the byte {CJK}, or an exact set of 1 to "
-    f"{SMALL} 32-bit hashes, increasing, or distinct and the byte {ORDERED}"
+    f"{NBYTES} bytes (a sketch), then nothing, the byte {CJK}, an exact set of 1 to "
+    f"{SMALL} 32-bit hashes, increasing, or distinct and the byte {ORDERED}, or 1 to "
+    f"{MIDDLE_UNITS} 16-bit hashes, increasing, and the byte {MIDDLE} or {MIDDLE_CJK}"
 )
 
 
 def is_signature(value: object) -> bool:
     """Whether a stored value is a signature: the sketch's NBYTES bytes,
-    optionally followed by the byte CJK or by an exact set of 1 to SMALL
+    optionally followed by the byte CJK, by an exact set of 1 to SMALL
     32-bit unit hashes (little-endian): strictly increasing, or distinct and
-    followed by the byte ORDERED (in the text's order)."""
+    followed by the byte ORDERED (in the text's order), or by a middle set
+    of 1 to MIDDLE_UNITS 16-bit ones, strictly increasing, and the byte
+    MIDDLE or MIDDLE_CJK."""
     if not isinstance(value, (bytes, bytearray, memoryview)):
         return False
     size = len(value)
     if size == NBYTES or (size == NBYTES + 1 and value[-1] == CJK):
         return True
     extra = size - NBYTES
+    middle = _middle_values(value)
+    if middle is not None:
+        return 1 <= len(middle) <= MIDDLE_UNITS and bool((middle[1:] > middle[:-1]).all())
     ordered = extra % 4 == 1
     if extra < 4 or (extra % 4 and not ordered) or extra // 4 > SMALL:
         return False
@@ -363,7 +398,7 @@ Exact = tuple[tuple[int, ...], bool]
 def _exact(signature: bytes) -> Exact | None:
     """The exact set a signature keeps (a short text's), else None."""
     extra = len(signature) - NBYTES
-    if extra < 4:  # (a sketch alone, or with the byte CJK)
+    if extra < 4 or (extra % 2 == 1 and signature[-1] != ORDERED):  # (a longer text's)
         return None
     return struct.unpack_from(f"<{extra // 4}I", signature, NBYTES), extra % 4 == 1
 
@@ -378,7 +413,7 @@ def exact_many(signatures: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray, np.
     """The exact sets of many signatures as arrays, for one_unit_many:
     (units: (n, SMALL) uint32 in the order stored, padded with 0; sizes: 0
     for none; ordered: kept in the text's order)."""
-    extra = [len(s) - NBYTES for s in signatures]
+    extra = [0 if longer(s) else len(s) - NBYTES for s in signatures]
     sizes = np.array([max(e, 0) // 4 for e in extra], dtype=np.intp)
     ordered = np.array([e % 4 == 1 and e > 4 for e in extra], dtype=bool)
     sets = np.zeros((len(signatures), SMALL), dtype=np.uint32)
@@ -562,7 +597,7 @@ def keys_of_sets(signatures: Sequence[bytes | None]) -> tuple[np.ndarray, np.nda
     set's own key first, then one for each unit left out, in the set's
     order. None for a signature without a set, or of fewer than
     ONE_UNIT_SHARED units (see above)."""
-    sizes = [0 if s is None or len(s) <= NBYTES else (len(s) - NBYTES) // 4 for s in signatures]
+    sizes = [0 if s is None or longer(s) else (len(s) - NBYTES) // 4 for s in signatures]
     at = [i for i, size in enumerate(sizes) if size >= ONE_UNIT_SHARED]
     if not at:
         return np.zeros(0, np.int64), np.zeros(0, np.intp)
@@ -618,7 +653,7 @@ def keys_of_bands(signatures: Sequence[bytes | None]) -> tuple[np.ndarray, np.nd
     (keys, owner), owner the position of the signature each key is of, BANDS
     keys for each signature without an exact set, in band order; none for a
     None or a signature that keeps a set (those have set keys)."""
-    at = [i for i, s in enumerate(signatures) if sketch_only(s)]
+    at = [i for i, s in enumerate(signatures) if longer(s)]
     if not at:
         return np.zeros(0, np.int64), np.zeros(0, np.intp)
     blob = b"".join(bytes(signatures[i])[:NBYTES] for i in at)  # type: ignore[arg-type]
@@ -647,7 +682,7 @@ def _band_keys(sketches: np.ndarray) -> np.ndarray:
 def bands_meet(a: bytes, b: bytes) -> bool:
     """Whether two signatures without an exact set have one band equal
     (their band keys meet; see keys_of_bands)."""
-    if not (sketch_only(a) and sketch_only(b)):
+    if not (longer(a) and longer(b)):
         return False
     step = BAND_BYTES
     return any(a[i : i + step] == b[i : i + step] for i in range(0, BANDS * step, step))
@@ -688,7 +723,7 @@ def meets(a: bytes | None, b: bytes | None) -> float | None:
     any other pair (whose keys met by chance, if they did)."""
     if a is None or b is None:
         return None
-    if sketch_only(a) and sketch_only(b):
+    if longer(a) and longer(b):
         return similarity(a, b) if bands_meet(a, b) else None
     return one_unit(a, b)
 
@@ -706,8 +741,31 @@ def similarity(a: bytes, b: bytes) -> float:
         sa, sb = _exact(a), _exact(b)
         if sa is not None and sb is not None:
             return _compare_sets(sa, sb)[1]
+        ma, mb = _middle_values(a), _middle_values(b)
+        if ma is not None and mb is not None:
+            return _jaccard(ma, mb)
         a, b = a[:NBYTES], b[:NBYTES]
     return _ESTIMATES[_differing(int.from_bytes(a, "little") ^ int.from_bytes(b, "little"))]
+
+
+def middle_set(signature: bytes) -> frozenset[int] | None:
+    """The 16-bit unit hashes a middle-length text's signature keeps, else None."""
+    values = _middle_values(signature)
+    return None if values is None else frozenset(values.tolist())
+
+
+def _middle_values(signature: bytes | bytearray | memoryview) -> np.ndarray | None:
+    """The values of a middle set as stored (a view of the bytes), else None."""
+    extra = len(signature) - NBYTES
+    if extra < 3 or extra % 2 == 0 or signature[-1] not in (MIDDLE, MIDDLE_CJK):
+        return None
+    return np.frombuffer(signature, "<u2", extra // 2, NBYTES)
+
+
+def _jaccard(a: np.ndarray, b: np.ndarray) -> float:
+    """The Jaccard of two middle sets' values (each distinct)."""
+    shared = np.intersect1d(a, b, assume_unique=True).size
+    return shared / (len(a) + len(b) - shared)
 
 
 def similarity_to(signature: bytes) -> Callable[[bytes], float]:
@@ -717,6 +775,7 @@ def similarity_to(signature: bytes) -> Callable[[bytes], float]:
     assert checked is not None
     query = int.from_bytes(checked[:NBYTES], "little")
     mine = _exact(checked)
+    middle = _middle_values(checked)
     estimates, low, from_bytes, size = _ESTIMATES, _LOW_NIBBLES, int.from_bytes, NBYTES
 
     def estimate(other: bytes) -> float:
@@ -724,6 +783,8 @@ def similarity_to(signature: bytes) -> Callable[[bytes], float]:
             theirs = _exact(other)
             if mine is not None and theirs is not None:
                 return _compare_sets(mine, theirs)[1]
+            if middle is not None and (their_middle := _middle_values(other)) is not None:
+                return _jaccard(middle, their_middle)
             other = other[:size]
         x = query ^ from_bytes(other, "little")
         return estimates[((x | x >> 1 | x >> 2 | x >> 3) & low).bit_count()]
@@ -742,37 +803,87 @@ class Sketches(NamedTuple):
     """Signatures held as words (as_words), row by row."""
 
     words: np.ndarray  # (n, WORDS) uint64: the sketches (zeros where absent)
-    present: np.ndarray  # bool: whether the words judge the row alone
+    present: np.ndarray  # bool: whether the row is a longer text's (words held)
     characters: np.ndarray  # bool: whether it is a longer text's of CJK characters
+    # bool: whether it keeps a middle set: two such rows are judged by their
+    # sets (from their bytes), not by the words; any other pair of present
+    # rows by the words alone
+    middle: np.ndarray
 
 
 def as_words(signatures: Sequence[bytes | None]) -> Sketches:
-    """The signatures as a (n, WORDS) matrix of uint64, which of them the
-    words judge alone, and which are of CJK characters (of_characters): a
-    None, a signature that keeps an exact set (judged from its bytes, see
+    """The signatures as a (n, WORDS) matrix of uint64, which of them are a
+    longer text's (``longer``: their sketches held), which of CJK
+    characters (of_characters), and which keep a middle set: a None, a
+    signature that keeps a short text's set (judged from its bytes, see
     similarity) or a blob of another length is a row of zeros marked absent
     (not judged in memory)."""
-    # (sketch_only and of_characters written out: a snapshot's rows, a
-    # call a row costs a third of the time)
+    # (longer and of_characters written out: a snapshot's rows, a call a
+    # row costs a third of the time)
     held = [
         s
-        if s is not None and (len(s) == NBYTES or (len(s) == NBYTES + 1 and s[-1] == CJK))
+        if s is not None
+        and (
+            len(s) == NBYTES
+            or (len(s) == NBYTES + 1 and s[-1] == CJK)
+            or (len(s) > NBYTES + 2 and len(s) % 2 == 1 and s[-1] in (MIDDLE, MIDDLE_CJK))
+        )
         else None
         for s in signatures
     ]
     present = np.array([s is not None for s in held], dtype=bool)
-    characters = np.array([s is not None and len(s) > NBYTES for s in held], dtype=bool)
+    last = [0 if s is None or len(s) == NBYTES else s[-1] for s in held]
+    characters = np.array([x in (CJK, MIDDLE_CJK) for x in last], dtype=bool)
+    middle = np.array([x in (MIDDLE, MIDDLE_CJK) for x in last], dtype=bool)
     zero = bytes(NBYTES)
     blob = b"".join(zero if s is None else bytes(s[:NBYTES]) for s in held)
     words = np.frombuffer(blob, dtype="<u8").reshape(-1, WORDS).astype(np.uint64)
-    return Sketches(words, present, characters)
+    return Sketches(words, present, characters, middle)
 
 
 def held_signature(sketches: Sketches, at: int) -> bytes:
-    """The signature of row ``at`` of held sketches (present there): what
-    as_words made it from."""
+    """The signature of row ``at`` of held sketches (present there, keeping
+    no middle set): what as_words made it from."""
     held = sketches.words[at].astype("<u8").tobytes()
     return held + bytes((CJK,)) if sketches.characters[at] else held
+
+
+class Middle(NamedTuple):
+    """The middle sets of many signatures (middle_many): signature n's
+    16-bit unit hashes are values[lo[n] : lo[n] + sizes[n]] (size 0: none)."""
+
+    values: np.ndarray  # uint16
+    lo: np.ndarray  # int64
+    sizes: np.ndarray  # int64
+
+
+def middle_many(signatures: Sequence[bytes | None]) -> Middle:
+    """The middle sets of many signatures, in one array of values."""
+    parts = [
+        s[NBYTES:-1] if s is not None and len(s) % 2 == 1 and s[-1] in (MIDDLE, MIDDLE_CJK) else b""
+        for s in signatures
+    ]
+    sizes = np.array([len(p) // 2 for p in parts], dtype=np.int64)
+    lo = np.cumsum(sizes) - sizes
+    return Middle(np.frombuffer(b"".join(parts), dtype="<u2").astype(np.uint16), lo, sizes)
+
+
+def middle_similarities(a: Middle, i: np.ndarray, b: Middle, j: np.ndarray) -> np.ndarray:
+    """The Jaccard of the middle sets of each pair (a's i[n], b's j[n]), each
+    keeping one: the same floats as similarity. Each pair's two sets, tagged
+    with the pair, sorted at once: a value twice in a row is one they share."""
+    size_a, size_b = a.sizes[i], b.sizes[j]
+    pair = np.arange(len(i), dtype=np.int64)
+    tagged = np.concatenate(
+        [
+            (np.repeat(pair, size_a) << 16) | a.values[run_positions(a.lo[i], size_a)],
+            (np.repeat(pair, size_b) << 16) | b.values[run_positions(b.lo[j], size_b)],
+        ]
+    )
+    tagged.sort()
+    twice = tagged[1:][tagged[1:] == tagged[:-1]] >> 16
+    shared = np.bincount(twice, minlength=len(i))
+    return shared / (size_a + size_b - shared)
 
 
 def estimates(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -825,8 +936,11 @@ def _signature_of(hashes: np.ndarray, ordered: bool, characters: int = 0) -> byt
     the byte CJK."""
     h32 = top32(hashes)
     made = pack(minhash_values(h32), BITS)
-    if len(hashes) > SMALL:
+    if len(hashes) > MIDDLE_UNITS:
         return made + bytes((CJK,)) if 2 * characters > len(hashes) else made
+    if len(hashes) > SMALL:
+        middle = np.unique((h32 >> np.uint32(16)).astype("<u2")).tobytes()
+        return made + middle + bytes((MIDDLE_CJK if 2 * characters > len(hashes) else MIDDLE,))
     if ordered:
         exact = list(dict.fromkeys(h32.tolist()))
         return made + struct.pack(f"<{len(exact)}I", *exact) + bytes((ORDERED,))

@@ -17,7 +17,7 @@ import numpy as np
 
 from simindex.blocks import MAX_INDEX_K, BlockLayout, Probe, cheapest, probes
 from simindex.costs import held_query_us
-from simindex.signature import Sketches, band_keys_of_words, held_signature
+from simindex.signature import NBYTES, Sketches, band_keys_of_words, held_signature
 from simindex.tables import (
     Keyed,
     Plan,
@@ -218,12 +218,11 @@ class Snapshot:
         fps = np.concatenate([self.fps[keep], added_fps[last]])
         signatures = None
         if self.signatures is not None:  # the added rows' signatures are not held
-            words, present, characters = self.signatures
+            words, *flags = self.signatures
             none = np.zeros(len(last), bool)
             signatures = Sketches(
                 np.concatenate([words[keep], np.zeros((len(last), words.shape[1]), np.uint64)]),
-                np.concatenate([present[keep], none]),
-                np.concatenate([characters[keep], none]),
+                *(np.concatenate([flag[keep], none]) for flag in flags),
             )
         return Snapshot(ids, fps, self.version, signatures, every_signature=False)
 
@@ -247,7 +246,7 @@ class Snapshot:
             return empty, empty
         bands = self._bands
         if bands is None:
-            words, present, _ = self.signatures
+            words, present, *_ = self.signatures
             at = np.flatnonzero(present)
             parts = [np.zeros(0, np.uint64)]
             for start in range(0, len(at), _BANDS_AT_ONCE):
@@ -290,7 +289,9 @@ class Snapshot:
         signature)) for the held rows at ``positions``: where a row still has
         the fingerprint held and was not written since by the holder (an
         added row), its signature becomes the one held, which is what the
-        index held when the snapshot was found current. (Bytes overwritten
+        index held when the snapshot was found current (a row keeping a
+        middle set, which is not held, keeps its own where its sketch is the
+        one held). (Bytes overwritten
         inside a stored signature are damage no read notices; a write since
         by anyone else lets the snapshot go before it answers.)"""
         if self.signatures is None or not positions.size:
@@ -305,6 +306,8 @@ class Snapshot:
             if row is None or row[2] != fingerprint or row_id in added or not held.present[at]:
                 continue
             signature = held_signature(held, at)
+            if held.middle[at] and row[3] is not None and row[3][:NBYTES] == signature[:NBYTES]:
+                continue  # (its middle set is not held: the row's, whose sketch is the one held)
             if row[3] != signature:
                 rows[row_id] = (*row[:3], signature)
 

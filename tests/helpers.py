@@ -159,6 +159,8 @@ def short_and_close(a: bytes | None, b: bytes | None) -> bool:
     added, dropped or replaced in place (an edit distance of at most 1)."""
     if a is None or b is None or len(a) < NBYTES + 4 or len(b) < NBYTES + 4:
         return False
+    if longer_text(a) or longer_text(b):  # (a middle set: a longer text's)
+        return False
     ua = struct.unpack_from(f"<{(len(a) - NBYTES) // 4}I", a, NBYTES)
     ub = struct.unpack_from(f"<{(len(b) - NBYTES) // 4}I", b, NBYTES)
     sa, sb = set(ua), set(ub)
@@ -173,15 +175,21 @@ def bands_equal(a: bytes | None, b: bytes | None) -> bool:
     a longer text of CJK characters), and one of the twelve runs of five
     bytes (ten bins) at the start of their sketches is the same in both,
     written out here from the rule's words."""
-    if a is None or b is None or not (sketch_alone(a) and sketch_alone(b)):
+    if a is None or b is None or not (longer_text(a) and longer_text(b)):
         return False
     return any(a[5 * i : 5 * i + 5] == b[5 * i : 5 * i + 5] for i in range(12))
 
 
-def sketch_alone(signature: bytes) -> bool:
-    """A longer text's signature: the sketch, or the sketch and a byte of 2
-    (most of the text's units CJK characters)."""
-    return len(signature) == NBYTES or (len(signature) == NBYTES + 1 and signature[-1] == 2)
+def longer_text(signature: bytes) -> bool:
+    """A longer text's signature (more than 15 units), written out from the
+    form's words: the sketch; the sketch and a byte of 2 (most of the text's
+    units CJK characters); or the sketch, 16-bit hashes and a byte of 3 or 4
+    (a middle set: an odd length; a short set in order ends in 1)."""
+    return (
+        len(signature) == NBYTES
+        or (len(signature) == NBYTES + 1 and signature[-1] == 2)
+        or (len(signature) % 2 == 1 and signature[-1] in (3, 4))
+    )
 
 
 def needed(threshold: float, a: bytes | None, b: bytes | None) -> float:
@@ -190,7 +198,10 @@ def needed(threshold: float, a: bytes | None, b: bytes | None) -> float:
     of 2 after both sketches) the Jaccard of the same share of edits, an
     edit changing CHARACTERS_AN_EDIT units: e = (1 - t) / (1 + t), then
     (1 - c e) / (1 + c e) (0 and 1 as they are)."""
-    chars = [s is not None and len(s) == NBYTES + 1 and s[-1] == 2 for s in (a, b)]
+    chars = [
+        s is not None and ((len(s) == NBYTES + 1 and s[-1] == 2) or (len(s) % 2 and s[-1] == 4))
+        for s in (a, b)
+    ]
     if not all(chars) or threshold in (0.0, 1.0):
         return threshold
     e = CHARACTERS_AN_EDIT * (1 - threshold) / (1 + threshold)

@@ -26,6 +26,7 @@ from simindex.fingerprint import DEFAULT_CONFIG
 from simindex.signature import (
     CJK,
     DEFAULT_THRESHOLD,
+    MIDDLE_CJK,
     NAME,
     NBYTES,
     characters_threshold,
@@ -38,7 +39,14 @@ from simindex.signature import (
     thresholds_for,
 )
 from simindex.storage import stored as stored_module
-from tests.helpers import assert_dedup_is_oracle, needed, oracle, pairs_oracle, stored_of
+from tests.helpers import (
+    assert_dedup_is_oracle,
+    longer_text,
+    needed,
+    oracle,
+    pairs_oracle,
+    stored_of,
+)
 
 CHARS = (
     "的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年得就那要下以生会自着去之过家学"
@@ -116,7 +124,7 @@ def test_which_texts_say_they_are_of_characters() -> None:
         assert of_characters(sig) is want, text
         assert (fp, sig) == one_pass(text, DEFAULT_CONFIG)
         assert sig == signature(text, DEFAULT_CONFIG)
-        assert len(sig) == NBYTES + 1 if want else len(sig) != NBYTES + 1
+        assert not want or (sig[-1] == MIDDLE_CJK and len(sig) % 2)  # (16-256 units)
 
 
 def test_every_way_of_asking_judges_characters_at_their_threshold(location: str) -> None:
@@ -172,12 +180,14 @@ def test_held_rows_keep_their_script_through_own_writes_and_the_stored_snapshot(
 
 def test_explain_says_which_threshold_applied() -> None:
     rng = random.Random(7)
-    while True:  # two Chinese texts whose similarity lies between the two thresholds
+    for _ in range(1000):  # two Chinese texts whose similarity lies between the two thresholds
         own = chinese(rng, 80)
-        a, b = "".join(own), edited(own, 0.08, rng)
+        a, b = "".join(own), edited(own, rng.uniform(0.05, 0.15), rng)
         sim = similarity(signature(a, DEFAULT_CONFIG), signature(b, DEFAULT_CONFIG))
         if characters_threshold(DEFAULT_THRESHOLD) <= sim < DEFAULT_THRESHOLD:
             break
+    else:
+        pytest.fail("no pair between the two thresholds was drawn")
     e = explain(a, b, k=DEFAULT_K, threshold=DEFAULT_THRESHOLD)
     assert e.verified and e.threshold == DEFAULT_THRESHOLD
     assert e.needed == e.threshold_needed == characters_threshold(DEFAULT_THRESHOLD)
@@ -201,7 +211,7 @@ def test_an_index_of_the_revision_before_is_upgraded(tmp_path: Path) -> None:
     with con:  # what revision 0011 wrote: the sketch alone
         rows = con.execute("SELECT id, signature FROM simindex_fingerprints").fetchall()
         for row_id, sig in rows:
-            if len(sig) == NBYTES + 1:
+            if len(sig) > NBYTES and longer_text(bytes(sig)):  # (a middle set too: 0014's)
                 con.execute(
                     "UPDATE simindex_fingerprints SET signature = ? WHERE id = ?",
                     (bytes(sig[:NBYTES]), row_id),

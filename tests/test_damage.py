@@ -135,7 +135,7 @@ def test_rows_read_by_id_must_be_the_rows_asked_for(tmp_path: Path) -> None:
 
 
 def test_signatures_read_must_be_signatures_of_rows_read(file_location: Location) -> None:
-    words, present, _ = consistency.signature_words(file_location, [bytes(NBYTES)] * 2)
+    words, present, *_ = consistency.signature_words(file_location, [bytes(NBYTES)] * 2)
     assert present.all() and words.shape[0] == 2
     for blob in (b"short", "text" * 16):
         with pytest.raises(DamagedIndexError, match="not a signature"):

@@ -46,6 +46,7 @@ from simindex.signature import (
     NBYTES,
     SMALL,
     bands_meet,
+    longer,
     signature,
     similarity,
 )
@@ -256,7 +257,7 @@ def test_a_longer_copy_beyond_k_with_a_band_equal_is_dropped() -> None:
     across batches, by the batch path and the reference alike."""
     text, copy = far_copy_with_a_band_equal()
     sig, copy_sig = signature(text, DEFAULT_CONFIG), signature(copy, DEFAULT_CONFIG)
-    assert len(sig) == len(copy_sig) == NBYTES  # (no exact set: longer texts)
+    assert longer(sig) and longer(copy_sig)  # (no short set: longer texts)
     docs = [("a", text), ("b", copy)]
     decisions = list(dedup_stream(docs, k=8, workers=1))
     assert as_expected(decisions) == oracle(docs, 8)

@@ -198,6 +198,7 @@ def test_streaming_dedup_finds_every_kept_within_k_as_brute_force(
             np.zeros(60, np.intp),
             np.zeros(60, bool),
             np.zeros(60, bool),
+            signature.middle_many([None] * 60),
         )
         i, p = tables._near_kept(marks)
         assert len(set(zip(i.tolist(), p.tolist(), strict=True))) == len(i)  # each once
@@ -284,7 +285,7 @@ def test_a_snapshot_meets_every_held_sketch_a_band_of_a_query_equals(
     queries = [bytes(sketches[i]) for i in rng.choice(n, 30).tolist()]
     queries += [bytes(rng.integers(0, 256, signature.NBYTES, dtype=np.uint8)) for _ in range(5)]
     keys, owner = signature.keys_of_bands(queries)
-    held_as = signature.Sketches(words, present, np.zeros(n, bool))
+    held_as = signature.Sketches(words, present, np.zeros(n, bool), np.zeros(n, bool))
     held = Snapshot(np.arange(n) * 7, np.zeros(n, np.uint64), None, held_as)
     assert held.holds_bands
     q, s = held.meeting(keys, owner)

@@ -22,7 +22,7 @@ from simindex import (
     StorageError,
     storage,
 )
-from simindex.signature import NBYTES, mix, sketch_only
+from simindex.signature import longer, mix
 from simindex.storage import schema
 from tests.helpers import assert_keys_complete, banded_pair
 
@@ -217,7 +217,7 @@ def test_revision_0013_makes_the_band_keys_of_ten_bins(tmp_path: Path) -> None:
     with con:  # what revision 0012 left: the old bands' keys
         rows = con.execute("SELECT id, signature FROM simindex_fingerprints").fetchall()
         for row_id, sig in rows:
-            if len(sig) in (NBYTES, NBYTES + 1) and sketch_only(bytes(sig)):
+            if longer(bytes(sig)):
                 con.execute("DELETE FROM simindex_set_keys WHERE id = ?", (row_id,))
                 con.executemany(
                     "INSERT INTO simindex_set_keys (set_key, id) VALUES (?, ?)",

@@ -37,6 +37,7 @@ from simindex.signature import (
     meets,
     similarity,
 )
+from tests.helpers import longer_text
 
 pytestmark = pytest.mark.slow
 
@@ -152,11 +153,11 @@ def brute(rows: list[Row], k: int, threshold: float) -> set[tuple[Any, ...]]:
     run of five bytes (a band) equal, which numpy finds here."""
     fps = np.array([fp for _, fp, _ in rows], dtype=np.uint64)
     sigs = [sig for _, _, sig in rows]
-    sketch = np.array([sig is not None and len(sig) == NBYTES for sig in sigs])
+    sketch = np.array([sig is not None and longer_text(sig) for sig in sigs])
     runs = np.zeros((len(rows), 12, 5), np.uint8)
     for i in np.flatnonzero(sketch).tolist():
         runs[i] = np.frombuffer(sigs[i][:60], np.uint8).reshape(12, 5)
-    kept = np.array([sig is not None and len(sig) > NBYTES for sig in sigs])
+    kept = np.array([sig is not None and not longer_text(sig) for sig in sigs])
     out = set()
     for i in range(len(rows)):
         d = np.bitwise_count(fps[i] ^ fps[i + 1 :])

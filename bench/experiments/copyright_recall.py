@@ -31,7 +31,8 @@ for _p in (str(HERE.parent), str(HERE.parent.parent)):  # common and data, simin
 import data  # noqa: E402
 from common import log, output_options, save_output  # noqa: E402
 
-from simindex import SimIndex  # noqa: E402
+from simindex import SimIndex, signature  # noqa: E402
+from simindex.fingerprint import DEFAULT_CONFIG, prepare  # noqa: E402
 from simindex.signature import DEFAULT_THRESHOLD  # noqa: E402
 
 BANDS = (0.5, 0.6, 0.7, 0.8, 0.9)
@@ -85,6 +86,12 @@ def measure() -> int:
             a, b = sets[i], sets[j]
             jac = len(a & b) / len(a | b)
             print(f"  {jac:.2f}  {files[i][0]}  {files[j][0]}")
+    sizes = [len(set(signature.units(prepare(t, DEFAULT_CONFIG)))) for _, t in files]
+    shares = ", ".join(
+        f"<= {n}: {sum(s <= n for s in sizes) / len(sizes):.0%}"
+        for n in (signature.SMALL, 128, 192, signature.MIDDLE_UNITS, 512)
+    )
+    print(f"distinct units a file (signature.units): {shares}")
     return 0
 
 

@@ -27,6 +27,7 @@ from simindex.errors import (
 )
 from simindex.fingerprint import BITS, FingerprintConfig
 from simindex.signature import (
+    CJK_SKETCHES,
     DEFAULT_THRESHOLD,
     NAME,
     ORDERED_SETS,
@@ -58,11 +59,13 @@ REVISIONS = (
     "0011",
     "0012",
     "0013",
+    "0014",
 )
 HEAD = REVISIONS[-1]
 EXACT_SETS_FROM = "0006"  # the first whose signatures may keep a short text's set
 ORDERED_FROM = "0010"  # the first whose short CJK texts keep their units in order
-CHARACTERS_FROM = "0012"  # the first whose longer texts of CJK characters say so (NAME)
+CHARACTERS_FROM = "0012"  # the first whose longer texts of CJK characters say so
+MIDDLE_FROM = "0014"  # the first whose texts of 16-256 units keep their middle set (NAME)
 PASSAGES_FROM = "0008"  # the first with the tables of passages (storage/passages.py)
 # simindex_meta's rows that are not settings: a rebuild's new settings leave them.
 KEPT_ROWS = ("changes", "passages_at")
@@ -197,14 +200,16 @@ def read_settings(conn: Connection, where: Location) -> tuple[Settings, str] | N
     # Before revision 0006 the signatures were the sketch alone (SKETCH_ONLY),
     # before 0010 a short text's set was sorted whatever its script
     # (SORTED_SETS), before 0012 a longer text's sketch was alone whatever
-    # its script (ORDERED_SETS): the upgrades rename them (the rows read as
-    # they are: a 64-byte signature is a sketch without an exact set, a
-    # sorted set is compared as a set).
+    # its script (ORDERED_SETS), before 0014 a text of 16-256 units kept no
+    # set (CJK_SKETCHES): the upgrades rename them (the rows read as they
+    # are: a 64-byte signature is a sketch without an exact set, a sorted
+    # set is compared as a set).
     kind = rows.get("signature", NAME)
     until = {
         SKETCH_ONLY: EXACT_SETS_FROM,
         SORTED_SETS: ORDERED_FROM,
         ORDERED_SETS: CHARACTERS_FROM,
+        CJK_SKETCHES: MIDDLE_FROM,
     }.get(kind)
     if kind != NAME and not (
         until is not None and REVISIONS.index(revision) < REVISIONS.index(until)

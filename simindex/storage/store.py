@@ -550,8 +550,7 @@ class Store:
         consistency.all_known(self.where, signature_ids, known)
         held = Sketches(
             np.zeros((len(ids), WORDS), dtype=np.uint64),
-            np.zeros(len(ids), dtype=bool),
-            np.zeros(len(ids), dtype=bool),
+            *(np.zeros(len(ids), dtype=bool) for _ in range(len(Sketches._fields) - 1)),
         )
         for array, read in zip(held, zip(*parts, strict=True), strict=True):
             array[where[known]] = np.concatenate(read)[known]  # (each field, position by position)

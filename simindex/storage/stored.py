@@ -54,7 +54,7 @@ Spans = tuple[tuple[int, int], ...]
 Orders = dict[int, tuple[Spans, np.ndarray]]
 # (ids, unsigned fingerprints, signatures as words or None, orders)
 Arrays = tuple[np.ndarray, np.ndarray, "Sketches | None", Orders]
-_SKETCHES = ("words", "present", "characters")  # a snapshot has all or none
+_SKETCHES = ("words", "present", "characters", "middle")  # a snapshot has all or none
 ORDER = "order_k"  # an order array's name: ORDER and its k
 
 
@@ -71,6 +71,7 @@ def _named(
         arrays["words"] = signatures.words.astype("<u8", copy=False)
         arrays["present"] = signatures.present.astype(np.bool_, copy=False)
         arrays["characters"] = signatures.characters.astype(np.bool_, copy=False)
+        arrays["middle"] = signatures.middle.astype(np.bool_, copy=False)
     for k, (_, order) in orders.items():
         arrays[f"{ORDER}{k}"] = order.astype(order.dtype.newbyteorder("<"), copy=False)
     return arrays
@@ -98,7 +99,7 @@ def _shapes(header: dict[str, Any]) -> dict[str, Shape] | None:
             shapes[str(name)] = (kind, dims, size, str(digest))
     except (AttributeError, KeyError, TypeError, ValueError):
         return None
-    wanted = {"ids": "i", "fps": "u", "words": "u", "present": "b", "characters": "b"}
+    wanted = {"ids": "i", "fps": "u", "words": "u"} | dict.fromkeys(_SKETCHES[1:], "b")
     for name, (kind, dims, _, _) in shapes.items():
         expected = "iu" if name.startswith(ORDER) else wanted.get(name)
         if expected is None or kind.kind not in expected or not dims:

@@ -1,0 +1,198 @@
+"""Texts of 16 to 256 distinct units keep their set of 16-bit unit hashes
+(signature.MIDDLE_UNITS): the form, the rule of two such sets (their
+Jaccard), written out here from their words, and every way of comparing
+them held to it."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xxhash
+
+from simindex import IndexVersionError, SimIndex, storage
+from simindex import signature as sig
+from simindex.fingerprint import DEFAULT_CONFIG, prepare
+from tests.helpers import oracle, pairs_oracle
+
+_VOCAB = [f"{a}{b}{c}{d}" for a in "bdfgk" for b in "aeiou" for c in "lmnrst" for d in "aeo"]
+_HAN = (
+    "的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年得就那要下以生会自"
+    "着去之过家学对可她里后小么心多天而能好都然没日于起还发成事只作当想看文无开手十用"
+    "主行方又如前所本见经头面公同三已老从动两长知民样现分将外但身些与高意进把法此实回"
+    "二理美点月明其种声全工己话儿者向情部正名定女问力机给等几很业最间新什打便位因重被"
+    "走电四第门相次东政海口使教西再平真听世气信北少关并内加化由却代军产入先山五太水万"
+    "市眼体别处总才场师书"
+)
+
+
+def units16(text: str) -> frozenset[int]:
+    """The rule's words: the top 16 bits of each distinct unit's xxh64 (a
+    word, or a CJK character), as a set."""
+    units = sig.units(prepare(text, DEFAULT_CONFIG))
+    return frozenset(xxhash.xxh64_intdigest(u.encode()) >> 48 for u in units)
+
+
+def words(rng: random.Random, distinct: int) -> str:
+    return " ".join(rng.sample(_VOCAB, distinct))
+
+
+@pytest.mark.parametrize("distinct", [15, 16, 17, 100, 255, 256, 257, 400])
+def test_a_middle_length_text_keeps_its_16_bit_set(distinct: int) -> None:
+    text = words(random.Random(distinct), distinct)
+    made = sig.signature(text, DEFAULT_CONFIG)
+    assert sig.fingerprint_and_signature(text, DEFAULT_CONFIG)[1] == made
+    assert sig.is_signature(made)
+    middle = sig.middle_set(made)
+    if distinct <= sig.SMALL or distinct > sig.MIDDLE_UNITS:
+        assert middle is None
+        assert len(made) == sig.NBYTES or distinct <= sig.SMALL
+        return
+    assert middle == units16(text)
+    assert made[-1] == sig.MIDDLE and not sig.of_characters(made) and sig.longer(made)
+    values = struct.unpack_from(f"<{(len(made) - sig.NBYTES) // 2}H", made, sig.NBYTES)
+    assert list(values) == sorted(units16(text))
+
+
+def test_a_middle_set_of_cjk_characters_says_so() -> None:
+    rng = random.Random(3)
+    text = "".join(rng.sample(_HAN, 120))
+    made = sig.signature(text, DEFAULT_CONFIG)
+    assert made[-1] == sig.MIDDLE_CJK and sig.of_characters(made) and sig.longer(made)
+    assert sig.middle_set(made) == units16(text)
+    mixed = text[:40] + " " + words(rng, 60)  # (40 characters of 100 units: words' rule)
+    other = sig.signature(mixed, DEFAULT_CONFIG)
+    assert other[-1] == sig.MIDDLE and not sig.of_characters(other)
+    assert sig.threshold_for(0.78, made, made) == sig.characters_threshold(0.78)
+    assert sig.threshold_for(0.78, made, other) == 0.78
+
+
+def test_two_middle_sets_are_compared_by_their_jaccard() -> None:
+    """The similarity of two middle sets is the Jaccard of their 16-bit sets
+    (the oracle: units16 of the texts), both ways, by similarity_to, by
+    middle_similarities many at once (the same floats) and by meets where a
+    band is equal; a middle set against a sketch without one is estimated."""
+    rng = random.Random(7)
+    texts = []
+    for _ in range(60):
+        base = rng.sample(_VOCAB, rng.randint(16, 256))
+        copy = list(base)
+        for _ in range(rng.choice([0, 1, 3, 10, 40])):
+            copy[rng.randrange(len(copy))] = rng.choice(_VOCAB)
+        texts += [" ".join(base), " ".join(copy)]
+    sigs = [sig.signature(t, DEFAULT_CONFIG) for t in texts]
+    pairs = [(i, i + 1) for i in range(0, len(texts), 2)]
+    pairs += [(rng.randrange(len(texts)), rng.randrange(len(texts))) for _ in range(200)]
+    middle = sig.middle_many(sigs)
+    i = np.array([a for a, _ in pairs])
+    j = np.array([b for _, b in pairs])
+    many = sig.middle_similarities(middle, i, middle, j)
+    for (a, b), got in zip(pairs, many.tolist(), strict=True):
+        ua, ub = units16(texts[a]), units16(texts[b])
+        want = len(ua & ub) / len(ua | ub)
+        assert sig.similarity(sigs[a], sigs[b]) == sig.similarity(sigs[b], sigs[a]) == want
+        assert sig.similarity_to(sigs[a])(sigs[b]) == want == got
+        if sig.bands_meet(sigs[a], sigs[b]):
+            assert sig.meets(sigs[a], sigs[b]) == want
+    sketch = sigs[0][: sig.NBYTES]
+    assert sig.similarity(sigs[1], sketch) == sig.similarity(sigs[1][: sig.NBYTES], sketch)
+    assert sig.similarity_to(sketch)(sigs[1]) == sig.similarity(sketch, sigs[1][: sig.NBYTES])
+    assert {round(x, 1) for x in many.tolist()} >= {1.0, 0.0}
+
+
+def test_held_sketches_leave_two_middle_sets_to_their_rows() -> None:
+    """as_words holds a middle set's sketch (its band keys) and marks it: two
+    such rows are not judged in memory, any other pair is."""
+    rng = random.Random(11)
+    a = sig.signature(words(rng, 100), DEFAULT_CONFIG)
+    b = sig.signature(words(rng, 100), DEFAULT_CONFIG)
+    long = sig.signature(" ".join(_VOCAB), DEFAULT_CONFIG)
+    short = sig.signature("one two three", DEFAULT_CONFIG)
+    held = sig.as_words([a, b, long, short, None])
+    assert held.present.tolist() == [True, True, True, False, False]
+    assert held.middle.tolist() == [True, True, False, False, False]
+    assert held.words[0].astype("<u8").tobytes() == a[: sig.NBYTES]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        bytes(sig.NBYTES) + struct.pack("<2H", 2, 1) + b"\x03",  # not increasing
+        bytes(sig.NBYTES) + struct.pack("<2H", 1, 1) + b"\x04",  # a value twice
+        bytes(sig.NBYTES) + struct.pack("<257H", *range(257)) + b"\x03",  # too many
+        bytes(sig.NBYTES) + struct.pack("<2H", 1, 2) + b"\x05",  # no such byte
+        bytes(sig.NBYTES) + b"\x03",  # no value
+    ],
+)
+def test_a_middle_set_out_of_form_is_no_signature(value: bytes) -> None:
+    assert not sig.is_signature(value)
+
+
+def test_a_middle_set_in_form_is_a_signature() -> None:
+    for byte in (sig.MIDDLE, sig.MIDDLE_CJK):
+        value = bytes(sig.NBYTES) + struct.pack("<256H", *range(256)) + bytes((byte,))
+        assert sig.is_signature(value) and sig.middle_set(value) == frozenset(range(256))
+        assert sig.exact_set(value) is None and sig.keys_of_sets([value])[0].size == 0
+        assert sig.keys_of_bands([value])[0].size == sig.BANDS
+
+
+def test_an_index_of_the_revision_before_is_upgraded(tmp_path: Path) -> None:
+    """An index of revision 0013 (a text of 16-256 units: its sketch alone,
+    or with the byte CJK): refused read-only; opened to write, its
+    signatures are named anew and its rows read as they are (estimated),
+    every answer the brute force's; a row written since keeps its set."""
+    rng = random.Random(21)
+    texts: dict[str, str] = {}
+    for i in range(12):
+        base = rng.sample(_VOCAB, rng.randint(40, 200))
+        copy = list(base)
+        for at in rng.sample(range(len(copy)), len(copy) // 10):
+            copy[at] = rng.choice(_VOCAB)
+        texts[f"e{i}"], texts[f"e{i}-copy"] = " ".join(base), " ".join(copy)
+        han = rng.sample(_HAN, 80)
+        texts[f"z{i}"] = "".join(han)
+        han[rng.randrange(80)] = rng.choice(_HAN)
+        texts[f"z{i}-copy"] = "".join(han)
+    path = tmp_path / "old.db"
+    with SimIndex(path) as index:
+        index.add_many(texts.items())
+    con = sqlite3.connect(path)
+    with con:  # what revision 0013 wrote: no middle set
+        rows = con.execute("SELECT id, signature FROM simindex_fingerprints").fetchall()
+        for row_id, made in rows:
+            if sig.middle_set(bytes(made)) is not None:
+                before = bytes(made[: sig.NBYTES]) + (
+                    b"\x02" if made[-1] == sig.MIDDLE_CJK else b""
+                )
+                con.execute(
+                    "UPDATE simindex_fingerprints SET signature = ? WHERE id = ?", (before, row_id)
+                )
+        con.execute("UPDATE simindex_alembic_version SET version_num = '0013'")
+        con.execute(
+            "UPDATE simindex_meta SET value = ? WHERE name = 'signature'", (sig.CJK_SKETCHES,)
+        )
+    con.close()
+    with pytest.raises(IndexVersionError, match="schema revision 0013"):
+        SimIndex(path, readonly=True)
+    by_key = dict(sqlite3.connect(path).execute("SELECT key, signature FROM simindex_fingerprints"))
+    stored = {
+        key: (sig.fingerprint_and_signature(t, DEFAULT_CONFIG)[0], bytes(by_key[key]))
+        for key, t in texts.items()
+    }
+    assert not any(sig.middle_set(s) for _, s in stored.values())
+    with SimIndex(path) as index:
+        info = index.stats()
+        assert (info["schema_revision"], info["signature"]) == (storage.HEAD, sig.NAME)
+        for text in texts.values():
+            assert index.query(text) == oracle(stored, text)
+        for key in ("e0", "z0"):  # written again: with their sets
+            index.add(key, texts[key])
+            stored[key] = sig.fingerprint_and_signature(texts[key], DEFAULT_CONFIG)
+            assert sig.middle_set(stored[key][1]) is not None
+        for text in texts.values():
+            assert index.query(text) == oracle(stored, text)
+        assert [tuple(p) for p in index.duplicates()] == pairs_oracle(stored)
