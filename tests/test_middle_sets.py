@@ -17,6 +17,8 @@ import xxhash
 from simindex import IndexVersionError, SimIndex, storage
 from simindex import signature as sig
 from simindex.fingerprint import DEFAULT_CONFIG, prepare
+from simindex.matching import Verify, unverified, within
+from simindex.signature import DEFAULT_THRESHOLD
 from tests.helpers import oracle, pairs_oracle
 
 _VOCAB = [f"{a}{b}{c}{d}" for a in "bdfgk" for b in "aeiou" for c in "lmnrst" for d in "aeo"]
@@ -196,3 +198,21 @@ def test_an_index_of_the_revision_before_is_upgraded(tmp_path: Path) -> None:
         for text in texts.values():
             assert index.query(text) == oracle(stored, text)
         assert [tuple(p) for p in index.duplicates()] == pairs_oracle(stored)
+
+
+def test_the_held_prefilter_leaves_two_middle_sets_to_their_rows() -> None:
+    """Two middle sets whose sketches disagree (an estimate near 0) while
+    their sets are equal: matching.unverified keeps the pair for its row,
+    and within, on the row, finds the copy; a middle set beside a sketch
+    alone is judged by the estimate in memory, as on its row."""
+    rng = random.Random(23)
+    made = sig.signature(words(rng, 120), DEFAULT_CONFIG)
+    scrambled = bytes(rng.getrandbits(8) for _ in range(sig.NBYTES)) + made[sig.NBYTES :]
+    alone = scrambled[: sig.NBYTES]
+    assert sig.similarity(made, scrambled) == 1.0 > 0.3 > sig.similarity(made, alone)
+    held = sig.as_words([scrambled, alone])
+    check = Verify(made, DEFAULT_THRESHOLD)
+    keep = unverified(np.array([0, 0]), np.array([0, 1]), [check], held)
+    assert keep.tolist() == [True, False]
+    rows = [(1, "copy", 0, scrambled), (2, "alone", 0, alone)]
+    assert [m.key for m in within(rows, 0, 0, check)] == ["copy"]
