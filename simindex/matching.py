@@ -38,6 +38,8 @@ from simindex.signature import (
     as_words,
     estimates,
     meets,
+    middle_bounds,
+    middle_many,
     similarity_to,
     threshold_for,
     thresholds_for,
@@ -119,7 +121,8 @@ def unverified(
     matches, judged in memory before their rows are read: False only where
     the query and the held row both have a longer text's signature, not both
     keeping a middle set, and its similarity is under the threshold the
-    pair needs, the very test ``within`` makes on the row
+    pair needs (two middle sets: a bound of it, signature.middle_bounds),
+    the very test ``within`` makes on the row
     (so the rows read afterwards lose nothing). ``held``: the stored rows'
     signatures as words and which have one (Snapshot.signatures). A row
     written since the snapshot was read may fail here on its old signature:
@@ -129,16 +132,20 @@ def unverified(
     judging = [v is not None and v.signature is not None and v.threshold > 0 for v in checks]
     if not len(queries) or not any(judging):
         return keep
-    asked = as_words(
-        [v.signature if j and v is not None else None for v, j in zip(checks, judging, strict=True)]
-    )
+    signatures = [
+        v.signature if j and v is not None else None for v, j in zip(checks, judging, strict=True)
+    ]
+    asked = as_words(signatures)
     thresholds = np.array([v.threshold if v is not None else 0.0 for v in checks])
     at = np.flatnonzero(asked.present[queries] & held.present[stored])
     if at.size:
         q, s = queries[at], stored[at]
         needed = thresholds_for(thresholds[q], asked.characters[q] & held.characters[s])
-        # (two middle sets are judged by their sets, from the rows read)
-        keep[at] = (estimates(asked.words[q], held.words[s]) >= needed) | (
-            asked.middle[q] & held.middle[s]
-        )
+        middle = asked.middle[q] & held.middle[s]
+        judged = estimates(asked.words[q], held.words[s]) >= needed
+        if middle.any():  # (two middle sets: by their sets, a bound of them held)
+            m = np.flatnonzero(middle)
+            bounds = middle_bounds(middle_many(signatures), q[m], held.maps, s[m])
+            judged[m] = bounds >= needed[m]
+        keep[at] = judged
     return keep

@@ -554,7 +554,10 @@ class Reader:
         held = snapshot.ids[s].tolist(), snapshot.fps[s].view(np.int64).tolist()
         # Gone since, or damage:
         store.checks.read_back(zip(*held, strict=True), rows, view.generation)
-        snapshot.as_held(s, rows)  # judged by the signatures held
+        if not snapshot.as_held(s, rows):  # judged by the signatures held
+            counted = store.versions()  # a row held was written since: when?
+            if counted is None or self.accel.current(counted) is not snapshot:
+                raise storage.Changed()  # since the snapshot: asked again
         candidates = [(qi, row) for qi, found in enumerate(short) for row in found]
         candidates += [(qi, rows[i]) for qi, i in zip(qs, ids, strict=True) if i in rows]
         return within_each(candidates, fps, k, checks)

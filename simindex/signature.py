@@ -809,6 +809,8 @@ class Sketches(NamedTuple):
     # sets (from their bytes), not by the words; any other pair of present
     # rows by the words alone
     middle: np.ndarray
+    # (n, MAP_WORDS) uint64: a middle set's map (middle_maps; zeros where none)
+    maps: np.ndarray
 
 
 def as_words(signatures: Sequence[bytes | None]) -> Sketches:
@@ -838,7 +840,42 @@ def as_words(signatures: Sequence[bytes | None]) -> Sketches:
     zero = bytes(NBYTES)
     blob = b"".join(zero if s is None else bytes(s[:NBYTES]) for s in held)
     words = np.frombuffer(blob, dtype="<u8").reshape(-1, WORDS).astype(np.uint64)
-    return Sketches(words, present, characters, middle)
+    return Sketches(words, present, characters, middle, middle_maps(middle_many(held)))
+
+
+# A middle set held in memory as a map of MAP_WORDS * 64 bits (a value v
+# sets bit v mod 512): a unit of one set whose bit the other's map lacks is
+# not in the other, so the units of a query's set whose bits a held map has
+# bound the units they share from above, and the bits set bound the held
+# set's size from below: a bound on their Jaccard that never falls under
+# it (middle_bounds). Held rows whose bound is under the threshold are not
+# read (matching.unverified).
+MAP_WORDS = 8
+
+
+def middle_maps(sets: Middle) -> np.ndarray:
+    """The (n, MAP_WORDS) uint64 maps of middle sets (see MAP_WORDS)."""
+    maps = np.zeros((len(sets.sizes), MAP_WORDS), dtype=np.uint64)
+    if len(sets.values):
+        owner = np.repeat(np.arange(len(sets.sizes)), sets.sizes)
+        values = sets.values.astype(np.uint64)
+        bits = np.left_shift(np.uint64(1), values & np.uint64(63))
+        word = ((values >> np.uint64(6)) & np.uint64(MAP_WORDS - 1)).astype(np.intp)
+        np.bitwise_or.at(maps, (owner, word), bits)
+    return maps
+
+
+def middle_bounds(sets: Middle, i: np.ndarray, maps: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """For each pair (sets' i[n], the set behind maps[j[n]]), each keeping a
+    middle set: a bound that their Jaccard never exceeds (see MAP_WORDS)."""
+    size = sets.sizes[i]
+    pair = np.repeat(np.arange(len(i)), size)
+    values = sets.values[run_positions(sets.lo[i], size)].astype(np.uint64)
+    held = maps[j[pair], ((values >> np.uint64(6)) & np.uint64(MAP_WORDS - 1)).astype(np.intp)]
+    there = (held >> (values & np.uint64(63))) & np.uint64(1)
+    shared = np.bincount(pair, weights=there, minlength=len(i))
+    least = np.bitwise_count(maps[j]).sum(axis=1, dtype=np.int64)
+    return shared / np.maximum(size + least - shared, 1)
 
 
 def held_signature(sketches: Sketches, at: int) -> bytes:

@@ -17,7 +17,14 @@ import numpy as np
 
 from simindex.blocks import MAX_INDEX_K, BlockLayout, Probe, cheapest, probes
 from simindex.costs import held_query_us
-from simindex.signature import NBYTES, Sketches, band_keys_of_words, held_signature
+from simindex.signature import (
+    NBYTES,
+    Sketches,
+    band_keys_of_words,
+    held_signature,
+    middle_set,
+    of_characters,
+)
 from simindex.tables import (
     Keyed,
     Plan,
@@ -218,11 +225,11 @@ class Snapshot:
         fps = np.concatenate([self.fps[keep], added_fps[last]])
         signatures = None
         if self.signatures is not None:  # the added rows' signatures are not held
-            words, *flags = self.signatures
-            none = np.zeros(len(last), bool)
             signatures = Sketches(
-                np.concatenate([words[keep], np.zeros((len(last), words.shape[1]), np.uint64)]),
-                *(np.concatenate([flag[keep], none]) for flag in flags),
+                *(  # (the added rows: none held)
+                    np.concatenate([held[keep], np.zeros((len(last), *held.shape[1:]), held.dtype)])
+                    for held in self.signatures
+                )
             )
         return Snapshot(ids, fps, self.version, signatures, every_signature=False)
 
@@ -284,18 +291,20 @@ class Snapshot:
             return empty, empty
         return np.concatenate(out_q), np.concatenate(out_ids)
 
-    def as_held(self, positions: np.ndarray, rows: dict[int, Any]) -> None:
+    def as_held(self, positions: np.ndarray, rows: dict[int, Any]) -> bool:
         """Rows read back by id (id -> (id, key, signed fingerprint,
         signature)) for the held rows at ``positions``: where a row still has
         the fingerprint held and was not written since by the holder (an
         added row), its signature becomes the one held, which is what the
-        index held when the snapshot was found current (a row keeping a
-        middle set, which is not held, keeps its own where its sketch is the
-        one held). (Bytes overwritten
-        inside a stored signature are damage no read notices; a write since
-        by anyone else lets the snapshot go before it answers.)"""
+        index held when the snapshot was found current. A row that kept a
+        middle set (not held: its sketch is) keeps its own where it is a
+        middle set's of the sketch held; where it is not, the row was
+        written since and what it held cannot be made again: False (the
+        caller asks again where the index has changed since; where it has
+        not, the bytes were overwritten uncounted, damage no read notices,
+        and the row is judged as read)."""
         if self.signatures is None or not positions.size:
-            return
+            return True
         held = self.signatures
         fps = self.fps[positions].view(np.int64).tolist()
         added = set(self.added_ids.tolist())
@@ -306,10 +315,19 @@ class Snapshot:
             if row is None or row[2] != fingerprint or row_id in added or not held.present[at]:
                 continue
             signature = held_signature(held, at)
-            if held.middle[at] and row[3] is not None and row[3][:NBYTES] == signature[:NBYTES]:
-                continue  # (its middle set is not held: the row's, whose sketch is the one held)
+            if held.middle[at]:
+                mine = row[3]
+                if (
+                    mine is None
+                    or mine[:NBYTES] != signature[:NBYTES]
+                    or middle_set(mine) is None
+                    or of_characters(mine) != held.characters[at]
+                ):
+                    return False  # (written since: its middle set as held is not known)
+                continue
             if row[3] != signature:
                 rows[row_id] = (*row[:3], signature)
+        return True
 
     @property
     def nbytes(self) -> int:

@@ -285,7 +285,9 @@ def test_a_snapshot_meets_every_held_sketch_a_band_of_a_query_equals(
     queries = [bytes(sketches[i]) for i in rng.choice(n, 30).tolist()]
     queries += [bytes(rng.integers(0, 256, signature.NBYTES, dtype=np.uint8)) for _ in range(5)]
     keys, owner = signature.keys_of_bands(queries)
-    held_as = signature.Sketches(words, present, np.zeros(n, bool), np.zeros(n, bool))
+    held_as = signature.Sketches(
+        words, present, np.zeros(n, bool), np.zeros(n, bool), np.zeros((n, 8), np.uint64)
+    )
     held = Snapshot(np.arange(n) * 7, np.zeros(n, np.uint64), None, held_as)
     assert held.holds_bands
     q, s = held.meeting(keys, owner)

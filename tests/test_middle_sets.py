@@ -19,6 +19,7 @@ from simindex import signature as sig
 from simindex.fingerprint import DEFAULT_CONFIG, prepare
 from simindex.matching import Verify, unverified, within
 from simindex.signature import DEFAULT_THRESHOLD
+from simindex.storage.store import Store
 from tests.helpers import oracle, pairs_oracle
 
 _VOCAB = [f"{a}{b}{c}{d}" for a in "bdfgk" for b in "aeiou" for c in "lmnrst" for d in "aeo"]
@@ -200,19 +201,99 @@ def test_an_index_of_the_revision_before_is_upgraded(tmp_path: Path) -> None:
         assert [tuple(p) for p in index.duplicates()] == pairs_oracle(stored)
 
 
-def test_the_held_prefilter_leaves_two_middle_sets_to_their_rows() -> None:
-    """Two middle sets whose sketches disagree (an estimate near 0) while
-    their sets are equal: matching.unverified keeps the pair for its row,
-    and within, on the row, finds the copy; a middle set beside a sketch
-    alone is judged by the estimate in memory, as on its row."""
+def test_the_held_prefilter_judges_two_middle_sets_by_a_bound_of_their_sets() -> None:
+    """matching.unverified, two middle sets: by the bound of their sets the
+    held maps give (never under their Jaccard), not by the sketches. Equal
+    sets behind sketches that disagree: kept, and within, on the row, finds
+    the copy; another set behind the same sketch: not read. A middle set
+    beside a sketch alone: by the estimate, as on its row."""
     rng = random.Random(23)
     made = sig.signature(words(rng, 120), DEFAULT_CONFIG)
     scrambled = bytes(rng.getrandbits(8) for _ in range(sig.NBYTES)) + made[sig.NBYTES :]
+    other = sig.signature(words(rng, 120), DEFAULT_CONFIG)
+    dressed = made[: sig.NBYTES] + other[sig.NBYTES :]  # (its sketch: the query's own)
     alone = scrambled[: sig.NBYTES]
     assert sig.similarity(made, scrambled) == 1.0 > 0.3 > sig.similarity(made, alone)
-    held = sig.as_words([scrambled, alone])
+    assert sig.similarity(made, dressed) < 0.3 < sig.similarity(made[: sig.NBYTES], dressed)
+    held = sig.as_words([scrambled, alone, dressed])
     check = Verify(made, DEFAULT_THRESHOLD)
-    keep = unverified(np.array([0, 0]), np.array([0, 1]), [check], held)
-    assert keep.tolist() == [True, False]
-    rows = [(1, "copy", 0, scrambled), (2, "alone", 0, alone)]
+    keep = unverified(np.array([0, 0, 0]), np.array([0, 1, 2]), [check], held)
+    assert keep.tolist() == [True, False, False]
+    rows = [(1, "copy", 0, scrambled), (2, "alone", 0, alone), (3, "dressed", 0, dressed)]
     assert [m.key for m in within(rows, 0, 0, check)] == ["copy"]
+
+
+def test_the_bound_of_two_middle_sets_is_never_under_their_jaccard() -> None:
+    """signature.middle_bounds against the Jaccard, on sets of 1 to 256
+    values drawn from few (bits shared by chance) and many, near copies
+    and not: never under it (for equal sets, 1 or more: bits shared by
+    chance make the held set look smaller)."""
+    rng = random.Random(29)
+    sigs = []
+    for _ in range(300):
+        pool = rng.choice([300, 2000, 65536])
+        a = rng.sample(range(pool), rng.randint(1, 256))
+        b = list(a) if rng.random() < 0.5 else rng.sample(range(pool), rng.randint(1, 256))
+        for _ in range(rng.choice([0, 1, 5, 30])):
+            b[rng.randrange(len(b))] = rng.randrange(pool)
+        for values in (a, b):
+            ordered = sorted(set(values))
+            sigs.append(bytes(sig.NBYTES) + struct.pack(f"<{len(ordered)}H", *ordered) + b"\x03")
+    sets = sig.middle_many(sigs)
+    maps = sig.as_words(sigs).maps
+    i = np.arange(0, len(sigs), 2)
+    bounds = sig.middle_bounds(sets, i, maps, i + 1).tolist()
+    for n, bound in zip(i.tolist(), bounds, strict=True):
+        exact = sig.similarity(sigs[n], sigs[n + 1])
+        assert bound >= exact
+        if sigs[n] == sigs[n + 1]:
+            assert bound >= exact == 1.0
+    assert sum(b < 0.5 for b in bounds) > 50  # (it prunes)
+
+
+@pytest.mark.parametrize("written", ["another signature", "none"])
+def test_a_held_batch_raced_by_a_write_answers_as_the_index_is_now(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, written: str
+) -> None:
+    """A held query_many reads its candidates' rows after it found its
+    snapshot current; another process rewrites a middle-set row (the same
+    fingerprint) just before they are read. The snapshot holds that row's
+    sketch, not its set, so it cannot answer as the index was: it asks
+    again, and answers as the index is now (before, the row was judged by
+    the held sketch's estimate: neither state's answer)."""
+    rng = random.Random(3)
+    for _ in range(10_000):  # a copy the set finds and the sketch's estimate would not
+        base = rng.sample(_VOCAB, 100)
+        copy = list(base)
+        for at in rng.sample(range(100), 9):
+            copy[at] = rng.choice(_VOCAB)
+        a, b = " ".join(base), " ".join(copy)
+        (fa, sa), (fb, sb) = (sig.fingerprint_and_signature(t, DEFAULT_CONFIG) for t in (a, b))
+        near = bin(fa ^ fb).count("1") <= 8
+        if near and sig.similarity(sa, sb) >= DEFAULT_THRESHOLD > sig.similarity(sa[:64], sb[:64]):
+            break
+    else:
+        pytest.fail("no such copy was drawn")
+    path = tmp_path / "raced.db"
+    filler = {f"f{i}": words(rng, 40) for i in range(30)}
+    with SimIndex(path) as index:
+        index.add("stored", a)
+        index.add_many(filler.items())
+    now = sb if written == "another signature" else None
+    read = Store.rows_by_id
+    raced: list[bool] = []
+
+    def rows_by_id(self: Store, ids: list[int]) -> object:
+        if not raced:
+            raced.append(True)
+            with SimIndex(path, hold=False) as other:
+                other.add_fingerprint("stored", fa, now)
+        return read(self, ids)
+
+    with SimIndex(path, hold=True) as index:
+        queries = [b] * 20 + list(filler.values())
+        index.query_many(queries)  # (the snapshot read)
+        monkeypatch.setattr(Store, "rows_by_id", rows_by_id)
+        got = index.query_many(queries)[0]
+    assert raced
+    assert got == oracle({"stored": (fa, now)}, b)

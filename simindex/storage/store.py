@@ -30,7 +30,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from simindex.blocks import BlockLayout, Probe, can_probe, probes
 from simindex.fingerprint import BITS, to_signed
-from simindex.signature import NBYTES, WORDS, Sketches
+from simindex.signature import NBYTES, Sketches
 from simindex.storage import consistency, loading, schema, short_sets
 from simindex.storage.backend import Backend, Versions, Write, db_error, expect
 from simindex.storage.checks import Checks
@@ -548,11 +548,9 @@ class Store:
         where = order[at]
         known = ids[where] == signature_ids  # (always, in one snapshot)
         consistency.all_known(self.where, signature_ids, known)
-        held = Sketches(
-            np.zeros((len(ids), WORDS), dtype=np.uint64),
-            *(np.zeros(len(ids), dtype=bool) for _ in range(len(Sketches._fields) - 1)),
-        )
-        for array, read in zip(held, zip(*parts, strict=True), strict=True):
+        fields = list(zip(*parts, strict=True))  # (each field's parts)
+        held = Sketches(*(np.zeros((len(ids), *f[0].shape[1:]), f[0].dtype) for f in fields))
+        for array, read in zip(held, fields, strict=True):
             array[where[known]] = np.concatenate(read)[known]  # (each field, position by position)
         return held
 

@@ -54,7 +54,7 @@ Spans = tuple[tuple[int, int], ...]
 Orders = dict[int, tuple[Spans, np.ndarray]]
 # (ids, unsigned fingerprints, signatures as words or None, orders)
 Arrays = tuple[np.ndarray, np.ndarray, "Sketches | None", Orders]
-_SKETCHES = ("words", "present", "characters", "middle")  # a snapshot has all or none
+_SKETCHES = ("words", "present", "characters", "middle", "maps")  # a snapshot has all or none
 ORDER = "order_k"  # an order array's name: ORDER and its k
 
 
@@ -72,6 +72,7 @@ def _named(
         arrays["present"] = signatures.present.astype(np.bool_, copy=False)
         arrays["characters"] = signatures.characters.astype(np.bool_, copy=False)
         arrays["middle"] = signatures.middle.astype(np.bool_, copy=False)
+        arrays["maps"] = signatures.maps.astype("<u8", copy=False)
     for k, (_, order) in orders.items():
         arrays[f"{ORDER}{k}"] = order.astype(order.dtype.newbyteorder("<"), copy=False)
     return arrays
@@ -99,7 +100,8 @@ def _shapes(header: dict[str, Any]) -> dict[str, Shape] | None:
             shapes[str(name)] = (kind, dims, size, str(digest))
     except (AttributeError, KeyError, TypeError, ValueError):
         return None
-    wanted = {"ids": "i", "fps": "u", "words": "u"} | dict.fromkeys(_SKETCHES[1:], "b")
+    wanted = {"ids": "i", "fps": "u", "words": "u", "maps": "u"}
+    wanted |= dict.fromkeys(("present", "characters", "middle"), "b")
     for name, (kind, dims, _, _) in shapes.items():
         expected = "iu" if name.startswith(ORDER) else wanted.get(name)
         if expected is None or kind.kind not in expected or not dims:
@@ -107,7 +109,7 @@ def _shapes(header: dict[str, Any]) -> dict[str, Shape] | None:
         if name.startswith(ORDER):
             if not name[len(ORDER) :].isdigit() or len(dims) != 1 or dims[0] % max(rows, 1):
                 return None
-        elif dims[0] != rows or (name == "words") != (len(dims) == 2):
+        elif dims[0] != rows or (name in ("words", "maps")) != (len(dims) == 2):
             return None
     sketches = sum(name in shapes for name in _SKETCHES)
     if "ids" not in shapes or "fps" not in shapes or sketches not in (0, len(_SKETCHES)):
