@@ -39,6 +39,7 @@ from simindex.signature import (
     estimates,
     meets,
     middle_bounds,
+    middle_layers,
     middle_many,
     similarity_to,
     threshold_for,
@@ -145,7 +146,8 @@ def unverified(
         judged = estimates(asked.words[q], held.words[s]) >= needed
         if middle.any():  # (two middle sets: by their sets, a bound of them held)
             m = np.flatnonzero(middle)
-            bounds = middle_bounds(middle_many(signatures), q[m], held.maps, s[m])
+            layers = middle_layers(middle_many(signatures))
+            bounds = middle_bounds(layers, q[m], held.maps, s[m])
             judged[m] = bounds >= needed[m]
         keep[at] = judged
     return keep

@@ -843,38 +843,57 @@ def as_words(signatures: Sequence[bytes | None]) -> Sketches:
     return Sketches(words, present, characters, middle, middle_maps(middle_many(held)))
 
 
-# A middle set held in memory as a map of MAP_WORDS * 64 bits (a value v
-# sets bit v mod 512): a unit of one set whose bit the other's map lacks is
-# not in the other, so the units of a query's set whose bits a held map has
+# A middle set held in memory as a map of MAP_BITS bits (a value v sets bit
+# v mod MAP_BITS): a unit of one set whose bit the other's map lacks is not
+# in the other, so the units of a query's set whose bits a held map has
 # bound the units they share from above, and the bits set bound the held
 # set's size from below: a bound on their Jaccard that never falls under
 # it (middle_bounds). Held rows whose bound is under the threshold are not
-# read (matching.unverified).
-MAP_WORDS = 8
+# read (matching.unverified). A query's set is counted bit by bit in
+# layers (middle_layers: layer k the bits at least k + 1 of its units
+# set), so the units whose bits a map has are the layers' bits it has: a
+# few popcounts a pair.
+MAP_BITS = 512
+MAP_WORDS = MAP_BITS // 64
+_WORD_BITS = np.left_shift(np.uint64(1), np.arange(64, dtype=np.uint64))
+
+
+def _bit_counts(sets: Middle) -> np.ndarray:
+    """(n, MAP_BITS): how many of each set's values fall on each bit."""
+    owner = np.repeat(np.arange(len(sets.sizes)), sets.sizes)
+    at = owner * MAP_BITS + (sets.values.astype(np.int64) & (MAP_BITS - 1))
+    counts = np.bincount(at, minlength=len(sets.sizes) * MAP_BITS)
+    return counts.reshape(len(sets.sizes), MAP_BITS)
+
+
+def _packed(bits: np.ndarray) -> np.ndarray:
+    """(..., MAP_BITS) bools as (..., MAP_WORDS) uint64 words, bit b of word w
+    the bool at w * 64 + b."""
+    shaped = bits.reshape(*bits.shape[:-1], MAP_WORDS, 64).astype(np.uint64)
+    return (shaped * _WORD_BITS).sum(axis=-1, dtype=np.uint64)
 
 
 def middle_maps(sets: Middle) -> np.ndarray:
-    """The (n, MAP_WORDS) uint64 maps of middle sets (see MAP_WORDS)."""
-    maps = np.zeros((len(sets.sizes), MAP_WORDS), dtype=np.uint64)
-    if len(sets.values):
-        owner = np.repeat(np.arange(len(sets.sizes)), sets.sizes)
-        values = sets.values.astype(np.uint64)
-        bits = np.left_shift(np.uint64(1), values & np.uint64(63))
-        word = ((values >> np.uint64(6)) & np.uint64(MAP_WORDS - 1)).astype(np.intp)
-        np.bitwise_or.at(maps, (owner, word), bits)
-    return maps
+    """The (n, MAP_WORDS) uint64 maps of middle sets (see MAP_BITS)."""
+    return _packed(_bit_counts(sets) > 0)
 
 
-def middle_bounds(sets: Middle, i: np.ndarray, maps: np.ndarray, j: np.ndarray) -> np.ndarray:
-    """For each pair (sets' i[n], the set behind maps[j[n]]), each keeping a
-    middle set: a bound that their Jaccard never exceeds (see MAP_WORDS)."""
-    size = sets.sizes[i]
-    pair = np.repeat(np.arange(len(i)), size)
-    values = sets.values[run_positions(sets.lo[i], size)].astype(np.uint64)
-    held = maps[j[pair], ((values >> np.uint64(6)) & np.uint64(MAP_WORDS - 1)).astype(np.intp)]
-    there = (held >> (values & np.uint64(63))) & np.uint64(1)
-    shared = np.bincount(pair, weights=there, minlength=len(i))
-    least = np.bitwise_count(maps[j]).sum(axis=1, dtype=np.int64)
+def middle_layers(sets: Middle) -> np.ndarray:
+    """(n, layers, MAP_WORDS) uint64: layer k of each set, the bits at least
+    k + 1 of its values set (see MAP_BITS)."""
+    counts = _bit_counts(sets)
+    deepest = max(int(counts.max(initial=0)), 1)
+    return _packed(counts[:, None, :] > np.arange(deepest)[None, :, None])
+
+
+def middle_bounds(layers: np.ndarray, i: np.ndarray, maps: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """For each pair (the set behind layers[i[n]], the one behind
+    maps[j[n]]), each keeping a middle set: a bound that their Jaccard
+    never exceeds (see MAP_BITS)."""
+    mine, theirs = layers[i], maps[j][:, None, :]
+    shared = np.bitwise_count(mine & theirs).sum(axis=(1, 2), dtype=np.int64)
+    size = np.bitwise_count(mine).sum(axis=(1, 2), dtype=np.int64)
+    least = np.bitwise_count(theirs).sum(axis=(1, 2), dtype=np.int64)
     return shared / np.maximum(size + least - shared, 1)
 
 

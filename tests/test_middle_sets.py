@@ -242,7 +242,7 @@ def test_the_bound_of_two_middle_sets_is_never_under_their_jaccard() -> None:
     sets = sig.middle_many(sigs)
     maps = sig.as_words(sigs).maps
     i = np.arange(0, len(sigs), 2)
-    bounds = sig.middle_bounds(sets, i, maps, i + 1).tolist()
+    bounds = sig.middle_bounds(sig.middle_layers(sets), i, maps, i + 1).tolist()
     for n, bound in zip(i.tolist(), bounds, strict=True):
         exact = sig.similarity(sigs[n], sigs[n + 1])
         assert bound >= exact
