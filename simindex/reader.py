@@ -457,7 +457,7 @@ class Reader:
                 orders: dict[int, Seed] = {}
             else:
                 ids, fps, signatures, orders = stored
-        snapshot = Snapshot(ids, fps, None, signatures, orders)
+        snapshot = Snapshot(ids, fps, versions, signatures, orders)
         stamp = versions if used.holds else None
         if store and stored is None and stamp is not None and used.snapshots.would_store(len(ids)):
             # For the next reader, with its tables for the index's k sorted
@@ -556,7 +556,9 @@ class Reader:
         store.checks.read_back(zip(*held, strict=True), rows, view.generation)
         if not snapshot.as_held(s, rows):  # judged by the signatures held
             counted = store.versions()  # a row held was written since: when?
-            if counted is None or self.accel.current(counted) is not snapshot:
+            if counted is None or (
+                counted != snapshot.version and self.accel.current(counted) is not snapshot
+            ):
                 raise storage.Changed()  # since the snapshot: asked again
         candidates = [(qi, row) for qi, found in enumerate(short) for row in found]
         candidates += [(qi, rows[i]) for qi, i in zip(qs, ids, strict=True) if i in rows]

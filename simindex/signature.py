@@ -855,7 +855,26 @@ def as_words(signatures: Sequence[bytes | None]) -> Sketches:
 # few popcounts a pair.
 MAP_BITS = 512
 MAP_WORDS = MAP_BITS // 64
-_WORD_BITS = np.left_shift(np.uint64(1), np.arange(64, dtype=np.uint64))
+
+
+_MAPS_AT_ONCE = 1 << 13  # middle_maps: rows mapped at once (their bits: 512 bytes a row)
+
+
+def middle_maps(sets: Middle) -> np.ndarray:
+    """The (n, MAP_WORDS) uint64 maps of middle sets (see MAP_BITS), made
+    _MAPS_AT_ONCE rows at a time (memory beside the maps: bounded)."""
+    n = len(sets.sizes)
+    maps = np.zeros((n, MAP_WORDS), dtype=np.uint64)
+    for start in range(0, n, _MAPS_AT_ONCE):
+        sizes = sets.sizes[start : start + _MAPS_AT_ONCE]
+        if not sizes.any():
+            continue
+        owner = np.repeat(np.arange(len(sizes)), sizes)
+        values = sets.values[run_positions(sets.lo[start : start + len(sizes)], sizes)]
+        bits = np.zeros((len(sizes), MAP_BITS), dtype=bool)
+        bits[owner, values.astype(np.intp) & (MAP_BITS - 1)] = True
+        maps[start : start + len(sizes)] = _packed(bits)
+    return maps
 
 
 def _bit_counts(sets: Middle) -> np.ndarray:
@@ -869,18 +888,14 @@ def _bit_counts(sets: Middle) -> np.ndarray:
 def _packed(bits: np.ndarray) -> np.ndarray:
     """(..., MAP_BITS) bools as (..., MAP_WORDS) uint64 words, bit b of word w
     the bool at w * 64 + b."""
-    shaped = bits.reshape(*bits.shape[:-1], MAP_WORDS, 64).astype(np.uint64)
-    return (shaped * _WORD_BITS).sum(axis=-1, dtype=np.uint64)
-
-
-def middle_maps(sets: Middle) -> np.ndarray:
-    """The (n, MAP_WORDS) uint64 maps of middle sets (see MAP_BITS)."""
-    return _packed(_bit_counts(sets) > 0)
+    packed = np.packbits(bits, axis=-1, bitorder="little")  # (bit b of byte k: 8 k + b)
+    return np.ascontiguousarray(packed).view("<u8").astype(np.uint64)
 
 
 def middle_layers(sets: Middle) -> np.ndarray:
     """(n, layers, MAP_WORDS) uint64: layer k of each set, the bits at least
-    k + 1 of its values set (see MAP_BITS)."""
+    k + 1 of its values set (see MAP_BITS; for a query's few sets: 4 KB a
+    set while they are counted)."""
     counts = _bit_counts(sets)
     deepest = max(int(counts.max(initial=0)), 1)
     return _packed(counts[:, None, :] > np.arange(deepest)[None, :, None])

@@ -181,7 +181,9 @@ class Snapshot:
     ) -> None:
         self.ids = ids
         self.fps = fps.astype(np.uint64, copy=False)
-        self.version = version  # what the index looked like; compared by the caller
+        # The versions it was read at (backend.Versions; None: made otherwise),
+        # which the caller compares (Reader: a row read back not as held).
+        self.version = version
         # The rows' signatures as words (signature.as_words) and which rows
         # have one, position by position, or None (not held): what lets a
         # query drop candidates that fail verification before reading them.
@@ -308,6 +310,7 @@ class Snapshot:
         held = self.signatures
         fps = self.fps[positions].view(np.int64).tolist()
         added = set(self.added_ids.tolist())
+        made = True
         for at, row_id, fingerprint in zip(
             positions.tolist(), self.ids[positions].tolist(), fps, strict=True
         ):
@@ -323,11 +326,11 @@ class Snapshot:
                     or middle_set(mine) is None
                     or of_characters(mine) != held.characters[at]
                 ):
-                    return False  # (written since: its middle set as held is not known)
+                    made = False  # (written since: its middle set as held is not known)
                 continue
             if row[3] != signature:
                 rows[row_id] = (*row[:3], signature)
-        return True
+        return made
 
     @property
     def nbytes(self) -> int:

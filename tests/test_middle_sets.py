@@ -14,11 +14,14 @@ import numpy as np
 import pytest
 import xxhash
 
-from simindex import IndexVersionError, SimIndex, storage
+from simindex import IndexVersionError, SimIndex, reader, storage
 from simindex import signature as sig
 from simindex.fingerprint import DEFAULT_CONFIG, prepare
 from simindex.matching import Verify, unverified, within
+from simindex.planner import Way
 from simindex.signature import DEFAULT_THRESHOLD
+from simindex.snapshot import Snapshot
+from simindex.storage import stored as stored_module
 from simindex.storage.store import Store
 from tests.helpers import oracle, pairs_oracle
 
@@ -297,3 +300,74 @@ def test_a_held_batch_raced_by_a_write_answers_as_the_index_is_now(
         got = index.query_many(queries)[0]
     assert raced
     assert got == oracle({"stored": (fa, now)}, b)
+
+
+def test_a_middle_row_damaged_under_a_current_snapshot_is_judged_as_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stored snapshot still current (the count put back) beside a
+    middle-set row whose sketch was overwritten: a batch read in memory,
+    held or not, answers once, the row judged as read (damage no read
+    notices), never asking again for ever."""
+    monkeypatch.setattr(stored_module, "STORE_MIN_ROWS", 1)
+    rng = random.Random(1)
+    texts = [words(rng, 40) for _ in range(60)]
+    path = tmp_path / "damaged.db"
+    with SimIndex(path, hold=True) as index:
+        index.add_many((f"k{i}", t) for i, t in enumerate(texts))
+        index.query_many(texts[:30])  # (read in, and stored)
+    con = sqlite3.connect(path)
+    with con:
+        (changes,) = con.execute(
+            "SELECT value FROM simindex_meta WHERE name = 'changes'"
+        ).fetchone()
+        made, row_id = con.execute(
+            "SELECT signature, id FROM simindex_fingerprints WHERE key = 'k0'"
+        ).fetchone()
+        damaged = bytes([made[0] ^ 1]) + bytes(made[1:])
+        con.execute(
+            "UPDATE simindex_fingerprints SET signature = ? WHERE id = ?", (damaged, row_id)
+        )
+        con.execute("UPDATE simindex_meta SET value = ? WHERE name = 'changes'", (changes,))
+    con.close()
+    asked: list[bool] = []
+    as_held = Snapshot.as_held
+
+    def judged(self: Snapshot, positions: np.ndarray, rows: dict) -> bool:
+        made = as_held(self, positions, rows)
+        asked.append(made)
+        assert len(asked) < 20, "asked again and again"
+        return made
+
+    monkeypatch.setattr(Snapshot, "as_held", judged)
+    monkeypatch.setattr(reader, "plan_batch", lambda *_, **__: Way.READ)  # (read in memory)
+    seen = []
+    for hold in (False, True, None):
+        asked.clear()
+        with SimIndex(path, hold=hold) as index:
+            assert [m.key for m in index.query_many(texts[:30])[0]] == ["k0"]
+        assert len(asked) <= 1  # (answered once: the row as read)
+        seen += asked
+    assert False in seen  # (a snapshot met the damaged row)
+
+
+@pytest.mark.parametrize(
+    "maps",
+    [("<u1", [4, 64]), ("<u4", [4, 16]), ("<u8", [4, 3]), ("<u8", [4]), ("<i8", [4, 8])],
+)
+def test_a_stored_snapshot_with_maps_of_another_shape_is_not_read(maps: tuple) -> None:
+    header = {
+        "rows": 4,
+        "arrays": {
+            "ids": ("<i8", [4], "x"),
+            "fps": ("<u8", [4], "x"),
+            "words": ("<u8", [4, sig.WORDS], "x"),
+            "present": ("|b1", [4], "x"),
+            "characters": ("|b1", [4], "x"),
+            "middle": ("|b1", [4], "x"),
+            "maps": (*maps, "x"),
+        },
+    }
+    assert stored_module._shapes(header) is None
+    header["arrays"]["maps"] = ("<u8", [4, sig.MAP_WORDS], "x")
+    assert stored_module._shapes(header) is not None

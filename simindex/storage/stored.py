@@ -35,7 +35,7 @@ from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from simindex.errors import StorageError
-from simindex.signature import Sketches
+from simindex.signature import MAP_WORDS, WORDS, Sketches
 from simindex.storage import schema
 from simindex.storage.sql import Sql
 
@@ -102,6 +102,7 @@ def _shapes(header: dict[str, Any]) -> dict[str, Shape] | None:
         return None
     wanted = {"ids": "i", "fps": "u", "words": "u", "maps": "u"}
     wanted |= dict.fromkeys(("present", "characters", "middle"), "b")
+    widths = {"words": WORDS, "maps": MAP_WORDS}  # (64-bit words a row)
     for name, (kind, dims, _, _) in shapes.items():
         expected = "iu" if name.startswith(ORDER) else wanted.get(name)
         if expected is None or kind.kind not in expected or not dims:
@@ -109,7 +110,11 @@ def _shapes(header: dict[str, Any]) -> dict[str, Shape] | None:
         if name.startswith(ORDER):
             if not name[len(ORDER) :].isdigit() or len(dims) != 1 or dims[0] % max(rows, 1):
                 return None
-        elif dims[0] != rows or (name in ("words", "maps")) != (len(dims) == 2):
+        elif (
+            dims[0] != rows
+            or dims[1:] != ((widths[name],) if name in widths else ())
+            or (name in widths and kind.itemsize != 8)
+        ):
             return None
     sketches = sum(name in shapes for name in _SKETCHES)
     if "ids" not in shapes or "fps" not in shapes or sketches not in (0, len(_SKETCHES)):
