@@ -297,8 +297,9 @@ def marks_many(
     from Python a text costs more than a short text's pass). Text d is the
     normalised UTF-8 bytes ``buf[bounds[d]:bounds[d + 1]]``; its
     fingerprint goes to ``fingerprints[d]``, its signature to ``out[d]``
-    (64 bytes of sketch, then the exact set's 4 bytes a unit
-    where there are at most 15 units) and the signature's length to
+    (64 bytes of sketch, then the exact set's 4 bytes a unit where there
+    are at most 15 units, or the middle set's 2 bytes a unit and its byte
+    where there are at most 256) and the signature's length to
     ``sizes[d]`` (-1 for a text with no word).
 
     Tokens are tokenize.words(text, "chars")'s: a CJK run's characters and

@@ -15,12 +15,13 @@ DedupCounts(read=3, kept=2, dropped=1, no_words=0)
 No index and no database: the kept fingerprints and signatures are held in
 memory as arrays (``_Kept``, the in-memory twin of an index's lookup), so a
 corpus of any size is deduplicated in one pass, with memory growing only with
-what is kept (about 200 bytes a kept document, beside its key; its keys
-add up to 256 more: a short text's set keys, or a longer text's twelve band
-keys, 192). Documents are decided a batch at a time, in numpy: the batch
-against what was kept before it, then within itself in the order read, so
-Python runs per document only to read and yield it (the worker processes
-fingerprint the next chunks meanwhile).
+what is kept (about 200 bytes a kept document, beside its key, and a
+middle-length text's set, 2 bytes a distinct unit; its keys add up to 256
+more: a short text's set keys, or a longer text's twelve band keys, 192).
+Documents are decided a batch at a time, in numpy: the batch against what
+was kept before it, then within itself in the order read, so Python runs
+per document only to read and yield it (the worker processes fingerprint
+the next chunks meanwhile).
 ``simindex dedup CORPUS --out FILE`` is this function with files around it.
 """
 

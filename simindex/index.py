@@ -210,8 +210,9 @@ class SimIndex:
     def signature(self, text: str) -> bytes:
         """The verification signature this index gives a text (64 bytes; 4
         more a distinct unit for a text of at most 15, and one more for one
-        with CJK: up to 125; one more for a longer text of CJK characters:
-        see simindex.signature); with the fingerprint:
+        with CJK: up to 125; 2 more a distinct unit and one more for a text
+        of 16 to 256: up to 577; one more for a longer text of CJK
+        characters: see simindex.signature); with the fingerprint:
         fingerprint_and_signature."""
         return fingerprint_and_signature(text, self._settings.config)[1]
 

@@ -55,7 +55,7 @@ sorted, once (2 bytes a unit), and one byte, MIDDLE, or MIDDLE_CJK where
 most of its units are CJK characters (then judged as the byte CJK says).
 Two such texts are compared by these sets: a Jaccard nearly exact (two
 units share 16 bits one time in 65,536), where at these lengths the
-sketch's 128 bins, about half of them filled, estimate it within about
+sketch's 128 bins, 15 to 111 of them filled, estimate it within about
 0.05 either side, so that a copy at 0.79 was missed at 0.78 about one time
 in three (docs/decisions/middle-sets.md). A middle set against a sketch
 without one (a longer text, or a row written before ``+set256``) is
@@ -120,9 +120,11 @@ ONE_UNIT = 15 / 17  # the least similarity of two small sets one unit apart
 ONE_UNIT_SHARED = 2  # ... that share at least this many units
 # The similarity a candidate needs, by default: chosen on bench/thresholds.py
 # (copies edited with uniformly drawn words; negatives of every kind, each
-# sharing under half of its 3-grams), where every negative kind stays at or
-# under 1% down to 0.72 (Chinese; English 0.71) and copies with 10% of their
-# words edited gain 9-15 points over 0.82; 0.78 keeps a margin for English,
+# sharing under half of its 3-grams), where, when it was chosen (the sketch
+# alone; middle sets have lowered both since: thresholds.txt), every
+# negative kind stayed at or under 1% down to 0.72 (Chinese; English 0.71)
+# and copies with 10% of their words edited gained 9-15 points over 0.82;
+# 0.78 keeps a margin for English,
 # whose false positives the independent evaluation reported in issue 39
 # put at 0.6% there (docs/decisions/thresholds.md). Indexes made before keep
 # their own.
@@ -651,8 +653,8 @@ _BAND_SALT = _U64(0x9E3779B97F4A7C15)  # band keys: the run's 40 bits and its pl
 def keys_of_bands(signatures: Sequence[bytes | None]) -> tuple[np.ndarray, np.ndarray]:
     """The band keys (signed 64-bit, as stored) of many signatures at once:
     (keys, owner), owner the position of the signature each key is of, BANDS
-    keys for each signature without an exact set, in band order; none for a
-    None or a signature that keeps a set (those have set keys)."""
+    keys for each longer text's signature (``longer``: a middle set's too),
+    in band order; none for a None or a short text's (those have set keys)."""
     at = [i for i, s in enumerate(signatures) if longer(s)]
     if not at:
         return np.zeros(0, np.int64), np.zeros(0, np.intp)
@@ -806,8 +808,8 @@ class Sketches(NamedTuple):
     present: np.ndarray  # bool: whether the row is a longer text's (words held)
     characters: np.ndarray  # bool: whether it is a longer text's of CJK characters
     # bool: whether it keeps a middle set: two such rows are judged by their
-    # sets (from their bytes), not by the words; any other pair of present
-    # rows by the words alone
+    # sets (on their rows; in memory by a bound of them, middle_bounds), not
+    # by the words; any other pair of present rows by the words alone
     middle: np.ndarray
     # (n, MAP_WORDS) uint64: a middle set's map (middle_maps; zeros where none)
     maps: np.ndarray
@@ -1003,8 +1005,10 @@ def _signature_of(hashes: np.ndarray, ordered: bool, characters: int = 0) -> byt
     at most SMALL (see the module's text): sorted, or (``ordered``, a text
     with CJK) in that order and the byte ORDERED; both from the same top 32
     bits (two units' top 32 bits alike: one value, the first). More than
-    SMALL units, more than half of them CJK ``characters``: the sketch and
-    the byte CJK."""
+    SMALL and at most MIDDLE_UNITS: the sketch, the top 16 bits of each,
+    sorted, once, and the byte MIDDLE, or MIDDLE_CJK where more than half
+    of them are CJK ``characters``. More units, more than half of them
+    characters: the sketch and the byte CJK."""
     h32 = top32(hashes)
     made = pack(minhash_values(h32), BITS)
     if len(hashes) > MIDDLE_UNITS:

@@ -171,8 +171,8 @@ def short_and_close(a: bytes | None, b: bytes | None) -> bool:
 
 
 def bands_equal(a: bytes | None, b: bytes | None) -> bool:
-    """Neither signature keeps a set (a sketch alone, or and a byte of 2:
-    a longer text of CJK characters), and one of the twelve runs of five
+    """Both signatures are longer texts' (longer_text: no short text's set),
+    and one of the twelve runs of five
     bytes (ten bins) at the start of their sketches is the same in both,
     written out here from the rule's words."""
     if a is None or b is None or not (longer_text(a) and longer_text(b)):

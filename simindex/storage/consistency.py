@@ -107,7 +107,7 @@ def unique(where: Location, ids: np.ndarray) -> None:
 
 
 def signature_words(where: Location, blobs: Sequence[Any]) -> Sketches:
-    """Signatures read (none of them NULL) as words, presence and script
+    """Signatures read (none of them NULL) as held sketches
     (signature.as_words): each must be a signature."""
     if not all(map(is_signature, blobs)):
         raise damaged(where, f"a stored value is not a signature ({SIGNATURE_FORM})")

@@ -525,8 +525,9 @@ class Store:
 
     def load_signatures(self, conn: Connection, ids: np.ndarray) -> Sketches | None:
         """The signatures of the rows ``ids`` (as load read them, in the same
-        transaction) as words, a presence mask and their script, position by
-        position (signature.as_words), or None when no row has one."""
+        transaction) as held sketches (signature.as_words: the words, which
+        rows have them, their script, their middle sets' flags and maps),
+        position by position, or None when no row has one."""
         statement = self._loads[2]
         dbapi = conn.connection.dbapi_connection
         assert dbapi is not None  # an open connection inside a transaction
