@@ -406,7 +406,9 @@ def measure(args: argparse.Namespace) -> int:
     corpus.shingle()
     cand = sorted(corpus.in_add_order(found["alone"]))
     product = corpus.in_add_order(found["pairs"])
-    distinct = [(i, j) for i, j in cand if corpus.flat[i] != corpus.flat[j]]
+    # (the product's pairs include those its signatures' keys find beyond k)
+    judged = sorted(set(cand) | set(product))
+    distinct = [(i, j) for i, j in judged if corpus.flat[i] != corpus.flat[j]]
     alarm = {(i, j): corpus.false_alarm(i, j) for i, j in distinct}
     rows = method_rows(args, corpus, found, cand, product)
     results = row_results(rows, corpus, alarm)
