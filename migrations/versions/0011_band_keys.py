@@ -23,11 +23,9 @@ Create Date: 2026-12-05
 
 from __future__ import annotations
 
-import sqlalchemy as sa
 from alembic import op
 
-from simindex.storage import schema, short_sets
-from simindex.storage.dialects import dialect_of
+from simindex.storage.migrate import remake_keys
 
 revision = "0011"
 down_revision = "0010"
@@ -36,14 +34,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    bind = op.get_bind()
-    if not sa.inspect(bind).has_table(schema.FINGERPRINT_TABLE):
-        return  # (an empty database: the tables are made when the index is created)
-    dialect = dialect_of(bind)
-    dialect.remake_set_keys(bind)
-    short_sets.mark_all(bind)
-    short_sets.drain(bind)
-    dialect.move_generation(bind)
+    remake_keys(op.get_bind(), table=True)
 
 
 def downgrade() -> None:

@@ -18,11 +18,9 @@ Create Date: 2026-12-06
 
 from __future__ import annotations
 
-import sqlalchemy as sa
 from alembic import op
 
-from simindex.storage import schema, short_sets
-from simindex.storage.dialects import dialect_of
+from simindex.storage.migrate import remake_keys
 
 revision = "0013"
 down_revision = "0012"
@@ -31,11 +29,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    bind = op.get_bind()
-    if not sa.inspect(bind).has_table(schema.FINGERPRINT_TABLE):
-        return  # (an empty database: the tables are made when the index is created)
-    short_sets.make_all(bind)
-    dialect_of(bind).move_generation(bind)
+    remake_keys(op.get_bind())
 
 
 def downgrade() -> None:

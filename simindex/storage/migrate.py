@@ -72,6 +72,23 @@ KEPT_ROWS = ("changes", "passages_at")
 FIRST_THRESHOLD = 0.8  # what revision 0002 records for an index made before it
 
 
+def remake_keys(conn: Connection, *, table: bool = False) -> None:
+    """A migration's keys of every row made again from its stored signature
+    (short_sets.make_all: no text needed; ``table``: the key table made
+    again first, Dialect.remake_set_keys), and the generation moved, so that
+    a process of an older simindex that holds the index reads its settings
+    again and refuses it (it would write keys of the older rule). Nothing
+    where the tables are not there yet (an empty database: they are made
+    with the index)."""
+    if not inspect(conn).has_table(schema.FINGERPRINT_TABLE):
+        return
+    dialect = dialect_of(conn)
+    if table:
+        dialect.remake_set_keys(conn)
+    short_sets.make_all(conn)
+    dialect.move_generation(conn)
+
+
 def rename_signatures(conn: Connection, before: str, after: str, *, move: bool = True) -> None:
     """A migration's new name for the kind of signature the rows hold
     (nothing rewritten: each row is read as what it holds), and (``move``,
