@@ -145,3 +145,70 @@ def visitor_pairs(
                 out = appended(out, m, i, order[b], d)
                 m += 1
     return out[:m], compared
+
+
+@njit(nogil=True, cache=True)
+def chained_visits(
+    vkeys: Any,
+    vfps: Any,
+    flips: Any,
+    kept: Any,
+    head: Any,
+    after: Any,
+    fps: Any,
+    earlier: Any,
+    radius: int,
+    k: int,
+) -> Any:
+    """Rows of (i, p, distance): each visitor i (its key vkeys[i] and
+    fingerprint vfps[i]) with every position p a growing chained table
+    (tables.Chained: ``kept``, ``head``, ``after``) keeps under its key XOR
+    one of the flips, within k of fps[p] and not within the radius on an
+    earlier table's bits (radius < 0: no earlier table is asked). A step
+    along every chain at once, as tables.Chained.pieces does: each pass's
+    reads wait on none of the others (memory answers them together)."""
+    n, m = len(vkeys), 0
+    at = np.empty(n * len(flips), np.int64)  # the visitor of each key kept
+    chain = np.empty(n * len(flips), np.int64)  # that key, then a position along its chain
+    live = 0
+    for i in range(n):
+        v = vkeys[i]
+        for f in flips:
+            at[live] = i
+            chain[live] = v ^ f
+            live += kept[v ^ f]  # (kept or not, written: no branch on the read)
+    for x in range(live):
+        chain[x] = head[chain[x]]
+    out = np.empty((1024, 3), np.int64)
+    while live:
+        left = 0
+        for x in range(live):
+            i, p = at[x], chain[x]
+            y = vfps[i] ^ fps[p]
+            d = popcount(y)
+            if d <= k and (radius < 0 or not found_earlier(y, earlier, radius)):
+                out = appended(out, m, i, p, d)
+                m += 1
+            after_p = after[p]
+            if after_p >= 0:
+                at[left] = i
+                chain[left] = after_p
+                left += 1
+        live = left
+    return out[:m]
+
+
+@njit(nogil=True, cache=True)
+def close_pairs(fps: Any, k: int) -> Any:
+    """Rows of (i, j, distance) for every j < i with fps[i] and fps[j]
+    within k: a batch's own pairs, all compared."""
+    out = np.empty((1024, 3), np.int64)
+    m = 0
+    for i in range(len(fps)):
+        fa = fps[i]
+        for j in range(i):
+            d = popcount(fa ^ fps[j])
+            if d <= k:
+                out = appended(out, m, i, j, d)
+                m += 1
+    return out[:m]

@@ -48,6 +48,8 @@ class Loops(NamedTuple):
     counting_sort: Any
     table_pairs: Any  # the pairs of one sorted table
     visitor_pairs: Any  # rows from outside it with the rows of a sorted table
+    chained_visits: Any  # rows from outside it with the rows of a growing chained table
+    close_pairs: Any  # a batch's own pairs within k, each with every one before it
 
 
 def kernels() -> Loops | None:
@@ -138,7 +140,7 @@ def sorted_table(
     )
 
 
-_ENTRIES = ("counting_sort", "table_pairs", "visitor_pairs")
+_ENTRIES = ("counting_sort", "table_pairs", "visitor_pairs", "chained_visits", "close_pairs")
 
 
 def _warmed(loops: Any) -> Loops:
@@ -152,4 +154,7 @@ def _warmed(loops: Any) -> Loops:
     order = loops.counting_sort(keys, starts, sizes8)
     loops.table_pairs(keys, fps, order, starts, sizes8, flips, flips * 0, earlier, 0, 1, True)
     loops.visitor_pairs(keys, fps, fps, order, starts, sizes8, flips, earlier, 0, 1)
+    head = np.array([-1, 0], np.int32)
+    loops.chained_visits(keys, fps, flips, sizes8 > 0, head, head[:1], fps, earlier, 0, 1)
+    loops.close_pairs(fps, 1)
     return Loops(*(getattr(loops, name) for name in _ENTRIES))

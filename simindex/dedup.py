@@ -21,7 +21,9 @@ more: a short text's set keys, or a longer text's twelve band keys, 192).
 Documents are decided a batch at a time, in numpy: the batch against what
 was kept before it, then within itself in the order read, so Python runs
 per document only to read and yield it (the worker processes fingerprint
-the next chunks meanwhile).
+the next chunks meanwhile). Past _COMPILED_AFTER documents, where
+simindex.compiled's loops load, the lookups of chained tables and the
+batch's own pairs are compiled loops (the same pairs).
 ``simindex dedup CORPUS --out FILE`` is this function with files around it.
 """
 
@@ -36,6 +38,8 @@ import numpy as np
 
 from simindex import ingest
 from simindex.blocks import DEFAULT_K, MAX_INDEX_K, BlockLayout, check_k, probes
+from simindex.compiled import LOOPS, Loops, kernels
+from simindex.compiling import mode, tried
 from simindex.errors import InvalidArgumentError
 from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig
 from simindex.ingest import Doc
@@ -218,9 +222,9 @@ def dedup_stream(
     kept ones are ``Decision.kept``; the others carry ``duplicate_of`` and
     ``distance``.
 
-    A stream: the input is read a batch of 256 documents ahead of the
-    decisions (one more while the compiled pass fingerprints it in a
-    thread; with workers, a few chunks of 256 more), and memory holds the
+    A stream: the input is read a batch of 512 documents ahead of the
+    decisions (a chunk of 256 more while the compiled pass fingerprints it
+    in a thread; with workers, a few chunks more), and memory holds the
     kept documents' fingerprints, signatures and keys, never their texts,
     beside fixed lookup tables (40 MiB at most, at k = 4, 5 and 8). The arguments are checked now
     (``InvalidArgumentError``); an error in the input (a malformed line) is
@@ -264,7 +268,13 @@ __all__ = ["Decision", "DedupCounts", "DedupStream", "dedup_stream"]
 
 # --- the kept documents, and a batch decided against them -----------------------------------
 
-_BATCH = 256  # documents decided at once (the workers' chunk)
+# Documents decided at once (two of the workers' chunks): 512 and 1,024
+# decide as fast, 256 about a quarter slower (bench/dedup.py's corpus).
+_BATCH = 512
+# Documents decided before the compiled loops are loaded, the switch at
+# "auto": loading them (numba's import and its cached code, about 0.3 s)
+# pays back at about 10 us saved a document (bench/dedup.py --stages).
+_COMPILED_AFTER = 30_000
 _CHAINED_BITS = 22  # a probed table of keys up to 2**22 keeps chains (20 MiB at most)
 
 
@@ -376,6 +386,7 @@ class _Kept:
             kept = Chained(width) if chained else Sorted(key_type(mask))
             self._tables.append(Keyed(mask, packed_flips(xors, mask), kept))
         self._radius = shared_radius(self._tables)  # (each pair found once, where not None)
+        self._decided = 0  # documents decided so far (when the compiled loops pay: _compiled)
 
     def decide(
         self, batch: list[tuple[Doc, int | None, bytes | None]], counts: DedupCounts
@@ -398,9 +409,11 @@ class _Kept:
             Middle(*(column.rows for column in self._middle)),
         )
         start = len(self.keys)
+        loops = self._compiled()
+        self._decided += len(batch)
         keys, owner, asked = self._keys(signatures, new)
         # Against what was kept before: (document, position, distance, similarity).
-        i, p = self._near_kept(new)
+        i, p = self._near_kept(new, loops)
         if asked is not None:
             at, positions = self._by_key.find(keys[asked])
             i2, p2 = self._met(new, owner[asked][at], old, positions)
@@ -410,7 +423,7 @@ class _Kept:
         ok = sim >= _needed(self.threshold, new, i, old, p)  # (found by keys: any distance)
         before = (i[ok], p[ok], d[ok], sim[ok])
         # Within the batch: (document, the earlier one, distance, similarity).
-        i, j = self._near_in_batch(new, keys, owner, asked)
+        i, j = self._near_in_batch(new, keys, owner, asked, loops)
         d = np.bitwise_count(new.fps[i] ^ new.fps[j]).astype(np.intp)
         sim = _similarities(new, i, new, j)
         ok = sim >= _needed(self.threshold, new, i, new, j)
@@ -468,18 +481,36 @@ class _Kept:
         met = _meet(a, i, b, j)
         return i[met], j[met]
 
-    def _near_kept(self, new: _Marks) -> tuple[np.ndarray, np.ndarray]:
+    def _compiled(self) -> Loops | None:
+        """The compiled loops (simindex.compiled) the batch is decided by,
+        or None (numpy): with simindex.compiling's switch at "auto", once
+        the process has loaded them, or once the stream has decided
+        _COMPILED_AFTER documents; at "always" from the first batch."""
+        if mode() == "always" or tried(LOOPS) or self._decided >= _COMPILED_AFTER:
+            return kernels()
+        return None
+
+    def _near_kept(self, new: _Marks, loops: Loops | None) -> tuple[np.ndarray, np.ndarray]:
         """(document, position) of every kept fingerprint within k of one."""
-        i, p, _ = probe_batch(self._tables, new.fps, self._fps.rows, self.k, self._radius)
+        i, p, _ = probe_batch(self._tables, new.fps, self._fps.rows, self.k, self._radius, loops)
         return i, p
 
     def _near_in_batch(
-        self, new: _Marks, keys: np.ndarray, owner: np.ndarray, asked: np.ndarray | None
+        self,
+        new: _Marks,
+        keys: np.ndarray,
+        owner: np.ndarray,
+        asked: np.ndarray | None,
+        loops: Loops | None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """(document, an earlier one) of the batch within k, or meeting by
         their keys beyond it (see _met)."""
-        distance = np.bitwise_count(new.fps[:, None] ^ new.fps[None, :])
-        j, i = np.nonzero(np.triu(distance <= self.k, 1))
+        if loops is not None:
+            rows = loops.close_pairs(new.fps, self.k)
+            i, j = rows[:, 0], rows[:, 1]
+        else:
+            distance = np.bitwise_count(new.fps[:, None] ^ new.fps[None, :])
+            j, i = np.nonzero(np.triu(distance <= self.k, 1))
         if asked is not None and len(keys):
             order = np.argsort(keys, kind="stable")
             at, found = equal_pairs(keys[order], keys[asked])

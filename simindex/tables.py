@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import combinations
 from math import comb
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -361,6 +361,33 @@ class Chained:
         """All of ``pieces`` at once."""
         return _together(self.pieces(wanted))
 
+    def visits(
+        self,
+        loops: Any,
+        keys: np.ndarray,
+        queries: np.ndarray,
+        flips: np.ndarray,
+        stored: np.ndarray,
+        earlier: list[np.uint64],
+        radius: int | None,
+        k: int,
+    ) -> np.ndarray:
+        """probe_batch's pairs by this table, as rows of (query, position,
+        distance), found by the compiled loop (simindex.compiled's
+        chained_visits) instead of ``pieces``: the same rows."""
+        return loops.chained_visits(
+            keys.astype(np.int64),
+            queries,
+            flips.astype(np.int64),
+            self._kept,
+            self._head,
+            self._after.rows,
+            stored,
+            np.array(earlier if radius is not None else [], dtype=np.uint64),
+            -1 if radius is None else radius,
+            k,
+        )
+
     @property
     def arrays(self) -> list[np.ndarray]:
         """The arrays it holds (their memory)."""
@@ -432,7 +459,12 @@ _LOOKUPS = 1 << 18  # probe_batch: keys looked up at once (with _FOUND, bounds m
 
 
 def probe_batch(
-    tables: Sequence[Keyed], queries: np.ndarray, stored: np.ndarray, k: int, radius: int | None
+    tables: Sequence[Keyed],
+    queries: np.ndarray,
+    stored: np.ndarray,
+    k: int,
+    radius: int | None,
+    loops: Any = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every (query position, stored position, distance) within distance k,
     for unsigned fingerprints ``queries`` among ``stored`` (positions as
@@ -440,11 +472,20 @@ def probe_batch(
     chunks of lookups. With ``radius`` (every table's flips: all values
     within it of its bits), each pair once: a pair is kept by a table only
     if no earlier one finds it too (earlier); None: by every table that
-    finds it."""
+    finds it. ``loops`` (simindex.compiled.kernels(), where loaded): a
+    Chained table is looked up by its compiled loop (Chained.visits)."""
     masks = [np.uint64(table.mask) for table in tables]
     out_q, out_s, out_d = [], [], []
     for t, table in enumerate(tables):
         flips = table.flips
+        if loops is not None and isinstance(table.lookup, Chained):
+            rows = table.lookup.visits(
+                loops, table.key_of(queries), queries, flips, stored, masks[:t], radius, k
+            )
+            out_q.append(rows[:, 0])
+            out_s.append(rows[:, 1])
+            out_d.append(rows[:, 2])
+            continue
         per = max(1, _LOOKUPS // len(flips))  # queries at once
         for start in range(0, len(queries), per):
             chunk = queries[start : start + per]

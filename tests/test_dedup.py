@@ -51,7 +51,7 @@ from simindex.signature import (
     similarity,
 )
 from tests.dedup_reference import decide_each
-from tests.helpers import flip, keys_meet
+from tests.helpers import compiled_or_skip, flip, keys_meet
 
 VOCABULARY = [f"w{i}" for i in range(60)]
 NO_WORDS = ["", "!!!", "  \n "]
@@ -155,6 +155,31 @@ def test_decisions_are_the_brute_force_ones(
     assert [d.doc.text for d in decisions] == [text for _, text in docs]
     assert run.counts == tally(expected)
     assert run.k == k and run.threshold == threshold
+
+
+@pytest.mark.parametrize("k", [0, 4, 8, 15])
+def test_the_compiled_loops_decide_as_brute_force_from_where_they_load(
+    k: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past _COMPILED_AFTER documents (here 130: a stream's third batch of
+    64) the kept chains and a batch's own pairs are looked up by compiled
+    loops: the decisions are still the brute-force ones, before and after."""
+    compiled_or_skip()
+    from simindex import compiled
+
+    monkeypatch.setattr(simindex.dedup, "_BATCH", 64)
+    monkeypatch.setattr(simindex.dedup, "_COMPILED_AFTER", 130)
+    asked: list[bool] = []
+    kernels = compiled.kernels
+    monkeypatch.setattr(
+        simindex.dedup,
+        "kernels",
+        lambda: asked.append(True) or kernels(),  # type: ignore[func-returns-value]
+    )
+    docs = corpus(11 + k, 400, planted=0.6)
+    decisions = list(dedup_stream(docs, k=k, workers=1))
+    assert as_expected(decisions) == oracle(docs, k)
+    assert asked and compiled.kernels() is not None
 
 
 @pytest.mark.parametrize("k", [0, 3, 4, 8, 15])

@@ -173,12 +173,21 @@ def test_a_growing_sorted_table_finds_every_equal_key(
 
 
 @pytest.mark.parametrize("k", [0, 3, 5, 8, 11])
+@pytest.mark.parametrize("compiled", [False, True])
 def test_streaming_dedup_finds_every_kept_within_k_as_brute_force(
-    k: int, monkeypatch: pytest.MonkeyPatch
+    k: int, compiled: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What streaming dedup kept (simindex dedup CORPUS), looked up a batch at
     a time: k + 1 exact blocks up to 3 (tables.Sorted's runs, merged as they
-    grow), probes through chains of keys above."""
+    grow), probes through chains of keys above, by numpy's gathers and by
+    the compiled loop (Chained.visits); and a batch's own pairs both ways."""
+    loops = None
+    if compiled:
+        compiled_or_skip()
+        from simindex.compiled import kernels
+
+        loops = kernels()
+        assert loops is not None
     rng = random.Random(k)
     tables = dedup._Kept(k, 0.0)
     assert any(isinstance(t.lookup, Chained) for t in tables._tables) == (k > 3)
@@ -200,7 +209,7 @@ def test_streaming_dedup_finds_every_kept_within_k_as_brute_force(
             np.zeros(60, bool),
             signature.middle_many([None] * 60),
         )
-        i, p = tables._near_kept(marks)
+        i, p = tables._near_kept(marks, loops)
         assert len(set(zip(i.tolist(), p.tolist(), strict=True))) == len(i)  # each once
         want = {
             (q, position)
@@ -209,6 +218,11 @@ def test_streaming_dedup_finds_every_kept_within_k_as_brute_force(
             if hamming(fp, other) <= k
         }
         assert set(zip(i.tolist(), p.tolist(), strict=True)) == want
+        i, j = tables._near_in_batch(marks, none, none, None, loops)
+        among = {
+            (a, b) for a in range(60) for b in range(a) if hamming(queries[a], queries[b]) <= k
+        }
+        assert sorted(zip(i.tolist(), j.tolist(), strict=True)) == sorted(among)
         keep = np.arange(60) % 2 == 0
         rank = np.cumsum(keep) - 1 + len(kept)
         tables._keep(marks, keep, rank, none, none, [f"q{q}" for q in range(60)])
