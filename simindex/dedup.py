@@ -272,9 +272,12 @@ __all__ = ["Decision", "DedupCounts", "DedupStream", "dedup_stream"]
 # decide as fast, 256 about a quarter slower (bench/dedup.py's corpus).
 _BATCH = 512
 # Documents decided before the compiled loops are loaded, the switch at
-# "auto": loading them (numba's import and its cached code, about 0.3 s)
-# pays back at about 10 us saved a document (bench/dedup.py --stages).
-_COMPILED_AFTER = 30_000
+# "auto": loading their cached code takes about 0.35 s (numba imported
+# already, as the command's text pass has it), what they save deciding
+# about 70,000 documents at about 5 us each (bench/dedup.py's corpus); a
+# stream spends that much before it pays it, so a run short of it never
+# loads them and a longer one spends at most twice the best it could.
+_COMPILED_AFTER = 70_000
 _CHAINED_BITS = 22  # a probed table of keys up to 2**22 keeps chains (20 MiB at most)
 
 

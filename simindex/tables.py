@@ -478,17 +478,17 @@ def probe_batch(
     out_q, out_s, out_d = [], [], []
     for t, table in enumerate(tables):
         flips = table.flips
-        if loops is not None and isinstance(table.lookup, Chained):
-            rows = table.lookup.visits(
-                loops, table.key_of(queries), queries, flips, stored, masks[:t], radius, k
-            )
-            out_q.append(rows[:, 0])
-            out_s.append(rows[:, 1])
-            out_d.append(rows[:, 2])
-            continue
         per = max(1, _LOOKUPS // len(flips))  # queries at once
         for start in range(0, len(queries), per):
             chunk = queries[start : start + per]
+            if loops is not None and isinstance(table.lookup, Chained):
+                rows = table.lookup.visits(
+                    loops, table.key_of(chunk), chunk, flips, stored, masks[:t], radius, k
+                )
+                out_q.append(rows[:, 0] + start)
+                out_s.append(rows[:, 1])
+                out_d.append(rows[:, 2])
+                continue
             wanted = (table.key_of(chunk)[:, None] ^ flips[None, :]).ravel()
             for at, s in table.lookup.pieces(wanted):
                 q = at // len(flips) + start

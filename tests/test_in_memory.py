@@ -188,6 +188,7 @@ def test_streaming_dedup_finds_every_kept_within_k_as_brute_force(
 
         loops = kernels()
         assert loops is not None
+    monkeypatch.setattr(tables_module, "_LOOKUPS", 1000)  # (a few queries a chunk)
     rng = random.Random(k)
     tables = dedup._Kept(k, 0.0)
     assert any(isinstance(t.lookup, Chained) for t in tables._tables) == (k > 3)
