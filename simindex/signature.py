@@ -178,27 +178,77 @@ def thresholds_for(threshold: np.ndarray | float, characters: np.ndarray | bool)
     return np.where(characters, lower, t)
 
 
+# --- a signature's form ------------------------------------------------------------
+#
+# What a stored signature holds is told by its length and its last byte
+# alone (is_signature checks the rest: the units' count and order), by one
+# table made here from the rule written once (_FORM_TABLE): every reader
+# of a signature asks ``form`` or ``forms``.
+NO_FORM = 0  # None, or bytes of no form
+SKETCH = 1  # a longer text's sketch alone
+SKETCH_CJK = 2  # ... and the byte CJK
+EXACT = 3  # a short text's sketch and exact set, increasing
+EXACT_ORDERED = 4  # ... in its text's order, and the byte ORDERED
+MIDDLE_SET = 5  # a middle-length text's sketch and middle set, and the byte MIDDLE
+MIDDLE_SET_CJK = 6  # ... and the byte MIDDLE_CJK
+LONGER_FORMS = (SKETCH, SKETCH_CJK, MIDDLE_SET, MIDDLE_SET_CJK)  # band keys, no exact set
+CJK_FORMS = (SKETCH_CJK, MIDDLE_SET_CJK)  # judged at characters_threshold
+MIDDLE_FORMS = (MIDDLE_SET, MIDDLE_SET_CJK)
+EXACT_FORMS = (EXACT, EXACT_ORDERED)
+_MOST_EXTRA = max(4 * SMALL + 1, 2 * MIDDLE_UNITS + 1)  # bytes after the sketch, at most
+
+
+def _form_table() -> bytes:
+    """The form of every (bytes after the sketch, last byte), the first
+    from 0 to _MOST_EXTRA: a byte at extra * 256 + last."""
+    extra = np.arange(_MOST_EXTRA + 1)[:, None]
+    last = np.arange(256)[None, :]
+    odd = (extra >= 3) & (extra % 2 == 1)
+    table = np.full((_MOST_EXTRA + 1, 256), NO_FORM, np.uint8)
+    for rule, value in (
+        ((extra == 0) & (last >= 0), SKETCH),
+        ((extra == 1) & (last == CJK), SKETCH_CJK),
+        ((extra >= 4) & (extra % 4 == 0) & (extra <= 4 * SMALL), EXACT),
+        ((extra >= 5) & (extra % 4 == 1) & (extra <= 4 * SMALL + 1) & (last == ORDERED),
+         EXACT_ORDERED),
+        (odd & (extra <= 2 * MIDDLE_UNITS + 1) & (last == MIDDLE), MIDDLE_SET),
+        (odd & (extra <= 2 * MIDDLE_UNITS + 1) & (last == MIDDLE_CJK), MIDDLE_SET_CJK),
+    ):  # fmt: skip
+        table[np.broadcast_to(rule, table.shape)] = value
+    return table.tobytes()
+
+
+_FORM_TABLE = _form_table()
+
+
+def form(signature: bytes | bytearray | memoryview | None) -> int:
+    """What a signature holds, by its length and last byte (see above)."""
+    if signature is None:
+        return NO_FORM
+    extra = len(signature) - NBYTES
+    if extra == 0:
+        return SKETCH
+    if not 0 < extra <= _MOST_EXTRA:
+        return NO_FORM
+    return _FORM_TABLE[extra * 256 + signature[-1]]
+
+
+def forms(signatures: Sequence[bytes | None]) -> np.ndarray:
+    """``form`` of each signature, as a uint8 array."""
+    return np.fromiter(map(form, signatures), np.uint8, count=len(signatures))
+
+
 def of_characters(signature: bytes | None) -> bool:
     """Whether a signature is a longer text's of CJK characters (its sketch
     and the byte CJK, or its middle set and the byte MIDDLE_CJK)."""
-    if signature is None or len(signature) % 2 == 0:
-        return False
-    last = signature[-1]
-    return last == MIDDLE_CJK or (last == CJK and len(signature) == NBYTES + 1)
+    return form(signature) in CJK_FORMS
 
 
 def longer(signature: bytes | None) -> bool:
     """Whether a signature is a longer text's (more than SMALL units: no
     short text's set, band keys instead): its sketch alone, or with the byte
     CJK, or with a middle set and its byte."""
-    if signature is None:
-        return False
-    size, last = len(signature), signature[-1] if signature else 0
-    return (
-        size == NBYTES
-        or (size == NBYTES + 1 and last == CJK)
-        or (size > NBYTES + 2 and size % 2 == 1 and last in (MIDDLE, MIDDLE_CJK))
-    )
+    return form(signature) in LONGER_FORMS
 
 
 def threshold_for(threshold: float, a: bytes | None, b: bytes | None) -> float:
@@ -211,7 +261,7 @@ def threshold_for(threshold: float, a: bytes | None, b: bytes | None) -> float:
 
 def characters_many(signatures: Sequence[bytes | None]) -> np.ndarray:
     """of_characters of each signature, as a bool array."""
-    return np.fromiter(map(of_characters, signatures), bool, count=len(signatures))
+    return np.isin(forms(signatures), CJK_FORMS)
 
 
 _xxh64 = xxhash.xxh64_intdigest
@@ -374,20 +424,16 @@ def is_signature(value: object) -> bool:
     MIDDLE or MIDDLE_CJK."""
     if not isinstance(value, (bytes, bytearray, memoryview)):
         return False
-    size = len(value)
-    if size == NBYTES or (size == NBYTES + 1 and value[-1] == CJK):
+    kind = form(value)
+    if kind in (SKETCH, SKETCH_CJK):
         return True
-    extra = size - NBYTES
-    middle = _middle_values(value)
-    if middle is not None:
-        return 1 <= len(middle) <= MIDDLE_UNITS and bool((middle[1:] > middle[:-1]).all())
-    ordered = extra % 4 == 1
-    if extra < 4 or (extra % 4 and not ordered) or extra // 4 > SMALL:
+    if kind in MIDDLE_FORMS:
+        middle = np.frombuffer(value, "<u2", (len(value) - NBYTES) // 2, NBYTES)
+        return bool((middle[1:] > middle[:-1]).all())
+    if kind not in EXACT_FORMS:
         return False
-    if ordered and value[-1] != ORDERED:
-        return False
-    hashes = struct.unpack_from(f"<{extra // 4}I", value, NBYTES)
-    if ordered:
+    hashes = struct.unpack_from(f"<{(len(value) - NBYTES) // 4}I", value, NBYTES)
+    if kind == EXACT_ORDERED:
         return len(set(hashes)) == len(hashes)
     return all(a < b for a, b in zip(hashes, hashes[1:], strict=False))
 
@@ -399,10 +445,11 @@ Exact = tuple[tuple[int, ...], bool]
 
 def _exact(signature: bytes) -> Exact | None:
     """The exact set a signature keeps (a short text's), else None."""
-    extra = len(signature) - NBYTES
-    if extra < 4 or (extra % 2 == 1 and signature[-1] != ORDERED):  # (a longer text's)
+    kind = form(signature)
+    if kind not in EXACT_FORMS:
         return None
-    return struct.unpack_from(f"<{extra // 4}I", signature, NBYTES), extra % 4 == 1
+    units = (len(signature) - NBYTES) // 4
+    return struct.unpack_from(f"<{units}I", signature, NBYTES), kind == EXACT_ORDERED
 
 
 def exact_set(signature: bytes) -> frozenset[int] | None:
@@ -415,9 +462,9 @@ def exact_many(signatures: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray, np.
     """The exact sets of many signatures as arrays, for one_unit_many:
     (units: (n, SMALL) uint32 in the order stored, padded with 0; sizes: 0
     for none; ordered: kept in the text's order)."""
-    extra = [0 if longer(s) else len(s) - NBYTES for s in signatures]
-    sizes = np.array([max(e, 0) // 4 for e in extra], dtype=np.intp)
-    ordered = np.array([e % 4 == 1 and e > 4 for e in extra], dtype=bool)
+    kinds = forms(signatures)
+    sizes = _exact_sizes(signatures, kinds)
+    ordered = kinds == EXACT_ORDERED
     sets = np.zeros((len(signatures), SMALL), dtype=np.uint32)
     if sizes.any():
         filled = np.arange(SMALL)[None, :] < sizes[:, None]
@@ -425,6 +472,14 @@ def exact_many(signatures: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray, np.
         blob = b"".join(s[NBYTES:end] for s, end in zip(signatures, ends, strict=True))
         sets[filled] = np.frombuffer(blob, dtype="<u4")
     return sets, sizes, ordered
+
+
+def _exact_sizes(signatures: Sequence[bytes | None], kinds: np.ndarray) -> np.ndarray:
+    """The units of each signature's exact set (0: none), given their forms."""
+    exact = np.flatnonzero(np.isin(kinds, EXACT_FORMS))
+    sizes = np.zeros(len(signatures), dtype=np.intp)
+    sizes[exact] = [(len(signatures[i]) - NBYTES) // 4 for i in exact.tolist()]
+    return sizes
 
 
 # --- short texts: the one-unit rule and its keys ---------------------------------------------
@@ -599,7 +654,7 @@ def keys_of_sets(signatures: Sequence[bytes | None]) -> tuple[np.ndarray, np.nda
     set's own key first, then one for each unit left out, in the set's
     order. None for a signature without a set, or of fewer than
     ONE_UNIT_SHARED units (see above)."""
-    sizes = [0 if s is None or longer(s) else (len(s) - NBYTES) // 4 for s in signatures]
+    sizes = _exact_sizes(signatures, forms(signatures)).tolist()
     at = [i for i, size in enumerate(sizes) if size >= ONE_UNIT_SHARED]
     if not at:
         return np.zeros(0, np.int64), np.zeros(0, np.intp)
@@ -655,10 +710,10 @@ def keys_of_bands(signatures: Sequence[bytes | None]) -> tuple[np.ndarray, np.nd
     (keys, owner), owner the position of the signature each key is of, BANDS
     keys for each longer text's signature (``longer``: a middle set's too),
     in band order; none for a None or a short text's (those have set keys)."""
-    at = [i for i, s in enumerate(signatures) if longer(s)]
+    at = np.flatnonzero(np.isin(forms(signatures), LONGER_FORMS)).tolist()
     if not at:
         return np.zeros(0, np.int64), np.zeros(0, np.intp)
-    blob = b"".join(bytes(signatures[i])[:NBYTES] for i in at)  # type: ignore[arg-type]
+    blob = b"".join(bytes(signatures[i])[:NBYTES] for i in at)
     keys = _band_keys(np.frombuffer(blob, np.uint8).reshape(len(at), NBYTES))
     return keys.ravel(), np.repeat(np.array(at, dtype=np.intp), BANDS)
 
@@ -758,10 +813,9 @@ def middle_set(signature: bytes) -> frozenset[int] | None:
 
 def _middle_values(signature: bytes | bytearray | memoryview) -> np.ndarray | None:
     """The values of a middle set as stored (a view of the bytes), else None."""
-    extra = len(signature) - NBYTES
-    if extra < 3 or extra % 2 == 0 or signature[-1] not in (MIDDLE, MIDDLE_CJK):
+    if form(signature) not in MIDDLE_FORMS:
         return None
-    return np.frombuffer(signature, "<u2", extra // 2, NBYTES)
+    return np.frombuffer(signature, "<u2", (len(signature) - NBYTES) // 2, NBYTES)
 
 
 def _jaccard(a: np.ndarray, b: np.ndarray) -> float:
@@ -822,23 +876,11 @@ def as_words(signatures: Sequence[bytes | None]) -> Sketches:
     signature that keeps a short text's set (judged from its bytes, see
     similarity) or a blob of another length is a row of zeros marked absent
     (not judged in memory)."""
-    # (longer and of_characters written out: a snapshot's rows, a call a
-    # row costs a third of the time)
-    held = [
-        s
-        if s is not None
-        and (
-            len(s) == NBYTES
-            or (len(s) == NBYTES + 1 and s[-1] == CJK)
-            or (len(s) > NBYTES + 2 and len(s) % 2 == 1 and s[-1] in (MIDDLE, MIDDLE_CJK))
-        )
-        else None
-        for s in signatures
-    ]
-    present = np.array([s is not None for s in held], dtype=bool)
-    last = [0 if s is None or len(s) == NBYTES else s[-1] for s in held]
-    characters = np.array([x in (CJK, MIDDLE_CJK) for x in last], dtype=bool)
-    middle = np.array([x in (MIDDLE, MIDDLE_CJK) for x in last], dtype=bool)
+    kinds = forms(signatures)
+    present = np.isin(kinds, LONGER_FORMS)
+    held = [s if p else None for s, p in zip(signatures, present.tolist(), strict=True)]
+    characters = np.isin(kinds, CJK_FORMS)
+    middle = np.isin(kinds, MIDDLE_FORMS)
     zero = bytes(NBYTES)
     blob = b"".join(zero if s is None else bytes(s[:NBYTES]) for s in held)
     words = np.frombuffer(blob, dtype="<u8").reshape(-1, WORDS).astype(np.uint64)
@@ -932,10 +974,8 @@ class Middle(NamedTuple):
 
 def middle_many(signatures: Sequence[bytes | None]) -> Middle:
     """The middle sets of many signatures, in one array of values."""
-    parts = [
-        s[NBYTES:-1] if s is not None and len(s) % 2 == 1 and s[-1] in (MIDDLE, MIDDLE_CJK) else b""
-        for s in signatures
-    ]
+    middle = np.isin(forms(signatures), MIDDLE_FORMS).tolist()
+    parts = [s[NBYTES:-1] if m else b"" for s, m in zip(signatures, middle, strict=True)]  # type: ignore[index]
     sizes = np.array([len(p) // 2 for p in parts], dtype=np.int64)
     lo = np.cumsum(sizes) - sizes
     return Middle(np.frombuffer(b"".join(parts), dtype="<u2").astype(np.uint16), lo, sizes)
