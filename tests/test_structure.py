@@ -501,6 +501,32 @@ def test_the_short_rule_check_sees_every_spelling() -> None:
     assert not rule_names("from simindex.signature import one_unit, keys_of_sets\n")
 
 
+FORM_BYTES = {"ORDERED", "CJK", "MIDDLE", "MIDDLE_CJK"}  # signature.py's bytes after a set
+
+
+def test_a_signature_s_form_is_told_in_one_place() -> None:
+    """What a signature holds is read from its bytes by signature.form's
+    table alone (_form_table); two functions write the bytes (_signature_of
+    a text's, held_signature a held row's); no other module imports them."""
+    users = {}
+    tree = ast.parse(modules()["simindex.signature"].read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} & FORM_BYTES
+            if used:
+                users[node.name] = used
+    assert set(users) == {"_form_table", "_signature_of", "held_signature"}, users
+    assert users["_form_table"] == FORM_BYTES
+    for name, path in modules().items():
+        if name == "simindex.signature":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("signature"):
+                assert not {a.name for a in node.names} & FORM_BYTES, (name, node.module)
+            if isinstance(node, ast.Attribute) and node.attr in FORM_BYTES:
+                assert not (isinstance(node.value, ast.Name) and node.value.id == "signature"), name
+
+
 def test_the_layouts_are_searched_in_one_place() -> None:
     """Every choice of a layout of even blocks (a new index's lookups, a held
     query's tables, a batch's, all pairs') is blocks.cheapest with its own
