@@ -222,9 +222,9 @@ def dedup_stream(
     kept ones are ``Decision.kept``; the others carry ``duplicate_of`` and
     ``distance``.
 
-    A stream: the input is read a batch of 512 documents ahead of the
-    decisions (a chunk of 256 more while the compiled pass fingerprints it
-    in a thread; with workers, a few chunks more), and memory holds the
+    A stream: the input is read a batch of 256 documents ahead of the
+    decisions (one more while the compiled pass fingerprints it in a
+    thread; with workers, a few chunks of 256 more), and memory holds the
     kept documents' fingerprints, signatures and keys, never their texts,
     beside fixed lookup tables (40 MiB at most, at k = 4, 5 and 8). The arguments are checked now
     (``InvalidArgumentError``); an error in the input (a malformed line) is
@@ -268,9 +268,11 @@ __all__ = ["Decision", "DedupCounts", "DedupStream", "dedup_stream"]
 
 # --- the kept documents, and a batch decided against them -----------------------------------
 
-# Documents decided at once (two of the workers' chunks): 512 and 1,024
-# decide as fast, 256 about a quarter slower (bench/dedup.py's corpus).
-_BATCH = 512
+# Documents decided at once: the workers' chunk. Alone, batches of 512 or
+# 1,024 decide about a quarter faster (bench/dedup.py's corpus, one process),
+# but the command was slower with them: the fingerprinting reads a chunk or
+# two ahead, so it waited while a larger batch was decided.
+_BATCH = 256
 # Documents decided before the compiled loops are loaded, the switch at
 # "auto": loading their cached code takes about 0.35 s (numba imported
 # already, as the command's text pass has it), what they save deciding
