@@ -226,7 +226,7 @@ def dedup_stream(
     decisions (one more while the compiled pass fingerprints it in a
     thread; with workers, a few chunks of 256 more), and memory holds the
     kept documents' fingerprints, signatures and keys, never their texts,
-    beside fixed lookup tables (40 MiB at most, at k = 4, 5 and 8). The arguments are checked now
+    beside fixed lookup tables (44 MiB at most, at k = 4, 5 and 8). The arguments are checked now
     (``InvalidArgumentError``); an error in the input (a malformed line) is
     raised after the decisions about the documents before it. ``.counts``
     holds the counts so far; ``with`` or ``close()`` stops early (and stops
@@ -276,11 +276,14 @@ _BATCH = 256
 # Documents decided before the compiled loops are loaded, the switch at
 # "auto": loading their cached code takes about 0.35 s (numba imported
 # already, as the command's text pass has it), what they save deciding
-# about 70,000 documents at about 5 us each (bench/dedup.py's corpus); a
-# stream spends that much before it pays it, so a run short of it never
-# loads them and a longer one spends at most twice the best it could.
-_COMPILED_AFTER = 70_000
+# about 70,000 documents early in a stream (5 us each on bench/dedup.py's
+# corpus), more later as the kept tables fill (10-14 us past 500,000:
+# bench/experiments/dedup_growth.py). Loaded at 70,000, a run of 72,000
+# paid the load for nothing; at 100,000 a run short of it never loads them
+# and a longer one pays at most 0.35 s more than it could.
+_COMPILED_AFTER = 100_000
 _CHAINED_BITS = 22  # a probed table of keys up to 2**22 keeps chains (20 MiB at most)
+_OCCUPIED_BITS = 22  # the signature keys' table keeps which of 2**22 low bits it holds (4 MiB)
 
 
 class _Marks(NamedTuple):
@@ -368,7 +371,7 @@ class _Kept:
         self._ordered = Column(np.bool_)
         self._characters = Column(np.bool_)
         self._middle = (Column(np.uint16), Column(np.int64), Column(np.int64))
-        self._by_key = Sorted(np.int64)
+        self._by_key = Sorted(np.int64, occupied=_OCCUPIED_BITS)
         # Whether a set of n units (n + 1 the larger of a pair) is looked up
         # by all its keys, or by its own alone (signature.one_unit_reaches).
         self._reaches = np.array([one_unit_reaches(n + 1, threshold) for n in range(SMALL + 1)])

@@ -183,7 +183,12 @@ class Sorted:
     less than half the one before it: a batch added merges the runs it is
     not less than half of, so a key is moved about log2(n) times in all,
     not once a batch (which made a stream of n documents take time growing
-    as n squared), and a lookup searches about log2(n) runs."""
+    as n squared), and a lookup searches about log2(n) runs. A grown table
+    of ``occupied`` bits also keeps which values of its keys' lowest that
+    many bits it holds (one byte a value), and searches its runs only for
+    the wanted keys whose bits it holds: where most lookups find nothing
+    (streaming dedup's signature keys, hashes), most are answered by one
+    gather."""
 
     def __init__(
         self,
@@ -191,10 +196,13 @@ class Sorted:
         keys: np.ndarray | None = None,
         positions: np.ndarray | None = None,
         starts: np.ndarray | None = None,
+        *,
+        occupied: int | None = None,
     ) -> None:
         if (keys is None) != (positions is None):
             raise ValueError("a sorted table's keys and positions come together")
         self._dtype = dtype
+        self._there = None if occupied is None else np.zeros(1 << occupied, dtype=bool)
         self._runs: list[tuple[np.ndarray, np.ndarray]] = (
             [] if keys is None or positions is None else [(keys, positions)]
         )
@@ -224,6 +232,8 @@ class Sorted:
         if not len(keys):
             return
         keys = keys.astype(self._dtype, copy=False)
+        if self._there is not None:
+            self._there[self._slots(keys)] = True
         order = np.argsort(keys, kind="stable")
         runs = self._runs
         runs.append((keys[order], positions[order]))
@@ -264,10 +274,24 @@ class Sorted:
             for at, j in run_pieces(hit, lo[hit], counts[hit], _FOUND):
                 yield at, positions[j]
             return
+        if self._there is None:
+            yield from self._searched(wanted)
+            return
+        maybe = np.flatnonzero(self._there[self._slots(wanted)])
+        for at, positions in self._searched(wanted[maybe]):
+            yield maybe[at], positions
+
+    def _searched(self, wanted: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """pieces' (index in wanted, position), each run searched."""
         order = np.argsort(wanted, kind="stable") if len(self._runs) > 1 else None
         for keys, positions in self._runs:
             for at, j in run_pieces(*equal_runs(keys, wanted, order), _FOUND):
                 yield at, positions[j]
+
+    def _slots(self, keys: np.ndarray) -> np.ndarray:
+        """Each key's place in ``_there``: its lowest bits."""
+        assert self._there is not None
+        return (keys.astype(np.int64, copy=False) & (len(self._there) - 1)).astype(np.intp)
 
     def find(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """All of ``pieces`` at once."""
@@ -277,7 +301,8 @@ class Sorted:
     def arrays(self) -> list[np.ndarray]:
         """The arrays it holds (their memory)."""
         starts = [] if self.starts is None else [self.starts]
-        return [array for run in self._runs for array in run] + starts
+        there = [] if self._there is None else [self._there]
+        return [array for run in self._runs for array in run] + starts + there
 
 
 def run_pieces(

@@ -141,16 +141,18 @@ def test_pairs_plan_probes_only_where_it_pays() -> None:
 
 
 @pytest.mark.parametrize("dtype", [np.uint64, np.int64])
+@pytest.mark.parametrize("occupied", [None, 4, 12])
 def test_a_growing_sorted_table_finds_every_equal_key(
-    dtype: type, monkeypatch: pytest.MonkeyPatch
+    dtype: type, occupied: int | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """tables.Sorted grown batch by batch (runs merged as they grow) finds
     every (wanted index, position) with equal keys, each once, as a scan of
     everything added does, in pieces of at most tables._FOUND positions
-    but for one longer run."""
+    but for one longer run; with a table of the keys' low bits held
+    (``occupied``: 4 bits, nearly every slot taken; 12, most empty) too."""
     monkeypatch.setattr(tables_module, "_FOUND", 16)
     rng = np.random.default_rng(3)
-    table = Sorted(dtype)
+    table = Sorted(dtype, occupied=occupied)
     keys: list[int] = []
     for size in [1, 5, 0, 40, 3, 200, 7, 7, 7, 1000, 2, 90, 600]:
         low = -(1 << 63) if dtype is np.int64 else 0
