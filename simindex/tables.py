@@ -175,6 +175,27 @@ def stable_order(keys: np.ndarray) -> np.ndarray:
 _FOUND = 1 << 20  # positions a lookup's piece holds at most, but for one longer run (memory)
 
 
+class Occupied:
+    """Which values of its keys' lowest ``bits`` bits a table holds (a byte
+    a value): a wanted key whose value it lacks is held nowhere, so where
+    most lookups find nothing most are answered by one gather. Exact for
+    keys of at most that many bits."""
+
+    def __init__(self, bits: int) -> None:
+        self.held = np.zeros(1 << bits, dtype=bool)
+
+    def add(self, keys: np.ndarray) -> None:
+        self.held[self._slots(keys)] = True
+
+    def maybe(self, wanted: np.ndarray) -> np.ndarray:
+        """The positions in wanted of the keys whose value it holds."""
+        return np.flatnonzero(self.held[self._slots(wanted)])
+
+    def _slots(self, keys: np.ndarray) -> np.ndarray:
+        low = keys.astype(np.int64, copy=False) & (len(self.held) - 1)
+        return low.astype(np.intp, copy=False)
+
+
 class Sorted:
     """Keys with a position under each, found by equal keys: a table sorted
     once (``of``: a held snapshot's tables), found by binary search, or by
@@ -202,7 +223,7 @@ class Sorted:
         if (keys is None) != (positions is None):
             raise ValueError("a sorted table's keys and positions come together")
         self._dtype = dtype
-        self._there = None if occupied is None else np.zeros(1 << occupied, dtype=bool)
+        self._there = None if occupied is None else Occupied(occupied)
         self._runs: list[tuple[np.ndarray, np.ndarray]] = (
             [] if keys is None or positions is None else [(keys, positions)]
         )
@@ -233,7 +254,7 @@ class Sorted:
             return
         keys = keys.astype(self._dtype, copy=False)
         if self._there is not None:
-            self._there[self._slots(keys)] = True
+            self._there.add(keys)
         order = np.argsort(keys, kind="stable")
         runs = self._runs
         runs.append((keys[order], positions[order]))
@@ -277,7 +298,7 @@ class Sorted:
         if self._there is None:
             yield from self._searched(wanted)
             return
-        maybe = np.flatnonzero(self._there[self._slots(wanted)])
+        maybe = self._there.maybe(wanted)
         for at, positions in self._searched(wanted[maybe]):
             yield maybe[at], positions
 
@@ -288,11 +309,6 @@ class Sorted:
             for at, j in run_pieces(*equal_runs(keys, wanted, order), _FOUND):
                 yield at, positions[j]
 
-    def _slots(self, keys: np.ndarray) -> np.ndarray:
-        """Each key's place in ``_there``: its lowest bits."""
-        assert self._there is not None
-        return (keys.astype(np.int64, copy=False) & (len(self._there) - 1)).astype(np.intp)
-
     def find(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """All of ``pieces`` at once."""
         return _together(self.pieces(wanted))
@@ -301,7 +317,7 @@ class Sorted:
     def arrays(self) -> list[np.ndarray]:
         """The arrays it holds (their memory)."""
         starts = [] if self.starts is None else [self.starts]
-        there = [] if self._there is None else [self._there]
+        there = [] if self._there is None else [self._there.held]
         return [array for run in self._runs for array in run] + starts + there
 
 
@@ -585,7 +601,7 @@ class RunIndex:
         self.dtype = np.dtype(np.intp) if sorted_keys.itemsize <= 4 else sorted_keys.dtype
         self.keys = keys = sorted_keys.astype(self.dtype)
         self._sizes: np.ndarray | None = None
-        self._there: np.ndarray | None = None
+        self._there: Occupied | None = None
         if offsets is not None:
             sizes = np.bincount(keys, minlength=1 << offsets)
             self._starts = np.zeros(len(sizes) + 1, dtype=np.intp)
@@ -598,9 +614,9 @@ class RunIndex:
         bounds = np.flatnonzero(keys[1:] != keys[:-1]) + 1
         self._bounds = np.concatenate(([0], bounds, [n])) if n else np.zeros(1, np.intp)
         self._values = keys[self._bounds[:-1]]  # the distinct keys, runs bounds[i]:bounds[i + 1]
-        if occupied is not None:
-            self._there = np.zeros(1 << occupied, dtype=bool)
-            self._there[self._values] = True
+        if occupied is not None:  # (keys of that many bits: exact)
+            self._there = Occupied(occupied)
+            self._there.add(self._values)
 
     def runs_of(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(i, lo, count): for each wanted[i] the keys hold, its run lo ..
@@ -614,7 +630,7 @@ class RunIndex:
             empty = np.zeros(0, np.intp)
             return empty, empty, empty
         if self._there is not None:
-            hit = np.flatnonzero(self._there[wanted])
+            hit = self._there.maybe(wanted)
             at = np.searchsorted(values, wanted[hit])
         else:
             at = np.minimum(np.searchsorted(values, wanted), len(values) - 1)
