@@ -1,11 +1,14 @@
-"""All pairs of sorted tables as compiled loops, where numba is installed.
+"""All pairs of sorted tables, and streaming dedup's lookups, as compiled
+loops where numba is installed.
 
 An accelerator of pairs.pairs_within, where numba is installed (the
 default install, where numba has wheels) and the loops are priced cheaper,
 loading them included (pairs._chosen), and of pairs.group_pairs
 (simindex.spark's task): the same pairs,
 found by loops numba compiles instead of numpy's array passes
-(bench/results/growth.txt). A plan for them is priced by their own costs
+(bench/results/growth.txt); and of streaming dedup's lookups past
+dedup._COMPILED_AFTER documents (tables.Chained.visits, a batch's own
+pairs: chained_visits and close_pairs). A plan for them is priced by their own costs
 (costs.compiled_table_ns: a lookup costs about ten times a row found,
 where numpy's cost about the same), so pairs_within keeps one block a table
 longer when it pairs compiled. The loops are in simindex/_loops.py, which
@@ -37,9 +40,10 @@ from simindex.tables import Plan, packed_flips, packed_key
 MAX_WIDTH = 28  # widest table key paired compiled (its starts and sizes take 5 bytes a key value)
 LOOPS = "simindex._loops"  # the module of loops (simindex.compiling.tried asks by its name)
 # What the listeners of simindex.compiling are told while numba compiles the
-# loops, the first time on a machine: 6.5 s on 2 busy cores with numba's cache
-# empty (as fastmarks.COMPILING was measured), 0.04 s from the cache.
-COMPILING = Compiling("the fast pairing", 7)
+# loops, the first time on a machine: 8.2 s on 2 busy cores with numba's cache
+# empty, its import included (as fastmarks.COMPILING was measured), about
+# 0.35-0.5 s from the cache.
+COMPILING = Compiling("the fast pairing", 9)
 
 
 class Loops(NamedTuple):

@@ -2,9 +2,10 @@
 that numba is compiling it.
 
 Two users load compiled code through ``load``: simindex.fastmarks (the
-text pass, simindex/_marks.py) and simindex.compiled (the all-pairs loops,
-simindex/_loops.py). It imports numba once a process (the ImportError
-remembered: ``why``), imports the module of loops and has its user run
+text pass, simindex/_marks.py) and simindex.compiled (the loops of all
+pairs and of streaming dedup's lookups, simindex/_loops.py). It imports
+numba once a process (the ImportError remembered: ``why``), imports the
+module of loops and has its user run
 them once, and keeps what that gives, or None where numba is missing or
 cannot compile them here: the user then takes its numpy or Python path.
 Nothing else imports numba or catches its ImportError
@@ -12,7 +13,8 @@ Nothing else imports numba or catches its ImportError
 
 ``use("auto" | "always" | "never")`` is the switch for a process: "auto"
 lets each user decide when the compiled code pays (fastmarks after
-SWITCH_CHARS characters, all pairs where pairs._chosen prices them cheaper),
+SWITCH_CHARS characters, all pairs where pairs._chosen prices them cheaper,
+streaming dedup past dedup._COMPILED_AFTER documents),
 "always" loads it at the first call, and "never" never does (the numpy or
 Python path everywhere). A process starts with SIMINDEX_COMPILED from its
 environment, else "auto".

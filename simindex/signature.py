@@ -222,8 +222,9 @@ _FORM_TABLE = _form_table()
 
 
 def form(signature: bytes | bytearray | memoryview | None) -> int:
-    """What a signature holds, by its length and last byte (see above)."""
-    if signature is None:
+    """What a signature holds, by its length and last byte (see above): no
+    form for anything but bytes (a value another program stored as text)."""
+    if not isinstance(signature, (bytes, bytearray, memoryview)):
         return NO_FORM
     extra = len(signature) - NBYTES
     if extra == 0:

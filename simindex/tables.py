@@ -224,6 +224,8 @@ class Sorted:
             raise ValueError("a sorted table's keys and positions come together")
         self._dtype = dtype
         self._there = None if occupied is None else Occupied(occupied)
+        if self._there is not None and keys is not None:
+            self._there.add(keys)
         self._runs: list[tuple[np.ndarray, np.ndarray]] = (
             [] if keys is None or positions is None else [(keys, positions)]
         )

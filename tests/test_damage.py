@@ -102,6 +102,22 @@ def test_a_whole_read_finds_copies_by_bands_without_the_key_table(
             assert all(any(m.key.startswith("b") and m.distance > 8 for m in g) for g in got)
 
 
+@pytest.mark.parametrize(
+    "value", ["x" * 70, bytes(NBYTES) + bytes(600) + b"\x03"], ids=["text", "middle set too long"]
+)
+def test_all_pairs_refuse_a_stored_value_that_is_no_signature(db_path: Path, value: object) -> None:
+    """duplicates() reads every row with a signature to pair them by keys:
+    a value that is no signature there (text another program stored, a
+    middle set longer than any) is damage, not a row without one."""
+    with SimIndex(db_path) as ix:
+        ix.add_many(documents(20))
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("UPDATE simindex_fingerprints SET signature = ? WHERE id = 1", (value,))
+    conn.close()
+    with SimIndex(db_path, create=False) as ix, pytest.raises(DamagedIndexError, match="id 1 "):
+        ix.duplicates(k=0)
+
+
 def test_a_stored_number_that_is_no_integer_is_damage(file_location: Location) -> None:
     assert consistency.table(file_location, [(1, 2), (3, 4)], 2).tolist() == [[1, 2], [3, 4]]
     for row in [(1, "text"), (1, b"blob"), (1, None)]:

@@ -20,6 +20,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -161,25 +162,34 @@ def test_decisions_are_the_brute_force_ones(
 def test_the_compiled_loops_decide_as_brute_force_from_where_they_load(
     k: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Past _COMPILED_AFTER documents (here 130: a stream's third batch of
-    64) the kept chains and a batch's own pairs are looked up by compiled
-    loops: the decisions are still the brute-force ones, before and after."""
+    """Past _COMPILED_AFTER documents (here 130: batches of 64, so the
+    fourth, with 192 decided before it, is the first) the kept chains and a
+    batch's own pairs are looked up by compiled loops: the decisions are
+    still the brute-force ones, before and after. (The switch as "auto"
+    with the loops not loaded before, whatever other tests loaded.)"""
     compiled_or_skip()
-    from simindex import compiled
-
     monkeypatch.setattr(simindex.dedup, "_BATCH", 64)
     monkeypatch.setattr(simindex.dedup, "_COMPILED_AFTER", 130)
-    asked: list[bool] = []
-    kernels = compiled.kernels
-    monkeypatch.setattr(
-        simindex.dedup,
-        "kernels",
-        lambda: asked.append(True) or kernels(),  # type: ignore[func-returns-value]
-    )
+    monkeypatch.setattr(simindex.dedup, "mode", lambda: "auto")
+    monkeypatch.setattr(simindex.dedup, "tried", lambda module: False)
+    ways: list[tuple[bool, bool]] = []  # per batch: (the kept looked up, the batch's pairs)
+    probe, near_in_batch = simindex.dedup.probe_batch, _Kept._near_in_batch
+
+    def probed(*args: Any) -> Any:
+        ways.append((args[-1] is not None, False))
+        return probe(*args)
+
+    def paired(self: _Kept, *args: Any) -> Any:
+        ways[-1] = (ways[-1][0], args[-1] is not None)
+        return near_in_batch(self, *args)
+
+    monkeypatch.setattr(simindex.dedup, "probe_batch", probed)
+    monkeypatch.setattr(_Kept, "_near_in_batch", paired)
     docs = corpus(11 + k, 400, planted=0.6)
     decisions = list(dedup_stream(docs, k=k, workers=1))
     assert as_expected(decisions) == oracle(docs, k)
-    assert asked and compiled.kernels() is not None
+    assert ways == [(False, False)] * 3 + [(True, True)] * (len(ways) - 3)
+    assert len(ways) > 4
 
 
 @pytest.mark.parametrize("k", [0, 3, 4, 8, 15])

@@ -140,6 +140,15 @@ def test_pairs_plan_probes_only_where_it_pays() -> None:
     assert (len(plan.masks), plan.radius) == (3, 2)
 
 
+def test_a_sorted_table_of_keys_given_holds_their_low_bits() -> None:
+    """Keys given when a table is made, with ``occupied``, are found as
+    those added later are."""
+    table = Sorted(np.int64, np.array([5, 9]), np.array([0, 1]), occupied=4)
+    table.add(np.array([21]), np.array([2]))
+    at, positions = table.find(np.array([9, 5, 21, 37]))
+    assert sorted(zip(at.tolist(), positions.tolist(), strict=True)) == [(0, 1), (1, 0), (2, 2)]
+
+
 @pytest.mark.parametrize("dtype", [np.uint64, np.int64])
 @pytest.mark.parametrize("occupied", [None, 4, 12])
 def test_a_growing_sorted_table_finds_every_equal_key(

@@ -376,3 +376,11 @@ def test_a_stored_snapshot_with_maps_of_another_shape_is_not_read(maps: tuple) -
     assert stored_module._shapes(header) is None
     header["arrays"]["maps"] = ("<u8", [4, sig.MAP_WORDS], "x")
     assert stored_module._shapes(header) is not None
+
+
+def test_a_value_that_is_no_bytes_has_no_form() -> None:
+    """Text another program stored where a signature goes is no signature
+    to every reader, not an error of one."""
+    for value in ["x" * 65, "x" * 70, "x" * 64, 7, None]:
+        assert sig.form(value) == sig.NO_FORM  # type: ignore[arg-type]
+        assert not sig.longer(value) and not sig.of_characters(value)  # type: ignore[arg-type]

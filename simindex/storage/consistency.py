@@ -114,6 +114,15 @@ def signature_words(where: Location, blobs: Sequence[Any]) -> Sketches:
     return as_words(blobs)
 
 
+def signatures(where: Location, ids: Iterable[int], blobs: Iterable[Any]) -> None:
+    """Each value read as a row's signature (id by id) is one."""
+    for row_id, blob in zip(ids, blobs, strict=True):
+        if not is_signature(blob):
+            raise damaged(
+                where, f"id {row_id} has a stored value that is not a signature ({SIGNATURE_FORM})"
+            )
+
+
 def all_known(where: Location, ids: np.ndarray, known: np.ndarray) -> None:
     """Every row read with a signature (``ids``) is one whose fingerprint was
     read in the same transaction (``known``)."""

@@ -392,7 +392,9 @@ class Store:
         statement = select(t.c.id, t.c.key, t.c.fingerprint, t.c.signature).where(
             func.length(t.c.signature) >= NBYTES
         )
-        return [tuple(r) for r in conn.execute(statement)]
+        found = [tuple(r) for r in conn.execute(statement)]
+        consistency.signatures(self.where, (r[0] for r in found), (r[3] for r in found))
+        return found
 
     def sets_written(self, conn: Connection) -> None:
         """At the end of a write transaction: the set keys of the rows it
