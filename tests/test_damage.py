@@ -118,6 +118,30 @@ def test_all_pairs_refuse_a_stored_value_that_is_no_signature(db_path: Path, val
         ix.duplicates(k=0)
 
 
+@pytest.mark.parametrize("hold", [False, True])
+def test_a_query_refuses_a_candidate_whose_signature_is_no_signature(
+    db_path: Path, hold: bool
+) -> None:
+    """A short text's set with two bytes more is no signature: a query that
+    finds its row reports damage, not a judgement of bytes of no form."""
+    with SimIndex(db_path) as ix:
+        ix.add_many([("a", "alpha beta gamma delta"), ("b", "one two three four five")])
+    with sqlite3.connect(db_path) as conn:
+        (signature,) = conn.execute(
+            "SELECT signature FROM simindex_fingerprints WHERE key = 'a'"
+        ).fetchone()
+        conn.execute(
+            "UPDATE simindex_fingerprints SET signature = ? WHERE key = 'a'",
+            (bytes(signature) + b"\0\0",),
+        )
+    conn.close()
+    with (
+        SimIndex(db_path, create=False, hold=hold) as ix,
+        pytest.raises(DamagedIndexError, match="not a signature"),
+    ):
+        ix.query("alpha beta gamma epsilon")
+
+
 def test_a_stored_number_that_is_no_integer_is_damage(file_location: Location) -> None:
     assert consistency.table(file_location, [(1, 2), (3, 4)], 2).tolist() == [[1, 2], [3, 4]]
     for row in [(1, "text"), (1, b"blob"), (1, None)]:

@@ -114,13 +114,15 @@ def signature_words(where: Location, blobs: Sequence[Any]) -> Sketches:
     return as_words(blobs)
 
 
-def signatures(where: Location, ids: Iterable[int], blobs: Iterable[Any]) -> None:
-    """Each value read as a row's signature (id by id) is one."""
-    for row_id, blob in zip(ids, blobs, strict=True):
-        if not is_signature(blob):
+def signed(where: Location, rows: list[Any]) -> list[Any]:
+    """Rows read as (id, key, signed fingerprint, signature, ...), each
+    signature one or none: a query judges them by their bytes."""
+    for row in rows:
+        if row[3] is not None and not is_signature(row[3]):
             raise damaged(
-                where, f"id {row_id} has a stored value that is not a signature ({SIGNATURE_FORM})"
+                where, f"id {row[0]} has a stored value that is not a signature ({SIGNATURE_FORM})"
             )
+    return rows
 
 
 def all_known(where: Location, ids: np.ndarray, known: np.ndarray) -> None:

@@ -361,7 +361,7 @@ class Store:
             for kind, set_key, row_id, key, fp, signature in rows:
                 if kind == -1:
                     continue
-                row = (int(row_id), key, int(fp), signature)
+                row = consistency.signed(self.where, [(int(row_id), key, int(fp), signature)])[0]
                 if kind:
                     by_key.setdefault(int(set_key), []).append(row)
                 else:
@@ -392,9 +392,7 @@ class Store:
         statement = select(t.c.id, t.c.key, t.c.fingerprint, t.c.signature).where(
             func.length(t.c.signature) >= NBYTES
         )
-        found = [tuple(r) for r in conn.execute(statement)]
-        consistency.signatures(self.where, (r[0] for r in found), (r[3] for r in found))
-        return found
+        return consistency.signed(self.where, [tuple(r) for r in conn.execute(statement)])
 
     def sets_written(self, conn: Connection) -> None:
         """At the end of a write transaction: the set keys of the rows it
@@ -430,7 +428,7 @@ class Store:
                 t.c.id.in_([bindparam(n) for n in names])
             )
             sql = self._by_id[len(ids)] = Sql(statement, self.engine.dialect, names)
-        return self._read(sql.text, sql.params(list(ids)))
+        return consistency.signed(self.where, self._read(sql.text, sql.params(list(ids))))
 
     def rows_and_versions(
         self, ids: Sequence[int]
@@ -452,7 +450,8 @@ class Store:
             sql = self._with_versions[len(ids)] = Sql(statement, self.engine.dialect, names)
         found = self._read(sql.text, sql.params(list(ids)))
         versions = Versions(int(found[0][4]), int(found[0][5]))
-        return [(r[0], r[1], r[2], r[3]) for r in found if r[0] is not None], versions
+        rows = [(r[0], r[1], r[2], r[3]) for r in found if r[0] is not None]
+        return consistency.signed(self.where, rows), versions
 
     def versions(self) -> Versions | None:
         """(generation, changes counted) in one statement, or None where a
