@@ -32,7 +32,7 @@ from sqlalchemy import Table, and_, case, literal_column
 
 from simindex.blocks import BlockLayout
 from simindex.errors import DamagedIndexError
-from simindex.signature import SIGNATURE_FORM, Sketches, as_words, is_signature
+from simindex.signature import NO_FORM, SIGNATURE_FORM, Sketches, as_words, form, is_signature
 from simindex.storage import schema
 from simindex.storage.location import Location
 
@@ -116,9 +116,11 @@ def signature_words(where: Location, blobs: Sequence[Any]) -> Sketches:
 
 def signed(where: Location, rows: list[Any]) -> list[Any]:
     """Rows read as (id, key, signed fingerprint, signature, ...), each
-    signature one or none: a query judges them by their bytes."""
+    signature of a form or none: a query judges them by their bytes' form
+    (signature.form: a length and a last byte, about 0.2 us a row, where
+    is_signature's check of the units' order took 2.3 on a query's rows)."""
     for row in rows:
-        if row[3] is not None and not is_signature(row[3]):
+        if row[3] is not None and form(row[3]) == NO_FORM:
             raise damaged(
                 where, f"id {row[0]} has a stored value that is not a signature ({SIGNATURE_FORM})"
             )
