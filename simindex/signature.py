@@ -198,6 +198,17 @@ EXACT_FORMS = (EXACT, EXACT_ORDERED)
 _MOST_EXTRA = max(4 * SMALL + 1, 2 * MIDDLE_UNITS + 1)  # bytes after the sketch, at most
 
 
+def _among(group: tuple[int, ...]) -> np.ndarray:
+    """Whether each form is in ``group``, by form: forms' arrays looked up in
+    it (np.isin costs about 15 us a call, a query's one signature included)."""
+    table = np.zeros(MIDDLE_SET_CJK + 1, dtype=bool)
+    table[list(group)] = True
+    return table
+
+
+IS_LONGER, IS_CJK, IS_MIDDLE = map(_among, (LONGER_FORMS, CJK_FORMS, MIDDLE_FORMS))
+
+
 def _form_table() -> bytes:
     """The form of every (bytes after the sketch, last byte), the first
     from 0 to _MOST_EXTRA: a byte at extra * 256 + last."""
@@ -262,7 +273,7 @@ def threshold_for(threshold: float, a: bytes | None, b: bytes | None) -> float:
 
 def characters_many(signatures: Sequence[bytes | None]) -> np.ndarray:
     """of_characters of each signature, as a bool array."""
-    return np.isin(forms(signatures), CJK_FORMS)
+    return np.fromiter(map(of_characters, signatures), bool, count=len(signatures))
 
 
 _xxh64 = xxhash.xxh64_intdigest
@@ -463,9 +474,10 @@ def exact_many(signatures: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray, np.
     """The exact sets of many signatures as arrays, for one_unit_many:
     (units: (n, SMALL) uint32 in the order stored, padded with 0; sizes: 0
     for none; ordered: kept in the text's order)."""
-    kinds = forms(signatures)
-    sizes = _exact_sizes(signatures, kinds)
-    ordered = kinds == EXACT_ORDERED
+    kinds = [form(s) for s in signatures]
+    pairs = zip(signatures, kinds, strict=True)
+    sizes = np.array([(len(s) - NBYTES) // 4 if k in EXACT_FORMS else 0 for s, k in pairs], np.intp)
+    ordered = np.array([k == EXACT_ORDERED for k in kinds], dtype=bool)
     sets = np.zeros((len(signatures), SMALL), dtype=np.uint32)
     if sizes.any():
         filled = np.arange(SMALL)[None, :] < sizes[:, None]
@@ -473,14 +485,6 @@ def exact_many(signatures: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray, np.
         blob = b"".join(s[NBYTES:end] for s, end in zip(signatures, ends, strict=True))
         sets[filled] = np.frombuffer(blob, dtype="<u4")
     return sets, sizes, ordered
-
-
-def _exact_sizes(signatures: Sequence[bytes | None], kinds: np.ndarray) -> np.ndarray:
-    """The units of each signature's exact set (0: none), given their forms."""
-    exact = np.flatnonzero(np.isin(kinds, EXACT_FORMS))
-    sizes = np.zeros(len(signatures), dtype=np.intp)
-    sizes[exact] = [(len(signatures[i]) - NBYTES) // 4 for i in exact.tolist()]
-    return sizes
 
 
 # --- short texts: the one-unit rule and its keys ---------------------------------------------
@@ -655,7 +659,7 @@ def keys_of_sets(signatures: Sequence[bytes | None]) -> tuple[np.ndarray, np.nda
     set's own key first, then one for each unit left out, in the set's
     order. None for a signature without a set, or of fewer than
     ONE_UNIT_SHARED units (see above)."""
-    sizes = _exact_sizes(signatures, forms(signatures)).tolist()
+    sizes = [(len(s) - NBYTES) // 4 if form(s) in EXACT_FORMS else 0 for s in signatures]  # type: ignore[arg-type]
     at = [i for i, size in enumerate(sizes) if size >= ONE_UNIT_SHARED]
     if not at:
         return np.zeros(0, np.int64), np.zeros(0, np.intp)
@@ -711,10 +715,10 @@ def keys_of_bands(signatures: Sequence[bytes | None]) -> tuple[np.ndarray, np.nd
     (keys, owner), owner the position of the signature each key is of, BANDS
     keys for each longer text's signature (``longer``: a middle set's too),
     in band order; none for a None or a short text's (those have set keys)."""
-    at = np.flatnonzero(np.isin(forms(signatures), LONGER_FORMS)).tolist()
+    at = [i for i, s in enumerate(signatures) if longer(s)]
     if not at:
         return np.zeros(0, np.int64), np.zeros(0, np.intp)
-    blob = b"".join(bytes(signatures[i])[:NBYTES] for i in at)
+    blob = b"".join(bytes(signatures[i])[:NBYTES] for i in at)  # type: ignore[arg-type]
     keys = _band_keys(np.frombuffer(blob, np.uint8).reshape(len(at), NBYTES))
     return keys.ravel(), np.repeat(np.array(at, dtype=np.intp), BANDS)
 
@@ -878,10 +882,10 @@ def as_words(signatures: Sequence[bytes | None]) -> Sketches:
     similarity) or a blob of another length is a row of zeros marked absent
     (not judged in memory)."""
     kinds = forms(signatures)
-    present = np.isin(kinds, LONGER_FORMS)
+    present = IS_LONGER[kinds]
     held = [s if p else None for s, p in zip(signatures, present.tolist(), strict=True)]
-    characters = np.isin(kinds, CJK_FORMS)
-    middle = np.isin(kinds, MIDDLE_FORMS)
+    characters = IS_CJK[kinds]
+    middle = IS_MIDDLE[kinds]
     zero = bytes(NBYTES)
     blob = b"".join(zero if s is None else bytes(s[:NBYTES]) for s in held)
     words = np.frombuffer(blob, dtype="<u8").reshape(-1, WORDS).astype(np.uint64)
@@ -975,8 +979,7 @@ class Middle(NamedTuple):
 
 def middle_many(signatures: Sequence[bytes | None]) -> Middle:
     """The middle sets of many signatures, in one array of values."""
-    middle = np.isin(forms(signatures), MIDDLE_FORMS).tolist()
-    parts = [s[NBYTES:-1] if m else b"" for s, m in zip(signatures, middle, strict=True)]  # type: ignore[index]
+    parts = [s[NBYTES:-1] if form(s) in MIDDLE_FORMS else b"" for s in signatures]  # type: ignore[index]
     sizes = np.array([len(p) // 2 for p in parts], dtype=np.int64)
     lo = np.cumsum(sizes) - sizes
     return Middle(np.frombuffer(b"".join(parts), dtype="<u2").astype(np.uint16), lo, sizes)
