@@ -162,7 +162,7 @@ def _problems(views: Views) -> list[Problem]:
                     problems.append(Problem("passages", f"{text}: rebuild from the texts"))
             columns_wrong = any(p.kind == "column" for p in problems)
             bad = [] if columns_wrong else store.checks.bad_blocks(conn)
-            lacking = store.checks.lacking_keys(conn)
+            lacking, unsigned = store.checks.lacking_keys(conn)
     except ClosedIndexError:
         raise  # (not the index's problem: the caller's)
     except SimIndexError as exc:
@@ -171,6 +171,13 @@ def _problems(views: Views) -> list[Problem]:
         shown = ", ".join(map(str, bad[:10])) + (", ..." if len(bad) > 10 else "")
         text = f"{len(bad)} rows have block columns that disagree with their fingerprint"
         problems.append(Problem("blocks", f"{text} (ids {shown})"))
+    if unsigned:
+        shown = ", ".join(map(str, unsigned[:10])) + (", ..." if len(unsigned) > 10 else "")
+        text = (
+            f"{len(unsigned)} rows hold a stored value that is not a signature (ids {shown}): "
+            f"queries that find them stop with an error; rebuild the index from its texts"
+        )
+        problems.append(Problem("signatures", text))
     if lacking:
         text = (
             f"{lacking} rows lack some of their keys in the key table: a query of the "

@@ -135,11 +135,13 @@ def test_a_query_refuses_a_candidate_whose_signature_is_no_signature(
             (bytes(signature) + b"\0\0",),
         )
     conn.close()
-    with (
-        SimIndex(db_path, create=False, hold=hold) as ix,
-        pytest.raises(DamagedIndexError, match="not a signature"),
-    ):
-        ix.query("alpha beta gamma epsilon")
+    with SimIndex(db_path, create=False, hold=hold) as ix:
+        with pytest.raises(DamagedIndexError, match="not a signature"):
+            ix.query("alpha beta gamma epsilon")
+        report = ix.check()  # (check names the row; --repair cannot mend it)
+        assert not report.ok
+        said = "1 rows hold a stored value that is not a signature (ids 1)"
+        assert any(said in problem for problem in report.problems)
 
 
 def test_a_stored_number_that_is_no_integer_is_damage(file_location: Location) -> None:
