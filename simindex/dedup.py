@@ -277,10 +277,11 @@ _BATCH = 256
 # "auto": loading their cached code takes about 0.35 s (numba imported
 # already, as the command's text pass has it), what they save deciding
 # about 70,000 documents early in a stream (5 us each on bench/dedup.py's
-# corpus), more later as the kept tables fill (8-10 us past 500,000:
-# bench/experiments/dedup_growth.py). Loaded at 70,000, a run of 72,000
-# paid the load for nothing; at 100,000 a run short of it never loads them
-# and a longer one pays at most 0.35 s more than it could.
+# corpus), more later as the kept tables fill (7.5-9.6 us past 500,000,
+# with the signature keys' Occupied:
+# bench/results/experiments/dedup_growth.txt). Loaded at 70,000, a run of
+# 72,000 paid the load for nothing; at 100,000 a run short of it never
+# loads them and a longer one pays at most 0.35 s more than it could.
 _COMPILED_AFTER = 100_000
 _CHAINED_BITS = 22  # a probed table of keys up to 2**22 keeps chains (20 MiB at most)
 _OCCUPIED_BITS = 22  # the signature keys' table keeps which of 2**22 low bits it holds (4 MiB)

@@ -181,7 +181,7 @@ def thresholds_for(threshold: np.ndarray | float, characters: np.ndarray | bool)
 # --- a signature's form ------------------------------------------------------------
 #
 # What a stored signature holds is told by its length and its last byte
-# alone (is_signature checks the rest: the units' count and order), by one
+# alone (is_signature checks the rest: the units' order and distinctness), by one
 # table made here from the rule written once (_FORM_TABLE): every reader
 # of a signature asks ``form`` or ``forms``.
 NO_FORM = 0  # None, or bytes of no form
@@ -232,7 +232,7 @@ def _form_table() -> bytes:
 _FORM_TABLE = _form_table()
 
 
-def form(signature: bytes | bytearray | memoryview | None) -> int:
+def form(signature: object) -> int:
     """What a signature holds, by its length and last byte (see above): no
     form for anything but bytes (a value another program stored as text)."""
     if not isinstance(signature, (bytes, bytearray, memoryview)):
@@ -250,13 +250,13 @@ def forms(signatures: Sequence[bytes | None]) -> np.ndarray:
     return np.fromiter(map(form, signatures), np.uint8, count=len(signatures))
 
 
-def of_characters(signature: bytes | None) -> bool:
+def of_characters(signature: object) -> bool:
     """Whether a signature is a longer text's of CJK characters (its sketch
     and the byte CJK, or its middle set and the byte MIDDLE_CJK)."""
     return form(signature) in CJK_FORMS
 
 
-def longer(signature: bytes | None) -> bool:
+def longer(signature: object) -> bool:
     """Whether a signature is a longer text's (more than SMALL units: no
     short text's set, band keys instead): its sketch alone, or with the byte
     CJK, or with a middle set and its byte."""
@@ -440,7 +440,8 @@ def is_signature(value: object) -> bool:
     if kind in (SKETCH, SKETCH_CJK):
         return True
     if kind in MIDDLE_FORMS:
-        middle = np.frombuffer(value, "<u2", (len(value) - NBYTES) // 2, NBYTES)
+        middle = _middle_values(value)
+        assert middle is not None  # (of a middle form)
         return bool((middle[1:] > middle[:-1]).all())
     if kind not in EXACT_FORMS:
         return False

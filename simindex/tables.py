@@ -205,11 +205,9 @@ class Sorted:
     not less than half of, so a key is moved about log2(n) times in all,
     not once a batch (which made a stream of n documents take time growing
     as n squared), and a lookup searches about log2(n) runs. A grown table
-    of ``occupied`` bits also keeps which values of its keys' lowest that
-    many bits it holds (one byte a value), and searches its runs only for
-    the wanted keys whose bits it holds: where most lookups find nothing
-    (streaming dedup's signature keys, hashes), most are answered by one
-    gather."""
+    of ``occupied`` bits searches its runs only for the wanted keys an
+    ``Occupied`` of that many bits says it may hold (streaming dedup's
+    signature keys: hashes, nearly all found nowhere)."""
 
     def __init__(
         self,

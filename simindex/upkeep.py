@@ -162,20 +162,19 @@ def _problems(views: Views) -> list[Problem]:
                     problems.append(Problem("passages", f"{text}: rebuild from the texts"))
             columns_wrong = any(p.kind == "column" for p in problems)
             bad = [] if columns_wrong else store.checks.bad_blocks(conn)
-            lacking, unsigned = store.checks.lacking_keys(conn)
+            lacking, unsigned, first = store.checks.lacking_keys(conn)
     except ClosedIndexError:
         raise  # (not the index's problem: the caller's)
     except SimIndexError as exc:
         return [*problems, Problem("read", str(exc))]
     if bad:
-        shown = ", ".join(map(str, bad[:10])) + (", ..." if len(bad) > 10 else "")
         text = f"{len(bad)} rows have block columns that disagree with their fingerprint"
-        problems.append(Problem("blocks", f"{text} (ids {shown})"))
+        problems.append(Problem("blocks", f"{text} (ids {_ids(bad, len(bad))})"))
     if unsigned:
-        shown = ", ".join(map(str, unsigned[:10])) + (", ..." if len(unsigned) > 10 else "")
         text = (
-            f"{len(unsigned)} rows hold a stored value that is not a signature (ids {shown}): "
-            f"queries that find them stop with an error; rebuild the index from its texts"
+            f"{unsigned} rows hold a stored value that is not a signature (ids "
+            f"{_ids(first, unsigned)}): a read that meets one stops with an error or judges "
+            f"its bytes; rebuild the index from its texts"
         )
         problems.append(Problem("signatures", text))
     if lacking:
@@ -185,6 +184,11 @@ def _problems(views: Views) -> list[Problem]:
         )
         problems.append(Problem("keys", text))
     return problems
+
+
+def _ids(first: list[int], count: int) -> str:
+    """The first ten ids of ``count``, as a problem names them."""
+    return ", ".join(map(str, first[:10])) + (", ..." if count > 10 else "")
 
 
 def compact(views: Views) -> dict[str, int]:

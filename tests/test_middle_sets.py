@@ -382,5 +382,5 @@ def test_a_value_that_is_no_bytes_has_no_form() -> None:
     """Text another program stored where a signature goes is no signature
     to every reader, not an error of one."""
     for value in ["x" * 65, "x" * 70, "x" * 64, 7, None]:
-        assert sig.form(value) == sig.NO_FORM  # type: ignore[arg-type]
-        assert not sig.longer(value) and not sig.of_characters(value)  # type: ignore[arg-type]
+        assert sig.form(value) == sig.NO_FORM
+        assert not sig.longer(value) and not sig.of_characters(value)

@@ -506,8 +506,10 @@ FORM_BYTES = {"ORDERED", "CJK", "MIDDLE", "MIDDLE_CJK"}  # signature.py's bytes 
 
 def test_a_signature_s_form_is_told_in_one_place() -> None:
     """What a signature holds is read from its bytes by signature.form's
-    table alone (_form_table); two functions write the bytes (_signature_of
-    a text's, held_signature a held row's); no other module imports them."""
+    table alone (_form_table); two functions of signature.py write the
+    bytes (_signature_of a text's, held_signature a held row's), and the
+    compiled pass (_marks.py) writes the same numbers, held to the Python
+    path by tests/test_fastmarks.py; no other module imports them."""
     users = {}
     tree = ast.parse(modules()["simindex.signature"].read_text(encoding="utf-8"))
     for node in tree.body:

@@ -121,9 +121,10 @@ class Checks:
                 ],
             )
 
-    def lacking_keys(self, conn: Connection) -> tuple[int, list[int]]:
-        """How many rows lack some of their keys, and the ids of those whose
-        stored value is not a signature (short_sets.lacking)."""
+    def lacking_keys(self, conn: Connection) -> tuple[int, int, list[int]]:
+        """How many rows lack some of their keys; how many hold a stored
+        value that is not a signature, and the first ten of their ids
+        (short_sets.lacking)."""
         return short_sets.lacking(conn)
 
     def make_keys_again(self, conn: Connection) -> None:

@@ -16,6 +16,10 @@ what they have read, at little cost beside reading it:
   (signature.is_signature), and every row that has one is among the ids read.
 - ``rows``: every id asked for by id has a row, with a text key, the
   fingerprint it was paired under and a signature or none.
+- ``signed``: the rows a query reads by id, by set key or with the
+  versions, and all pairs' keyed rows, each with a signature of a form
+  (signature.form) or none; the units' order is checked by whole reads
+  and ``check``.
 
 Nothing here reads the database; each check raises DamagedIndexError, naming
 the file and what did not hold, the error ``check`` and the CLI report.

@@ -168,27 +168,31 @@ _SIGNED_AFTER = text(
 _KEYS_BETWEEN = text(f"SELECT set_key, id FROM {KEYS} WHERE id >= :low AND id <= :high")
 
 
-def lacking(conn: Connection) -> tuple[int, list[int]]:
+def lacking(conn: Connection) -> tuple[int, int, list[int]]:
     """How many rows with a signature, none of them due, lack one of their
     keys (what ``check`` reports: a query of the database would miss them
-    by that key; every whole read pairs from the signatures instead), and
-    the ids of the rows whose stored value is not a signature (damage). Keys
+    by that key; every whole read pairs from the signatures instead); and
+    how many rows, due or not, hold a stored value that is not a signature
+    (damage), with the first ten of their ids. Keys
     of rows gone or changed may stay until a drain: they find a candidate
     that the rule then judges, never a wrong answer, and are not counted.
     Read a chunk of rows at a time (memory bounded)."""
     due = {int(r[0]) for r in conn.exec_driver_sql(f"SELECT id FROM {DUE}")}
-    after, count, unsigned = -(1 << 63), 0, []
+    after, count, unsigned = -(1 << 63), 0, 0
+    first: list[int] = []
     while found := conn.execute(_SIGNED_AFTER, {"after": after}).fetchall():
         ids = [int(r[0]) for r in found]
         after = ids[-1]
         signatures = [bytes(r[1]) if is_signature(r[1]) else None for r in found]
-        unsigned += [i for i, s in zip(ids, signatures, strict=True) if s is None]
+        damaged = [i for i, s in zip(ids, signatures, strict=True) if s is None]
+        unsigned += len(damaged)
+        first += damaged[: 10 - len(first)]
         keys, owner = keys_of(signatures)
         have = conn.execute(_KEYS_BETWEEN, {"low": ids[0], "high": after}).fetchall()
         held = np.array([tuple(row) for row in have], dtype=np.int64).reshape(-1, 2)
         lack = _absent(keys, np.asarray(ids, dtype=np.int64)[owner], held[:, 0], held[:, 1])
         count += len(set(lack.tolist()) - due)
-    return count, unsigned
+    return count, unsigned, first
 
 
 def _absent(

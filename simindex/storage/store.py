@@ -358,10 +358,9 @@ class Store:
             expect(int(marker[1]), generation)
             if first:
                 changes = int(marker[4])
-            for kind, set_key, row_id, key, fp, signature in rows:
-                if kind == -1:
-                    continue
-                row = consistency.signed(self.where, [(int(row_id), key, int(fp), signature)])[0]
+            read = [(r[0], r[1], (int(r[2]), r[3], int(r[4]), r[5])) for r in rows if r[0] != -1]
+            consistency.signed(self.where, [row for _, _, row in read])
+            for kind, set_key, row in read:
                 if kind:
                     by_key.setdefault(int(set_key), []).append(row)
                 else:
