@@ -243,7 +243,7 @@ def test_the_first_compile_is_told_while_it_runs_and_a_cached_one_is_not(
         monkeypatch.delitem(compiling._loaded, "simindex._loops")
         told.clear()
         assert compiled.kernels() is not None
-        note = "compiling the fast pairing (once, about 7 s)"
+        note = f"compiling the fast pairing (once, about {compiled.COMPILING.seconds} s)"
         assert told == [(note, True), (note, False)]
     finally:
         compiling.unlisten(listener)
