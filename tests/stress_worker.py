@@ -144,7 +144,10 @@ def check_matches(
     sorted by (distance, key), each key once, at most `limit` of them. A
     text's query (``threshold``, its index's) may also match beyond k a row
     found by its keys (signature.meets), and so with a similarity at least
-    the threshold."""
+    the threshold it needs (signature.threshold_for: lower for two texts of
+    CJK characters)."""
+    from simindex.signature import characters_threshold
+
     if limit is not None and len(matches) > limit:
         raise Violation(f"{where}: {len(matches)} matches for limit={limit}")
     previous: tuple[int, str] | None = None
@@ -156,7 +159,9 @@ def check_matches(
         true = (m.fingerprint ^ query).bit_count()
         if m.distance != true:
             raise Violation(f"{where}: {m} says distance {m.distance}, the xor has {true} bits")
-        keyed = bool(threshold) and m.similarity is not None and m.similarity >= threshold
+        # (two longer texts of CJK characters need the lower threshold_for)
+        least = None if not threshold else min(threshold, characters_threshold(threshold))
+        keyed = least is not None and m.similarity is not None and m.similarity >= least
         if m.distance > k and not keyed:
             raise Violation(f"{where}: {m} is further than k={k}")
         order = (m.distance, m.key)
