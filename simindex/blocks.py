@@ -205,6 +205,20 @@ def _probes(layout: BlockLayout, k: int) -> tuple[Probe, ...]:
     return tuple(out)
 
 
+def table_flips(layout: BlockLayout, k: int) -> list[list[int]]:
+    """For each table of the layout, the lookups for k as XORs in the
+    fingerprint's own bits (within the table's mask): the probes (every
+    value within probe_radius bits of a fingerprint's; [0] alone at radius
+    0), however many, each block's flips shifted to its place. What the
+    in-memory tables look up; the database asks the same as ``probes``."""
+    spans = layout.spans()
+    out: list[list[int]] = [[] for _ in layout.tables]
+    for probe in _probes(layout, k):
+        blocks = zip(layout.tables[probe.table], probe.flips, strict=True)
+        out[probe.table].append(sum(f << spans[b][0] for b, f in blocks))
+    return out
+
+
 def even_layout(m: int, per_table: int = 1) -> BlockLayout:
     """m even blocks, a table for every combination of ``per_table`` of them."""
     return BlockLayout(even_widths(m), tuple(combinations(range(m), per_table)))

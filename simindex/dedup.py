@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from simindex import ingest
-from simindex.blocks import DEFAULT_K, MAX_INDEX_K, BlockLayout, check_k, probes
+from simindex.blocks import DEFAULT_K, MAX_INDEX_K, BlockLayout, check_k, table_flips
 from simindex.compiled import LOOPS, Loops, kernels
 from simindex.compiling import mode, tried
 from simindex.errors import InvalidArgumentError
@@ -378,16 +378,7 @@ class _Kept:
         self._reaches = np.array([one_unit_reaches(n + 1, threshold) for n in range(SMALL + 1)])
         layout = BlockLayout.for_k(k)
         masks = layout.table_masks()
-        flips: list[list[int]] = [[0] for _ in masks]
-        if k > layout.k:
-            found = probes(layout, k)
-            assert found is not None  # for_k checked
-            flips = [[] for _ in masks]
-            spans = layout.spans()
-            for probe in found:
-                table = layout.tables[probe.table]
-                flip = sum(f << spans[b][0] for b, f in zip(table, probe.flips, strict=True))
-                flips[probe.table].append(flip)
+        flips = table_flips(layout, k)  # ([0] a table up to the layout's own k)
         self._tables: list[Keyed] = []
         for mask, xors in zip(masks, flips, strict=True):
             width = mask.bit_count()

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from simindex.blocks import MAX_INDEX_K, BlockLayout, Probe, cheapest, probes
+from simindex.blocks import MAX_INDEX_K, BlockLayout, Probe, cheapest, probes, table_flips
 from simindex.costs import held_query_us
 from simindex.signature import (
     NBYTES,
@@ -109,8 +109,9 @@ def _probed_tables(
     chosen = single_layout(len(fps), k)
     if chosen is None:
         return None
-    layout, found = chosen
+    layout, _ = chosen
     spans = tuple(layout.spans())
+    xors = table_flips(layout, k)
     n = len(fps)
     joined = len(spans) > 1 and all(_offsets_fit(span.bit_length(), n) for _, span in spans)
     index_type = np.int32 if (len(spans) if joined else 1) * n < 2**31 else np.int64
@@ -141,7 +142,7 @@ def _probed_tables(
         else:
             by_offset = _offsets_fit(span.bit_length(), n)
             table = Sorted.of(keys, key_count=span + 1 if by_offset else None)
-        flips = [0] if found is None else [p.flips[0] for p in found if p.table == t]
+        flips = [x >> shift for x in xors[t]]  # (one block a table: its bits shifted down)
         tables.append(Keyed(span << shift, np.array(flips, keys.dtype), table))
     if not joined:
         return tables, None

@@ -24,15 +24,20 @@ which also finds the runs a group's visiting rows reach.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import combinations
 from math import comb
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from simindex.blocks import MAX_PROBES, BlockLayout, cheapest, even_layout, probe_radius
+from simindex.blocks import (
+    MAX_PROBES,
+    BlockLayout,
+    cheapest,
+    even_layout,
+    probe_radius,
+    table_flips,
+)
 from simindex.costs import batch_table_cost
-from simindex.fingerprint import BITS
 
 
 class Plan(NamedTuple):
@@ -65,13 +70,7 @@ def layout_plan(layout: BlockLayout, k: int) -> Plan:
     """The plan of a layout for k: one table per combination of its blocks
     (Manku's tables, one block each or several), each looked up with every
     value within blocks.probe_radius bits of a fingerprint's own."""
-    radius = probe_radius(layout, k)
-    masks = layout.table_masks()
-    flips = []
-    for mask in masks:
-        bits = [1 << b for b in range(BITS) if mask >> b & 1]
-        flips.append([sum(c) for r in range(radius + 1) for c in combinations(bits, r)])
-    return Plan(masks, radius, flips)
+    return Plan(layout.table_masks(), probe_radius(layout, k), table_flips(layout, k))
 
 
 def key_type(mask: int) -> type:

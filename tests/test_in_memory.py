@@ -15,7 +15,7 @@ import pytest
 
 from simindex import BlockLayout, compiling, dedup, hamming, pairs, signature, snapshot
 from simindex import tables as tables_module
-from simindex.blocks import even_widths, probe_radius, probes
+from simindex.blocks import even_widths, probe_radius, probes, table_flips
 from simindex.snapshot import Snapshot
 from simindex.tables import Chained, Sorted, plan_for
 from tests.helpers import bands_equal, compiled_or_skip, flip
@@ -119,6 +119,35 @@ def test_pairs_within_default_plan_equals_brute_force(
     a, b, d = pairs.pairs_within(fps, k)
     assert sorted(zip(a.tolist(), b.tolist(), d.tolist(), strict=True)) == sorted(want)
     assert len(want) >= 1_000
+
+
+@pytest.mark.parametrize(
+    ("widths", "per_table", "k"),
+    [((64,), 1, 0), ((22, 21, 21), 1, 8), ((16,) * 4, 2, 3), ((13, 13, 13, 13, 12), 2, 4)],
+)
+def test_a_layout_s_lookups_are_every_value_within_its_radius(
+    widths: tuple[int, ...], per_table: int, k: int
+) -> None:
+    """blocks.table_flips (what the in-memory tables look up) against the
+    rule written out: every XOR of at most probe_radius bits inside a
+    table's mask, each once; and the database's probes, block by block,
+    are the same lookups."""
+    layout = BlockLayout(widths, tuple(itertools.combinations(range(len(widths)), per_table)))
+    radius = probe_radius(layout, k)
+    found = table_flips(layout, k)
+    asked = probes(layout, k)
+    assert asked is not None
+    spans = layout.spans()
+    for t, mask in enumerate(layout.table_masks()):
+        bits = [1 << b for b in range(64) if mask >> b & 1]
+        want = {sum(c) for r in range(radius + 1) for c in itertools.combinations(bits, r)}
+        assert len(found[t]) == len(set(found[t])) and set(found[t]) == want
+        by_probe = [
+            sum(f << spans[b][0] for b, f in zip(layout.tables[t], p.flips, strict=True))
+            for p in asked
+            if p.table == t
+        ]
+        assert by_probe == found[t]
 
 
 @pytest.mark.usefixtures("reference_costs")
