@@ -17,7 +17,6 @@ from simindex import storage
 from simindex.errors import DamagedIndexError, InvalidArgumentError, NotAnIndexError, SimIndexError
 
 BUSY_TIMEOUT_S = storage.BUSY_TIMEOUT_S  # SimIndex's default wait for another writer's lock
-_SQLITE_HEADER = 100  # bytes: a shorter file is no SQLite database (SQLite reads it as empty)
 PG_RESTORE = "a PostgreSQL index is restored with pg_restore (docs/operating.md, Restore)"
 
 
@@ -46,7 +45,7 @@ def is_sqlite(path: Path) -> bool:
     none (SQLite would read an empty file as an empty database); one that
     cannot be read is left to the caller to report."""
     try:
-        if path.stat().st_size < _SQLITE_HEADER:
+        if path.stat().st_size < storage.HEADER_BYTES:  # (SQLite reads an empty one as empty)
             return False
         storage.check_file(storage.locate(path), create=False, timeout=0)
     except (OSError, SimIndexError):

@@ -28,6 +28,7 @@ from simindex.storage.checks import Problem
 from simindex.storage.dialects import BUSY_TIMEOUT_S, Capabilities
 from simindex.storage.loading import FAST_LOAD_MIN
 from simindex.storage.location import (
+    HEADER_BYTES,
     FileAccess,
     Location,
     check_file,
@@ -67,6 +68,7 @@ def open_backend(
 
 
 __all__ = [
+    "HEADER_BYTES",
     "Chunk",
     "BUSY_TIMEOUT_S",
     "FAST_LOAD_MIN",

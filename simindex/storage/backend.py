@@ -34,23 +34,18 @@ from simindex.storage.dialects import (
     Dialect,
     dialect_for,
 )
-from simindex.storage.location import Location
+from simindex.storage.location import (
+    SQLITE_BUSY,
+    SQLITE_CORRUPT,
+    SQLITE_LOCKED,
+    SQLITE_NOTADB,
+    SQLITE_READONLY,
+    SQLITE_TOOBIG,
+    Location,
+    sqlite_code,
+)
 
-# SQLite's primary result codes: another connection holds the lock, the file
-# is read-only, the file is damaged or is no database.
-_SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY = 5, 6, 8
-_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
-# A value larger than SQLite returns: simindex writes none (its largest is a
-# key or a stored snapshot's part of at most 32 MB), so in a file it is a
-# damaged record's length.
-_SQLITE_TOOBIG = 18
 _PG_LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL's lock_timeout (SQLSTATE)
-
-
-def _sqlite_code(exc: BaseException) -> int | None:
-    """SQLite's primary result code of a driver error (Python 3.11+), else None."""
-    code = getattr(getattr(exc, "orig", None) or exc, "sqlite_errorcode", None)
-    return None if code is None else int(code) & 0xFF
 
 
 def _is_busy(exc: BaseException) -> bool:
@@ -61,25 +56,26 @@ def _is_busy(exc: BaseException) -> bool:
     state = getattr(orig, "sqlstate", None)
     if state is not None:
         return bool(state == _PG_LOCK_NOT_AVAILABLE)
-    code = _sqlite_code(exc)
+    code = sqlite_code(exc)
     if code is not None:
-        return code in (_SQLITE_BUSY, _SQLITE_LOCKED)
+        return code in (SQLITE_BUSY, SQLITE_LOCKED)
     text = str(orig).lower()  # pragma: no cover - Python 3.10 gives no code
     return "locked" in text or "busy" in text
 
 
 def _is_readonly(exc: BaseException) -> bool:
-    code = _sqlite_code(exc)
+    code = sqlite_code(exc)
     if code is not None:
-        return code == _SQLITE_READONLY
+        return code == SQLITE_READONLY
     return "readonly" in str(getattr(exc, "orig", exc)).lower()  # pragma: no cover - 3.10
 
 
-def _is_damage(exc: BaseException) -> bool:
+def is_damage(exc: BaseException) -> bool:
+    """Whether SQLite said the file is damaged or is no database."""
     orig = getattr(exc, "orig", None) or exc
-    code = getattr(orig, "sqlite_errorcode", None)  # Python 3.11+
+    code = sqlite_code(exc)
     if code is not None:
-        return code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB, _SQLITE_TOOBIG)
+        return code in (SQLITE_CORRUPT, SQLITE_NOTADB, SQLITE_TOOBIG)
     # No code: Python 3.10, or sqlite3's own error for a text value that is
     # not UTF-8 (simindex writes none: the bytes were damaged).
     text = str(orig).lower()
@@ -97,7 +93,7 @@ def describe_db_error(where: Location, exc: BaseException) -> str:
 def db_error(where: Location, exc: BaseException) -> StorageError:
     """The StorageError for a database error: a DamagedIndexError where SQLite
     says the file is damaged, else one line without the SQL or any password."""
-    if where.path is not None and _is_damage(exc):
+    if where.path is not None and is_damage(exc):
         return DamagedIndexError(where.path, describe_db_error(where, exc))
     return StorageError(describe_db_error(where, exc))
 

@@ -20,12 +20,11 @@ import time
 from pathlib import Path
 
 from simindex.errors import StorageError
-from simindex.storage.backend import _is_damage
-from simindex.storage.location import path_access
+from simindex.storage.backend import is_damage
+from simindex.storage.location import SQLITE_BUSY, SQLITE_LOCKED, path_access
 from simindex.storage.schema import META_TABLE
 
 _SLEEP_S = 0.05  # between tries while the target's writer holds the lock
-_SQLITE_BUSY, _SQLITE_LOCKED = 5, 6  # SQLite's result codes (sqlite3 names them from 3.11)
 
 
 def copy_file(source: Path, target: Path, *, timeout: float) -> None:
@@ -36,7 +35,7 @@ def copy_file(source: Path, target: Path, *, timeout: float) -> None:
     deadline = time.monotonic() + timeout
 
     def waited(status: int, remaining: int, total: int) -> None:
-        if status in (_SQLITE_BUSY, _SQLITE_LOCKED) and time.monotonic() > deadline:
+        if status in (SQLITE_BUSY, SQLITE_LOCKED) and time.monotonic() > deadline:
             raise StorageError(f"{target} is locked by another writer: gave up after {timeout:g} s")
 
     try:
@@ -46,7 +45,7 @@ def copy_file(source: Path, target: Path, *, timeout: float) -> None:
         ):
             src.backup(dst, progress=waited, sleep=_SLEEP_S)
     except sqlite3.Error as exc:
-        if _is_damage(exc):  # a target cut short: SQLite will not write into it
+        if is_damage(exc):  # a target cut short: SQLite will not write into it
             raise StorageError(
                 f"{target} is too damaged for SQLite to write into ({exc}): with every "
                 f"process using it stopped, remove it and its -wal and -shm, then restore "
@@ -66,7 +65,7 @@ def holds_an_index(path: Path) -> bool:
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (META_TABLE,)
             ).fetchone()
     except sqlite3.DatabaseError as exc:
-        if _is_damage(exc):
+        if is_damage(exc):
             return True
         raise StorageError(f"cannot read {path}: {exc}") from exc
     return found is not None

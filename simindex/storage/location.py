@@ -25,9 +25,23 @@ from sqlalchemy.exc import ArgumentError
 from simindex.errors import InvalidArgumentError, NoIndexError, NotAnIndexError, StorageError
 
 KINDS = ("sqlite", "postgresql", "postgres")  # the databases simindex stores an index in
-_HEADER_BYTES = 100  # SQLite's file header: a database is empty or longer
-_SQLITE_NOTADB = 26  # SQLite's result code for a file that is not a database
-_SQLITE_DAMAGED = (11, 18)  # SQLITE_CORRUPT, SQLITE_TOOBIG: a database, damaged
+HEADER_BYTES = 100  # SQLite's file header: a database is empty or longer
+
+# SQLite's primary result codes simindex tells apart (sqlite3 names them from
+# Python 3.11): another connection holds the lock; the file is read-only; it
+# is damaged (a value larger than SQLite returns, TOOBIG: simindex writes
+# none, its largest being a stored snapshot's part of at most 32 MB, so in a
+# file it is a damaged record's length); it is no database.
+SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY = 5, 6, 8
+SQLITE_CORRUPT, SQLITE_TOOBIG, SQLITE_NOTADB = 11, 18, 26
+
+
+def sqlite_code(exc: BaseException) -> int | None:
+    """SQLite's primary result code of a driver's or SQLAlchemy's error
+    (Python 3.11+), else None."""
+    code = getattr(getattr(exc, "orig", None) or exc, "sqlite_errorcode", None)
+    return None if code is None else int(code) & 0xFF
+
 
 # A PostgreSQL schema name simindex accepts for ?schema= (no quoting needed).
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
@@ -151,7 +165,7 @@ def _sqlite_reads(path: Path, *, timeout: float) -> str | None:
         raise StorageError(f"cannot read {path}: {exc.strerror or exc}") from exc
     if not os.access(path, os.R_OK):
         raise StorageError(f"cannot read {path}: {os.strerror(errno.EACCES)}")
-    if 0 < size < _HEADER_BYTES:  # (SQLite reads a file of one byte as an empty database)
+    if 0 < size < HEADER_BYTES:  # (SQLite reads a file of one byte as an empty database)
         return "not a SQLite database"
     access = path_access(path)
     mode = "ro&immutable=1" if access.immutable else "ro" if access.readonly else "rw"
@@ -162,12 +176,10 @@ def _sqlite_reads(path: Path, *, timeout: float) -> str | None:
     try:
         conn.execute("PRAGMA schema_version").fetchone()  # reads page 1's header
     except sqlite3.DatabaseError as exc:
-        code = getattr(exc, "sqlite_errorcode", None)
-        if (code is not None and code & 0xFF == _SQLITE_NOTADB) or (
-            code is None and "not a database" in str(exc)
-        ):
+        code = sqlite_code(exc)
+        if code == SQLITE_NOTADB or (code is None and "not a database" in str(exc)):
             return "not a SQLite database"
-        if code is not None and code & 0xFF in _SQLITE_DAMAGED:
+        if code in (SQLITE_CORRUPT, SQLITE_TOOBIG):
             return None  # SQLite's file, damaged: opening it says so (DamagedIndexError)
         raise StorageError(f"cannot read {path}: {exc}") from exc
     finally:
