@@ -34,6 +34,14 @@ _ZERO = np.uint64(0)
 _ONE = np.uint64(1)
 _EMPTY = np.uint32(0xFFFFFFFF)
 _LOW = np.uint32(15)  # a bin's value: the low 4 bits of its smallest hash
+# signature.py's sizes, written here (numba keeps a global's value in its
+# cache, which a change of another module's would not renew;
+# tests/test_fastmarks.py holds them equal): a bin is a unit's top 7 of 32
+# bits (BINS = 128), a short text keeps up to SMALL units, a middle one up
+# to MIDDLE_UNITS.
+BIN_SHIFT = np.uint32(32 - 7)
+SMALL = 15
+MIDDLE_UNITS = 256
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -489,7 +497,7 @@ def _finish(
     for d in range(nd):
         if unit[d]:
             h32 = np.uint32(hs[d] >> np.uint64(32))
-            bin_ = np.int64(h32 >> np.uint32(25))
+            bin_ = np.int64(h32 >> BIN_SHIFT)
             if h32 < mins[bin_]:
                 mins[bin_] = h32
             units += 1
@@ -522,7 +530,7 @@ def _finish(
     for q in range(bins // 2):
         out[q] = np.uint8(values[2 * q] | (values[2 * q + 1] << np.uint32(4)))
     size = bins // 2
-    if units <= 15:
+    if units <= SMALL:
         small = np.empty(units, np.uint32)
         u = 0
         for d in range(nd):
@@ -550,7 +558,7 @@ def _finish(
         if ordered:
             out[size] = np.uint8(1)  # signature.ORDERED
             size += 1
-    elif units <= 256:  # signature.MIDDLE_UNITS: the top 16 bits of each, sorted, once
+    elif units <= MIDDLE_UNITS:  # the top 16 bits of each, sorted, once
         middle = np.empty(units, np.uint16)
         u = 0
         for d in range(nd):

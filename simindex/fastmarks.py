@@ -136,16 +136,11 @@ def marks_many(
         data.append(bytes_of)
     bounds = np.zeros(n + 1, np.int64)
     np.cumsum([len(b) for b in data], out=bounds[1:])
-    fingerprints = np.empty(n, np.uint64)
-    sizes = np.empty(n, np.int64)
-    out = np.empty((n, _OUT_BYTES), np.uint8)
-    slots, words, starts = _stop_table()
     buf = np.frombuffer(bytearray(b"".join(data)), np.uint8)  # (writable: as casefold's)
-    run(
-        buf, bounds, cjk_units, fold, classes(), slots,
-        words, starts, probes, config.stopwords, config.weighting == "binary", *_fold_table(),
-        fingerprints, sizes, out,
-    )  # fmt: skip
+    binary = config.weighting == "binary"
+    fingerprints, sizes, out = _run(
+        run, buf, bounds, cjk_units, fold, probes, config.stopwords, binary
+    )
     for j, i in enumerate(served):
         size = int(sizes[j])
         made[i] = (0, b"") if size < 0 else (int(fingerprints[j]), out[j, :size].tobytes())
@@ -176,17 +171,37 @@ def _loaded() -> Any:
     return compiling.load(_LOOP, ["marks_many"], COMPILING, _warmed)
 
 
+def _run(
+    run: Any,
+    buf: np.ndarray,
+    bounds: np.ndarray,
+    cjk_units: np.ndarray,
+    fold: np.ndarray,
+    probes: np.ndarray,
+    stopwords: bool,
+    binary: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The loop's (fingerprints, signatures' sizes, signatures' bytes) of
+    the texts whose UTF-8 bytes are buf[bounds[j] : bounds[j + 1]]: the one
+    call of it, with the tables it reads (a size below 0: no word)."""
+    n = len(bounds) - 1
+    fingerprints, sizes = np.empty(n, np.uint64), np.empty(n, np.int64)
+    out = np.empty((n, _OUT_BYTES), np.uint8)
+    slots, words, starts = _stop_table()
+    run(
+        buf, bounds, cjk_units, fold, classes(), slots, words, starts, probes, stopwords, binary,
+        *_fold_table(), fingerprints, sizes, out,
+    )  # fmt: skip
+    return fingerprints, sizes, out
+
+
 def _warmed(loop: Any) -> Any:
     """The loop of simindex/_marks.py, run once on two short texts (with
     case folding and without), with the types the calls above give it."""
-    slots, words, starts = _stop_table()
-    probes = np.zeros((128, 32), np.int64)
-    loop.marks_many(
-        np.frombuffer(bytearray(b"a bc d"), np.uint8), np.array([0, 3, 6], np.int64),
-        np.zeros(2, np.bool_), np.array([False, True]), classes(), slots, words, starts,
-        probes, True, False, *_fold_table(), np.empty(2, np.uint64), np.empty(2, np.int64),
-        np.empty((2, _OUT_BYTES), np.uint8),
-    )  # fmt: skip
+    text = np.frombuffer(bytearray(b"a bc d"), np.uint8)
+    bounds, cjk_units, fold = np.array([0, 3, 6]), np.zeros(2, np.bool_), np.array([False, True])
+    probes = np.zeros((128, 32), np.int64)  # (a table of the sketch's 128 bins: the loop's own)
+    _run(loop.marks_many, text, bounds, cjk_units, fold, probes, True, False)
     return loop.marks_many
 
 

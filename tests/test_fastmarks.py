@@ -206,6 +206,16 @@ def test_xxh64_equals_xxhash_at_every_length() -> None:
             assert int(_marks.xxh64(data, start, length)) == xxhash.xxh64_intdigest(chunk.tobytes())
 
 
+def test_the_loops_sizes_are_the_signatures() -> None:
+    """_marks.py writes signature.py's sizes as its own (numba's cache
+    keeps a global's value): they must stay the same numbers."""
+    from simindex import _marks, signature
+
+    assert 1 << (32 - int(_marks.BIN_SHIFT)) == signature.BINS
+    assert (_marks.SMALL, _marks.MIDDLE_UNITS) == (signature.SMALL, signature.MIDDLE_UNITS)
+    assert fastmarks._OUT_BYTES == signature.NBYTES + 2 * signature.MIDDLE_UNITS + 1
+
+
 # --- numba compiling, told (simindex.compiling) ---------------------------------------
 
 
