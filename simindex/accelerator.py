@@ -49,7 +49,7 @@ from simindex.snapshot import Snapshot
 HOLD_FIRST_S = 0.05  # database time before the index's size is first asked
 HOLD_MAX_ROWS = (
     20_000_000  # bigger indexes stay in the database (~70 bytes a row held, ~135
-    # signed, ~215 once text queries ask for band keys: Snapshot.meeting)
+    # with a signature, ~215 once text queries ask for band keys: Snapshot.meeting)
 )
 HOLD_MAX_FACTOR = 16.0  # how far writes that come often push the next read back
 # Rows the owner writes are applied to the snapshot (Snapshot.add) in writes

@@ -12,7 +12,7 @@ import numpy as np
 from sqlalchemy import URL
 
 from simindex import accelerator, storage
-from simindex import overlaps as partial
+from simindex import overlaps as partial  # (overlaps: a parameter's name here)
 from simindex.accelerator import Accelerator
 from simindex.blocks import DEFAULT_K, MAX_INDEX_K, BlockLayout, check_k
 from simindex.errors import ClosedIndexError, EmptyTextError, InvalidArgumentError
@@ -233,7 +233,7 @@ class SimIndex:
         Without a source, the stored fingerprints and signatures are laid out
         anew (a new fingerprint configuration needs the texts). With a
         ``source`` of (key, text) pairs, the index becomes exactly that
-        source, fingerprinted (and signed) with ``config`` (default: the
+        source, fingerprinted (and given signatures) with ``config`` (default: the
         index's own): keys not in it are gone, and a key that comes twice
         keeps its later text; so an index made before signatures gets them.
         ``fingerprints`` instead of a source: (key, fingerprint) or (key,
@@ -302,8 +302,8 @@ class SimIndex:
                     items = iter(fingerprints)
                     read = 0
                     while batch := list(islice(items, batch_size)):
-                        keys, values, signed, texts = _columns(batch, read + 1)
-                        keys, fps, sigs = checked_chunk(keys, values, signed)
+                        keys, values, signatures, texts = _columns(batch, read + 1)
+                        keys, fps, sigs = checked_chunk(keys, values, signatures)
                         storage.stage(conn, keys, fps, sigs)
                         if anew:
                             passages.put(
@@ -609,7 +609,7 @@ class SimIndex:
         threshold signature.threshold_for gives them).
 
         Reads the fingerprints in one snapshot and pairs them in memory (see
-        pairs.pairs_within), and the signed rows, paired by their keys:
+        pairs.pairs_within), and the rows with a signature, paired by their keys:
         exact for any k from 0 to 15. Sorted by distance, then keys.
         """
         found, keys = self._pairs(k, threshold)

@@ -90,14 +90,14 @@ def brute_force(docs: list[tuple[str, str]], k: int, threshold: float) -> list[P
     """Every pair within k, or whose keys meet (tests.helpers.keys_meet),
     whose signatures are at least threshold similar, by comparing every
     document with every other."""
-    signed = [fingerprint_and_signature(text, DEFAULT_CONFIG) for _, text in docs]
-    fps = np.array([fp for fp, _ in signed], dtype=np.uint64)
+    marked = [fingerprint_and_signature(text, DEFAULT_CONFIG) for _, text in docs]
+    fps = np.array([fp for fp, _ in marked], dtype=np.uint64)
     pairs = []
     for i in range(len(docs)):
         distance = np.bitwise_count(fps[i + 1 :] ^ fps[i])
-        meet = [threshold > 0 and keys_meet(signed[i][1], sig) for _, sig in signed[i + 1 :]]
+        meet = [threshold > 0 and keys_meet(marked[i][1], sig) for _, sig in marked[i + 1 :]]
         for j in (np.flatnonzero((distance <= k) | np.array(meet, bool)) + i + 1).tolist():
-            estimate = similarity(signed[i][1], signed[j][1])
+            estimate = similarity(marked[i][1], marked[j][1])
             if estimate >= threshold:
                 a, b = sorted((docs[i][0], docs[j][0]))
                 pairs.append(Pair(a, b, int(distance[j - i - 1]), estimate))

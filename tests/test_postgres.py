@@ -195,9 +195,9 @@ def test_a_missing_driver_is_one_line() -> None:
 
 
 @pytest.mark.parametrize("skip_existing", [False, True])
-@pytest.mark.parametrize("signed", [False, True])
+@pytest.mark.parametrize("with_signatures", [False, True])
 def test_a_first_load_copied_straight_in_equals_the_usual_path(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch, skip_existing: bool, signed: bool
+    pg_url: str, monkeypatch: pytest.MonkeyPatch, skip_existing: bool, with_signatures: bool
 ) -> None:
     """A first load into an empty table COPYs its rows straight in, its unique
     key set aside (Copying.begin_fresh_load): with keys that come twice (in
@@ -216,8 +216,8 @@ def test_a_first_load_copied_straight_in_equals_the_usual_path(
     items: list[tuple[str, ...]] = []
     for i, fp in enumerate(fps):
         key = f"k{i % 6_000}"  # k0..k999 twice: 5,000 rows apart
-        sig = rng.randbytes(NBYTES) if signed and i % 3 else None
-        items.append((key, fp, sig) if signed else (key, fp))
+        sig = rng.randbytes(NBYTES) if with_signatures and i % 3 else None
+        items.append((key, fp, sig) if with_signatures else (key, fp))
     items.insert(10, (items[3][0], 12345, *items[3][2:]))  # and once within the first chunk
     second = other_schema(pg_url, pg_url.rsplit("schema=", 1)[1] + "_usual")
 

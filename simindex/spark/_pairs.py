@@ -610,8 +610,8 @@ def _keyed_candidates(rows: DataFrame, k: int) -> DataFrame:
     other), so the join grows with the distinct fingerprints of a key."""
     from pyspark.sql import functions as F
 
-    signed = rows.where(F.length("signature") >= NBYTES).select("row", "fp", "signature")
-    keyed = signed.mapInArrow(_explode_keys, "sig_key long, row long, fp long")
+    with_signature = rows.where(F.length("signature") >= NBYTES).select("row", "fp", "signature")
+    keyed = with_signature.mapInArrow(_explode_keys, "sig_key long, row long, fp long")
     groups = keyed.groupBy("sig_key", "fp").agg(F.collect_list("row").alias("rows"))
     a = groups.select("sig_key", F.col("fp").alias("fp_a"), F.col("rows").alias("rows_a"))
     b = groups.select("sig_key", F.col("fp").alias("fp_b"), F.col("rows").alias("rows_b"))

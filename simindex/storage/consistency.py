@@ -16,7 +16,7 @@ what they have read, at little cost beside reading it:
   (signature.is_signature), and every row that has one is among the ids read.
 - ``rows``: every id asked for by id has a row, with a text key, the
   fingerprint it was paired under and a signature or none.
-- ``signed``: the rows a query reads by id, by set key or with the
+- ``formed``: the rows a query reads by id, by set key or with the
   versions, and all pairs' keyed rows, each with a signature of a form
   (signature.form) or none; the units' order is checked by whole reads
   and ``check``.
@@ -118,7 +118,7 @@ def signature_words(where: Location, blobs: Sequence[Any]) -> Sketches:
     return as_words(blobs)
 
 
-def signed(where: Location, rows: list[Any]) -> list[Any]:
+def formed(where: Location, rows: list[Any]) -> list[Any]:
     """Rows read as (id, key, signed fingerprint, signature, ...), each
     signature of a form or none: a query judges them by their bytes' form
     (signature.form: a length and a last byte, about 0.2 us a row, where

@@ -13,7 +13,8 @@ describes the current one for the code that reads and writes it.
   ``ix_simindex_fingerprints_t{j}``, on (its blocks..., fingerprint), so a
   lookup reads its candidates' fingerprints from the index alone; and, from
   revision 0002, ``signature``: the document's verification signature
-  (simindex.signature, 64 bytes; NULL where none was made).
+  (simindex.signature: a 64-byte sketch, then a short or middle-length text's
+  set; NULL where none was made).
 - ``simindex_snapshot`` (from revision 0004): the arrays a snapshot held in
   memory is made of, as the last holder read them (storage/stored.py), in
   parts of bytes: ``header`` (what they are and the generation and write

@@ -359,7 +359,7 @@ class Store:
             if first:
                 changes = int(marker[4])
             read = [(r[0], r[1], (int(r[2]), r[3], int(r[4]), r[5])) for r in rows if r[0] != -1]
-            consistency.signed(self.where, [row for _, _, row in read])
+            consistency.formed(self.where, [row for _, _, row in read])
             for kind, set_key, row in read:
                 if kind:
                     by_key.setdefault(int(set_key), []).append(row)
@@ -391,7 +391,7 @@ class Store:
         statement = select(t.c.id, t.c.key, t.c.fingerprint, t.c.signature).where(
             func.length(t.c.signature) >= NBYTES
         )
-        return consistency.signed(self.where, [tuple(r) for r in conn.execute(statement)])
+        return consistency.formed(self.where, [tuple(r) for r in conn.execute(statement)])
 
     def sets_written(self, conn: Connection) -> None:
         """At the end of a write transaction: the set keys of the rows it
@@ -427,7 +427,7 @@ class Store:
                 t.c.id.in_([bindparam(n) for n in names])
             )
             sql = self._by_id[len(ids)] = Sql(statement, self.engine.dialect, names)
-        return consistency.signed(self.where, self._read(sql.text, sql.params(list(ids))))
+        return consistency.formed(self.where, self._read(sql.text, sql.params(list(ids))))
 
     def rows_and_versions(
         self, ids: Sequence[int]
@@ -450,7 +450,7 @@ class Store:
         found = self._read(sql.text, sql.params(list(ids)))
         versions = Versions(int(found[0][4]), int(found[0][5]))
         rows = [(r[0], r[1], r[2], r[3]) for r in found if r[0] is not None]
-        return consistency.signed(self.where, rows), versions
+        return consistency.formed(self.where, rows), versions
 
     def versions(self) -> Versions | None:
         """(generation, changes counted) in one statement, or None where a
