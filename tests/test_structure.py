@@ -554,3 +554,35 @@ def test_listeners_are_kept_in_one_place() -> None:
             if isinstance(node, ast.FunctionDef) and node.name in ("listen", "unlisten"):
                 defined.add(name)
     assert defined == {"simindex.listeners"}
+
+
+def test_sqlite_s_result_codes_are_read_in_one_place() -> None:
+    """An error's SQLite result code is read by storage.location.sqlite_code
+    alone (the busy, read-only and damage tests and the file check ask it)."""
+    readers = set()
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and ast.unparse(node.func) == "getattr"):
+                continue
+            named = [a.value for a in node.args if isinstance(a, ast.Constant)]
+            if "sqlite_errorcode" in named:
+                readers.add(name)
+    assert readers == {"simindex.storage.location"}
+
+
+def test_a_layout_s_lookups_are_enumerated_in_one_place() -> None:
+    """The values within a radius of a table's bits are enumerated by
+    blocks._probes alone (blocks.table_flips gives them as XORs): no other
+    function makes combinations of bits."""
+    makers = set()
+    for name, path in modules().items():
+        for func in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(func, ast.FunctionDef):
+                for node in ast.walk(func):
+                    if (
+                        isinstance(node, ast.Call)
+                        and ast.unparse(node.func) == "combinations"
+                        and "range" not in ast.unparse(node.args[0])  # (blocks, not bits)
+                    ):
+                        makers.add((name, func.name))
+    assert makers == {("simindex.blocks", "_probes")}
