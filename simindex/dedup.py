@@ -45,21 +45,17 @@ from simindex.fingerprint import DEFAULT_CONFIG, FingerprintConfig
 from simindex.ingest import Doc
 from simindex.signature import (
     DEFAULT_THRESHOLD,
-    NBYTES,
     SMALL,
     WORDS,
+    Marks,
     Middle,
-    bands_meet_many,
-    characters_many,
     check_threshold,
-    estimates,
-    exact_many,
     keys_of,
-    middle_many,
-    middle_similarities,
-    one_unit_many,
+    marks_of,
+    meets_many,
+    needed,
     one_unit_reaches,
-    thresholds_for,
+    similarities,
 )
 from simindex.tables import (
     Chained,
@@ -287,73 +283,6 @@ _CHAINED_BITS = 22  # a probed table of keys up to 2**22 keeps chains (20 MiB at
 _OCCUPIED_BITS = 22  # the signature keys' table keeps which of 2**22 low bits it holds (4 MiB)
 
 
-class _Marks(NamedTuple):
-    """A batch's documents with words, or the kept ones, as arrays."""
-
-    fps: np.ndarray  # uint64
-    words: np.ndarray  # the signatures' sketches, (n, signature.WORDS) uint64
-    sets: np.ndarray  # their exact sets (short texts), (n, SMALL) uint32, padded with 0
-    sizes: np.ndarray  # the sizes of those sets (0: none)
-    ordered: np.ndarray  # whether each is in its text's order (signature.exact_many)
-    characters: np.ndarray  # whether each is a longer text's of CJK characters
-    middle: Middle  # their middle sets (signature.middle_many)
-
-
-def _marks(fps: list[int], signatures: list[bytes]) -> _Marks:
-    sketches = b"".join(s[:NBYTES] for s in signatures)
-    return _Marks(
-        np.array(fps, dtype=np.uint64),
-        np.frombuffer(sketches, dtype="<u8").reshape(-1, WORDS).astype(np.uint64),
-        *exact_many(signatures),
-        characters_many(signatures),
-        middle_many(signatures),
-    )
-
-
-def _needed(threshold: float, a: _Marks, i: np.ndarray, b: _Marks, j: np.ndarray) -> np.ndarray:
-    """signature.threshold_for of each pair (a[i], b[j])."""
-    return thresholds_for(threshold, a.characters[i] & b.characters[j])
-
-
-def _similarities(a: _Marks, i: np.ndarray, b: _Marks, j: np.ndarray) -> np.ndarray:
-    """signature.similarity of each pair (a[i], b[j]): the same floats."""
-    out = estimates(a.words[i], b.words[j])
-    both = (a.sizes[i] > 0) & (b.sizes[j] > 0)
-    if both.any():
-        out[both] = _one_unit(a, i[both], b, j[both])[1]
-    middle = (a.middle.sizes[i] > 0) & (b.middle.sizes[j] > 0)
-    if middle.any():
-        out[middle] = middle_similarities(a.middle, i[middle], b.middle, j[middle])
-    return out
-
-
-def _meet(a: _Marks, i: np.ndarray, b: _Marks, j: np.ndarray) -> np.ndarray:
-    """Whether each pair (a[i], b[j]) found by their keys meets by the rule
-    (signature.meets): exact sets one unit apart where both keep one
-    (_one_unit), one band of the sketches equal where neither does
-    (signature.bands_meet_many); never one of each."""
-    sets_a, sets_b = a.sizes[i] > 0, b.sizes[j] > 0
-    out = np.zeros(len(i), dtype=bool)
-    both = sets_a & sets_b
-    if both.any():
-        out[both] = _one_unit(a, i[both], b, j[both])[0]
-    neither = ~(sets_a | sets_b)
-    if neither.any():
-        out[neither] = bands_meet_many(_sketches(a, i[neither]), _sketches(b, j[neither]))
-    return out
-
-
-def _sketches(a: _Marks, i: np.ndarray) -> np.ndarray:
-    """The sketches of a[i], their NBYTES bytes as (n, NBYTES) uint8 rows."""
-    return np.ascontiguousarray(a.words[i], dtype="<u8").view(np.uint8)
-
-
-def _one_unit(a: _Marks, i: np.ndarray, b: _Marks, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """signature.one_unit_many of the exact sets of a[i] and b[j]: whether
-    one unit apart, and their similarity."""
-    return one_unit_many(a.sets[i], a.sizes[i], a.ordered[i], b.sets[j], b.sizes[j], b.ordered[j])
-
-
 class _Kept:
     """What a streaming dedup kept: fingerprints, signatures and keys, by the
     position they were kept at, found again by their tables' bits (the layout
@@ -398,8 +327,8 @@ class _Kept:
         those (the earliest of equals) is named."""
         worded = [i for i, (_, fp, sig) in enumerate(batch) if fp is not None and sig is not None]
         signatures: list[bytes] = [batch[i][2] for i in worded]  # type: ignore[misc]
-        new = _marks([batch[i][1] for i in worded], signatures)  # type: ignore[misc]
-        old = _Marks(
+        new = marks_of([batch[i][1] for i in worded], signatures)  # type: ignore[misc]
+        old = Marks(
             self._fps.rows,
             self._words.rows,
             self._sets.rows,
@@ -419,14 +348,14 @@ class _Kept:
             i2, p2 = self._met(new, owner[asked][at], old, positions)
             i, p = np.concatenate([i, i2]), np.concatenate([p, p2])
         d = np.bitwise_count(new.fps[i] ^ old.fps[p]).astype(np.intp)
-        sim = _similarities(new, i, old, p)
-        ok = sim >= _needed(self.threshold, new, i, old, p)  # (found by keys: any distance)
+        sim = similarities(new, i, old, p)
+        ok = sim >= needed(self.threshold, new, i, old, p)  # (found by keys: any distance)
         before = (i[ok], p[ok], d[ok], sim[ok])
         # Within the batch: (document, the earlier one, distance, similarity).
         i, j = self._near_in_batch(new, keys, owner, asked, loops)
         d = np.bitwise_count(new.fps[i] ^ new.fps[j]).astype(np.intp)
-        sim = _similarities(new, i, new, j)
-        ok = sim >= _needed(self.threshold, new, i, new, j)
+        sim = similarities(new, i, new, j)
+        ok = sim >= needed(self.threshold, new, i, new, j)
         i, j, d, sim = i[ok], j[ok], d[ok], sim[ok]
         # Kept: nothing verified before the batch, and no earlier one kept in it.
         kept = np.ones(len(worded), dtype=bool)
@@ -451,7 +380,7 @@ class _Kept:
         yield from self._decisions(batch, worded, kept, best, counts)
 
     def _keys(
-        self, signatures: list[bytes], new: _Marks
+        self, signatures: list[bytes], new: Marks
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """The batch's keys (signature.keys_of), their owners, and which of
         them a document looks up: every band key; every set key, or a set's
@@ -467,7 +396,7 @@ class _Kept:
         return keys, owner, own | (sizes == 0) | self._reaches[sizes]
 
     def _met(
-        self, a: _Marks, i: np.ndarray, b: _Marks, j: np.ndarray
+        self, a: Marks, i: np.ndarray, b: Marks, j: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """The pairs (a[i], b[j]) found by a shared key that are farther
         apart than k (those within k the fingerprints find) and meet (_meet),
@@ -478,7 +407,7 @@ class _Kept:
             span = int(j.max()) + 1
             pairs = np.unique(i.astype(np.int64) * span + j)
             i, j = pairs // span, pairs % span
-        met = _meet(a, i, b, j)
+        met = meets_many(a, i, b, j)
         return i[met], j[met]
 
     def _compiled(self) -> Loops | None:
@@ -490,14 +419,14 @@ class _Kept:
             return kernels()
         return None
 
-    def _near_kept(self, new: _Marks, loops: Loops | None) -> tuple[np.ndarray, np.ndarray]:
+    def _near_kept(self, new: Marks, loops: Loops | None) -> tuple[np.ndarray, np.ndarray]:
         """(document, position) of every kept fingerprint within k of one."""
         i, p, _ = probe_batch(self._tables, new.fps, self._fps.rows, self.k, self._radius, loops)
         return i, p
 
     def _near_in_batch(
         self,
-        new: _Marks,
+        new: Marks,
         keys: np.ndarray,
         owner: np.ndarray,
         asked: np.ndarray | None,
@@ -522,7 +451,7 @@ class _Kept:
 
     def _keep(
         self,
-        new: _Marks,
+        new: Marks,
         kept: np.ndarray,
         rank: np.ndarray,
         signature_keys: np.ndarray,

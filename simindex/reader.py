@@ -40,7 +40,7 @@ from simindex.results import FullScanWarning, Match
 from simindex.signature import (
     KEYED_BYTES,
     NBYTES,
-    exact_set,
+    SMALL,
     fingerprint_and_signature,
     is_signature,
     keys_of,
@@ -48,10 +48,11 @@ from simindex.signature import (
     keys_of_one,
     keys_of_sets,
     longer,
-    meets,
+    marks_of,
+    meets_many,
+    needed,
     one_unit_reaches,
-    similarity,
-    threshold_for,
+    similarities,
 )
 from simindex.snapshot import Seed, Snapshot
 from simindex.storage.backend import expect
@@ -99,10 +100,10 @@ def _keyed_pairs(
     farther apart than k whose signatures meet by the rule (signature.meets)
     and are similar enough (the pairs within k come from the fingerprints).
     Short rows of one set are paired among themselves; distinct sets are
-    paired through their set keys (two sets one unit apart share one), each
-    pair of sets judged once, and a key's sets skipped when none of them is
-    large enough to reach the threshold (one_unit_reaches). Longer rows are
-    paired through their band keys, each pair beyond k judged once."""
+    paired through their set keys (two sets one unit apart share one), and
+    longer rows through their band keys: each pair judged once, all at once
+    (signature.Marks), where a group of equal sets or fingerprints is judged
+    by its first row."""
     found: list[tuple[int, int, int, float | None]] = []
     _set_pairs([r for r in rows if _keyed_set(r[3])], k, threshold, found)
     _band_pairs([r for r in rows if longer(r[3])], k, threshold, found)
@@ -125,11 +126,12 @@ def _set_pairs(
     for i, row in enumerate(rows):
         groups.setdefault(bytes(row[3][NBYTES:]), []).append(i)  # type: ignore[index]
     members = list(groups.values())
+    fps = [row[2] & _MASK64 for row in rows]
 
     def pair(a: list[int], b: list[int] | None, estimate: float) -> None:
         for x, i in enumerate(a):
             for j in a[x + 1 :] if b is None else b:
-                distance = ((rows[i][2] ^ rows[j][2]) & _MASK64).bit_count()
+                distance = (fps[i] ^ fps[j]).bit_count()
                 if distance > k:
                     low, high = sorted((rows[i][0], rows[j][0]))
                     found.append((low, high, distance, estimate))
@@ -137,70 +139,120 @@ def _set_pairs(
     for group in members:  # one set: similarity 1
         if len(group) > 1:
             pair(group, None, 1.0)
-    signatures = [rows[group[0]][3] for group in members]
-    sizes = [len(exact_set(sig) or ()) for sig in signatures]  # type: ignore[arg-type]
-    keys, owner = keys_of_sets(signatures)
-    judged: set[tuple[int, int]] = set()  # (a key shared by chance: two sets, one judgement)
-    for run in _runs(keys, owner):
-        largest = max(sizes[g] for g in run)
-        if not one_unit_reaches(largest, threshold):
-            continue  # one unit apart, no two of these reach the threshold
-        for x, a in enumerate(run):
-            for b in run[x + 1 :]:
-                if (a, b) in judged:
-                    continue
-                judged.add((a, b))
-                estimate = meets(signatures[a], signatures[b])
-                if estimate is not None and estimate >= threshold:
-                    pair(members[a], members[b], estimate)
+    heads: list[bytes] = [rows[group[0]][3] for group in members]  # type: ignore[misc]
+    a, b = _sharing(*keys_of_sets(heads), len(heads))
+    marks = marks_of(np.zeros(len(heads), np.uint64), heads)
+    # (one unit apart, none of these can reach the threshold: not judged)
+    reach = np.array([n > 0 and one_unit_reaches(n, threshold) for n in range(SMALL + 1)])
+    a, b = (x[reach[np.maximum(marks.sizes[a], marks.sizes[b])]] for x in (a, b))
+    met = meets_many(marks, a, marks, b)
+    a, b = a[met], b[met]
+    estimate = similarities(marks, a, marks, b)
+    ok = estimate >= threshold
+    for x, y, value in zip(a[ok].tolist(), b[ok].tolist(), estimate[ok].tolist(), strict=True):
+        pair(members[x], members[y], value)
 
 
 def _band_pairs(
     rows: Sequence[Row], k: int, threshold: float, found: list[tuple[int, int, int, float | None]]
 ) -> None:
     # Rows of one fingerprint are within k of each other (paired by the
-    # fingerprints): each fingerprint's rows are one group, keyed once, and
-    # two groups beyond k that meet pair all their rows (copies cost a
-    # group, not the square of their number).
+    # fingerprints): each fingerprint's rows are one group, and two groups
+    # beyond k whose keys meet pair all their rows, judged at once.
     groups: dict[int, list[int]] = {}
     for i, row in enumerate(rows):
         groups.setdefault(row[2] & _MASK64, []).append(i)
     members = list(groups.values())
-    heads = [rows[group[0]] for group in members]
-    keys, owner = keys_of_bands([rows[i][3] for group in members for i in group])
-    owner = np.repeat(np.arange(len(members)), [len(g) for g in members])[owner]  # its group
-    judged: set[tuple[int, int]] = set()  # (two groups sharing several bands: one judgement)
-    for run in _runs(keys, owner):
-        for x, a in enumerate(run):
-            for b in run[x + 1 :]:
-                distance = ((heads[a][2] ^ heads[b][2]) & _MASK64).bit_count()
-                if distance <= k or (a, b) in judged:
-                    continue
-                judged.add((a, b))
-                for i in members[a]:
-                    for j in members[b]:
-                        sa, sb = rows[i][3], rows[j][3]
-                        estimate = meets(sa, sb)
-                        if estimate is not None and estimate >= threshold_for(threshold, sa, sb):
-                            low, high = sorted((rows[i][0], rows[j][0]))
-                            found.append((low, high, distance, estimate))
+    sizes = np.array([len(g) for g in members], dtype=np.intp)
+    flat = np.array([i for g in members for i in g], dtype=np.intp)  # rows, group by group
+    starts = np.cumsum(sizes) - sizes
+    signatures: list[bytes] = [rows[i][3] for i in flat.tolist()]
+    keys, owner = keys_of_bands(signatures)
+    a, b = _sharing(keys, np.repeat(np.arange(len(members)), sizes)[owner], len(members))
+    heads = np.array(list(groups), dtype=np.uint64)
+    distance = np.bitwise_count(heads[a] ^ heads[b])
+    far = distance > k
+    a, b, distance = a[far], b[far], distance[far]
+    # Every row of group a with every row of group b (most groups: one row).
+    count = sizes[a] * sizes[b]
+    pair = np.repeat(np.arange(len(a)), count)
+    t = np.arange(len(pair)) - np.repeat(np.cumsum(count) - count, count)
+    i = starts[a][pair] + t // sizes[b][pair]
+    j = starts[b][pair] + t % sizes[b][pair]
+    marks = marks_of(np.zeros(len(flat), np.uint64), signatures)
+    met = meets_many(marks, i, marks, j)
+    i, j, pair = i[met], j[met], pair[met]
+    estimate = similarities(marks, i, marks, j)
+    ok = estimate >= needed(threshold, marks, i, marks, j)
+    ids = np.array([row[0] for row in rows], dtype=np.int64)[flat]
+    first, second = ids[i[ok]], ids[j[ok]]
+    low, high = np.minimum(first, second).tolist(), np.maximum(first, second).tolist()
+    near = distance[pair[ok]].tolist()
+    found.extend(zip(low, high, near, estimate[ok].tolist(), strict=True))
 
 
-def _runs(keys: np.ndarray, owner: np.ndarray) -> list[list[int]]:
-    """The owners (sorted, each once) of each key that two or more share."""
-    if not keys.size:
-        return []
-    order = np.argsort(keys, kind="stable")
-    keys, owner = keys[order], owner[order]
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    ends = np.r_[starts[1:], len(keys)]
-    runs = []
-    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
-        if end - start > 1:
-            owners = sorted(set(owner[start:end].tolist()))
-            if len(owners) > 1:
-                runs.append(owners)
-    return runs
+_SHARED_AT_ONCE = 1 << 22  # pairs _sharing holds before it drops those seen twice (memory)
+
+
+def _sharing(keys: np.ndarray, owner: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair (a, b), a < b, of the n owners that share one of their
+    keys or more, each once, in order."""
+    order = np.lexsort((owner, keys))
+    keys, owner = keys[order], owner[order].astype(np.int64)
+    once = np.ones(len(keys), dtype=bool)  # (an owner under a key once)
+    once[1:] = (keys[1:] != keys[:-1]) | (owner[1:] != owner[:-1])
+    keys, owner = keys[once], owner[once]
+    found: list[np.ndarray] = [np.zeros(0, np.int64)]
+    held = 0
+    step = 1
+    alive = np.flatnonzero(keys[1:] == keys[:-1]) if len(keys) > 1 else np.zeros(0, np.intp)
+    while alive.size:  # each owner with the ones 1, 2, 3... places on under its key
+        found.append(owner[alive] * n + owner[alive + step])
+        held += alive.size
+        if held > _SHARED_AT_ONCE:
+            found = [np.unique(np.concatenate(found))]
+            held = len(found[0])
+        step += 1
+        alive = alive[alive + step < len(keys)]
+        alive = alive[keys[alive + step] == keys[alive]]
+    codes = np.unique(np.concatenate(found))
+    return codes // max(n, 1), codes % max(n, 1)
+
+
+def _verified(
+    rows: dict[int, tuple[str, bytes | None]],
+    first: np.ndarray,
+    second: np.ndarray,
+    distance: np.ndarray,
+    threshold: float,
+) -> list[tuple[int, int, int, float | None]]:
+    """(id a, id b, distance, similarity) of the pairs within k (ids first
+    and second, rows: id -> (key, signature)) that verify: where both have a
+    signature, at least as similar as the pair needs (signature.needed),
+    all judged at once; else with no similarity. A pair with a row not
+    read is left out (PostgreSQL: removed meanwhile)."""
+    ids = np.fromiter(rows, np.int64, len(rows))
+    signatures = [signature for _, signature in rows.values()]
+    order = np.argsort(ids)
+    at_a, at_b = (np.minimum(np.searchsorted(ids[order], x), len(ids) - 1) for x in (first, second))
+    read = (ids[order][at_a] == first) & (ids[order][at_b] == second) if len(ids) else first < 0
+    a, b, distance = order[at_a[read]], order[at_b[read]], distance[read]
+    has = np.array([s is not None for s in signatures], dtype=bool)
+    place = np.cumsum(has) - 1  # a row's place among those with a signature
+    marks = marks_of(np.zeros(int(has.sum()), np.uint64), [s for s in signatures if s is not None])
+    both = has[a] & has[b]
+    estimate = np.full(len(a), np.nan)
+    i, j = place[a[both]], place[b[both]]
+    estimate[both] = similarities(marks, i, marks, j)
+    ok = ~both
+    ok[both] = estimate[both] >= needed(threshold, marks, i, marks, j)
+    return [
+        (int(ids[x]), int(ids[y]), int(dist), float(value) if judged else None)
+        for x, y, dist, judged, value in zip(
+            a[ok].tolist(), b[ok].tolist(), distance[ok].tolist(), both[ok].tolist(),
+            estimate[ok].tolist(), strict=True,
+        )
+    ]  # fmt: skip
 
 
 def _short_rows(view: View, checks: Sequence[Verify | None]) -> tuple[list[list[Row]], int | None]:
@@ -592,11 +644,5 @@ class Reader:
         # fingerprint moved between them is paired once, within k)
         near = set(zip(first.tolist(), second.tolist(), strict=True))
         pairs = [p for p in keyed if (p[0], p[1]) not in near]
-        for ia, ib, dist in zip(first.tolist(), second.tolist(), d.tolist(), strict=True):
-            if ia not in rows or ib not in rows:  # (PostgreSQL: removed meanwhile)
-                continue
-            sa, sb = rows[ia][1], rows[ib][1]
-            estimate = None if sa is None or sb is None else similarity(sa, sb)
-            if estimate is None or estimate >= threshold_for(at, sa, sb):
-                pairs.append((ia, ib, dist, estimate))
+        pairs += _verified(rows, first, second, d, at)
         return pairs, {i: key for i, (key, _) in rows.items()}

@@ -986,22 +986,48 @@ def middle_many(signatures: Sequence[bytes | None]) -> Middle:
     return Middle(np.frombuffer(b"".join(parts), dtype="<u2").astype(np.uint16), lo, sizes)
 
 
+_MARKED_ROWS = 256  # middle_similarities: sets marked at once (64 KiB each: 16 MiB)
+_LOOKED_UP = 1 << 22  # ... and the values looked up at once (memory)
+
+
 def middle_similarities(a: Middle, i: np.ndarray, b: Middle, j: np.ndarray) -> np.ndarray:
     """The Jaccard of the middle sets of each pair (a's i[n], b's j[n]), each
-    keeping one: the same floats as similarity. Each pair's two sets, tagged
-    with the pair, sorted at once: a value twice in a row is one they share."""
+    keeping one: the same floats as similarity. The pairs taken in order of
+    a's set: a few hundred of those at a time marked in a table of the 16-bit
+    values (each once for all its pairs), and each b set's values looked up
+    in its a set's row; memory bounded however many pairs."""
+    n = len(i)
+    order = np.argsort(i, kind="stable")
+    i, j = i[order], j[order]
     size_a, size_b = a.sizes[i], b.sizes[j]
-    pair = np.arange(len(i), dtype=np.int64)
-    tagged = np.concatenate(
-        [
-            (np.repeat(pair, size_a) << 16) | a.values[run_positions(a.lo[i], size_a)],
-            (np.repeat(pair, size_b) << 16) | b.values[run_positions(b.lo[j], size_b)],
-        ]
-    )
-    tagged.sort()
-    twice = tagged[1:][tagged[1:] == tagged[:-1]] >> 16
-    shared = np.bincount(twice, minlength=len(i))
-    return shared / (size_a + size_b - shared)
+    first = np.ones(n, dtype=bool)  # the first pair of its a set
+    first[1:] = i[1:] != i[:-1]
+    rank = np.cumsum(first) - 1
+    looked = np.cumsum(size_b) - size_b  # b values before each pair
+    marks = np.zeros((min(_MARKED_ROWS, n), 1 << 16), dtype=bool)
+    shared = np.zeros(n, dtype=np.int64)
+    start = 0
+    while start < n:
+        stop = min(
+            int(np.searchsorted(rank, rank[start] + _MARKED_ROWS)),
+            int(np.searchsorted(looked, looked[start] + _LOOKED_UP)),
+        )
+        stop = max(stop, start + 1)
+        row = rank[start:stop] - rank[start]
+        head = np.flatnonzero(np.r_[True, row[1:] != row[:-1]])  # each a set once
+        sets = i[start:stop][head]
+        rows = np.repeat(row[head], a.sizes[sets])
+        values = a.values[run_positions(a.lo[sets], a.sizes[sets])]
+        marks[rows, values] = True
+        sizes = size_b[start:stop]
+        pair = np.repeat(np.arange(stop - start), sizes)
+        found = marks[row[pair], b.values[run_positions(b.lo[j[start:stop]], sizes)]]
+        shared[start:stop] = np.bincount(pair[found], minlength=stop - start)
+        marks[rows, values] = False
+        start = stop
+    out = np.empty(n, dtype=np.float64)
+    out[order] = shared / (size_a + size_b - shared)
+    return out
 
 
 def estimates(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -1010,6 +1036,80 @@ def estimates(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     x = a ^ b
     x = (x | x >> np.uint64(1) | x >> np.uint64(2) | x >> np.uint64(3)) & _LOW_WORD
     return _ESTIMATE_ARRAY[np.bitwise_count(x).sum(axis=1, dtype=np.intp)]
+
+
+# --- many pairs judged at once (streaming dedup, all pairs) -----------------------------
+
+
+class Marks(NamedTuple):
+    """Many fingerprints and their signatures as arrays, for judging many
+    pairs at once: the same answers and floats as ``meets``, ``similarity``
+    and ``threshold_for`` give each pair (tests/test_signature.py)."""
+
+    fps: np.ndarray  # uint64
+    words: np.ndarray  # the signatures' sketches, (n, WORDS) uint64
+    sets: np.ndarray  # their exact sets (short texts), (n, SMALL) uint32, padded with 0
+    sizes: np.ndarray  # the sizes of those sets (0: none)
+    ordered: np.ndarray  # whether each is in its text's order (exact_many)
+    characters: np.ndarray  # whether each is a longer text's of CJK characters
+    middle: Middle  # their middle sets (middle_many)
+
+
+def marks_of(fps: Sequence[int] | np.ndarray, signatures: Sequence[bytes]) -> Marks:
+    """The Marks of fingerprints (unsigned) and their signatures (each a
+    signature: read back checked, or made here)."""
+    sketches = b"".join(s[:NBYTES] for s in signatures)
+    return Marks(
+        np.asarray(fps, dtype=np.uint64),
+        np.frombuffer(sketches, dtype="<u8").reshape(-1, WORDS).astype(np.uint64),
+        *exact_many(signatures),
+        characters_many(signatures),
+        middle_many(signatures),
+    )
+
+
+def needed(threshold: float, a: Marks, i: np.ndarray, b: Marks, j: np.ndarray) -> np.ndarray:
+    """threshold_for of each pair (a[i], b[j])."""
+    return thresholds_for(threshold, a.characters[i] & b.characters[j])
+
+
+def similarities(a: Marks, i: np.ndarray, b: Marks, j: np.ndarray) -> np.ndarray:
+    """similarity of each pair (a[i], b[j]): the same floats."""
+    out = estimates(a.words[i], b.words[j])
+    both = (a.sizes[i] > 0) & (b.sizes[j] > 0)
+    if both.any():
+        out[both] = _one_unit_of(a, i[both], b, j[both])[1]
+    middle = (a.middle.sizes[i] > 0) & (b.middle.sizes[j] > 0)
+    if middle.any():
+        out[middle] = middle_similarities(a.middle, i[middle], b.middle, j[middle])
+    return out
+
+
+def meets_many(a: Marks, i: np.ndarray, b: Marks, j: np.ndarray) -> np.ndarray:
+    """Whether each pair (a[i], b[j]) found by their keys meets by the rule
+    (``meets`` is not None): exact sets one unit apart where both keep one
+    (one_unit_many), one band of the sketches equal where neither does
+    (bands_meet_many); never one of each."""
+    sets_a, sets_b = a.sizes[i] > 0, b.sizes[j] > 0
+    out = np.zeros(len(i), dtype=bool)
+    both = sets_a & sets_b
+    if both.any():
+        out[both] = _one_unit_of(a, i[both], b, j[both])[0]
+    neither = ~(sets_a | sets_b)
+    if neither.any():
+        out[neither] = bands_meet_many(_sketches_of(a, i[neither]), _sketches_of(b, j[neither]))
+    return out
+
+
+def _sketches_of(a: Marks, i: np.ndarray) -> np.ndarray:
+    """The sketches of a[i], their NBYTES bytes as (n, NBYTES) uint8 rows."""
+    return np.ascontiguousarray(a.words[i], dtype="<u8").view(np.uint8)
+
+
+def _one_unit_of(a: Marks, i: np.ndarray, b: Marks, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """one_unit_many of the exact sets of a[i] and b[j]: whether one unit
+    apart, and their similarity."""
+    return one_unit_many(a.sets[i], a.sizes[i], a.ordered[i], b.sets[j], b.sizes[j], b.ordered[j])
 
 
 # --- a text's signature, with its fingerprint --------------------------------------------

@@ -77,11 +77,18 @@ def test_a_middle_set_of_cjk_characters_says_so() -> None:
     assert sig.threshold_for(0.78, made, other) == 0.78
 
 
-def test_two_middle_sets_are_compared_by_their_jaccard() -> None:
+@pytest.mark.parametrize(("rows", "values"), [(256, 1 << 22), (3, 500), (1, 1)])
+def test_two_middle_sets_are_compared_by_their_jaccard(
+    monkeypatch: pytest.MonkeyPatch, rows: int, values: int
+) -> None:
     """The similarity of two middle sets is the Jaccard of their 16-bit sets
     (the oracle: units16 of the texts), both ways, by similarity_to, by
-    middle_similarities many at once (the same floats) and by meets where a
-    band is equal; a middle set against a sketch without one is estimated."""
+    middle_similarities many at once (the same floats; with a few sets
+    marked or values looked up at a time, a set's pairs cut across pieces)
+    and by meets where a band is equal; a middle set against a sketch
+    without one is estimated."""
+    monkeypatch.setattr(sig, "_MARKED_ROWS", rows)
+    monkeypatch.setattr(sig, "_LOOKED_UP", values)
     rng = random.Random(7)
     texts = []
     for _ in range(60):
@@ -93,6 +100,7 @@ def test_two_middle_sets_are_compared_by_their_jaccard() -> None:
     sigs = [sig.signature(t, DEFAULT_CONFIG) for t in texts]
     pairs = [(i, i + 1) for i in range(0, len(texts), 2)]
     pairs += [(rng.randrange(len(texts)), rng.randrange(len(texts))) for _ in range(200)]
+    pairs += [(5, b) for b in range(0, len(texts), 7)]  # (one set's many pairs)
     middle = sig.middle_many(sigs)
     i = np.array([a for a, _ in pairs])
     j = np.array([b for _, b in pairs])

@@ -28,7 +28,13 @@ from simindex import (
     storage,
 )
 from simindex.fingerprint import DEFAULT_CONFIG, hamming
-from simindex.signature import DEFAULT_THRESHOLD, NAME, fingerprint_and_signature, similarity
+from simindex.signature import (
+    DEFAULT_THRESHOLD,
+    NAME,
+    fingerprint_and_signature,
+    similarity,
+    threshold_for,
+)
 from tests.helpers import error, keys_meet
 
 _VOCAB = [a + b + c for a in "bdfgklmnprstvz" for b in "aeiouy" for c in "mnrstlk"]
@@ -268,6 +274,47 @@ def test_duplicates_and_clusters_equal_brute_force(
             for key, d in c.members[1:]:
                 assert frozenset((c.canonical, key)) in pairs
                 assert d == hamming(stored[c.canonical][0], stored[key][0])
+
+
+def test_duplicates_of_copies_repeats_and_every_kind_equal_brute_force() -> None:
+    """All pairs judged at once (reader: the pairs within k, those of set
+    keys and of band keys) against each pair judged alone: short, middle
+    and longer texts, English and Chinese (the lower threshold of two
+    longer texts of CJK characters), copies with edits that move them past
+    k, texts stored three times (a group of one fingerprint), rows of a
+    fingerprint alone."""
+    rng = random.Random(11)
+    vocab = [f"w{n}" for n in range(400)]
+    han = [chr(0x4E00 + n) for n in range(300)]
+    texts: dict[str, str] = {}
+    for n in range(40):
+        units = han if n % 4 == 3 else vocab
+        size = rng.choice([3, 5, 12, 40, 120, 300])
+        base = [rng.choice(units) for _ in range(size)]
+        join = "" if units is han else " "
+        texts[f"d{n}"] = join.join(base)
+        for c in range(rng.choice([1, 2, 3])):
+            copy = list(base)
+            for _ in range(rng.choice([0, 1, size // 12, size // 6])):
+                copy[rng.randrange(size)] = rng.choice(units)
+            texts[f"d{n}c{c}"] = join.join(copy)
+    with SimIndex() as index:
+        stored = load(index, texts, unsigned=6)
+        for threshold in (None, 0.6, 0.9):
+            at = index.threshold if threshold is None else threshold
+            keys = list(stored)
+            want = []
+            for i, a in enumerate(keys):
+                for b in keys[i + 1 :]:
+                    (fa, sa), (fb, sb) = stored[a], stored[b]
+                    d = hamming(fa, fb)
+                    estimate = None if sa is None or sb is None else similarity(sa, sb)
+                    near = d <= index.k or (at > 0 and keys_meet(sa, sb))
+                    if near and (estimate is None or estimate >= threshold_for(at, sa, sb)):
+                        want.append((*sorted((a, b)), d, estimate))
+            want.sort(key=lambda p: (p[2], p[0], p[1]))
+            assert [tuple(p) for p in index.duplicates(threshold=threshold)] == want
+            assert len(want) > 40 and any(p[2] > index.k for p in want)
 
 
 def test_clusters_do_not_chain() -> None:
