@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 from simindex.cli.output import counted
-from tests.helpers import error, ok, ok_json
+from tests.helpers import error, invoke, ok, ok_json
 
 FOX = "the quick brown fox jumps over the lazy dog near the river bank today"
 PASTA = "something else entirely about cooking pasta at home on a quiet evening"
@@ -203,3 +203,21 @@ def test_a_csv_record_with_empty_extra_fields_is_read(tmp_path: Path) -> None:
     ok("dedup", corpus, "--out", out, "-q")
     kept = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert kept == [{"id": "1", "text": FOX}, {"id": "2", "text": PASTA}]
+
+
+def test_query_reads_a_dash_from_stdin_and_warns_of_a_file_name(tmp_path: Path) -> None:
+    """`query INDEX -` reads the text from standard input, as --file - does
+    (a '-' has no word to look for); a TEXT that names an existing file is
+    looked for as the text it is, with a warning, as fingerprint warns."""
+    index, text = tmp_path / "q.db", tmp_path / "fox.txt"
+    text.write_text(FOX, encoding="utf-8")
+    ok("add", index, text, "-q")
+    found = ok("query", index, "-", input=FOX)
+    assert found.stdout == f"0\t{text}\n", found.stdout
+    assert ok_json("query", index, "-", input=FOX)["matches"][0]["key"] == str(text)
+    missed = invoke("query", index, str(text))
+    assert missed.exit_code == 1 and missed.stdout == ""
+    assert missed.stderr == (
+        f"Warning: looking for the text {str(text)!r}, not the file of that name "
+        "(give --file to read it)\n"
+    )

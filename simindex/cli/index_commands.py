@@ -12,6 +12,7 @@ simindex.cli registers the commands on its app (COMMANDS, in the order of
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -399,16 +400,24 @@ def _query_input(
         raise UserError("give exactly one of: TEXT, --file FILE ('-' for stdin), --fingerprint FP")
     if fingerprint is not None:
         return parse_fingerprint(fingerprint)
-    if file is not None:
-        return read_text_file(file, index)
+    if file is not None or text == "-":  # ('-' as a text has no word: stdin, as --file -)
+        return read_text_file("-" if file is None else file, index)
     assert text is not None
+    if os.path.isfile(text):
+        typer.echo(
+            f"Warning: looking for the text {text!r}, not the file of that name "
+            "(give --file to read it)",
+            err=True,
+        )
     return text
 
 
 @reported
 def query(
     index: IndexArg,
-    text: Annotated[str | None, typer.Argument(help="The text to look for.")] = None,
+    text: Annotated[
+        str | None, typer.Argument(help="The text to look for ('-': read from stdin).")
+    ] = None,
     file: Annotated[
         str | None,
         typer.Option(
