@@ -7,6 +7,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from simindex.cli.output import counted
 from tests.helpers import error, invoke, ok, ok_json
 
@@ -221,3 +223,29 @@ def test_query_reads_a_dash_from_stdin_and_warns_of_a_file_name(tmp_path: Path) 
         f"Warning: looking for the text {str(text)!r}, not the file of that name "
         "(give --file to read it)\n"
     )
+
+
+def test_an_add_in_batches_interrupted_says_the_batches_before_it_are_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With --batch-size, Ctrl-C leaves the batches committed before it: the
+    message says so (not that nothing was kept), exit code 130."""
+    from simindex.index import SimIndex
+
+    index, text = tmp_path / "b.db", tmp_path / "fox.txt"
+    text.write_text(FOX, encoding="utf-8")
+    ok("add", index, text, "-q")
+
+    def stopped(*_args: object, **_kwargs: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(SimIndex, "add_fingerprints", stopped)
+    result = invoke("add", index, text, "--batch-size", "1", "-q")
+    assert result.exit_code == 130 and result.stdout == ""
+    assert result.stderr == (
+        "Interrupted; the batches committed before it are kept, the unfinished one is not "
+        "(add again with --skip-existing to go on).\n"
+    )
+    plain = invoke("add", index, text, "-q")
+    assert plain.exit_code == 130
+    assert plain.stderr == "Interrupted; nothing of the unfinished transaction was kept.\n"

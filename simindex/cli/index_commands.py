@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+from simindex import signals
 from simindex.blocks import MAX_INDEX_K, probe_radius
-from simindex.cli.errors import EXIT_NOT_FOUND, EXIT_OK, UserError, reported
+from simindex.cli.errors import EXIT_NOT_FOUND, EXIT_OK, UserError, interrupted, reported
 from simindex.cli.options import (
     KEYS_HELP,
     BlocksOpt,
@@ -340,9 +341,16 @@ def add(
                     stream, batch_size=batch_size, skip_existing=skip_existing
                 )
             count, location = len(ix), ix.location
-    except BaseException:
+    except BaseException as exc:
         if new_file is not None:
             _remove_if_empty(new_file)
+        if isinstance(exc, KeyboardInterrupt) and batch_size is not None:
+            interrupted(
+                exc,
+                "the batches committed before it are kept, the unfinished one is not "
+                "(add again with --skip-existing to go on)",
+            )
+            raise typer.Exit(signals.exit_code(exc)) from None
         raise
     own_skipped.tell()
     not_text.tell()
