@@ -249,3 +249,19 @@ def test_an_add_in_batches_interrupted_says_the_batches_before_it_are_kept(
     plain = invoke("add", index, text, "-q")
     assert plain.exit_code == 130
     assert plain.stderr == "Interrupted; nothing of the unfinished transaction was kept.\n"
+
+
+def test_dedup_of_a_corpus_without_out_says_to_give_out(tmp_path: Path) -> None:
+    """`dedup CORPUS` without --out (a folder, a JSON Lines file) is most
+    likely a corpus meant to be deduplicated: the error says --out."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text(FOX, encoding="utf-8")
+    records = tmp_path / "news.jsonl"
+    records.write_text(json.dumps({"id": "a", "text": FOX}) + "\n", encoding="utf-8")
+    for source in (corpus, records):
+        said = error("dedup", source, contains=("give --out FILE",))
+        assert said.startswith(f"Error: {source} is "), said
+    index = tmp_path / "ok.db"
+    ok("add", index, corpus / "a.txt", "-q")
+    assert invoke("dedup", index).exit_code == 0

@@ -201,6 +201,7 @@ def dedup(
         raise UserError("--report goes with --out (corpus mode)")
     if len(sources) != 1:
         raise UserError("give one index (or a corpus with --out)")
+    _check_index(sources[0])
     with open_index(sources[0]) as ix:
         used_k = ix.k if k is None else k
         used = ix.threshold if threshold is None else threshold
@@ -228,6 +229,22 @@ def dedup(
     else:
         for p in pairs:
             typer.echo(f"{p.distance}\t{escaped(p.key_a)}\t{escaped(p.key_b)}")
+
+
+def _check_index(source: str) -> None:
+    """A folder, or a file of something else than SQLite, given as the index:
+    most likely a corpus given without --out; say so (an empty or missing
+    file is left to open_index, which says there is no index)."""
+    from simindex.index_files import is_sqlite
+
+    path = Path(source)
+    folder = path.is_dir()
+    if folder or (path.is_file() and path.stat().st_size > 0 and not is_sqlite(path)):
+        raise UserError(
+            f"{source} is {'a folder' if folder else 'not an index'}: to drop the "
+            f"near-duplicates of a corpus, give --out FILE (simindex dedup CORPUS --out "
+            "unique.jsonl)"
+        )
 
 
 def _dedup_corpus(
