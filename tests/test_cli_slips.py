@@ -265,3 +265,16 @@ def test_dedup_of_a_corpus_without_out_says_to_give_out(tmp_path: Path) -> None:
     index = tmp_path / "ok.db"
     ok("add", index, corpus / "a.txt", "-q")
     assert invoke("dedup", index).exit_code == 0
+
+
+def test_another_index_given_as_a_document_is_named_so(tmp_path: Path) -> None:
+    """`add NEW OTHER.db`: the other index is refused as a SQLite database,
+    not read as text ('line 1 is not valid UTF-8'); nothing is made."""
+    other, text = tmp_path / "other.db", tmp_path / "fox.txt"
+    text.write_text(FOX, encoding="utf-8")
+    ok("add", other, text, "-q")
+    error("add", tmp_path / "new.db", other, contains=("is a SQLite database (an index?)",))
+    assert not (tmp_path / "new.db").exists()
+    third = tmp_path / "third.db"
+    ok("add", third, text, "-q")
+    error("query", other, "--file", third, contains=("is a SQLite database (an index?)",))

@@ -60,7 +60,7 @@ def _is_stdin(path: str) -> bool:
 def check_sources(index: str, paths: list[str]) -> list[str]:
     """Refuse a source that is the index (or its -wal, -shm, -journal); the
     index's files, for read_docs to skip where they are met in a folder."""
-    from simindex.index_files import files_of
+    from simindex.index_files import files_of, is_sqlite
 
     own = files_of(index)
     for source in paths:
@@ -69,6 +69,8 @@ def check_sources(index: str, paths: list[str]) -> list[str]:
                 raise UserError("standard input reads the index itself; it cannot be a document")
         elif not os.path.isdir(source) and any(_same_file(source, f) for f in own):
             raise UserError(f"{source} is the index (or one of its files); it cannot be a document")
+        elif os.path.isfile(source) and is_sqlite(Path(source)):  # (never a pipe: isfile)
+            raise UserError(f"{source} is a SQLite database (an index?), not a document")
     return own
 
 
