@@ -265,7 +265,8 @@ app = typer.Typer(
     name="simindex",
     cls=_Commands,
     help="A persistent near-duplicate index for text (64-bit Simhash, SQLite).\n\n"
-    "Exit codes: 0 success, 1 query found nothing or check found a problem, 2 error.",
+    "Exit codes: 0 success, 1 query found nothing or check found a problem, 2 error, "
+    "130 interrupted (143 SIGTERM, 129 SIGHUP).",
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,

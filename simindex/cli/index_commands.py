@@ -674,8 +674,19 @@ def rebuild(
             "without them, the stored fingerprints are laid out anew. " + KEYS_HELP
         ),
     ] = None,
-    k: Annotated[int | None, typer.Option("--k", "-k", metavar="K", help="A new k (0-15).")] = None,
-    blocks: BlocksOpt = None,
+    k: Annotated[
+        int | None,
+        typer.Option("--k", "-k", metavar="K", help="A new k (0-15; default: the index's)."),
+    ] = None,
+    blocks: Annotated[
+        int | None,
+        typer.Option(
+            "--blocks",
+            metavar="N",
+            help="Blocks of the rebuilt index (default: what a new index for its k gets; "
+            "see simindex advise).",
+        ),
+    ] = None,
     threshold: Annotated[
         float | None,
         typer.Option(
@@ -842,8 +853,8 @@ def check(
         bool,
         typer.Option(
             "--repair",
-            help="Fix what is safe to fix: recompute block columns, recreate missing "
-            "lookup indexes.",
+            help="Fix what is safe to fix, in one transaction: recompute block columns, "
+            "recreate missing lookup indexes, make every row's keys again; then check again.",
         ),
     ] = False,
     as_json: JsonOpt = False,
