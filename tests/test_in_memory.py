@@ -241,7 +241,7 @@ def test_streaming_dedup_finds_every_kept_within_k_as_brute_force(
             else rng.getrandbits(64) | (1 << 63) * (i % 2)
             for i in range(60)
         ]
-        marks = dedup._Marks(
+        marks = signature.Marks(
             np.array(queries, dtype=np.uint64),
             np.zeros((60, signature.WORDS), np.uint64),
             np.zeros((60, signature.SMALL), np.uint32),

@@ -240,10 +240,10 @@ def _check_index(source: str) -> None:
     path = Path(source)
     folder = path.is_dir()
     if folder or (path.is_file() and path.stat().st_size > 0 and not is_sqlite(path)):
+        what = "a folder, not an index file" if folder else "not a simindex index (not SQLite)"
         raise UserError(
-            f"{source} is {'a folder' if folder else 'not an index'}: to drop the "
-            f"near-duplicates of a corpus, give --out FILE (simindex dedup CORPUS --out "
-            "unique.jsonl)"
+            f"{source} is {what}: to drop the near-duplicates of a corpus, give --out FILE "
+            "(simindex dedup CORPUS --out unique.jsonl)"
         )
 
 
