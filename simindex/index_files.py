@@ -53,6 +53,25 @@ def is_sqlite(path: Path) -> bool:
     return True
 
 
+def not_sqlite(path: Path) -> bool:
+    """Whether an existing file is surely no SQLite database: shorter than
+    its header but not empty, or SQLite read its header and said so (as
+    is_sqlite reads it). One that cannot be read now (locked, or no
+    permission) is not: opening it says why."""
+    try:
+        size = path.stat().st_size
+        if size == 0:
+            return False
+        if size < storage.HEADER_BYTES:
+            return True
+        storage.check_file(storage.locate(path), create=False, timeout=0)
+    except NotAnIndexError:
+        return True
+    except (OSError, SimIndexError):
+        return False
+    return False
+
+
 class Restore(NamedTuple):
     """A restore checked and ready: ``run`` copies ``source`` into ``target``."""
 

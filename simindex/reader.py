@@ -40,7 +40,6 @@ from simindex.results import FullScanWarning, Match
 from simindex.signature import (
     KEYED_BYTES,
     NBYTES,
-    SMALL,
     fingerprint_and_signature,
     is_signature,
     keys_of,
@@ -51,7 +50,6 @@ from simindex.signature import (
     marks_of,
     meets_many,
     needed,
-    one_unit_reaches,
     similarities,
 )
 from simindex.snapshot import Seed, Snapshot
@@ -102,8 +100,8 @@ def _keyed_pairs(
     Short rows of one set are paired among themselves; distinct sets are
     paired through their set keys (two sets one unit apart share one), and
     longer rows through their band keys: each pair judged once, all at once
-    (signature.Marks), where a group of equal sets or fingerprints is judged
-    by its first row."""
+    (signature.Marks). Rows of one set are judged as a group (by its first
+    row), rows of one fingerprint are found as a group (each row judged)."""
     found: list[tuple[int, int, int, float | None]] = []
     _set_pairs([r for r in rows if _keyed_set(r[3])], k, threshold, found)
     _band_pairs([r for r in rows if longer(r[3])], k, threshold, found)
@@ -142,9 +140,8 @@ def _set_pairs(
     heads: list[bytes] = [rows[group[0]][3] for group in members]  # type: ignore[misc]
     a, b = _sharing(*keys_of_sets(heads), len(heads))
     marks = marks_of(np.zeros(len(heads), np.uint64), heads)
-    # (one unit apart, none of these can reach the threshold: not judged)
-    reach = np.array([n > 0 and one_unit_reaches(n, threshold) for n in range(SMALL + 1)])
-    a, b = (x[reach[np.maximum(marks.sizes[a], marks.sizes[b])]] for x in (a, b))
+    # (every pair judged: two sets of the same units, one kept in its text's
+    # order, the other sorted, are as similar as 1 whatever their size)
     met = meets_many(marks, a, marks, b)
     a, b = a[met], b[met]
     estimate = similarities(marks, a, marks, b)
@@ -173,25 +170,37 @@ def _band_pairs(
     distance = np.bitwise_count(heads[a] ^ heads[b])
     far = distance > k
     a, b, distance = a[far], b[far], distance[far]
-    # Every row of group a with every row of group b (most groups: one row).
-    count = sizes[a] * sizes[b]
-    pair = np.repeat(np.arange(len(a)), count)
-    t = np.arange(len(pair)) - np.repeat(np.cumsum(count) - count, count)
-    i = starts[a][pair] + t // sizes[b][pair]
-    j = starts[b][pair] + t % sizes[b][pair]
     marks = marks_of(np.zeros(len(flat), np.uint64), signatures)
-    met = meets_many(marks, i, marks, j)
-    i, j, pair = i[met], j[met], pair[met]
-    estimate = similarities(marks, i, marks, j)
-    ok = estimate >= needed(threshold, marks, i, marks, j)
     ids = np.array([row[0] for row in rows], dtype=np.int64)[flat]
-    first, second = ids[i[ok]], ids[j[ok]]
-    low, high = np.minimum(first, second).tolist(), np.maximum(first, second).tolist()
-    near = distance[pair[ok]].tolist()
-    found.extend(zip(low, high, near, estimate[ok].tolist(), strict=True))
+    # Every row of group a with every row of group b (most groups: one row),
+    # _JUDGED_AT_ONCE of those pairs at a time (memory).
+    count = sizes[a] * sizes[b]
+    ends = np.cumsum(count)
+    start = 0
+    while start < len(a):
+        done = int(ends[start - 1]) if start else 0
+        stop = max(start + 1, int(np.searchsorted(ends, done + _JUDGED_AT_ONCE, side="right")))
+        ga, gb, here = a[start:stop], b[start:stop], count[start:stop]
+        pair = np.repeat(np.arange(len(ga)), here)
+        t = np.arange(len(pair)) - np.repeat(np.cumsum(here) - here, here)
+        i = starts[ga][pair] + t // sizes[gb][pair]
+        j = starts[gb][pair] + t % sizes[gb][pair]
+        met = meets_many(marks, i, marks, j)
+        i, j, pair = i[met], j[met], pair[met]
+        estimate = similarities(marks, i, marks, j)
+        ok = estimate >= needed(threshold, marks, i, marks, j)
+        first, second = ids[i[ok]], ids[j[ok]]
+        low, high = np.minimum(first, second).tolist(), np.maximum(first, second).tolist()
+        near = distance[start:stop][pair[ok]].tolist()
+        found.extend(zip(low, high, near, estimate[ok].tolist(), strict=True))
+        start = stop
 
 
-_SHARED_AT_ONCE = 1 << 22  # pairs _sharing holds before it drops those seen twice (memory)
+_JUDGED_AT_ONCE = 1 << 18  # _band_pairs: pairs of rows judged at once (memory)
+# Pairs _sharing gathers before it drops those found twice (two groups may
+# share several keys): again whenever what it holds has doubled, so each
+# pair is sorted about twice in all.
+_SHARED_AT_ONCE = 1 << 22
 
 
 def _sharing(keys: np.ndarray, owner: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -203,15 +212,16 @@ def _sharing(keys: np.ndarray, owner: np.ndarray, n: int) -> tuple[np.ndarray, n
     once[1:] = (keys[1:] != keys[:-1]) | (owner[1:] != owner[:-1])
     keys, owner = keys[once], owner[once]
     found: list[np.ndarray] = [np.zeros(0, np.int64)]
-    held = 0
+    held, limit = 0, _SHARED_AT_ONCE
     step = 1
     alive = np.flatnonzero(keys[1:] == keys[:-1]) if len(keys) > 1 else np.zeros(0, np.intp)
     while alive.size:  # each owner with the ones 1, 2, 3... places on under its key
         found.append(owner[alive] * n + owner[alive + step])
         held += alive.size
-        if held > _SHARED_AT_ONCE:
+        if held > limit:
             found = [np.unique(np.concatenate(found))]
             held = len(found[0])
+            limit = max(_SHARED_AT_ONCE, 2 * held)
         step += 1
         alive = alive[alive + step < len(keys)]
         alive = alive[keys[alive + step] == keys[alive]]

@@ -9,11 +9,14 @@ signature, their similarity reaches the threshold.
 
 from __future__ import annotations
 
+import math
 import random
 import sqlite3
+import struct
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from simindex import (
@@ -31,6 +34,7 @@ from simindex.fingerprint import DEFAULT_CONFIG, hamming
 from simindex.signature import (
     DEFAULT_THRESHOLD,
     NAME,
+    NBYTES,
     fingerprint_and_signature,
     similarity,
     threshold_for,
@@ -315,6 +319,48 @@ def test_duplicates_of_copies_repeats_and_every_kind_equal_brute_force() -> None
             want.sort(key=lambda p: (p[2], p[0], p[1]))
             assert [tuple(p) for p in index.duplicates(threshold=threshold)] == want
             assert len(want) > 40 and any(p[2] > index.k for p in want)
+
+
+def test_two_sets_of_the_same_units_pair_at_any_threshold() -> None:
+    """A short text kept in its text's order and a row of the same units
+    stored sorted (as rows written before the order was kept are) are as
+    similar as 1: all pairs finds them at a threshold above 15/17 too,
+    however few their units (a filter of sets one unit apart must not
+    drop them)."""
+    text = "甲乙丙丁戊己庚辛壬"
+    with SimIndex() as index:
+        fa, sa = fingerprint_and_signature(text, index.config)
+        fb, sb = fingerprint_and_signature(text[::-1], index.config)
+        units = sorted(struct.unpack_from(f"<{len(text)}I", sb, NBYTES))
+        sorted_b = sb[:NBYTES] + struct.pack(f"<{len(units)}I", *units)
+        assert similarity(sa, sorted_b) == 1.0 and hamming(fa, fb) > index.k
+        index.add_fingerprints([("a", fa, sa), ("b", fb, sorted_b)])
+        found = index.duplicates(threshold=0.9)
+        assert [(p.key_a, p.key_b, p.similarity) for p in found] == [("a", "b", 1.0)]
+
+
+def test_keys_shared_by_many_are_paired_once_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    """reader._sharing: every pair of owners sharing a key, once, against
+    brute force; with what it holds dropped of repeats whenever it has
+    doubled (a few times in all, not once a step: hundreds of rows under
+    one key took minutes when it sorted everything again at every step)."""
+    from simindex import reader
+
+    rng = np.random.default_rng(3)
+    n = 400
+    keys = np.concatenate([np.zeros(n, np.int64), rng.integers(0, 50, 3 * n)])
+    owner = np.concatenate([np.arange(n), rng.integers(0, n, 3 * n)])
+    want = sorted(
+        {(min(a, b), max(a, b)) for key in set(keys.tolist()) for a in owner[keys == key].tolist()
+         for b in owner[keys == key].tolist() if a != b}
+    )  # fmt: skip
+    monkeypatch.setattr(reader, "_SHARED_AT_ONCE", 64)
+    calls = []
+    unique = np.unique
+    monkeypatch.setattr(np, "unique", lambda *a, **kw: calls.append(1) or unique(*a, **kw))
+    a, b = reader._sharing(keys, owner, n)
+    assert list(zip(a.tolist(), b.tolist(), strict=True)) == want
+    assert len(calls) <= 2 * math.log2(len(want) / 64) + 2
 
 
 def test_clusters_do_not_chain() -> None:

@@ -232,14 +232,14 @@ def dedup(
 
 
 def _check_index(source: str) -> None:
-    """A folder, or a file of something else than SQLite, given as the index:
-    most likely a corpus given without --out; say so (an empty or missing
-    file is left to open_index, which says there is no index)."""
-    from simindex.index_files import is_sqlite
+    """A folder, or a file SQLite says is none of its, given as the index:
+    most likely a corpus given without --out; say so (an empty, missing,
+    locked or unreadable file is left to open_index, which says what it is)."""
+    from simindex.index_files import not_sqlite
 
     path = Path(source)
     folder = path.is_dir()
-    if folder or (path.is_file() and path.stat().st_size > 0 and not is_sqlite(path)):
+    if folder or (path.is_file() and not_sqlite(path)):
         what = "a folder, not an index file" if folder else "not a simindex index (not SQLite)"
         raise UserError(
             f"{source} is {what}: to drop the near-duplicates of a corpus, give --out FILE "
