@@ -241,6 +241,23 @@ def test_a_held_snapshot_verifies_in_memory_as_the_rows_do(
         check()
 
 
+def brute_pairs(stored: Stored, k: int, at: float) -> list[tuple[str, str, int, float | None]]:
+    """Every pair of stored rows as duplicates() must give them, each pair
+    judged alone: within k or meeting by their keys, and, where both have a
+    signature, at least as similar as the pair needs (threshold_for)."""
+    keys = list(stored)
+    want = []
+    for i, a in enumerate(keys):
+        for b in keys[i + 1 :]:
+            (fa, sa), (fb, sb) = stored[a], stored[b]
+            d = hamming(fa, fb)
+            estimate = None if sa is None or sb is None else similarity(sa, sb)
+            near = d <= k or (at > 0 and keys_meet(sa, sb))
+            if near and (estimate is None or estimate >= threshold_for(at, sa, sb)):
+                want.append((*sorted((a, b)), d, estimate))
+    return sorted(want, key=lambda p: (p[2], p[0], p[1]))
+
+
 @pytest.mark.parametrize("threshold", [None, 0.0, 0.9])
 def test_duplicates_and_clusters_equal_brute_force(
     texts: dict[str, str], threshold: float | None
@@ -249,16 +266,7 @@ def test_duplicates_and_clusters_equal_brute_force(
         stored = load(index, texts)
         at = index.threshold if threshold is None else threshold
         keys = list(stored)  # in the order they were added
-        want = []
-        for i, a in enumerate(keys):
-            for b in keys[i + 1 :]:
-                (fa, sa), (fb, sb) = stored[a], stored[b]
-                d = hamming(fa, fb)
-                estimate = None if sa is None or sb is None else similarity(sa, sb)
-                near = d <= 8 or (at > 0 and keys_meet(sa, sb))
-                if near and (estimate is None or estimate >= at):
-                    want.append((*sorted((a, b)), d, estimate))
-        want.sort(key=lambda p: (p[2], p[0], p[1]))
+        want = brute_pairs(stored, index.k, at)
         assert [tuple(p) for p in index.duplicates(threshold=threshold)] == want
         # Clusters: the leader rule over those pairs, in the order of adding.
         pairs = {frozenset(p[:2]) for p in want}
@@ -306,17 +314,7 @@ def test_duplicates_of_copies_repeats_and_every_kind_equal_brute_force() -> None
         stored = load(index, texts, unsigned=6)
         for threshold in (None, 0.6, 0.9):
             at = index.threshold if threshold is None else threshold
-            keys = list(stored)
-            want = []
-            for i, a in enumerate(keys):
-                for b in keys[i + 1 :]:
-                    (fa, sa), (fb, sb) = stored[a], stored[b]
-                    d = hamming(fa, fb)
-                    estimate = None if sa is None or sb is None else similarity(sa, sb)
-                    near = d <= index.k or (at > 0 and keys_meet(sa, sb))
-                    if near and (estimate is None or estimate >= threshold_for(at, sa, sb)):
-                        want.append((*sorted((a, b)), d, estimate))
-            want.sort(key=lambda p: (p[2], p[0], p[1]))
+            want = brute_pairs(stored, index.k, at)
             assert [tuple(p) for p in index.duplicates(threshold=threshold)] == want
             assert len(want) > 40 and any(p[2] > index.k for p in want)
 
