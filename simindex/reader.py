@@ -54,6 +54,7 @@ from simindex.signature import (
 )
 from simindex.snapshot import Seed, Snapshot
 from simindex.storage.backend import expect
+from simindex.tables import run_pieces
 from simindex.view import View, Views
 
 _MASK64 = (1 << 64) - 1
@@ -173,27 +174,19 @@ def _band_pairs(
     marks = marks_of(np.zeros(len(flat), np.uint64), signatures)
     ids = np.array([row[0] for row in rows], dtype=np.int64)[flat]
     # Every row of group a with every row of group b (most groups: one row),
-    # _JUDGED_AT_ONCE of those pairs at a time (memory).
+    # _JUDGED_AT_ONCE of those pairs at a time (memory: tables.run_pieces).
     count = sizes[a] * sizes[b]
-    ends = np.cumsum(count)
-    start = 0
-    while start < len(a):
-        done = int(ends[start - 1]) if start else 0
-        stop = max(start + 1, int(np.searchsorted(ends, done + _JUDGED_AT_ONCE, side="right")))
-        ga, gb, here = a[start:stop], b[start:stop], count[start:stop]
-        pair = np.repeat(np.arange(len(ga)), here)
-        t = np.arange(len(pair)) - np.repeat(np.cumsum(here) - here, here)
-        i = starts[ga][pair] + t // sizes[gb][pair]
-        j = starts[gb][pair] + t % sizes[gb][pair]
+    for pair, t in run_pieces(np.arange(len(a)), np.zeros(len(a), np.intp), count, _JUDGED_AT_ONCE):
+        i = starts[a[pair]] + t // sizes[b[pair]]
+        j = starts[b[pair]] + t % sizes[b[pair]]
         met = meets_many(marks, i, marks, j)
         i, j, pair = i[met], j[met], pair[met]
         estimate = similarities(marks, i, marks, j)
         ok = estimate >= needed(threshold, marks, i, marks, j)
         first, second = ids[i[ok]], ids[j[ok]]
         low, high = np.minimum(first, second).tolist(), np.maximum(first, second).tolist()
-        near = distance[start:stop][pair[ok]].tolist()
+        near = distance[pair[ok]].tolist()
         found.extend(zip(low, high, near, estimate[ok].tolist(), strict=True))
-        start = stop
 
 
 _JUDGED_AT_ONCE = 1 << 18  # _band_pairs: pairs of rows judged at once (memory)

@@ -288,13 +288,20 @@ def test_duplicates_and_clusters_equal_brute_force(
                 assert d == hamming(stored[c.canonical][0], stored[key][0])
 
 
-def test_duplicates_of_copies_repeats_and_every_kind_equal_brute_force() -> None:
+@pytest.mark.parametrize("at_once", [1 << 18, 1])
+def test_duplicates_of_copies_repeats_and_every_kind_equal_brute_force(
+    monkeypatch: pytest.MonkeyPatch, at_once: int
+) -> None:
     """All pairs judged at once (reader: the pairs within k, those of set
-    keys and of band keys) against each pair judged alone: short, middle
+    keys and of band keys; the band pairs in pieces, or a pair at a time)
+    against each pair judged alone: short, middle
     and longer texts, English and Chinese (the lower threshold of two
     longer texts of CJK characters), copies with edits that move them past
     k, texts stored three times (a group of one fingerprint), rows of a
     fingerprint alone."""
+    from simindex import reader
+
+    monkeypatch.setattr(reader, "_JUDGED_AT_ONCE", at_once)
     rng = random.Random(11)
     vocab = [f"w{n}" for n in range(400)]
     han = [chr(0x4E00 + n) for n in range(300)]
