@@ -244,8 +244,9 @@ def _verified(
     ids = np.fromiter(rows, np.int64, len(rows))
     signatures = [signature for _, signature in rows.values()]
     order = np.argsort(ids)
-    at_a, at_b = (np.minimum(np.searchsorted(ids[order], x), len(ids) - 1) for x in (first, second))
-    read = (ids[order][at_a] == first) & (ids[order][at_b] == second) if len(ids) else first < 0
+    known = ids[order]
+    at_a, at_b = (np.minimum(np.searchsorted(known, x), len(ids) - 1) for x in (first, second))
+    read = (known[at_a] == first) & (known[at_b] == second) if len(ids) else first < 0
     a, b, distance = order[at_a[read]], order[at_b[read]], distance[read]
     has = np.array([s is not None for s in signatures], dtype=bool)
     place = np.cumsum(has) - 1  # a row's place among those with a signature
